@@ -1,0 +1,69 @@
+"""toolcancel: the cooperative, quiescent tool-cancellation contract, as a Python reference.
+
+A caller hands a tool call to a registry with an abort signal.  Cancellation may arrive while
+pre-execute policy or approval waits, while around-dispatch wrappers wait, while the body runs, or
+while post-execute policy waits.  The contract (``toolcancel/spec/CONTRACT.md``) says what happens
+at each of those moments; :class:`ToolRegistry` implements it over asyncio, driven by a pure
+per-call machine compiled from ``toolcancel/spec/contract.toml``.
+"""
+
+from .contract import Contract, RevisionContract, load_contract, load_contract_file
+from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
+from .errors import (
+    ContractError,
+    ContractViolation,
+    NotSerializable,
+    RegistryUsageError,
+    ToolcancelError,
+)
+from .registry import (
+    Accept,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Ask,
+    Block,
+    Deny,
+    Execution,
+    ToolDefinition,
+    ToolRegistry,
+)
+from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
+from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
+
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Accept",
+    "Allow",
+    "Approval",
+    "ApprovalRequest",
+    "Ask",
+    "Block",
+    "CallMachine",
+    "CallState",
+    "Contract",
+    "ContractError",
+    "ContractViolation",
+    "Deny",
+    "ErrorInfo",
+    "Execution",
+    "FrozenDict",
+    "NotSerializable",
+    "Occurrence",
+    "PathStep",
+    "RegistryUsageError",
+    "RevisionContract",
+    "SignalTimeoutError",
+    "ToolDefinition",
+    "ToolError",
+    "ToolOutput",
+    "ToolRegistry",
+    "ToolResult",
+    "ToolcancelError",
+    "choices",
+    "load_contract",
+    "load_contract_file",
+    "step",
+]

@@ -1,0 +1,413 @@
+"""The contract file, loaded and validated.
+
+``spec/contract.toml`` is the single source of truth: this module turns it into typed, immutable
+records and refuses a file whose parts do not refer to each other consistently (an unknown state,
+event, guard, outcome or rule id; a precedence row that no transition decides).  Everything else
+(the pure machine, the statechart, diagrams, checker, vectors) reads a :class:`Contract`; nothing
+restates the table.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from .errors import ContractError
+
+
+@dataclass(frozen=True)
+class State:
+    name: str
+    action: str
+    parent: str | None = None
+    wait: bool = False
+    initial: bool = False
+    terminal: bool = False
+
+
+@dataclass(frozen=True)
+class Event:
+    name: str
+    doc: str
+    data: tuple[str, ...] = ()
+    cancellation: bool = False
+
+
+@dataclass(frozen=True)
+class Guard:
+    name: str
+    doc: str
+    rule: str
+
+
+@dataclass(frozen=True)
+class Outcome:
+    name: str
+    is_error: bool
+    rule: str
+    route: str = "post"
+    code: str | None = None
+    revisions: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class Transition:
+    """One row of the table.  ``index`` is its position in the file (its stable identity)."""
+
+    index: int
+    sources: tuple[str, ...]
+    events: tuple[str, ...]
+    guards: tuple[tuple[str, bool], ...]
+    dest: str | None
+    outcome: str | None
+    depth: int
+    invoke: bool
+    rules: tuple[str, ...]
+    precedence: int | None
+    alternative: bool
+    revisions: frozenset[str]
+
+    @property
+    def guard_text(self) -> str:
+        return " and ".join(("" if want else "not ") + name for name, want in self.guards)
+
+
+@dataclass(frozen=True)
+class PrecedenceRow:
+    row: int
+    situation: str
+    outcome: str
+    beats: str
+    rules: tuple[str, ...]
+    revisions: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    title: str
+    summary: str
+    revisions: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Contract:
+    """The whole contract file.  Use :meth:`revision` for the slice one revision follows."""
+
+    source: str
+    revisions: tuple[str, ...]
+    default_revision: str
+    revision_info: Mapping[str, Mapping[str, str]]
+    texts: Mapping[str, str]
+    states: tuple[State, ...]
+    events: tuple[Event, ...]
+    guards: tuple[Guard, ...]
+    outcomes: tuple[Outcome, ...]
+    transitions: tuple[Transition, ...]
+    precedence: tuple[PrecedenceRow, ...]
+    rules: tuple[Rule, ...]
+    _by_revision: dict[str, RevisionContract] = field(
+        default_factory=dict, compare=False, repr=False
+    )
+
+    def revision(self, name: str | None = None) -> RevisionContract:
+        """The states, transitions, rows and rules of one revision (default: the seed)."""
+        name = self.default_revision if name is None else name
+        if name not in self.revisions:
+            raise ContractError(
+                f"unknown contract revision {name!r}; choose one of {', '.join(self.revisions)}"
+            )
+        cached = self._by_revision.get(name)
+        if cached is None:
+            cached = RevisionContract(self, name)
+            self._by_revision[name] = cached
+        return cached
+
+    def state(self, name: str) -> State:
+        return next(s for s in self.states if s.name == name)
+
+    def outcome(self, name: str) -> Outcome:
+        return next(o for o in self.outcomes if o.name == name)
+
+    def rule(self, rule_id: str) -> Rule:
+        return next(r for r in self.rules if r.id == rule_id)
+
+
+class RevisionContract:
+    """The part of the contract one revision follows, indexed for stepping."""
+
+    def __init__(self, contract: Contract, name: str) -> None:
+        self.contract = contract
+        self.name = name
+        self.transitions: tuple[Transition, ...] = tuple(
+            t for t in contract.transitions if name in t.revisions
+        )
+        self.precedence: tuple[PrecedenceRow, ...] = tuple(
+            p for p in contract.precedence if name in p.revisions
+        )
+        self.rules: tuple[Rule, ...] = tuple(r for r in contract.rules if name in r.revisions)
+        self.outcomes: tuple[Outcome, ...] = tuple(
+            o for o in contract.outcomes if name in o.revisions
+        )
+        self.texts = contract.texts
+        self.states = contract.states
+        self.events = contract.events
+        index: dict[tuple[str, str], list[Transition]] = {}
+        for t in self.transitions:
+            for source in t.sources:
+                for event in t.events:
+                    index.setdefault((source, event), []).append(t)
+        self.candidates: Mapping[tuple[str, str], tuple[Transition, ...]] = {
+            key: tuple(ts) for key, ts in index.items()
+        }
+        self.initial: str = next(s.name for s in contract.states if s.initial)
+
+    def precedence_row(self, row: int) -> PrecedenceRow:
+        return next(p for p in self.precedence if p.row == row)
+
+    def events_allowed_in(self, state: str) -> tuple[str, ...]:
+        return tuple(e.name for e in self.events if (state, e.name) in self.candidates)
+
+    def __repr__(self) -> str:
+        return f"<RevisionContract {self.name}: {len(self.transitions)} transitions>"
+
+
+def _strs(value: Any, where: str) -> tuple[str, ...]:
+    if isinstance(value, str):
+        return (value,)
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise ContractError(f"{where}: expected a string or a list of strings, got {value!r}")
+
+
+def _need(entry: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+    if key not in entry:
+        raise ContractError(f"{where}: missing key {key!r}")
+    value = entry[key]
+    if not isinstance(value, kind):
+        raise ContractError(f"{where}: {key!r} must be a {kind.__name__}, got {value!r}")
+    return value
+
+
+def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
+    """Build a :class:`Contract` from parsed TOML, checking every cross-reference."""
+    head = _need(data, "contract", dict, source)
+    revisions = _strs(_need(head, "revisions", list, f"{source} [contract]"), source)
+    all_revs = frozenset(revisions)
+
+    def revs(entry: Mapping[str, Any], where: str) -> frozenset[str]:
+        if "revisions" not in entry:
+            return all_revs
+        named = frozenset(_strs(entry["revisions"], where))
+        unknown = named - all_revs
+        if unknown:
+            raise ContractError(f"{where}: unknown revision(s) {sorted(unknown)}")
+        return named
+
+    def entries(key: str) -> list[Mapping[str, Any]]:
+        value = data.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+            raise ContractError(f"{source}: [[{key}]] must be an array of tables")
+        return value
+
+    states = tuple(
+        State(
+            name=_need(e, "name", str, f"{source} state #{i + 1}"),
+            action=_need(e, "action", str, f"{source} state #{i + 1}"),
+            parent=e.get("parent"),
+            wait=bool(e.get("wait", False)),
+            initial=bool(e.get("initial", False)),
+            terminal=bool(e.get("terminal", False)),
+        )
+        for i, e in enumerate(entries("state"))
+    )
+    events = tuple(
+        Event(
+            name=_need(e, "name", str, f"{source} event #{i + 1}"),
+            doc=_need(e, "doc", str, f"{source} event #{i + 1}"),
+            data=_strs(e.get("data", []), f"{source} event #{i + 1}"),
+            cancellation=bool(e.get("cancellation", False)),
+        )
+        for i, e in enumerate(entries("event"))
+    )
+    guards = tuple(
+        Guard(
+            name=_need(e, "name", str, f"{source} guard #{i + 1}"),
+            doc=_need(e, "doc", str, f"{source} guard #{i + 1}"),
+            rule=_need(e, "rule", str, f"{source} guard #{i + 1}"),
+        )
+        for i, e in enumerate(entries("guard"))
+    )
+    outcomes = tuple(
+        Outcome(
+            name=_need(e, "name", str, f"{source} outcome #{i + 1}"),
+            is_error=_need(e, "is_error", bool, f"{source} outcome #{i + 1}"),
+            rule=_need(e, "rule", str, f"{source} outcome #{i + 1}"),
+            route=e.get("route", "post"),
+            code=e.get("code"),
+            revisions=revs(e, f"{source} outcome #{i + 1}"),
+        )
+        for i, e in enumerate(entries("outcome"))
+    )
+    rules = tuple(
+        Rule(
+            id=_need(e, "id", str, f"{source} rule #{i + 1}"),
+            title=_need(e, "title", str, f"{source} rule #{i + 1}"),
+            summary=_need(e, "summary", str, f"{source} rule #{i + 1}"),
+            revisions=revs(e, f"{source} rule #{i + 1}"),
+        )
+        for i, e in enumerate(entries("rule"))
+    )
+    precedence = tuple(
+        PrecedenceRow(
+            row=_need(e, "row", int, f"{source} precedence #{i + 1}"),
+            situation=_need(e, "situation", str, f"{source} precedence #{i + 1}"),
+            outcome=_need(e, "outcome", str, f"{source} precedence #{i + 1}"),
+            beats=_need(e, "beats", str, f"{source} precedence #{i + 1}"),
+            rules=_strs(e.get("rules", []), f"{source} precedence #{i + 1}"),
+            revisions=revs(e, f"{source} precedence #{i + 1}"),
+        )
+        for i, e in enumerate(entries("precedence"))
+    )
+    transitions = []
+    for i, e in enumerate(entries("transition")):
+        where = f"{source} transition #{i + 1}"
+        guard_list = []
+        for g in _strs(e.get("guards", []), where):
+            guard_list.append((g[1:], False) if g.startswith("!") else (g, True))
+        depth = e.get("depth", 0)
+        if depth not in (-1, 0, 1):
+            raise ContractError(f"{where}: depth must be -1, 0 or 1, got {depth!r}")
+        transitions.append(
+            Transition(
+                index=i,
+                sources=_strs(_need(e, "source", list, where), where),
+                events=_strs(_need(e, "event", (str, list), where), where),  # type: ignore[arg-type]
+                guards=tuple(guard_list),
+                dest=e.get("dest"),
+                outcome=e.get("outcome"),
+                depth=depth,
+                invoke=bool(e.get("invoke", False)),
+                rules=_strs(_need(e, "rules", list, where), where),
+                precedence=e.get("precedence"),
+                alternative=bool(e.get("alternative", False)),
+                revisions=revs(e, where),
+            )
+        )
+    texts = _need(data, "texts", dict, source)
+    revision_info = _need(data, "revision", dict, source)
+    contract = Contract(
+        source=source,
+        revisions=revisions,
+        default_revision=_need(head, "default_revision", str, f"{source} [contract]"),
+        revision_info=revision_info,
+        texts=texts,
+        states=states,
+        events=events,
+        guards=guards,
+        outcomes=outcomes,
+        transitions=tuple(transitions),
+        precedence=precedence,
+        rules=rules,
+    )
+    _check_references(contract)
+    return contract
+
+
+def _check_references(c: Contract) -> None:
+    def unique(kind: str, names: list[str]) -> set[str]:
+        seen: set[str] = set()
+        for n in names:
+            if n in seen:
+                raise ContractError(f"{c.source}: {kind} {n!r} is defined twice")
+            seen.add(n)
+        return seen
+
+    states = unique("state", [s.name for s in c.states])
+    events = unique("event", [e.name for e in c.events])
+    guards = unique("guard", [g.name for g in c.guards])
+    outcomes = unique("outcome", [o.name for o in c.outcomes])
+    rules = unique("rule", [r.id for r in c.rules])
+    if c.default_revision not in c.revisions:
+        raise ContractError(f"{c.source}: default_revision {c.default_revision!r} is not listed")
+    if set(c.revision_info) != set(c.revisions):
+        raise ContractError(f"{c.source}: [revision.*] tables must match the listed revisions")
+    if sum(s.initial for s in c.states) != 1:
+        raise ContractError(f"{c.source}: exactly one state must be initial")
+    for s in c.states:
+        if s.parent is not None and s.parent in states and s.parent == s.name:
+            raise ContractError(f"{c.source}: state {s.name!r} is its own parent")
+    for g in c.guards:
+        if g.rule not in rules:
+            raise ContractError(f"{c.source}: guard {g.name!r} cites unknown rule {g.rule!r}")
+    for o in c.outcomes:
+        if o.rule not in rules:
+            raise ContractError(f"{c.source}: outcome {o.name!r} cites unknown rule {o.rule!r}")
+        if o.route not in ("post", "final"):
+            raise ContractError(f"{c.source}: outcome {o.name!r} has route {o.route!r}")
+    rows = {(p.row, r) for p in c.precedence for r in p.revisions}
+    for p in c.precedence:
+        for r in p.rules:
+            if r not in rules:
+                raise ContractError(f"{c.source}: precedence row {p.row} cites unknown rule {r!r}")
+    for t in c.transitions:
+        arrow = f"{'/'.join(t.sources)} --{'/'.join(t.events)}-->"
+        where = f"{c.source}: transition #{t.index + 1} ({arrow})"
+        for source in t.sources:
+            if source not in states:
+                raise ContractError(f"{where}: unknown source state {source!r}")
+        if t.dest is not None and t.dest not in states:
+            raise ContractError(f"{where}: unknown destination state {t.dest!r}")
+        for e in t.events:
+            if e not in events:
+                raise ContractError(f"{where}: unknown event {e!r}")
+        for guard, _ in t.guards:
+            if guard not in guards:
+                raise ContractError(f"{where}: unknown guard {guard!r}")
+        if t.outcome is not None and t.outcome not in outcomes:
+            raise ContractError(f"{where}: unknown outcome {t.outcome!r}")
+        for r in t.rules:
+            if r not in rules:
+                raise ContractError(f"{where}: unknown rule {r!r}")
+        if t.precedence is not None:
+            for rev in t.revisions:
+                if (t.precedence, rev) not in rows:
+                    raise ContractError(
+                        f"{where}: cites precedence row {t.precedence}, which revision "
+                        f"{rev!r} does not have"
+                    )
+        if t.outcome is not None and t.revisions - c.outcome(t.outcome).revisions:
+            raise ContractError(
+                f"{where}: outcome {t.outcome!r} does not exist in all its revisions"
+            )
+    for p in c.precedence:
+        for rev in p.revisions:
+            if not any(t.precedence == p.row and rev in t.revisions for t in c.transitions):
+                raise ContractError(
+                    f"{c.source}: precedence row {p.row} ({rev}) is decided by no transition"
+                )
+
+
+def load_contract_file(path: str | Path) -> Contract:
+    """Load and validate a contract file from a path (used to check edited copies)."""
+    p = Path(path)
+    try:
+        with p.open("rb") as f:
+            data = tomllib.load(f)
+    except OSError as exc:
+        raise ContractError(f"{p}: cannot read the contract file ({exc.strerror})") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise ContractError(f"{p}: not valid TOML ({exc})") from None
+    return parse_contract(data, str(p))
+
+
+@cache
+def load_contract() -> Contract:
+    """The contract shipped with this package (``toolcancel/spec/contract.toml``)."""
+    text = resources.files("toolcancel.spec").joinpath("contract.toml").read_text("utf-8")
+    return parse_contract(tomllib.loads(text), "spec/contract.toml")

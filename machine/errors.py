@@ -1,0 +1,48 @@
+"""One error hierarchy for everything toolcancel raises on its own behalf.
+
+Failures of *tools and hooks* are never raised out of ``execute()``: they become results (the
+contract says which).  What is raised here is misuse of the library, a broken contract file, or an
+event sequence the contract does not allow.
+"""
+
+from __future__ import annotations
+
+
+class ToolcancelError(Exception):
+    """Base class of every error toolcancel raises itself."""
+
+
+class ContractError(ToolcancelError):
+    """The contract file is malformed or inconsistent (names the file and the entry)."""
+
+
+class ContractViolation(ToolcancelError):
+    """An event arrived that no transition of the contract allows in the call's state.
+
+    In the registry this is a bug in the driver; in the trace checker it is the verdict.
+    """
+
+    def __init__(self, state: str, event: str, allowed: tuple[str, ...]) -> None:
+        self.state = state
+        self.event = event
+        self.allowed = allowed
+        listed = ", ".join(allowed) or "nothing"
+        super().__init__(
+            f"event {event!r} is not allowed in state {state!r} (allowed there: {listed})"
+        )
+
+
+class RegistryUsageError(ToolcancelError):
+    """The registry or a call's execution view was used in a way the contract forbids.
+
+    The message says what to do instead.
+    """
+
+
+class NotSerializable(ToolcancelError):
+    """A value is not losslessly JSON-serializable; ``path`` says where inside it."""
+
+    def __init__(self, path: str, why: str) -> None:
+        self.path = path
+        self.why = why
+        super().__init__(f"{path}: {why}")

@@ -1,0 +1,104 @@
+"""Fusing the caller's signal with the wrapper-supplied slot, just before the body runs.
+
+Around-dispatch wrappers may put any signal in the execution view's ``signal`` slot, or remove it;
+that is how deadlines compose.  The caller's signal C was captured at entry, out of their reach.
+At base dispatch the registry hands the body a fused signal F built from C and the slot's value W
+(rule R21), so that **no wrapper can detach the caller**: F is aborted whenever C or W is.
+
+F is a *relay*, not ``AbortSignal.any``: its two listeners are removed when either source fires
+and unconditionally when the body settles (R22), so a caller abort that comes after the body
+settled does not reach the F that body saw, and the caller keeps no listener after the call.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+from .signals import AbortController, AbortSignal
+
+FusionKind = Literal["none", "caller", "slot", "relay"]
+
+
+class FusionPlan(NamedTuple):
+    """Which signal the body gets, and whether (and from where) it is born aborted."""
+
+    kind: FusionKind
+    born_aborted_from: Literal["caller", "slot"] | None
+
+
+def plan_fusion(
+    c_present: bool,
+    w_present: bool,
+    same: bool,
+    c_aborted: bool,
+    w_aborted: bool,
+) -> FusionPlan:
+    """R21 as a pure function of C (the caller's signal) and W (the slot's value).
+
+    ``same`` means W is C itself.  The conditions CrossHair checks say: a relay exactly when two
+    distinct signals exist; no signal only when neither does; W alone only without C; and the
+    caller is never detached -- F is born aborted exactly when C or W already is (W's reason first).
+
+    pre: not same or (c_present and w_present)
+    post: (__return__.kind == "relay") == (c_present and w_present and not same)
+    post: (__return__.kind == "none") == (not c_present and not w_present)
+    post: (__return__.kind != "slot") or not c_present
+    post: (__return__[1] is not None) == ((c_present and c_aborted) or (w_present and w_aborted))
+    post: __return__.born_aborted_from != "caller" or not (w_present and w_aborted)
+    """
+    caller_dead = c_present and c_aborted
+    slot_dead = w_present and w_aborted
+    if not c_present:
+        return FusionPlan("slot" if w_present else "none", "slot" if slot_dead else None)
+    if not w_present or same:
+        return FusionPlan("caller", "caller" if caller_dead else None)
+    if slot_dead:  # W's reason wins when both already are aborted
+        return FusionPlan("relay", "slot")
+    return FusionPlan("relay", "caller" if caller_dead else None)
+
+
+class Fusion:
+    """The fused signal of one base dispatch, and the means to unhook it."""
+
+    __slots__ = ("_controller", "_sources", "plan", "signal")
+
+    def __init__(self, caller: AbortSignal | None, slot: AbortSignal | None) -> None:
+        self.plan = plan_fusion(
+            caller is not None,
+            slot is not None,
+            caller is not None and slot is caller,
+            caller is not None and caller.aborted,
+            slot is not None and slot.aborted,
+        )
+        self._controller: AbortController | None = None
+        self._sources: tuple[AbortSignal, ...] = ()
+        kind, born = self.plan
+        if kind == "none":
+            self.signal: AbortSignal | None = None
+        elif kind == "caller":
+            self.signal = caller
+        elif kind == "slot":
+            self.signal = slot
+        else:
+            assert caller is not None and slot is not None
+            self._controller = AbortController()
+            self.signal = self._controller.signal
+            if born == "slot":
+                self._controller.abort(slot.reason)
+            elif born == "caller":
+                self._controller.abort(caller.reason)
+            else:
+                self._sources = (caller, slot)
+                caller.add_listener(self._relay)
+                slot.add_listener(self._relay)
+
+    def _relay(self, source: AbortSignal) -> None:
+        self.dispose()
+        assert self._controller is not None
+        self._controller.abort(source.reason)
+
+    def dispose(self) -> None:
+        """Remove the relay's listeners from both sources (idempotent)."""
+        for s in self._sources:
+            s.remove_listener(self._relay)
+        self._sources = ()

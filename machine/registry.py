@@ -1,0 +1,729 @@
+"""The asyncio tool registry: a thin driver of the per-call machine.
+
+``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
+pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-
+execute waterfall, materialization, one frozen notification -- and at every point where the
+contract decides something, it offers an event to the call's :class:`~toolcancel.core.CallMachine`
+and does what the resulting state says.  The registry observes and performs; the contract table
+decides.  So the path a call records *is* the explanation of its result.
+
+What the registry guarantees (see CONTRACT.md for the numbered rules):
+
+* no body starts after a live cancellation (C1, C1', C2);
+* the caller's signal can never be detached by a wrapper: the body's signal is fused (R21);
+* a started body is awaited to quiescence, never raced, however long it takes (R27);
+* a late success becomes ABORTED, more specific failures survive (R18-R20, R39);
+* exactly one frozen result is published, to observers and to the caller alike (R31).
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import itertools
+import logging
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from .contract import Contract, RevisionContract
+from .core import CallMachine, Occurrence, PathStep, revision_table
+from .errors import ContractViolation, NotSerializable, RegistryUsageError
+from .fusion import Fusion
+from .results import Results, ToolResult, canonical_json, snapshot
+from .signals import AbortSignal
+
+log = logging.getLogger("toolcancel.registry")
+
+# ------------------------------------------------------------------------------------------------
+# What hooks return
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Allow:
+    """Pre-execute decision: go on (guards still run and may deny)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Deny:
+    """Pre-execute decision: refuse with ``reason`` (the model reads ``Error: <reason>``)."""
+
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """Pre-execute decision: ask the approval seam (``reason`` is used when no seam is mounted)."""
+
+    reason: str | None = None
+
+
+PreDecision = Allow | Deny | Ask
+
+
+@dataclass(frozen=True, slots=True)
+class Accept:
+    """Post-execute decision: keep the result; optionally replace its content, append contexts."""
+
+    content: Sequence[Any] | None = None
+    contexts: Sequence[Any] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Block:
+    """Post-execute decision: replace the result by ``feedback`` as an error (no error key)."""
+
+    feedback: Sequence[Any]
+    contexts: Sequence[Any] = ()
+
+
+PostDecision = Accept | Block
+
+
+class Approval(enum.Enum):
+    """What the approval seam answers."""
+
+    APPROVED = "approved"
+    REJECTED = "rejected"
+    CANCELLED = "cancelled"
+    UNAVAILABLE = "unavailable"
+
+
+@dataclass(frozen=True, slots=True)
+class ApprovalRequest:
+    """What the approval seam is asked: which call, why, and the signal to stop waiting on."""
+
+    call_id: str
+    name: str
+    arguments: Any
+    agent: str
+    reason: str | None
+    signal: AbortSignal | None
+
+
+Next = Callable[[], Awaitable[Any]]
+PreHook = Callable[["Execution", Next], Awaitable[PreDecision]]
+AroundHook = Callable[["Execution", Next], Awaitable[ToolResult]]
+PostHook = Callable[["Execution", ToolResult, Next], Awaitable[PostDecision]]
+Guard = Callable[["Execution"], "str | None"]
+ApprovalSeam = Callable[[ApprovalRequest], Awaitable[Approval]]
+Observer = Callable[["Execution", ToolResult], "Awaitable[None] | None"]
+ToolBody = Callable[[Any, "Execution"], Awaitable[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolDefinition:
+    """A registered tool.  ``timeout_ms`` is a declared budget; it is never shown to a model."""
+
+    name: str
+    body: ToolBody
+    timeout_ms: float | None = None
+    agent: str | None = None
+    description: str = ""
+
+
+_ABSENT: Final = object()
+
+
+class Execution:
+    """The per-call view that hooks and the tool body receive.
+
+    Everything is read-only except the ``signal`` slot, which around-dispatch wrappers may set,
+    replace or delete (``None`` and ``del`` both mean *absent*) to compose deadlines.  Doing so
+    never detaches the caller: the registry captured the caller's signal at entry, outside this
+    object, and fuses it back in before the body runs.  After the result is materialized the view
+    is frozen; touching the slot then raises :class:`RegistryUsageError`.
+    """
+
+    __slots__ = (
+        "_agent",
+        "_arguments",
+        "_call",
+        "_call_id",
+        "_frozen",
+        "_name",
+        "_parent",
+        "_slot",
+        "_token",
+    )
+
+    def __init__(
+        self,
+        call: _Call,
+        call_id: str,
+        name: str,
+        arguments: Any,
+        agent: str | None,
+        parent: str | None,
+        slot: AbortSignal | None,
+    ) -> None:
+        self._token = object()
+        self._call_id = call_id
+        self._name = name
+        self._arguments = arguments
+        self._agent = agent
+        self._parent = parent
+        self._slot = slot  # the mutable signal slot; the caller's signal lives in _call
+        self._frozen = False  # set just before notification; the slot is immutable after
+        self._call = call
+
+    token = property(lambda self: self._token, doc="An opaque object unique to this call.")
+    call_id = property(lambda self: self._call_id, doc="The call's id.")
+    name = property(lambda self: self._name, doc="The tool name the call asked for.")
+    arguments = property(lambda self: self._arguments, doc="The deep-frozen arguments.")
+    agent = property(lambda self: self._agent, doc="The calling agent, if any.")
+    parent = property(lambda self: self._parent, doc="The parent call's id, if nested.")
+
+    @property
+    def signal(self) -> AbortSignal | None:
+        """The signal slot: the caller's signal, a wrapper's, or during the body the fused one."""
+        return self._slot
+
+    @signal.setter
+    def signal(self, value: AbortSignal | None) -> None:
+        if self._frozen:
+            raise RegistryUsageError(
+                f"call {self.call_id}: the execution view is frozen once its result is "
+                "published; derive signals inside an around-dispatch wrapper instead"
+            )
+        if value is not None and not isinstance(value, AbortSignal):
+            raise RegistryUsageError(
+                f"call {self.call_id}: the signal slot takes an AbortSignal or None, "
+                f"not {type(value).__name__}"
+            )
+        self._slot = value
+
+    @signal.deleter
+    def signal(self) -> None:
+        self.signal = None
+
+    def defer_context(self, context: Any) -> None:
+        """Attach a context to this call's result (kept in call order, before wrapper contexts).
+
+        Contexts deferred after the around waterfall settled can no longer be attached; they are
+        dropped with a warning (CONTRACT.md, D4).
+        """
+        self._call.defer(context)
+
+    @property
+    def path(self) -> tuple[PathStep, ...]:
+        """The call's path so far: every state, event and rule id (the explanation)."""
+        return tuple(self._call.machine.path)
+
+    @property
+    def state(self) -> str:
+        return self._call.machine.state
+
+    def __repr__(self) -> str:
+        return f"<Execution {self.call_id} {self.name!r} in {self.state}>"
+
+
+# ------------------------------------------------------------------------------------------------
+# The registry
+# ------------------------------------------------------------------------------------------------
+
+_ids = itertools.count(1)
+
+
+class ToolRegistry:
+    """Tools, hooks, and ``execute()`` under the cooperative, quiescent cancellation contract.
+
+    ``revision`` chooses the contract revision (``"seed"`` or ``"revised"``).
+    """
+
+    def __init__(self, *, revision: str | None = None, contract: Contract | None = None) -> None:
+        self._table: RevisionContract = revision_table(revision, contract)
+        self._results = Results(self._table)
+        self._tools: dict[tuple[str, str | None], ToolDefinition] = {}
+        self._pre: list[PreHook] = []
+        self._around: list[AroundHook] = []
+        self._post: list[PostHook] = []
+        self._guards: list[tuple[str | None, Guard]] = []
+        self._observers: list[Observer] = []
+        self._approval: ApprovalSeam | None = None
+
+    @property
+    def revision(self) -> str:
+        return self._table.name
+
+    @property
+    def contract(self) -> RevisionContract:
+        return self._table
+
+    @property
+    def results(self) -> Results:
+        """The result builders of this registry's revision (exact contract texts)."""
+        return self._results
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register(
+        self,
+        name: str,
+        body: ToolBody,
+        *,
+        timeout_ms: float | None = None,
+        agent: str | None = None,
+        description: str = "",
+    ) -> ToolDefinition:
+        """Register a tool body, visible to every agent, or only to ``agent``.
+
+        A declared ``timeout_ms`` must be a positive finite number (R32).
+        """
+        if timeout_ms is not None and (
+            isinstance(timeout_ms, bool)
+            or not isinstance(timeout_ms, (int, float))
+            or not math.isfinite(timeout_ms)
+            or timeout_ms <= 0
+        ):
+            raise TypeError(f'tool "{name}" timeoutMs must be a positive finite number')
+        if not callable(body):
+            raise TypeError(f'tool "{name}": the body must be an async callable')
+        definition = ToolDefinition(name, body, timeout_ms, agent, description)
+        self._tools[(name, agent)] = definition
+        return definition
+
+    def tool(self, name: str | None = None, **options: Any) -> Callable[[ToolBody], ToolBody]:
+        """Decorator form of :meth:`register`."""
+
+        def decorate(body: ToolBody) -> ToolBody:
+            self.register(name or body.__name__, body, **options)
+            return body
+
+        return decorate
+
+    def unregister(self, name: str, *, agent: str | None = None) -> None:
+        self._tools.pop((name, agent), None)
+
+    def definition(self, name: str, agent: str | None = None) -> ToolDefinition | None:
+        """The definition visible to ``agent`` (its own first, then the global one)."""
+        if agent is not None:
+            found = self._tools.get((name, agent))
+            if found is not None:
+                return found
+        return self._tools.get((name, None))
+
+    def add_pre_execute(self, hook: PreHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._pre, hook, prepend)
+
+    def add_around(self, hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._around, hook, prepend)
+
+    def add_post_execute(self, hook: PostHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._post, hook, prepend)
+
+    def add_guard(self, guard: Guard, *, agent: str | None = None) -> Callable[[], None]:
+        return _add(self._guards, (agent, guard), False)
+
+    def add_observer(self, observer: Observer) -> Callable[[], None]:
+        return _add(self._observers, observer, False)
+
+    def set_approval(self, seam: ApprovalSeam | None) -> None:
+        """Mount (or with ``None`` unmount) the approval seam that answers ``Ask``."""
+        self._approval = seam
+
+    # -- execution ---------------------------------------------------------------------------
+
+    async def execute(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+        agent: str | None = None,
+        parent: str | None = None,
+    ) -> ToolResult:
+        """Run one tool call and return its frozen result (the object observers received)."""
+        if signal is not None and not isinstance(signal, AbortSignal):
+            raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
+        if (
+            signal is None
+            and self._table.contract.revision_info[self.revision].get("caller_signal") == "required"
+        ):
+            raise RegistryUsageError(
+                f"the {self.revision} contract requires a caller signal (R40): pass "
+                "signal=AbortController().signal if the call is never cancelled"
+            )
+        call = _Call(
+            self,
+            name,
+            {} if arguments is None else arguments,
+            signal,
+            call_id or f"call-{next(_ids)}",
+            agent,
+            parent,
+        )
+        return await call.run()
+
+
+def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
+    if prepend:
+        items.insert(0, item)
+    else:
+        items.append(item)
+
+    def remove() -> None:
+        if item in items:
+            items.remove(item)
+
+    return remove
+
+
+async def _waterfall(
+    listeners: Sequence[Callable[..., Awaitable[Any]]],
+    args: tuple[Any, ...],
+    base: Callable[[], Awaitable[Any]],
+) -> Any:
+    """Run listeners outermost-first; each gets ``args`` and a ``next()`` running the rest."""
+
+    async def run(i: int) -> Any:
+        if i == len(listeners):
+            return await base()
+        return await listeners[i](*args, lambda: run(i + 1))
+
+    return await run(0)
+
+
+_CANCELLATIONS: Final = frozenset({"aborted", "aborted_before_dispatch"})
+
+
+class _Call:
+    """One call in flight: its machine, its view, its deferred contexts.
+
+    Invariant: every decision below is read back from ``self.machine`` after an ``offer``; the
+    driver never decides an outcome itself.
+    """
+
+    def __init__(
+        self,
+        registry: ToolRegistry,
+        name: str,
+        arguments: Any,
+        caller: AbortSignal | None,
+        call_id: str,
+        agent: str | None,
+        parent: str | None,
+    ) -> None:
+        self.registry = registry
+        self.results = registry._results
+        self.name = name
+        self.raw_arguments = arguments
+        self.caller = caller  # captured at entry, out of wrappers' reach (R11)
+        self.call_id = call_id
+        self.agent = agent
+        self.deferred: list[Any] = []
+        self.merged = False  # True once deferred contexts can no longer attach (C3)
+        self.machine = CallMachine(
+            registry._table,
+            "none" if caller is None else ("aborted" if caller.aborted else "live"),
+            has_agent=agent is not None,
+            approval_seam=registry._approval is not None,
+        )
+        self.view = Execution(self, call_id, name, None, agent, parent, caller)
+
+    # -- talking to the machine -------------------------------------------------------------
+
+    def offer(self, event: str, **data: Any) -> str | None:
+        """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
+        m = self.machine
+        c = self.caller
+        if c is not None and c.aborted and not m.current.caller_aborted:
+            m.offer(Occurrence("caller_abort"))
+        m.offer(Occurrence(event, **data))
+        return m.outcome
+
+    @property
+    def state(self) -> str:
+        return self.machine.state
+
+    def defer(self, context: Any) -> None:
+        if self.merged:
+            log.warning(
+                "call %s: context deferred after dispatch settled is dropped (D4)", self.call_id
+            )
+            return
+        self.deferred.append(context)
+
+    # -- the pipeline ---------------------------------------------------------------------------
+
+    async def run(self) -> ToolResult:
+        r = self.results
+        try:
+            self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
+        except (NotSerializable, RecursionError):
+            self.offer("args_invalid")
+            return await self.publish(r.args_error())
+        outcome = self.offer("args_valid")
+        if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
+            return await self.publish(r.cancellation(outcome or "aborted_before_dispatch"))
+        result = await self.pre_policy()
+        if result is None:  # the call goes on to dispatch
+            result = await self.around()
+        if self.state == "post_policy":
+            result = await self.post_policy(result)
+        return await self.publish(result)
+
+    async def pre_policy(self) -> ToolResult | None:
+        """Pre-execute, approval, guards (C1, C1').  ``None`` means: go on to dispatch."""
+        r, reg = self.results, self.registry
+        reason = ""
+        try:
+            decision = await _waterfall(reg._pre, (self.view,), _allow)
+            if isinstance(decision, Allow):
+                self.offer("pre_allow")
+            elif isinstance(decision, Deny):
+                reason = decision.reason
+                self.offer("pre_deny")
+            elif isinstance(decision, Ask):
+                self.offer("pre_ask")
+                if self.state == "approval":
+                    reason = await self.approval(decision)
+                elif reg._approval is None:
+                    reason = decision.reason or r.text("ask_without_seam", name=self.name)
+                else:
+                    reason = r.text("ask_without_agent", name=self.name)
+            else:
+                raise TypeError(f"pre-execute returned {decision!r}; expected Allow, Deny or Ask")
+            if self.state == "guards":
+                denial = self.run_guards()
+                if denial is None:
+                    self.offer("guards_pass")
+                else:
+                    reason = denial
+                    self.offer("guard_deny")
+        except ContractViolation:
+            raise
+        except Exception as exc:
+            self.offer(_PRE_RAISE[self.state])
+            log.info("call %s: pre-stage failure: %r", self.call_id, exc)
+            if self.state == "finalizing":
+                return r.thrown(exc)
+            return r.cancellation(self.machine.outcome or "aborted")
+        if self.state == "around_before":
+            return None
+        if self.machine.outcome == "denied":
+            return r.denied(reason)
+        return r.cancellation(self.machine.outcome or "aborted")
+
+    async def approval(self, decision: Ask) -> str:
+        """Ask the seam; offer its answer; return the denial reason it implies."""
+        r, seam = self.results, self.registry._approval
+        assert seam is not None and self.agent is not None
+        request = ApprovalRequest(
+            self.call_id,
+            self.name,
+            self.view.arguments,
+            self.agent,
+            decision.reason,
+            self.view.signal,
+        )
+        answer = await seam(request)
+        if not isinstance(answer, Approval):
+            raise RuntimeError(r.text("unreachable_approval", value=_describe(answer)))
+        self.offer("approval_" + answer.value)
+        if answer is Approval.APPROVED:
+            return ""
+        return r.text("approval_" + answer.value, name=self.name)
+
+    def run_guards(self) -> str | None:
+        """Global guards in registration order, then the calling agent's; first reason denies."""
+        guards = self.registry._guards
+        ordered = [g for a, g in guards if a is None]
+        ordered += [g for a, g in guards if a is not None and a == self.agent]
+        for guard in ordered:
+            reason = guard(self.view)
+            if reason is not None:
+                return str(reason)
+        return None
+
+    async def around(self) -> ToolResult:
+        """The around waterfall and checkpoint C3.  Leaves the machine in ``post_policy``, or in
+        ``finalizing`` after a wrapper failure nobody caught (R16)."""
+        wrappers = tuple(self.registry._around)
+
+        async def chain(i: int) -> ToolResult:
+            if i == len(wrappers):
+                return await self.base_dispatch()
+            self.offer("wrapper_enter")
+            calls = 0
+            pending = False
+            last: ToolResult | None = None
+
+            async def next_() -> ToolResult:
+                nonlocal calls, pending, last
+                if pending:
+                    raise RegistryUsageError(
+                        "next() was called again while the previous next() of this wrapper is "
+                        "still running; await it before retrying"
+                    )
+                if calls:
+                    self.offer("redelegate")
+                calls += 1
+                pending = True
+                last = None
+                try:
+                    last = await chain(i + 1)
+                    return last
+                finally:
+                    pending = False
+
+            try:
+                result = await wrappers[i](self.view, next_)
+                if not isinstance(result, ToolResult):
+                    raise TypeError(
+                        f"around-dispatch wrapper returned {type(result).__name__}; "
+                        "expected a ToolResult"
+                    )
+            except ContractViolation:
+                raise
+            except Exception:
+                self.offer("wrapper_raise")
+                raise
+            timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
+            self.offer(
+                "wrapper_returned",
+                passthrough=result is last,
+                is_error=result.is_error,
+                timeout=timeout,
+            )
+            return result
+
+        try:
+            result = await chain(0)
+        except ContractViolation:
+            raise
+        except Exception as exc:
+            self.merged = True
+            self.offer("around_raised")
+            log.info("call %s: around-dispatch failure: %r", self.call_id, exc)
+            return self.results.thrown(exc)
+        self.merged = True
+        if self.deferred:
+            result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
+        outcome = self.offer("around_settled")
+        if outcome in _CANCELLATIONS and not result.is_error:
+            return self.results.cancellation(outcome or "aborted", result.contexts)
+        return result
+
+    async def base_dispatch(self) -> ToolResult:
+        """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18)."""
+        r, view = self.results, self.view
+        w = view._slot
+        fusion = Fusion(self.caller, w)
+        tool = self.registry.definition(self.name, self.agent)
+        outcome = self.offer(
+            "base_dispatch", slot_aborted=w is not None and w.aborted, tool_found=tool is not None
+        )
+        if self.state == "around_after":  # C2 aborted, or no such tool
+            fusion.dispose()
+            if outcome == "unknown_tool":
+                return r.unknown_tool(self.name)
+            return r.cancellation(outcome or "aborted")
+        assert tool is not None
+        fused = fusion.signal
+        listening = fused is not None and self.state == "body"
+        if listening:
+            assert fused is not None
+            fused.add_listener(self.on_fused_abort)
+        view._slot = fused
+        try:
+            value = await tool.body(view.arguments, view)
+            result, event = r.success(value), "body_ok"
+        except Exception as exc:
+            result, event = r.thrown(exc), "body_raise"
+        finally:
+            if listening:
+                assert fused is not None
+                fused.remove_listener(self.on_fused_abort)
+            fusion.dispose()
+            view._slot = w
+        outcome = self.offer(event)
+        if event == "body_ok" and outcome in _CANCELLATIONS:
+            return r.cancellation(outcome or "aborted")
+        return result
+
+    def on_fused_abort(self, signal: AbortSignal) -> None:
+        """The body's fused signal aborted: from now on the call is draining."""
+        c = self.caller
+        if c is not None and c.aborted and not self.machine.current.caller_aborted:
+            self.machine.offer(Occurrence("caller_abort"))
+        elif self.state == "body":
+            self.machine.offer(Occurrence("fused_abort"))
+
+    async def post_policy(self, result: ToolResult) -> ToolResult:
+        """Post-execute (R7, R20) and checkpoint C4."""
+        r = self.results
+        try:
+            decision = await _waterfall(self.registry._post, (self.view, result), _accept)
+            if not isinstance(decision, (Accept, Block)):
+                raise TypeError(f"post-execute returned {decision!r}; expected Accept or Block")
+        except ContractViolation:
+            raise
+        except Exception as exc:
+            self.offer("post_raise")
+            log.info("call %s: post-execute failure: %r", self.call_id, exc)
+            return r.thrown(exc)
+        if isinstance(decision, Block):
+            self.offer("post_block")
+            return r.blocked(decision.feedback, decision.contexts)
+        content = result.content if decision.content is None else tuple(decision.content)
+        accepted = ToolResult(
+            content,
+            result.is_error,
+            result.error,
+            tuple(result.contexts) + tuple(decision.contexts),
+            result.meta,
+            result.revision,
+        )
+        outcome = self.offer("post_accept")
+        if outcome in _CANCELLATIONS and not accepted.is_error:
+            return r.cancellation(outcome or "aborted", accepted.contexts)
+        return accepted
+
+    # -- materialization and the single notification -----------------------------------------
+
+    async def publish(self, result: ToolResult) -> ToolResult:
+        """Snapshot and deep-freeze the result (R30), freeze the view, notify once (R31)."""
+        try:
+            frozen = self.results.materialize(result)
+            self.offer("publish", serializable=True)
+        except (NotSerializable, RecursionError) as exc:
+            self.offer("publish", serializable=False)
+            log.info("call %s: result not serializable: %s", self.call_id, exc)
+            frozen = self.results.materialize(self.results.serialization_error())
+        self.merged = True
+        self.view._frozen = True
+        for observer in tuple(self.registry._observers):
+            try:
+                pending = observer(self.view, frozen)
+                if inspect.isawaitable(pending):
+                    await pending
+            except Exception:
+                log.exception("call %s: result observer failed", self.call_id)
+        return frozen
+
+
+_PRE_RAISE: Final = {
+    "pre_policy": "pre_raise",
+    "approval": "approval_raise",
+    "guards": "guard_raise",
+}
+
+
+async def _allow() -> Allow:
+    return Allow()
+
+
+async def _accept() -> Accept:
+    return Accept()
+
+
+def _describe(value: Any) -> str:
+    """JSON text of an unexpected value when it has one, else its repr."""
+    try:
+        return canonical_json(snapshot(value))
+    except NotSerializable:
+        return repr(value)

@@ -1,0 +1,353 @@
+"""Tool results: their shape, their lossless snapshot, and their canonical JSON.
+
+A result is what the model sees of a call, so it is part of the contract byte for byte: the
+texts come from the contract file, and :meth:`ToolResult.to_json` renders the field names of the
+original harness (``content``, ``isError``, ``error``, ``additionalContexts``, ``meta``) in a
+canonical form -- keys sorted, no whitespace, UTF-8, numbers formatted as ECMAScript does -- so a
+result produced in Python compares byte for byte with one produced in TypeScript, Go or Rust.
+
+"Lossless JSON" means a value that survives a JSON round trip unchanged: ``None``, ``bool``,
+``int``, finite ``float`` other than ``-0.0``, ``str``, lists/tuples of those, and mappings with
+``str`` keys.  Anything else (functions, sets, NaN, cycles, objects) is refused with the path where
+it was found.  A materialized result is deep-frozen: tuples and :class:`FrozenDict`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from .contract import RevisionContract
+from .errors import NotSerializable
+
+
+class FrozenDict(Mapping[str, Any]):
+    """An immutable, hashable JSON object (what a snapshot turns a dict into)."""
+
+    __slots__ = ("_data", "_hash")
+
+    def __init__(self, data: Mapping[str, Any] = {}) -> None:
+        self._data = dict(data)
+        self._hash: int | None = None
+
+    def __getitem__(self, key: str) -> Any:
+        return self._data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data)
+
+    def __len__(self) -> int:
+        return len(self._data)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(frozenset(self._data.items()))
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"FrozenDict({self._data!r})"
+
+
+def snapshot(value: Any, path: str = "$") -> Any:
+    """A deep-frozen copy of ``value`` if it is losslessly JSON-serializable.
+
+    Raises :class:`NotSerializable` naming the first offending place.
+    """
+    return _snap(value, path, set())
+
+
+def _snap(value: Any, path: str, active: set[int]) -> Any:
+    if value is None or isinstance(value, (bool, str)):
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise NotSerializable(path, f"{value!r} is not a finite number")
+        if value == 0.0 and math.copysign(1.0, value) < 0:
+            raise NotSerializable(path, "-0.0 does not survive JSON")
+        return value
+    if isinstance(value, (list, tuple, Mapping)):
+        if id(value) in active:
+            raise NotSerializable(path, "the value contains itself (a cycle)")
+        active.add(id(value))
+        try:
+            if isinstance(value, Mapping):
+                out = {}
+                for k, v in value.items():
+                    if not isinstance(k, str):
+                        raise NotSerializable(path, f"key {k!r} is not a string")
+                    out[k] = _snap(v, f"{path}.{k}", active)
+                return FrozenDict(out)
+            return tuple(_snap(v, f"{path}[{i}]", active) for i, v in enumerate(value))
+        finally:
+            active.discard(id(value))
+    raise NotSerializable(path, f"a {type(value).__name__} is not JSON")
+
+
+def js_number(x: int | float) -> str:
+    """Format a number the way ECMAScript's Number::toString does (JSON.stringify's digits)."""
+    if isinstance(x, bool):
+        raise TypeError("booleans are not numbers here")
+    if isinstance(x, int):
+        return str(x)
+    if x == 0:
+        return "0"
+    if x < 0:
+        return "-" + js_number(-x)
+    # Shortest round-trip digits and decimal exponent, then ECMAScript's layout rules.
+    mantissa, _, exp_text = repr(x).partition("e")
+    intpart, _, frac = mantissa.partition(".")
+    digits = (intpart + frac).lstrip("0")
+    point = len(intpart) + (int(exp_text) if exp_text else 0)
+    if not intpart.strip("0"):  # 0.000ddd
+        point -= len(frac) - len(frac.lstrip("0"))
+    digits = digits.rstrip("0") or "0"
+    k, n = len(digits), point
+    if k <= n <= 21:
+        return digits + "0" * (n - k)
+    if 0 < n <= 21:
+        return digits[:n] + "." + digits[n:]
+    if -6 < n <= 0:
+        return "0." + "0" * (-n) + digits
+    e = n - 1
+    sign = "+" if e >= 0 else "-"
+    head = digits[0] + ("." + digits[1:] if k > 1 else "")
+    return f"{head}e{sign}{abs(e)}"
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON text: sorted keys, no whitespace, ECMAScript numbers, UTF-8 as is."""
+    parts: list[str] = []
+    _emit(value, parts)
+    return "".join(parts)
+
+
+def _emit(v: Any, out: list[str]) -> None:
+    if v is None:
+        out.append("null")
+    elif v is True:
+        out.append("true")
+    elif v is False:
+        out.append("false")
+    elif isinstance(v, str):
+        out.append(json.dumps(v, ensure_ascii=False))
+    elif isinstance(v, (int, float)):
+        out.append(js_number(v))
+    elif isinstance(v, Mapping):
+        out.append("{")
+        for i, k in enumerate(sorted(v)):
+            if i:
+                out.append(",")
+            out.append(json.dumps(k, ensure_ascii=False))
+            out.append(":")
+            _emit(v[k], out)
+        out.append("}")
+    elif isinstance(v, (list, tuple)):
+        out.append("[")
+        for i, item in enumerate(v):
+            if i:
+                out.append(",")
+            _emit(item, out)
+        out.append("]")
+    else:
+        raise NotSerializable("$", f"a {type(v).__name__} is not JSON")
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    """The structured part of an error result.
+
+    Seed shape: ``{name, code}`` (only on structured failures and registry codes).  Revised
+    shape: ``{message, info?: {name, code}}`` (on every error result).
+    """
+
+    name: str | None = None
+    code: str | None = None
+    message: str | None = None
+
+    def to_data(self, revision: str) -> dict[str, Any]:
+        if revision == "seed":
+            return {"name": self.name, "code": self.code}
+        out: dict[str, Any] = {"message": self.message or ""}
+        if self.name is not None and self.code is not None:
+            out["info"] = {"name": self.name, "code": self.code}
+        return out
+
+
+def text_block(text: str) -> FrozenDict:
+    return FrozenDict({"type": "text", "text": text})
+
+
+@dataclass(frozen=True, slots=True)
+class ToolResult:
+    """The result of one tool call.
+
+    Before materialization ``content``, ``contexts`` and ``meta`` hold whatever the tool or hook
+    gave; the registry's final result is a snapshot of it (deep-frozen, lossless JSON).
+    ``meta is None`` means absent; ``contexts == ()`` means absent.
+    """
+
+    content: Sequence[Any]
+    is_error: bool = False
+    error: ErrorInfo | None = None
+    contexts: Sequence[Any] = ()
+    meta: Any = None
+    revision: str = "seed"
+
+    def to_data(self) -> dict[str, Any]:
+        """The result as JSON data with the contract's field names (absent keys omitted)."""
+        out: dict[str, Any] = {"content": list(self.content), "isError": self.is_error}
+        if self.error is not None:
+            out["error"] = self.error.to_data(self.revision)
+        if self.contexts:
+            out["additionalContexts"] = list(self.contexts)
+        if self.meta is not None:
+            out["meta"] = self.meta
+        return out
+
+    def to_json(self) -> str:
+        """Canonical JSON (see the module docstring): equal results give equal bytes."""
+        return canonical_json(self.to_data())
+
+    @property
+    def text(self) -> str:
+        """The concatenated text blocks: what a model reads first."""
+        return "".join(
+            b["text"] for b in self.content if isinstance(b, Mapping) and b.get("type") == "text"
+        )
+
+    def with_contexts(self, contexts: Sequence[Any]) -> ToolResult:
+        return ToolResult(
+            self.content, self.is_error, self.error, tuple(contexts), self.meta, self.revision
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    """What a tool body may return besides a plain list of content blocks: content plus meta."""
+
+    content: Sequence[Any]
+    meta: Any = None
+
+
+class ToolError(Exception):
+    """A structured tool failure: the result carries ``error`` with this class's name and code.
+
+    Subclass it to give failures their own names; the name in the result is the class name.
+    """
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def thrown_message(value: BaseException, unprintable: str) -> str:
+    """The message of a thrown value (R3), or ``unprintable`` if asking for it raises."""
+    try:
+        return str(value)
+    except Exception:  # an exception whose __str__ raises
+        return unprintable
+
+
+class Results:
+    """Builds every result the registry authors, with the exact texts of one contract revision."""
+
+    def __init__(self, table: RevisionContract) -> None:
+        self.revision = table.name
+        self.texts = table.texts
+
+    def _error(self, text: str, name: str | None = None, code: str | None = None) -> ToolResult:
+        message = text.removeprefix("Error: ")
+        if self.revision == "seed":
+            info = ErrorInfo(name, code) if name is not None else None
+        else:
+            info = ErrorInfo(name, code, message)
+        return ToolResult((text_block(text),), True, info, (), None, self.revision)
+
+    def success(self, value: Any) -> ToolResult:
+        """R2: a body's return value as a result; a wrong type raises ``TypeError``."""
+        if isinstance(value, ToolOutput):
+            return ToolResult(tuple(value.content), False, None, (), value.meta, self.revision)
+        if isinstance(value, (list, tuple)):
+            return ToolResult(tuple(value), False, None, (), None, self.revision)
+        raise TypeError(
+            f"a tool body must return a list of content blocks or a ToolOutput, "
+            f"not {type(value).__name__}"
+        )
+
+    def thrown(self, exc: BaseException) -> ToolResult:
+        """R3: a thrown value as an error result."""
+        text = "Error: " + thrown_message(exc, self.texts["unprintable"])
+        if isinstance(exc, ToolError):
+            return self._error(text, type(exc).__name__, getattr(exc, "code", None))
+        return self._error(text)
+
+    def aborted(self, contexts: Sequence[Any] = ()) -> ToolResult:
+        """R4: the canonical ABORTED, carrying the superseded result's contexts."""
+        return self._error(self.texts["aborted"], "AbortError", "ABORTED").with_contexts(contexts)
+
+    def aborted_before_dispatch(self, contexts: Sequence[Any] = ()) -> ToolResult:
+        """R41 (revised): cancellation prevented the body's invocation."""
+        r = self._error(
+            self.texts["aborted_before_dispatch"], "AbortError", "ABORTED_BEFORE_DISPATCH"
+        )
+        return r.with_contexts(contexts)
+
+    def cancellation(self, outcome: str, contexts: Sequence[Any] = ()) -> ToolResult:
+        """The cancellation result an outcome kind names (aborted, aborted_before_dispatch)."""
+        if outcome == "aborted_before_dispatch":
+            return self.aborted_before_dispatch(contexts)
+        return self.aborted(contexts)
+
+    def denied(self, reason: str) -> ToolResult:
+        """R5: a denial; seed results carry no error key."""
+        return self._error("Error: " + reason)
+
+    def text(self, key: str, **fields: Any) -> str:
+        return self.texts[key].format(**fields)
+
+    def unknown_tool(self, name: str) -> ToolResult:
+        return self._error(
+            self.text("unknown_tool", name=name), "ToolNotFoundError", "UNKNOWN_TOOL"
+        )
+
+    def args_error(self) -> ToolResult:
+        return self._error(self.texts["args_not_serializable"])
+
+    def serialization_error(self) -> ToolResult:
+        return self._error(self.texts["result_not_serializable"])
+
+    def timeout(self, ms: float) -> ToolResult:
+        """R8: TOOL_TIMEOUT with the budget written as JavaScript writes numbers."""
+        return self._error(
+            self.text("tool_timeout", ms=js_number(ms)), "ToolTimeoutError", "TOOL_TIMEOUT"
+        )
+
+    def skipped(self) -> ToolResult:
+        """R9: the scheduler's synthetic result for an unstarted sibling."""
+        if self.revision == "seed":
+            return self._error(self.texts["skipped_sibling"], "AbortError", "ABORTED")
+        return self.aborted_before_dispatch()
+
+    def blocked(self, feedback: Sequence[Any], contexts: Sequence[Any]) -> ToolResult:
+        """R7 block: the feedback as an error, only the block's own contexts, no error key."""
+        info = None
+        if self.revision != "seed":
+            text = "".join(
+                b.get("text", "")
+                for b in feedback
+                if isinstance(b, Mapping) and b.get("type") == "text"
+            )
+            info = ErrorInfo(None, None, text.removeprefix("Error: "))
+        return ToolResult(tuple(feedback), True, info, tuple(contexts), None, self.revision)
+
+    def materialize(self, result: ToolResult) -> ToolResult:
+        """R30: the lossless, deep-frozen snapshot of ``result`` (raises NotSerializable)."""
+        content = snapshot(result.content, "$.content")
+        contexts = snapshot(result.contexts, "$.additionalContexts")
+        meta = snapshot(result.meta, "$.meta")
+        return ToolResult(content, result.is_error, result.error, contexts, meta, self.revision)
