@@ -1,0 +1,482 @@
+"""WHATWG DOM ``AbortController`` / ``AbortSignal``, in synchronous Python.
+
+This is a port of the abort machinery of the DOM Standard
+(https://dom.spec.whatwg.org/#interface-abortsignal), so that cancellation in
+this project follows rules that are already specified, implemented by every
+browser and by Node, and tested by web-platform-tests (``dom/abort``).
+
+The rules, which the rest of the project may rely on:
+
+1. A signal aborts at most once.  Its reason is fixed at that moment and
+   ``reason`` returns that same object for ever after.  Aborting an aborted
+   signal, including re-entrantly from inside one of its own listeners, is a
+   no-op.
+2. Aborting is synchronous: when ``AbortController.abort()`` returns, every
+   listener has already run.  Nothing is deferred to an event loop.
+3. Before any listener runs, every dependent signal (made by
+   ``AbortSignal.any``) is already marked aborted, with the *same* reason
+   object.  A listener therefore never observes a half-aborted graph.
+4. Order: the aborted signal's own listeners, in registration order, then the
+   listeners of each dependent signal, dependents in the order they were
+   linked.
+5. A listener that raises does not stop the others: the exception is logged
+   on the ``toolcancel.signals`` logger (the DOM "report the exception").
+6. Listeners are deduplicated (adding the same callable twice is a no-op);
+   ``once=True`` listeners are removed just *before* they are called; a
+   listener removed during dispatch by an earlier listener is not called,
+   and one added during dispatch is not called by that dispatch.
+7. ``any()`` flattens: a dependent signal's sources are never themselves
+   dependent, so chains of ``any()`` stay one hop deep.
+8. Memory: a source refers to its dependents weakly, and dependents are never
+   counted as listeners.  As in the DOM's garbage-collection rule, a
+   non-aborted dependent that has listeners is kept alive by its sources, so
+   ``AbortSignal.any([...]).add_listener(fn)`` works without the caller
+   keeping the signal.  Once a signal aborts it drops its links, because it
+   can never abort again.
+
+Like the DOM, this is single-threaded: use a signal from one thread (normally
+the asyncio event loop's).  ``AbortSignal.timeout`` is the only part that
+touches asyncio.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import logging
+import math
+import weakref
+from collections.abc import Callable, Iterable
+
+__all__ = [
+    "AbortController",
+    "AbortError",
+    "AbortSignal",
+    "Listener",
+    "SignalTimeoutError",
+]
+
+logger = logging.getLogger("toolcancel.signals")
+
+
+class AbortError(Exception):
+    """The default abort reason, like the DOM's ``DOMException("AbortError")``.
+
+    ``throw_if_aborted`` also raises one to carry a reason that is not an
+    exception (the DOM can throw any value; Python can only raise
+    exceptions).  The original value is then kept in ``reason``.
+    """
+
+    name = "AbortError"
+
+    def __init__(self, *args: object, reason: object = None) -> None:
+        super().__init__(*args)
+        self.reason = reason
+
+
+class SignalTimeoutError(TimeoutError):
+    """Reason of a signal from ``AbortSignal.timeout``.
+
+    Mirrors ``DOMException("TimeoutError")``: a distinct type, so callers can
+    tell "the deadline passed" from "someone cancelled", and still a
+    ``TimeoutError`` so ordinary Python handlers catch it.
+    """
+
+    name = "TimeoutError"
+
+
+Listener = Callable[["AbortSignal"], None]
+
+
+class _Missing:
+    """Type of the "no reason given" sentinel (JavaScript's ``undefined``)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<missing>"
+
+
+_MISSING = _Missing()
+
+_serials = itertools.count()
+
+
+class _Entry:
+    """One registration in a signal's listener list (a DOM "event listener").
+
+    The ``removed`` flag is what lets a dispatch that is already iterating over
+    a snapshot of the list skip a listener that was removed mid-dispatch.
+    """
+
+    __slots__ = ("callback", "once", "removed")
+
+    def __init__(self, callback: Listener, once: bool) -> None:
+        self.callback = callback
+        self.once = once
+        self.removed = False
+
+
+def _default_reason(reason: object) -> object:
+    # None is Python's ``undefined``: ``abort(None)`` behaves like
+    # ``abort(undefined)`` in the DOM, which keeps "aborted iff reason is not
+    # None" true.
+    if reason is _MISSING or reason is None:
+        return AbortError("signal is aborted without reason")
+    return reason
+
+
+class AbortSignal:
+    """Tells an operation that it should stop, and why.
+
+    Obtain one from ``AbortController().signal``, ``AbortSignal.abort()``,
+    ``AbortSignal.any()`` or ``AbortSignal.timeout()``.  See the module
+    docstring for the rules it follows.
+    """
+
+    __slots__ = (
+        "__weakref__",
+        "_aborted",
+        "_dependent",
+        "_dependents",
+        "_handler_entry",
+        "_listeners",
+        "_onabort",
+        "_reason",
+        "_retained",
+        "_serial",
+        "_sources",
+    )
+
+    def __init__(self) -> None:
+        self._serial = next(_serials)
+        self._aborted = False
+        self._reason: object = None
+        self._listeners: list[_Entry] = []
+        self._onabort: Listener | None = None
+        self._handler_entry: _Entry | None = None
+        # DOM "dependent": made by any(); such a signal is never a source.
+        self._dependent = False
+        # DOM "source signals" (strong: a dependent needs its sources).
+        self._sources: dict[int, AbortSignal] = {}
+        # DOM "dependent signals": ordered, weak, keyed by serial.
+        self._dependents: dict[int, weakref.ref[AbortSignal]] = {}
+        # Dependents with listeners, kept alive by their source (DOM GC rule).
+        self._retained: dict[int, AbortSignal] = {}
+
+    def __repr__(self) -> str:
+        state = f"aborted reason={self._reason!r}" if self._aborted else "active"
+        return f"<AbortSignal #{self._serial} {state}>"
+
+    # -- state -------------------------------------------------------------
+
+    @property
+    def aborted(self) -> bool:
+        """Whether the signal has been aborted.  Never goes back to False."""
+        return self._aborted
+
+    @property
+    def reason(self) -> object:
+        """Why the signal aborted (None while it has not)."""
+        return self._reason
+
+    def throw_if_aborted(self) -> None:
+        """Raise the abort reason if aborted; otherwise do nothing.
+
+        The DOM throws the reason itself.  An exception instance is raised as
+        is (the same object every time); any other value is wrapped in an
+        ``AbortError`` whose ``reason`` attribute holds it.
+        """
+        if not self._aborted:
+            return
+        reason = self._reason
+        if isinstance(reason, BaseException):
+            raise reason
+        raise AbortError(f"signal is aborted with reason {reason!r}", reason=reason)
+
+    # -- listeners ---------------------------------------------------------
+
+    @property
+    def onabort(self) -> Listener | None:
+        """Event-handler attribute, like the DOM's ``signal.onabort``.
+
+        Setting it from None registers a listener at the end of the list;
+        changing it keeps that position; setting None unregisters it.  So it
+        runs in the order it was *first* set, as an HTML event handler does.
+        """
+        return self._onabort
+
+    @onabort.setter
+    def onabort(self, handler: Listener | None) -> None:
+        self._onabort = handler
+        if handler is None:
+            if self._handler_entry is not None:
+                self._remove_entry(self._handler_entry)
+                self._handler_entry = None
+        elif self._handler_entry is None:
+            self._handler_entry = _Entry(self._call_onabort, once=False)
+            self._listeners.append(self._handler_entry)
+        self._update_retention()
+
+    def _call_onabort(self, signal: AbortSignal) -> None:
+        handler = self._onabort
+        if handler is not None:
+            handler(signal)
+
+    def add_listener(self, fn: Listener, *, once: bool = False) -> None:
+        """Call ``fn(signal)`` when the signal aborts.
+
+        Adding a callable that is already registered is a no-op, whatever
+        ``once`` says (DOM deduplication).  Callables are compared with
+        ``==`` so that a bound method such as ``self.cancel`` matches itself
+        even though each attribute access makes a new object.  A listener
+        added after the signal aborted is kept but never called, as in the
+        DOM.
+        """
+        for entry in self._listeners:
+            if entry is not self._handler_entry and entry.callback == fn:
+                return
+        self._listeners.append(_Entry(fn, once))
+        self._update_retention()
+
+    def remove_listener(self, fn: Listener) -> None:
+        """Unregister ``fn``; a no-op if it is not registered."""
+        for entry in self._listeners:
+            if entry is not self._handler_entry and entry.callback == fn:
+                self._remove_entry(entry)
+                self._update_retention()
+                return
+
+    @property
+    def listener_count(self) -> int:
+        """Registered listeners, counting ``onabort`` if set.
+
+        Links to dependent signals are not listeners and are not counted, so
+        this stays a faithful measure of leaked callbacks.
+        """
+        return len(self._listeners)
+
+    @property
+    def dependent_count(self) -> int:
+        """Live, non-aborted signals made by ``any()`` that follow this one."""
+        return len(self._dependents)
+
+    def _remove_entry(self, entry: _Entry) -> None:
+        entry.removed = True
+        self._listeners.remove(entry)
+
+    # -- aborting ----------------------------------------------------------
+
+    def _signal_abort(self, reason: object) -> None:
+        """DOM "signal abort"."""
+        if self._aborted:
+            return
+        reason = _default_reason(reason)
+        self._mark_aborted(reason)
+        # Mark every dependent aborted before running anything, so that no
+        # listener can observe a dependent that is about to abort but has not.
+        to_fire: list[AbortSignal] = []
+        for ref in list(self._dependents.values()):
+            dependent = ref()
+            if dependent is not None and not dependent._aborted:
+                dependent._mark_aborted(reason)
+                to_fire.append(dependent)
+        self._dependents.clear()
+        self._retained.clear()
+        self._fire_abort()
+        for dependent in to_fire:
+            dependent._fire_abort()
+
+    def _mark_aborted(self, reason: object) -> None:
+        self._aborted = True
+        self._reason = reason
+        # An aborted signal can never abort again, so its links are dead
+        # weight: drop them both ways.
+        for source in self._sources.values():
+            source._dependents.pop(self._serial, None)
+            source._retained.pop(self._serial, None)
+        self._sources.clear()
+
+    def _fire_abort(self) -> None:
+        """DOM "fire an event named abort", minus the Event object."""
+        # Iterate over a snapshot so that additions during dispatch are not
+        # called; the ``removed`` flag handles removals.
+        for entry in list(self._listeners):
+            if entry.removed:
+                continue
+            if entry.once:
+                self._remove_entry(entry)
+            try:
+                entry.callback(self)
+            except Exception:
+                logger.exception(
+                    "abort listener %r raised while %r was aborting",
+                    entry.callback,
+                    self,
+                )
+
+    # -- dependent signals -------------------------------------------------
+
+    def _link(self, source: AbortSignal) -> None:
+        """Make ``self`` (dependent) follow ``source`` (not dependent)."""
+        if source._serial in self._sources:
+            return
+        self._sources[source._serial] = source
+        key = self._serial
+        source_ref = weakref.ref(source)
+
+        def forget(_: weakref.ref[AbortSignal]) -> None:
+            src = source_ref()
+            if src is not None:
+                src._dependents.pop(key, None)
+
+        source._dependents[key] = weakref.ref(self, forget)
+
+    def _update_retention(self) -> None:
+        """Apply the DOM GC rule for dependents.
+
+        A non-aborted dependent signal with listeners must stay alive while
+        it has sources, even if nobody else refers to it; otherwise its
+        listeners would silently never run.
+        """
+        if not self._sources:
+            return
+        retain = bool(self._listeners)
+        for source in self._sources.values():
+            if retain:
+                source._retained[self._serial] = self
+            else:
+                source._retained.pop(self._serial, None)
+
+    # -- factories ---------------------------------------------------------
+
+    @staticmethod
+    def abort(reason: object = _MISSING) -> AbortSignal:
+        """Return a signal that is already aborted (no event is fired)."""
+        signal = AbortSignal()
+        signal._mark_aborted(_default_reason(reason))
+        return signal
+
+    @staticmethod
+    def any(signals: Iterable[AbortSignal]) -> AbortSignal:
+        """Return a signal that aborts as soon as any of ``signals`` does.
+
+        DOM "create a dependent abort signal": if one of ``signals`` is
+        already aborted the result is too, with the first such reason (the
+        same object).  Otherwise the result links to each signal, or, for a
+        signal that is itself dependent, to that signal's own sources.
+        """
+        sources = list(signals)
+        for source in sources:
+            if source._aborted:
+                return AbortSignal.abort(source._reason)
+        result = AbortSignal()
+        result._dependent = True
+        for source in sources:
+            if source._dependent:
+                for inner in list(source._sources.values()):
+                    result._link(inner)
+            else:
+                result._link(source)
+        return result
+
+    @staticmethod
+    def timeout(ms: float) -> AbortSignal:
+        """Return a signal that aborts with ``SignalTimeoutError`` after ``ms``.
+
+        The timer runs on the running asyncio loop, so it follows the loop's
+        clock, virtual or real.  Timeouts fire in deadline order, and those
+        with equal deadlines in creation order (as HTML timers do).  ``ms``
+        must be finite and non-negative, as the DOM's ``[EnforceRange]
+        unsigned long long`` requires.
+        """
+        if not isinstance(ms, (int, float)) or not math.isfinite(ms) or ms < 0:
+            raise ValueError(f"timeout must be a finite number >= 0, got {ms!r}")
+        loop = asyncio.get_running_loop()
+        signal = AbortSignal()
+        queue = _timeout_queues.get(loop)
+        if queue is None:
+            queue = _timeout_queues[loop] = _TimeoutQueue(loop)
+        queue.add(loop.time() + ms / 1000, signal)
+        return signal
+
+
+class _TimeoutQueue:
+    """The pending ``AbortSignal.timeout`` signals of one event loop.
+
+    asyncio does not promise that timers with equal deadlines run in the order
+    they were scheduled, but HTML's "run steps after a timeout" does: a timeout
+    waits for earlier ones with a shorter or equal delay.  So timeouts are
+    kept in one heap ordered by (deadline, creation) and fired from loop
+    timers in that order.
+
+    Nothing here refers to the loop strongly, not even a ``TimerHandle``
+    (which holds its loop): this object is the value of a
+    ``WeakKeyDictionary`` keyed by the loop, and any path back to the key
+    would keep every loop alive for ever.  So timers are never cancelled; a
+    timer that finds nothing due does nothing.
+    """
+
+    __slots__ = ("_heap", "_loop", "_pending")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = weakref.ref(loop)
+        self._heap: list[tuple[float, int, AbortSignal]] = []
+        # Deadlines of loop timers that have been scheduled and not yet run.
+        self._pending: set[float] = set()
+
+    def add(self, when: float, signal: AbortSignal) -> None:
+        heapq.heappush(self._heap, (when, signal._serial, signal))
+        self._ensure_timer()
+
+    def _ensure_timer(self) -> None:
+        if not self._heap:
+            return
+        when = self._heap[0][0]
+        if self._pending and min(self._pending) <= when:
+            return
+        loop = self._loop()
+        if loop is not None:
+            loop.call_at(when, self._fire, when)
+            self._pending.add(when)
+
+    def _fire(self, deadline: float) -> None:
+        self._pending.discard(deadline)
+        # Take every due signal first, so that a timeout created by one of
+        # their listeners cannot run in this same callback.
+        due: list[AbortSignal] = []
+        while self._heap and self._heap[0][0] <= deadline:
+            due.append(heapq.heappop(self._heap)[2])
+        self._ensure_timer()
+        for signal in due:
+            signal._signal_abort(SignalTimeoutError("signal timed out"))
+
+
+_timeout_queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _TimeoutQueue] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+class AbortController:
+    """Owns a signal and is the only way (besides a timeout) to abort it."""
+
+    __slots__ = ("__weakref__", "_signal")
+
+    def __init__(self) -> None:
+        self._signal = AbortSignal()
+
+    def __repr__(self) -> str:
+        return f"<AbortController signal={self._signal!r}>"
+
+    @property
+    def signal(self) -> AbortSignal:
+        """The controlled signal; always the same object."""
+        return self._signal
+
+    def abort(self, reason: object = _MISSING) -> None:
+        """Abort the signal with ``reason`` (default: a new ``AbortError``).
+
+        A no-op if the signal is already aborted: the first reason wins.
+        """
+        self._signal._signal_abort(reason)

@@ -1,0 +1,286 @@
+"""Tests for ``toolcancel.virtual_time``: asyncio on an autojumping clock.
+
+Every test is guarded by a real-time alarm, so an implementation that falls
+back to the wall clock fails quickly instead of hanging.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal as os_signal
+import socket
+import sys
+import time
+from collections.abc import Iterator
+from typing import cast
+
+import pytest
+from toolcancel.virtual_time import VirtualClock, run
+
+
+class WallClockTimeout(Exception):
+    """A test waited on the real clock."""
+
+
+@pytest.fixture(autouse=True)
+def _no_wall_clock_waits() -> Iterator[None]:
+    if not hasattr(os_signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum: int, frame: object) -> None:
+        raise WallClockTimeout("test waited on the wall clock")
+
+    previous = os_signal.signal(os_signal.SIGALRM, on_alarm)
+    os_signal.setitimer(os_signal.ITIMER_REAL, 10.0)
+    try:
+        yield
+    finally:
+        os_signal.setitimer(os_signal.ITIMER_REAL, 0)
+        os_signal.signal(os_signal.SIGALRM, previous)
+
+
+def test_an_hour_of_sleep_takes_no_real_time() -> None:
+    clock = VirtualClock()
+    started = time.monotonic()
+
+    async def main() -> float:
+        await asyncio.sleep(3600)
+        return asyncio.get_running_loop().time()
+
+    assert run(main(), clock=clock) == 3600.0
+    assert clock.time() == 3600.0
+    assert time.monotonic() - started < 5.0
+
+
+def test_sleep_longer_than_the_loops_maximum_select_timeout() -> None:
+    # asyncio caps one wait at 24h; longer sleeps take several jumps.
+    clock = VirtualClock(start=5.0)
+    run(asyncio.sleep(10 * 24 * 3600), clock=clock)
+    assert clock.time() == pytest.approx(5.0 + 10 * 24 * 3600)
+
+
+def test_call_later_ordering_and_times_are_preserved() -> None:
+    clock = VirtualClock()
+    fired: list[tuple[str, float]] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+
+        def record(name: str) -> None:
+            fired.append((name, loop.time()))
+
+        loop.call_later(3, record, "c")
+        loop.call_later(1, record, "a")
+        loop.call_at(2.5, record, "b")
+        loop.call_later(0.5, record, "first")
+        cancelled = loop.call_later(1.5, record, "cancelled")
+        cancelled.cancel()
+        loop.call_later(4, done.set_result, None)
+        await done
+
+    run(main(), clock=clock)
+    assert fired == [("first", 0.5), ("a", 1.0), ("b", 2.5), ("c", 3.0)]
+    assert clock.time() == 4.0
+
+
+def test_asyncio_timeout_expires_at_the_virtual_deadline() -> None:
+    clock = VirtualClock()
+
+    async def main() -> None:
+        with pytest.raises(TimeoutError):
+            async with asyncio.timeout(10):
+                await asyncio.sleep(3600)
+        assert asyncio.get_running_loop().time() == 10.0
+
+    run(main(), clock=clock)
+    assert clock.time() == 10.0
+
+
+def test_asyncio_timeout_does_not_fire_when_the_body_finishes_first() -> None:
+    clock = VirtualClock()
+
+    async def main() -> str:
+        async with asyncio.timeout(10):
+            await asyncio.sleep(9.5)
+        # And wait_for follows the same clock.
+        return await asyncio.wait_for(asyncio.sleep(1, result="ok"), timeout=2)
+
+    assert run(main(), clock=clock) == "ok"
+    assert clock.time() == 10.5
+
+
+def test_ready_callbacks_run_before_time_jumps() -> None:
+    clock = VirtualClock()
+    fired: list[tuple[str, float]] = []
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        done = asyncio.Event()
+
+        def late() -> None:
+            fired.append(("late", loop.time()))
+            done.set()
+
+        loop.call_later(100, late)
+        loop.call_soon(lambda: fired.append(("soon", loop.time())))
+        await done.wait()
+
+    run(main(), clock=clock)
+    assert fired == [("soon", 0.0), ("late", 100.0)]
+
+
+def test_ready_io_is_not_delayed_by_a_pending_timer() -> None:
+    clock = VirtualClock()
+
+    async def main() -> tuple[bytes, float]:
+        loop = asyncio.get_running_loop()
+        timer = loop.call_later(100, lambda: None)
+        a, b = socket.socketpair()
+        with a, b:
+            a.setblocking(False)
+            b.setblocking(False)
+            got: asyncio.Future[tuple[bytes, float]] = loop.create_future()
+
+            def on_readable() -> None:
+                got.set_result((b.recv(16), loop.time()))
+
+            loop.add_reader(b.fileno(), on_readable)
+            try:
+                a.send(b"ping")
+                return await got
+            finally:
+                loop.remove_reader(b.fileno())
+                timer.cancel()
+
+    assert run(main(), clock=clock) == (b"ping", 0.0)
+    assert clock.time() == 0.0
+
+
+def test_with_no_timers_the_loop_still_waits_for_real_io() -> None:
+    # Nothing scheduled: the loop must block in the real selector until the
+    # worker thread / child process wakes it, not spin or jump.
+    clock = VirtualClock()
+
+    async def main() -> tuple[int, bytes]:
+        loop = asyncio.get_running_loop()
+        value = await loop.run_in_executor(None, sum, range(1000))
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            "print('hi')",
+            stdout=asyncio.subprocess.PIPE,
+        )
+        out, _ = await proc.communicate()
+        return value, out
+
+    assert run(main(), clock=clock) == (499500, b"hi\n")
+    assert clock.time() == 0.0
+
+
+def test_manual_advance_makes_timers_due_without_jumping() -> None:
+    clock = VirtualClock()
+
+    async def main() -> float:
+        loop = asyncio.get_running_loop()
+        due: asyncio.Future[float] = loop.create_future()
+        loop.call_later(5, lambda: due.set_result(loop.time()))
+        clock.advance(7)
+        return await due
+
+    # Fired at 7, where it was found due, not jumped to at 5.
+    assert run(main(), clock=clock) == 7.0
+
+
+def test_advance_rejects_negative_and_non_finite() -> None:
+    clock = VirtualClock(start=1.0)
+    for bad in (-1.0, float("inf"), float("nan")):
+        with pytest.raises(ValueError):
+            clock.advance(bad)
+    assert clock.time() == 1.0
+    clock.advance(0)
+    clock.advance(2.5)
+    assert clock.time() == 3.5
+    with pytest.raises(ValueError):
+        VirtualClock(start=float("nan"))
+    with pytest.raises(ValueError):
+        VirtualClock(autojump_threshold=-1)
+
+
+def test_run_starts_at_the_clock_start_and_closes_the_loop() -> None:
+    clock = VirtualClock(start=1000.0)
+    loops: list[asyncio.AbstractEventLoop] = []
+
+    async def main() -> float:
+        loops.append(asyncio.get_running_loop())
+        return asyncio.get_running_loop().time()
+
+    assert run(main(), clock=clock) == 1000.0
+    assert loops[0].is_closed()
+
+
+def test_run_propagates_exceptions() -> None:
+    async def main() -> None:
+        await asyncio.sleep(1)
+        raise KeyError("boom")
+
+    with pytest.raises(KeyError):
+        run(main())
+
+
+def test_tasks_cancelled_at_shutdown_still_use_virtual_time() -> None:
+    clock = VirtualClock()
+    cleanup: list[float] = []
+
+    async def worker() -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            await asyncio.sleep(60)
+            cleanup.append(asyncio.get_running_loop().time())
+
+    async def main() -> None:
+        asyncio.get_running_loop().create_task(worker())
+        await asyncio.sleep(1)
+
+    run(main(), clock=clock)
+    assert cleanup == [61.0]
+
+
+def test_patch_loop_restores_the_loop_on_exit() -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        selector = loop._selector  # type: ignore[attr-defined]
+        clock = VirtualClock(start=-50.0)
+        with clock.patch_loop(loop):
+            assert loop.time() == -50.0
+            assert loop.run_until_complete(asyncio.sleep(30, result=1)) == 1
+            assert loop.time() == -20.0
+        assert "time" not in vars(loop)
+        assert "select" not in vars(selector)
+        assert abs(loop.time() - time.monotonic()) < 60
+    finally:
+        loop.close()
+
+
+def test_patch_loop_defaults_to_the_running_loop() -> None:
+    async def main() -> float:
+        clock = VirtualClock(start=42.0)
+        loop = asyncio.get_running_loop()
+        with clock.patch_loop():
+            assert loop.time() == 42.0
+            await asyncio.sleep(8)
+            return loop.time()
+
+    loop = asyncio.new_event_loop()
+    try:
+        assert loop.run_until_complete(main()) == 50.0
+    finally:
+        loop.close()
+
+
+def test_patch_loop_refuses_a_loop_without_a_selector() -> None:
+    not_a_selector_loop = cast("asyncio.AbstractEventLoop", object())
+    with pytest.raises(TypeError), VirtualClock().patch_loop(not_a_selector_loop):
+        pass
