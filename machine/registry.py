@@ -111,6 +111,7 @@ Guard = Callable[["Execution"], "str | None"]
 ApprovalSeam = Callable[[ApprovalRequest], Awaitable[Approval]]
 Observer = Callable[["Execution", ToolResult], "Awaitable[None] | None"]
 ToolBody = Callable[[Any, "Execution"], Awaitable[Any]]
+StepTap = Callable[["Execution", PathStep], None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,11 +231,20 @@ _ids = itertools.count(1)
 class ToolRegistry:
     """Tools, hooks, and ``execute()`` under the cooperative, quiescent cancellation contract.
 
-    ``revision`` chooses the contract revision (``"seed"`` or ``"revised"``).
+    ``revision`` chooses the contract revision (``"seed"`` or ``"revised"``).  ``on_step``, if
+    given, is called synchronously after every transition any call takes, with the call's view
+    and the step; tracers and the model checker use it (it costs one test when absent).
     """
 
-    def __init__(self, *, revision: str | None = None, contract: Contract | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        revision: str | None = None,
+        contract: Contract | None = None,
+        on_step: StepTap | None = None,
+    ) -> None:
         self._table: RevisionContract = revision_table(revision, contract)
+        self._on_step = on_step
         self._results = Results(self._table)
         self._tools: dict[tuple[str, str | None], ToolDefinition] = {}
         self._pre: list[PreHook] = []
@@ -428,12 +438,17 @@ class _Call:
 
     def offer(self, event: str, **data: Any) -> str | None:
         """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
-        m = self.machine
         c = self.caller
-        if c is not None and c.aborted and not m.current.caller_aborted:
-            m.offer(Occurrence("caller_abort"))
-        m.offer(Occurrence(event, **data))
-        return m.outcome
+        if c is not None and c.aborted and not self.machine.current.caller_aborted:
+            self.take(Occurrence("caller_abort"))
+        self.take(Occurrence(event, **data))
+        return self.machine.outcome
+
+    def take(self, occurrence: Occurrence) -> None:
+        self.machine.offer(occurrence)
+        tap = self.registry._on_step
+        if tap is not None:
+            tap(self.view, self.machine.path[-1])
 
     @property
     def state(self) -> str:
@@ -649,9 +664,9 @@ class _Call:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
         if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.machine.offer(Occurrence("caller_abort"))
+            self.take(Occurrence("caller_abort"))
         elif self.state == "body":
-            self.machine.offer(Occurrence("fused_abort"))
+            self.take(Occurrence("fused_abort"))
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """Post-execute (R7, R20) and checkpoint C4."""
