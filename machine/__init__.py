@@ -25,6 +25,7 @@ from .registry import (
     Block,
     Deny,
     Execution,
+    StagedCall,
     ToolDefinition,
     ToolRegistry,
 )
@@ -56,6 +57,7 @@ __all__ = [
     "RegistryUsageError",
     "RevisionContract",
     "SignalTimeoutError",
+    "StagedCall",
     "ToolDefinition",
     "ToolError",
     "ToolOutput",

@@ -25,7 +25,7 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from .contract import Contract, RevisionContract
 from .core import CallMachine, Occurrence, PathStep, revision_table
@@ -347,17 +347,34 @@ class ToolRegistry:
         parent: str | None = None,
     ) -> ToolResult:
         """Run one tool call and return its frozen result (the object observers received)."""
+        return await self.begin(
+            name, arguments, signal=signal, call_id=call_id, agent=agent, parent=parent
+        ).run()
+
+    def begin(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+        agent: str | None = None,
+        parent: str | None = None,
+    ) -> StagedCall:
+        """A call split into the scheduler's three stages (prepare, dispatch, finalize).
+
+        ``execute()`` is ``begin(...).run()``.  A turn scheduler uses the stages to run pre- and
+        post-execute one call at a time in model order while bodies overlap.
+        """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        if (
-            signal is None
-            and self._table.contract.revision_info[self.revision].get("caller_signal") == "required"
-        ):
+        required = self._table.contract.revision_info[self.revision].get("caller_signal")
+        if signal is None and required == "required":
             raise RegistryUsageError(
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
             )
-        call = _Call(
+        return _Call(
             self,
             name,
             {} if arguments is None else arguments,
@@ -366,7 +383,6 @@ class ToolRegistry:
             agent,
             parent,
         )
-        return await call.run()
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
@@ -400,6 +416,20 @@ async def _waterfall(
 _CANCELLATIONS: Final = frozenset({"aborted", "aborted_before_dispatch"})
 
 
+class StagedCall(Protocol):
+    """A call in flight, driven stage by stage: ``prepare()``, then ``dispatch()`` if it said
+    so, then ``finalize()`` exactly once.  ``run()`` does all three."""
+
+    call_id: str
+    view: Execution
+    machine: CallMachine
+
+    async def run(self) -> ToolResult: ...
+    async def prepare(self) -> bool: ...
+    async def dispatch(self) -> None: ...
+    async def finalize(self) -> ToolResult: ...
+
+
 class _Call:
     """One call in flight: its machine, its view, its deferred contexts.
 
@@ -426,6 +456,7 @@ class _Call:
         self.agent = agent
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
+        self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.machine = CallMachine(
             registry._table,
             "none" if caller is None else ("aborted" if caller.aborted else "live"),
@@ -465,21 +496,46 @@ class _Call:
     # -- the pipeline ---------------------------------------------------------------------------
 
     async def run(self) -> ToolResult:
+        if await self.prepare():
+            await self.dispatch()
+        return await self.finalize()
+
+    async def prepare(self) -> bool:
+        """Entry, pre-execute, approval, guards.  True when the call goes on to dispatch."""
         r = self.results
         try:
             self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
         except (NotSerializable, RecursionError):
             self.offer("args_invalid")
-            return await self.publish(r.args_error())
+            self.result = r.args_error()
+            return False
         outcome = self.offer("args_valid")
         if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
-            return await self.publish(r.cancellation(outcome or "aborted_before_dispatch"))
-        result = await self.pre_policy()
-        if result is None:  # the call goes on to dispatch
-            result = await self.around()
+            self.result = r.cancellation(outcome or "aborted_before_dispatch")
+            return False
+        pending = await self.pre_policy()
+        if pending is None:
+            return True
+        self.result = pending
+        return False
+
+    async def dispatch(self) -> None:
+        """The around waterfall, the body and checkpoint C3."""
+        if self.state != "around_before":
+            raise RegistryUsageError(
+                f"call {self.call_id}: dispatch() is only for a call that prepare() let through"
+            )
+        self.result = await self.around()
+
+    async def finalize(self) -> ToolResult:
+        """Post-execute and C4 (unless the result is on the final route), then publish."""
+        if self.state in ("around_before", "materialized"):
+            raise RegistryUsageError(
+                f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
+            )
         if self.state == "post_policy":
-            result = await self.post_policy(result)
-        return await self.publish(result)
+            self.result = await self.post_policy(self.result)
+        return await self.publish(self.result)
 
     async def pre_policy(self) -> ToolResult | None:
         """Pre-execute, approval, guards (C1, C1').  ``None`` means: go on to dispatch."""
@@ -720,6 +776,8 @@ class _Call:
                 log.exception("call %s: result observer failed", self.call_id)
         return frozen
 
+
+_NO_RESULT: Final = ToolResult(())
 
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",
