@@ -153,7 +153,10 @@ def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transiti
 
 
 class PathStep(NamedTuple):
-    """One recorded step of a call: where it was, what happened, where it went, and why."""
+    """One recorded step of a call: where it was, what happened, where it went, and why.
+
+    ``occurrence`` keeps the event's observations, so a path can be replayed through :func:`step`.
+    """
 
     source: str
     event: str
@@ -161,6 +164,7 @@ class PathStep(NamedTuple):
     transition: int
     rules: tuple[str, ...]
     outcome: str | None
+    occurrence: Occurrence
 
 
 class CallMachine:
@@ -200,7 +204,7 @@ class CallMachine:
         t, after = step(self.table, before, o)
         self.current = after
         self.path.append(
-            PathStep(before.state, o.event, after.state, t.index, t.rules, after.outcome)
+            PathStep(before.state, o.event, after.state, t.index, t.rules, after.outcome, o)
         )
         return t
 
