@@ -88,25 +88,38 @@ def _snap(value: Any, path: str, active: set[int]) -> Any:
     raise NotSerializable(path, f"a {type(value).__name__} is not JSON")
 
 
+def thaw(value: Any) -> Any:
+    """Plain JSON data (dicts and lists) from a snapshot, for ``json`` and comparisons."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [thaw(v) for v in value]
+    return value
+
+
 def js_number(x: int | float) -> str:
-    """Format a number the way ECMAScript's Number::toString does (JSON.stringify's digits)."""
+    """Format a number the way ECMAScript's Number::toString does (JSON.stringify's digits).
+
+    Integers past 2**53 are formatted as the double JavaScript would hold.
+    """
     if isinstance(x, bool):
         raise TypeError("booleans are not numbers here")
     if isinstance(x, int):
-        return str(x)
+        return str(x) if abs(x) < 2**53 else js_number(float(x))
     if x == 0:
         return "0"
     if x < 0:
         return "-" + js_number(-x)
-    # Shortest round-trip digits and decimal exponent, then ECMAScript's layout rules.
+    # repr gives the shortest round-trip digits; rebuild value = digits * 10**e10.
     mantissa, _, exp_text = repr(x).partition("e")
     intpart, _, frac = mantissa.partition(".")
     digits = (intpart + frac).lstrip("0")
-    point = len(intpart) + (int(exp_text) if exp_text else 0)
-    if not intpart.strip("0"):  # 0.000ddd
-        point -= len(frac) - len(frac.lstrip("0"))
-    digits = digits.rstrip("0") or "0"
-    k, n = len(digits), point
+    e10 = (int(exp_text) if exp_text else 0) - len(frac)
+    stripped = digits.rstrip("0")
+    e10 += len(digits) - len(stripped)
+    digits = stripped
+    k = len(digits)
+    n = k + e10  # ECMAScript's n: the value is 0.digits * 10**n
     if k <= n <= 21:
         return digits + "0" * (n - k)
     if 0 < n <= 21:
@@ -114,9 +127,8 @@ def js_number(x: int | float) -> str:
     if -6 < n <= 0:
         return "0." + "0" * (-n) + digits
     e = n - 1
-    sign = "+" if e >= 0 else "-"
     head = digits[0] + ("." + digits[1:] if k > 1 else "")
-    return f"{head}e{sign}{abs(e)}"
+    return f"{head}e{'+' if e >= 0 else '-'}{abs(e)}"
 
 
 def canonical_json(value: Any) -> str:
@@ -199,14 +211,14 @@ class ToolResult:
     revision: str = "seed"
 
     def to_data(self) -> dict[str, Any]:
-        """The result as JSON data with the contract's field names (absent keys omitted)."""
-        out: dict[str, Any] = {"content": list(self.content), "isError": self.is_error}
+        """The result as plain JSON data with the contract's field names (absent keys omitted)."""
+        out: dict[str, Any] = {"content": thaw(self.content), "isError": self.is_error}
         if self.error is not None:
             out["error"] = self.error.to_data(self.revision)
         if self.contexts:
-            out["additionalContexts"] = list(self.contexts)
+            out["additionalContexts"] = thaw(self.contexts)
         if self.meta is not None:
-            out["meta"] = self.meta
+            out["meta"] = thaw(self.meta)
         return out
 
     def to_json(self) -> str:
@@ -283,7 +295,12 @@ class Results:
         """R3: a thrown value as an error result."""
         text = "Error: " + thrown_message(exc, self.texts["unprintable"])
         if isinstance(exc, ToolError):
-            return self._error(text, type(exc).__name__, getattr(exc, "code", None))
+            try:  # R3: no error key when inspecting the structured error fails
+                code = exc.code
+            except Exception:
+                code = None
+            if isinstance(code, str):
+                return self._error(text, type(exc).__name__, code)
         return self._error(text)
 
     def aborted(self, contexts: Sequence[Any] = ()) -> ToolResult:
