@@ -1,0 +1,579 @@
+"""The bounded model checker behind ``toolcancel verify``.
+
+It enumerates every scenario within bounds (:func:`configurations`), crosses each with every
+cancellation point it can have (:func:`schedules`), runs each schedule against the **real**
+asyncio registry through the scenario harness, and checks what happened (:func:`check`):
+
+* **the path, replayed.**  The registry records its own path.  The checker takes the events of
+  that path, removes the caller aborts, and puts the abort back where the *environment* saw it
+  happen (the harness counts transitions when it aborts).  Replaying that through the pure
+  machine must give, step for step, the transitions the registry took.  A registry that misses a
+  recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
+  contract required names the rule.
+* **rules the machine cannot see**, checked on the environment's own record: exactly one frozen
+  notification of the returned object (R31); no result while a body runs (R27); no body after a
+  cancellation before C2, no success after one before C4 (R28); the body's signal aborted, with the
+  first source's reason, whenever the caller or a wrapper aborted while it ran (R21); no listener
+  left on any signal (R22); slots restored (R23); the approval seam gets the caller's signal
+  (R24); contexts kept, ordered and dropped as R29 says; TOOL_TIMEOUT when the timer fired first
+  (R34); the result's code, error flag and text agree with its outcome (R4-R8, R30, R39).
+
+Violations come with a reproducer that runs as written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from .contract import RevisionContract, load_contract
+from .core import Occurrence, initial_state, step
+from .errors import ContractViolation
+from .registry import ToolRegistry
+from .results import thaw
+from .scenario import (
+    BLOCK_CONTEXT,
+    BODIES,
+    POSTS,
+    WRAPPERS,
+    CallerReason,
+    Harness,
+    Observation,
+    RegistryFactory,
+    Scenario,
+)
+from .virtual_time import VirtualClock, run
+
+# ------------------------------------------------------------------------------------------------
+# The bounded space
+# ------------------------------------------------------------------------------------------------
+
+MAX_WRAPPERS = 2
+"""Bound on around-dispatch wrappers per call."""
+
+_REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
+
+_PRE_VARIANTS: tuple[dict[str, Any], ...] = (
+    {"pre": "allow"},
+    {"pre": "deny"},
+    {"pre": "throw"},
+    {"pre": "throw_structured"},
+    {"pre": "ask", "approval_seam": False},
+    {"pre": "ask", "agent": False},
+    *(
+        {"pre": "ask", "approval": a}
+        for a in ("approved", "rejected", "cancelled", "unavailable", "throw")
+    ),
+)
+
+
+def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
+    yield ()
+    if n == 0:
+        return
+    for w in WRAPPERS:
+        if w in _REACH_BASE:
+            for rest in _wrapper_stacks(n - 1):
+                yield (w, *rest)
+        else:
+            yield (w,)  # nothing inside a short-circuit is ever reached
+
+
+def configurations(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator[Scenario]:
+    """Every scenario within bounds, with ``cancel="never"``.
+
+    Dimensions a call can never reach under any cancellation are not expanded (a short-circuiting
+    wrapper has no inner wrappers; a denied call has no body), so equivalent configurations are
+    enumerated once.
+    """
+    callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
+    for caller in callers:
+        yield Scenario(revision=revision, caller=caller, args="not_serializable")
+        for pre in _PRE_VARIANTS:
+            base = Scenario(revision=revision, caller=caller, **pre)
+            reaches_guards = pre["pre"] == "allow" or pre.get("approval") == "approved"
+            guards = ("none", "deny", "throw") if reaches_guards else ("none",)
+            for guard in guards:
+                if guard != "none" or not reaches_guards:
+                    for post in POSTS:
+                        yield _replace(base, guard=guard, post=post)
+                    continue
+                yield from _dispatching(_replace(base, guard="none"), max_wrappers)
+
+
+def _dispatching(base: Scenario, max_wrappers: int) -> Iterator[Scenario]:
+    for stack in _wrapper_stacks(max_wrappers):
+        reaches_body = all(w in _REACH_BASE for w in stack)
+        for timeout in ("absent", "budget", "timer_first") if reaches_body else ("absent",):
+            for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
+                bodies = BODIES if reaches_body and tool_known else ("success",)
+                for body in bodies:
+                    modes = (True, False) if reaches_body and tool_known else (True,)
+                    for cooperative in modes:
+                        for post in POSTS:
+                            yield _replace(
+                                base,
+                                wrappers=stack,
+                                timeout=timeout,
+                                tool_known=tool_known,
+                                body=body,
+                                cooperative=cooperative,
+                                post=post,
+                            )
+
+
+def _replace(s: Scenario, **changes: Any) -> Scenario:
+    data = s.to_data()
+    data.update(changes)
+    data["wrappers"] = list(data["wrappers"])
+    return Scenario.from_data(data)
+
+
+def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], int]:
+    """The cancellation points of ``config`` worth running, and how many were pruned.
+
+    Every point is ``step:k`` (after each transition of the uncancelled path), ``gate:<name>``
+    for every gate it reached, ``before_entry`` and ``after``.  Three kinds are pruned because
+    they cannot be told apart from a point that is run (same observable interleaving):
+
+    * ``gate:X`` for a gate other than the body's equals ``step:k`` with k the transitions taken
+      before X was reached: between the two the only code that runs is the hook's own, which never
+      reads the caller signal, and the registry next reads it at the same checkpoint;
+    * ``before_entry`` equals the configuration whose caller signal is already aborted;
+    * an uncooperative body differs from a cooperative one only while something aborts during
+      the body, so it keeps only ``gate:body`` (and its uncancelled run when a wrapper signal or
+      the timer aborts during the body).
+    """
+    if config.caller != "live":
+        return [], 0
+    steps = sum(1 for p in uncancelled.path if p.event != "caller_abort")
+    gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
+    every = 2 + len(gates) + steps
+    if not config.cooperative:
+        kept = ["gate:body"] if "body" in gates else []
+    else:
+        kept = (
+            (["gate:body"] if "body" in gates else [])
+            + [f"step:{k}" for k in range(1, steps + 1)]
+            + ["after"]
+        )
+    return kept, every - len(kept)
+
+
+def _uncancelled_matters(config: Scenario) -> bool:
+    """Whether the ``never`` run of a configuration is not a copy of another one's."""
+    if config.cooperative:
+        return True
+    return config.timeout == "timer_first" or "replace_aborting" in config.wrappers
+
+
+# ------------------------------------------------------------------------------------------------
+# Checking one run
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    scenario: Scenario
+    explanation: str
+
+    def reproducer(self) -> str:
+        return (
+            "from toolcancel.scenario import Scenario, run_scenario\n"
+            f"obs = run_scenario({self.scenario.as_code()})\n"
+            "print(obs.result.to_json() if obs.result else obs.error)\n"
+            "print([(p.source, p.event, p.dest) for p in obs.path])"
+        )
+
+
+@dataclass
+class Checked:
+    violations: list[Violation] = field(default_factory=list)
+    rules: set[str] = field(default_factory=set)
+
+    def fail(self, rule: str, scenario: Scenario, why: str) -> None:
+        self.violations.append(Violation(rule, scenario, why))
+
+
+def check(obs: Observation, table: RevisionContract) -> Checked:
+    """Every check of the module docstring, for one observed run."""
+    out = Checked()
+    s = obs.scenario
+    if obs.error is not None or obs.result is None:
+        out.fail("R31", s, f"execute() did not return a result: {obs.error!r}")
+        return out
+    for rule, what in obs.problems:
+        out.fail(rule, s, what)
+    out.rules.update({"R27", "R23"})
+    if s.approval_seam and s.pre == "ask" and s.agent:
+        out.rules.add("R24")
+    _check_notification(obs, out)
+    _check_listeners(obs, out)
+    _check_replay(obs, table, out)
+    _check_no_late_start_or_success(obs, out)
+    _check_fused_signal(obs, out)
+    _check_contexts(obs, out)
+    _check_result_shape(obs, table, out)
+    return out
+
+
+def _check_notification(obs: Observation, out: Checked) -> None:
+    out.rules.add("R31")
+    if len(obs.notified) != 1:
+        out.fail("R31", obs.scenario, f"the result was notified {len(obs.notified)} times")
+    elif obs.notified[0] is not obs.result:
+        out.fail("R31", obs.scenario, "observers got a different object than execute() returned")
+
+
+def _check_listeners(obs: Observation, out: Checked) -> None:
+    out.rules.add("R22")
+    for leak in obs.leaked_signals:
+        out.fail("R22", obs.scenario, f"after the call, the {leak}")
+
+
+def _abort_steps(obs: Observation) -> int | None:
+    return next((e[2] for e in obs.log if e[0] == "abort" and e[1] == "caller"), None)
+
+
+def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    s = obs.scenario
+    taken = [p for p in obs.path if p.event != "caller_abort"]
+    events: list[Occurrence] = [p.occurrence for p in taken]
+    entry = "aborted" if s.caller == "aborted" or s.cancel == "before_entry" else s.caller
+    at = _abort_steps(obs) if entry == "live" else None
+    if at is not None and at <= len(events):
+        events.insert(at, Occurrence("caller_abort"))
+    state = initial_state(
+        table,
+        entry,  # type: ignore[arg-type]
+        has_agent=s.agent,
+        approval_seam=s.approval_seam,
+    )
+    j = 0
+    for occ in events:
+        try:
+            t, state = step(table, state, occ)
+        except ContractViolation as exc:
+            rules = taken[j].rules if j < len(taken) else ("R39",)
+            out.fail(rules[0], s, f"the contract allows no such step here: {exc}")
+            return
+        if occ.event == "caller_abort":
+            continue
+        mine = taken[j]
+        if t.index != mine.transition:
+            rule = next((r for r in t.rules if r not in ("R28",)), t.rules[0])
+            out.fail(
+                rule,
+                s,
+                f"at step {j + 1} ({occ.event} in {state_before(taken, j)}) the contract "
+                f"takes transition #{t.index + 1} to {t.dest or 'the same state'}"
+                f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
+                f" the registry took #{mine.transition + 1} to {mine.dest}",
+            )
+            return
+        out.rules.update(t.rules)
+        if t.precedence is not None:
+            out.rules.add("R39")
+        j += 1
+    if state.state != "materialized":
+        out.fail("R31", s, f"the call ended in state {state.state}, not materialized")
+        return
+    out.rules.add("R10")  # the stage order is the table's order, step for step
+    out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
+
+
+def state_before(taken: Sequence[Any], j: int) -> str:
+    return str(taken[j].source)
+
+
+def _check_no_late_start_or_success(obs: Observation, out: Checked) -> None:
+    s = obs.scenario
+    if s.caller != "live" or s.cancel in ("before_entry", "never"):
+        return
+    log = obs.log
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    if abort_i is None:
+        return
+    out.rules.add("R28")
+    at = log[abort_i][2]
+    for e in log[abort_i:]:
+        if e[0] == "body_start" and at < e[1]:
+            out.fail("R28", s, "a body started although the caller aborted before checkpoint C2")
+            break
+    post_i = next((i for i, e in enumerate(log) if e[0] == "post"), None)
+    before_c4 = post_i is None or abort_i < post_i
+    assert obs.result is not None
+    if before_c4 and not obs.result.is_error:
+        out.fail("R28", s, "the caller aborted before checkpoint C4, yet the result is a success")
+
+
+def _check_fused_signal(obs: Observation, out: Checked) -> None:
+    s = obs.scenario
+    log = obs.log
+    start = next((i for i, e in enumerate(log) if e[0] == "body_start"), None)
+    if start is None:
+        return
+    settle = next(i for i, e in enumerate(log) if e[0] == "body_settle")
+    sources = [e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e)]
+    if s.caller == "aborted" or s.cancel == "before_entry":
+        return
+    if not sources:
+        return
+    out.rules.add("R21")
+    _, aborted, reason = log[settle]
+    if not aborted:
+        out.fail(
+            "R21",
+            s,
+            f"{sources[0][1] if sources[0][0] == 'abort' else 'the timer'} aborted "
+            "while the body ran, but the body's signal was not aborted",
+        )
+        return
+    first = sources[0]
+    if first[0] == "abort" and first[1] == "caller" and not isinstance(reason, CallerReason):
+        out.fail("R21", s, f"the caller aborted first, but the body's signal carries {reason!r}")
+    if first[0] == "abort" and first[1] == "caller" and s.timeout != "absent":
+        out.rules.add("R35")  # the deadline carried its upstream's (the caller's) reason
+    if first[0] == "timer" and isinstance(reason, CallerReason):
+        out.fail(
+            "R21", s, "the timer fired first, but the body's signal carries the caller's reason"
+        )
+    if first[0] == "timer" and s.timeout == "timer_first":
+        out.rules.add("R34")
+        post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+        if post_in is not None and (post_in.error is None or post_in.error.code != "TOOL_TIMEOUT"):
+            out.fail(
+                "R34",
+                s,
+                "the deadline fired first, but the result is not TOOL_TIMEOUT "
+                f"({post_in.to_json()})",
+            )
+
+
+def _reaches_body(s: Scenario, entry: tuple[Any, ...]) -> bool:
+    """Whether an abort source feeds the body's signal.  The caller always does (it cannot be
+    detached); a wrapper's signal only if no inner wrapper replaced or removed the slot."""
+    if entry[0] != "abort" or entry[1] == "caller":
+        return True
+    i = entry[3]
+    return not any(w.startswith("replace") or w == "remove" for w in s.wrappers[i + 1 :])
+
+
+def _check_contexts(obs: Observation, out: Checked) -> None:
+    out.rules.add("R29")
+    assert obs.result is not None
+    final = obs.path[-1].outcome if obs.path else None
+    reached_c3 = any(p.event == "around_settled" for p in obs.path)
+    if final == "blocked":
+        expected: tuple[Any, ...] = (BLOCK_CONTEXT,)
+    elif final in ("args_error", "pre_error", "around_error", "post_error", "serialization_error"):
+        expected = ()
+    else:
+        accepted = any(p.event == "post_accept" for p in obs.path)
+        expected = (obs.deferred if reached_c3 else ()) + (obs.post_contexts if accepted else ())
+    got = tuple(thaw(obs.result.contexts))
+    if got != tuple(expected):
+        out.fail("R29", obs.scenario, f"contexts {list(got)}, the contract says {list(expected)}")
+
+
+def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    s, r = obs.scenario, obs.result
+    assert r is not None
+    out.rules.add("R30")
+    if s.cancel == "never":  # once per configuration: the shape does not depend on the schedule
+        out.rules.add("R1")
+        if json.loads(r.to_json()) != r.to_data():
+            out.fail("R1", s, "the canonical JSON does not round-trip the result")
+    final = obs.path[-1].outcome if obs.path else None
+    if final is None:
+        return
+    kind = table.contract.outcome(final)
+    out.rules.add(kind.rule)
+    if kind.is_error != r.is_error:
+        out.fail(kind.rule, s, f"outcome {final} but isError is {r.is_error}")
+    if kind.code is not None and (r.error is None or r.error.code != kind.code):
+        out.fail(kind.rule, s, f"outcome {final} but the result is {r.to_json()}")
+    texts = table.texts
+    expected = {
+        "aborted": texts["aborted"],
+        "aborted_before_dispatch": texts["aborted_before_dispatch"],
+        "args_error": texts["args_not_serializable"],
+        "serialization_error": texts["result_not_serializable"],
+    }.get(final)
+    rewritten = s.post == "accept_content" and any(p.event == "post_accept" for p in obs.path)
+    if expected is not None and not rewritten and r.text != expected:
+        out.fail(kind.rule, s, f"outcome {final} must read {expected!r}, got {r.text!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Running the space
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What a batch of configurations added up to (merged across workers)."""
+
+    configurations: int = 0
+    schedules: int = 0
+    pruned: int = 0
+    paths: set[tuple[str, ...]] = field(default_factory=set)
+    transitions: set[int] = field(default_factory=set)
+    rules: set[str] = field(default_factory=set)
+    violations: list[Violation] = field(default_factory=list)
+    violation_count: int = 0
+
+    def merge(self, other: Tally) -> None:
+        self.configurations += other.configurations
+        self.schedules += other.schedules
+        self.pruned += other.pruned
+        self.paths |= other.paths
+        self.transitions |= other.transitions
+        self.rules |= other.rules
+        self.violation_count += other.violation_count
+        self.violations.extend(other.violations[: max(0, 20 - len(self.violations))])
+
+
+async def _run_configs(
+    configs: Sequence[Scenario], factory: RegistryFactory, clock: VirtualClock
+) -> Tally:
+    table = load_contract().revision(configs[0].revision) if configs else None
+    tally = Tally()
+    twin: tuple[Scenario, Observation] | None = None
+    for config in configs:
+        tally.configurations += 1
+        if twin is not None and replace(config, cooperative=True) == twin[0]:
+            first = twin[1]  # same gates and path: it only differs while something aborts
+        else:
+            first = await Harness(config, factory, clock).run()
+        if config.cooperative:
+            twin = (config, first)
+        runs = [first] if _uncancelled_matters(config) else []
+        tally.pruned += 0 if runs else 1
+        kept, pruned = schedules(config, first)
+        tally.pruned += pruned
+        for cancel in kept:
+            runs.append(await Harness(config.with_cancel(cancel), factory, clock).run())
+        for obs in runs:
+            assert table is not None
+            tally.schedules += 1
+            result = check(obs, table)
+            tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
+            tally.transitions.update(p.transition for p in obs.path)
+            tally.rules |= result.rules
+            tally.violation_count += len(result.violations)
+            if len(tally.violations) < 20:
+                tally.violations.extend(result.violations[:1])
+    return tally
+
+
+def run_batch(configs: Sequence[Scenario], factory: RegistryFactory = ToolRegistry) -> Tally:
+    """Check a batch of configurations on one virtual-time loop."""
+    clock = VirtualClock()
+    return run(_run_configs(configs, factory, clock), clock=clock)
+
+
+def _chunks(items: Sequence[Scenario], n: int) -> Iterable[Sequence[Scenario]]:
+    for i in range(0, len(items), n):
+        yield items[i : i + n]
+
+
+@dataclass
+class Report:
+    revision: str
+    tally: Tally
+    transitions_total: int
+    rules_total: int
+    seconds: float
+    workers: int
+
+    table: RevisionContract | None = None
+
+    @property
+    def missing_transitions(self) -> list[int]:
+        if self.table is None:
+            return []
+        return [
+            t.index
+            for t in self.table.transitions
+            if not t.alternative and t.index not in self.tally.transitions
+        ]
+
+    @property
+    def missing_rules(self) -> list[str]:
+        if self.table is None:
+            return []
+        return [r.id for r in self.table.rules if r.id not in self.tally.rules]
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.tally
+        return {
+            "revision": self.revision,
+            "configurations": t.configurations,
+            "schedules": t.schedules,
+            "pruned_equivalent": t.pruned,
+            "paths": len(t.paths),
+            "transitions_covered": len(t.transitions),
+            "transitions_total": self.transitions_total,
+            "rules_covered": len(t.rules),
+            "rules_total": self.rules_total,
+            "violations": t.violation_count,
+            "missing_transitions": [i + 1 for i in self.missing_transitions],
+            "missing_rules": self.missing_rules,
+            "first_violations": [
+                {"rule": v.rule, "explanation": v.explanation, "scenario": v.scenario.to_data()}
+                for v in t.violations[:5]
+            ],
+            "seconds": round(self.seconds, 2),
+            "workers": self.workers,
+        }
+
+
+def verify(
+    revision: str = "seed",
+    *,
+    workers: int = 2,
+    factory: RegistryFactory = ToolRegistry,
+    max_wrappers: int = MAX_WRAPPERS,
+    progress: Callable[[int, int], None] | None = None,
+) -> Report:
+    """Check the whole bounded space of ``revision``; use ``workers`` processes."""
+    start = time.perf_counter()
+    table = load_contract().revision(revision)
+    configs = list(configurations(revision, max_wrappers))
+    batches = list(_chunks(configs, 200))
+    total = Tally()
+    done = 0
+    if workers <= 1:
+        for batch in batches:
+            total.merge(run_batch(batch, factory))
+            done += len(batch)
+            if progress:
+                progress(done, len(configs))
+    else:
+        import multiprocessing
+
+        ctx = multiprocessing.get_context("fork")
+        with ctx.Pool(workers) as pool:
+            for tally in pool.imap_unordered(_worker, [(b, factory) for b in batches]):
+                total.merge(tally)
+                done += tally.configurations
+                if progress:
+                    progress(done, len(configs))
+    return Report(
+        revision,
+        total,
+        len(table.transitions),
+        len(table.rules),
+        time.perf_counter() - start,
+        workers,
+        table,
+    )
+
+
+def _worker(job: tuple[Sequence[Scenario], RegistryFactory]) -> Tally:
+    return run_batch(*job)
