@@ -166,6 +166,7 @@ class RevisionContract:
             key: tuple(ts) for key, ts in index.items()
         }
         self.initial: str = next(s.name for s in contract.states if s.initial)
+        self.outcome_is_error: Mapping[str, bool] = {o.name: o.is_error for o in self.outcomes}
 
     def precedence_row(self, row: int) -> PrecedenceRow:
         return next(p for p in self.precedence if p.row == row)

@@ -84,7 +84,7 @@ GuardFn = Callable[[CallState, Occurrence, RevisionContract], bool]
 
 
 def _is_error(s: CallState, table: RevisionContract) -> bool:
-    return s.outcome is not None and table.contract.outcome(s.outcome).is_error
+    return s.outcome is not None and table.outcome_is_error[s.outcome]
 
 
 GUARDS: Mapping[str, GuardFn] = {
@@ -109,7 +109,10 @@ GUARDS: Mapping[str, GuardFn] = {
 
 def guards_hold(t: Transition, s: CallState, o: Occurrence, table: RevisionContract) -> bool:
     """Whether every guard of ``t`` has its wanted truth value."""
-    return all(GUARDS[name](s, o, table) is want for name, want in t.guards)
+    for name, want in t.guards:
+        if GUARDS[name](s, o, table) is not want:
+            return False
+    return True
 
 
 def apply(t: Transition, s: CallState, o: Occurrence) -> CallState:
@@ -120,12 +123,15 @@ def apply(t: Transition, s: CallState, o: Occurrence) -> CallState:
     post: __return__.caller_aborted or not s.caller_aborted
     post: __return__.invoked or not s.invoked
     """
-    return s._replace(
-        state=s.state if t.dest is None else t.dest,
-        caller_aborted=s.caller_aborted or (o.event == "caller_abort" and s.caller != "none"),
-        depth=s.depth + t.depth,
-        outcome=s.outcome if t.outcome is None else t.outcome,
-        invoked=s.invoked or t.invoke,
+    return CallState(
+        s.state if t.dest is None else t.dest,
+        s.caller,
+        s.caller_aborted or (o.event == "caller_abort" and s.caller != "none"),
+        s.has_agent,
+        s.approval_seam,
+        s.depth + t.depth,
+        s.outcome if t.outcome is None else t.outcome,
+        s.invoked or t.invoke,
     )
 
 
