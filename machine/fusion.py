@@ -39,12 +39,12 @@ def plan_fusion(
     distinct signals exist; no signal only when neither does; W alone only without C; and the
     caller is never detached -- F is born aborted exactly when C or W already is (W's reason first).
 
-    pre: not same or (c_present and w_present)
+    pre: not same or (c_present and w_present and c_aborted == w_aborted)
     post: (__return__.kind == "relay") == (c_present and w_present and not same)
     post: (__return__.kind == "none") == (not c_present and not w_present)
     post: (__return__.kind != "slot") or not c_present
     post: (__return__[1] is not None) == ((c_present and c_aborted) or (w_present and w_aborted))
-    post: __return__.born_aborted_from != "caller" or not (w_present and w_aborted)
+    post: __return__.born_aborted_from != "caller" or same or not (w_present and w_aborted)
     """
     caller_dead = c_present and c_aborted
     slot_dead = w_present and w_aborted

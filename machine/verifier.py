@@ -44,6 +44,7 @@ from .scenario import (
     Observation,
     RegistryFactory,
     Scenario,
+    WrapperReason,
 )
 from .virtual_time import VirtualClock, run
 
@@ -334,14 +335,17 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
         )
         return
     first = sources[0]
-    if first[0] == "abort" and first[1] == "caller" and not isinstance(reason, CallerReason):
-        out.fail("R21", s, f"the caller aborted first, but the body's signal carries {reason!r}")
-    if first[0] == "abort" and first[1] == "caller" and s.timeout != "absent":
+    source = "timer" if first[0] == "timer" else first[1]
+    if source == "caller":
+        right = isinstance(reason, CallerReason)
+    elif source == "wrapper":
+        right = isinstance(reason, WrapperReason)
+    else:
+        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"
+    if not right:
+        out.fail("R21", s, f"the {source} aborted first, but the body's signal carries {reason!r}")
+    if source == "caller" and s.timeout != "absent":
         out.rules.add("R35")  # the deadline carried its upstream's (the caller's) reason
-    if first[0] == "timer" and isinstance(reason, CallerReason):
-        out.fail(
-            "R21", s, "the timer fired first, but the body's signal carries the caller's reason"
-        )
     if first[0] == "timer" and s.timeout == "timer_first":
         out.rules.add("R34")
         post_in = next((e[1] for e in log if e[0] == "post_in"), None)
@@ -540,8 +544,12 @@ def verify(
     factory: RegistryFactory = ToolRegistry,
     max_wrappers: int = MAX_WRAPPERS,
     progress: Callable[[int, int], None] | None = None,
+    stop_at_first: bool = False,
 ) -> Report:
-    """Check the whole bounded space of ``revision``; use ``workers`` processes."""
+    """Check the whole bounded space of ``revision``; use ``workers`` processes.
+
+    With ``stop_at_first`` the check ends at the first batch that shows a violation (used to
+    kill mutants quickly)."""
     start = time.perf_counter()
     table = load_contract().revision(revision)
     configs = list(configurations(revision, max_wrappers))
@@ -554,6 +562,8 @@ def verify(
             done += len(batch)
             if progress:
                 progress(done, len(configs))
+            if stop_at_first and total.violation_count:
+                break
     else:
         import multiprocessing
 
@@ -564,6 +574,9 @@ def verify(
                 done += tally.configurations
                 if progress:
                     progress(done, len(configs))
+                if stop_at_first and total.violation_count:
+                    pool.terminate()
+                    break
     return Report(
         revision,
         total,

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from typing import Any
 
+from ..cli import CliError
 from ..contract import load_contract
 from ..verifier import MAX_WRAPPERS, Report, verify
 
@@ -38,6 +40,12 @@ def register(sub: Any) -> None:
         metavar="N",
         help=f"bound on around wrappers per call (0-3, default {MAX_WRAPPERS})",
     )
+    p.add_argument(
+        "--mutants",
+        action="store_true",
+        help="instead, check that every deliberately broken registry of "
+        "model_tests/mutants.py is caught (run from a source checkout)",
+    )
     p.set_defaults(func=run)
 
 
@@ -46,6 +54,8 @@ def run(args: argparse.Namespace) -> int:
     if args.workers < 1:
         raise ValueError("--workers must be at least 1")
     tty = sys.stderr.isatty() and not args.json
+    if args.mutants:
+        return _mutants(args)
     report = verify(
         args.revision,
         workers=args.workers,
@@ -91,3 +101,61 @@ def _table(report: Report) -> str:
     for v in report.tally.violations[:3]:
         lines += ["", f"VIOLATION of {v.rule}: {v.explanation}", "reproduce with:", v.reproducer()]
     return "\n".join(lines)
+
+
+def _load_mutants() -> Any:
+    sys.path.insert(0, os.getcwd())
+    try:
+        mutants = importlib.import_module("model_tests.mutants")
+    except ModuleNotFoundError:
+        raise CliError(
+            "--mutants needs the source checkout's model_tests/mutants.py: run it from the "
+            "repository root"
+        ) from None
+    finally:
+        sys.path.pop(0)
+    return mutants
+
+
+def _mutants(args: argparse.Namespace) -> int:
+    mutants = _load_mutants()
+    rows = []
+    for mutant in mutants.MUTANTS:
+        with mutant.active() as factory:
+            report = verify(
+                args.revision,
+                workers=args.workers,
+                factory=factory,
+                max_wrappers=args.max_wrappers,
+                stop_at_first=True,
+            )
+        first = report.tally.violations[0] if report.tally.violations else None
+        rows.append(
+            {
+                "name": mutant.name,
+                "what": mutant.what,
+                "killed": first is not None,
+                "rule": first.rule if first else None,
+                "expected_rule": mutant.rule,
+                "schedules": report.tally.schedules,
+                "explanation": first.explanation if first else None,
+            }
+        )
+    killed = sum(r["killed"] for r in rows)
+    if args.json:
+        print(
+            json.dumps(
+                {"revision": args.revision, "mutants": rows, "killed": killed, "total": len(rows)},
+                indent=2,
+            )
+        )
+    else:
+        print(f"toolcancel verify --mutants — {args.revision} contract")
+        print(f"  {'mutant':<26} {'killed':<7} {'rule':<6} {'expected':<9} schedules")
+        for r in rows:
+            print(
+                f"  {r['name']:<26} {'yes' if r['killed'] else 'NO':<7} "
+                f"{r['rule'] or '-':<6} {r['expected_rule']:<9} {r['schedules']:,}"
+            )
+        print(f"  killed {killed} of {len(rows)}")
+    return 0 if killed == len(rows) else 1

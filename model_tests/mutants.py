@@ -1,0 +1,219 @@
+"""Deliberately broken registries: proof that the checks bite.
+
+Each mutant breaks exactly one guarantee of the contract by patching one piece of the real
+implementation for as long as its context manager is active, and names the rule it breaks.
+``toolcancel verify --mutants`` and the Hypothesis suite must kill every one of them: a check that
+never fails against a broken registry proves nothing about a correct one.
+
+They live with the tests, not in the installed library.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+from unittest import mock
+
+from toolcancel import ToolRegistry, deadline
+from toolcancel import fusion as fusion_module
+from toolcancel import registry as registry_module
+from toolcancel import timeout_policy as timeout_module
+from toolcancel.results import Results, ToolResult
+from toolcancel.signals import AbortSignal
+
+Factory = Callable[..., ToolRegistry]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    rule: str
+    what: str
+    patch: Callable[[], contextlib.AbstractContextManager[None]]
+
+    @contextlib.contextmanager
+    def active(self) -> Iterator[Factory]:
+        """Patch the implementation; yield the registry factory to check."""
+        with self.patch():
+            yield ToolRegistry
+
+
+_Call: Any = registry_module._Call
+
+
+@contextlib.contextmanager
+def _races_body() -> Iterator[None]:
+    """Reports the call as soon as the body's signal aborts, leaving the body running."""
+    real = _Call.base_dispatch
+
+    async def racing(self: Any) -> ToolResult:
+        import asyncio
+
+        task = asyncio.ensure_future(real(self))
+        loop = asyncio.get_running_loop()
+        lost: asyncio.Future[None] = loop.create_future()
+
+        def on_abort(_: AbortSignal) -> None:
+            if not lost.done():
+                lost.set_result(None)
+
+        signal = self.caller
+        if signal is None:
+            return await task
+        signal.add_listener(on_abort)
+        try:
+            await asyncio.wait([task, lost], return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            signal.remove_listener(on_abort)
+        if task.done():
+            return task.result()
+        return self.results.aborted()  # the body is abandoned, still running
+
+    with mock.patch.object(_Call, "base_dispatch", racing):
+        yield
+
+
+@contextlib.contextmanager
+def _skips_sync(events: frozenset[str]) -> Iterator[None]:
+    real = _Call.offer
+
+    def offer(self: Any, event: str, **data: Any) -> Any:
+        if event in events:
+            self.take(registry_module.Occurrence(event, **data))
+            return self.machine.outcome
+        return real(self, event, **data)
+
+    with mock.patch.object(_Call, "offer", offer):
+        yield
+
+
+def _no_recheck_after_pre() -> contextlib.AbstractContextManager[None]:
+    """Does not look at the caller signal when pre-execute and approval settle (C1)."""
+    return _skips_sync(frozenset({"pre_allow", "pre_deny", "pre_ask", "approval_approved",
+                                  "approval_rejected", "approval_cancelled",
+                                  "approval_unavailable", "guards_pass"}))
+
+
+def _no_recheck_before_body() -> contextlib.AbstractContextManager[None]:
+    """Dispatches the body without looking at the caller signal first (C2)."""
+    return _skips_sync(frozenset({"wrapper_enter", "base_dispatch"}))
+
+
+@contextlib.contextmanager
+def _keeps_late_success() -> Iterator[None]:
+    """Keeps a success that settles after the caller aborted (ignores C3 and C4)."""
+    real = _Call.offer
+
+    def offer(self: Any, event: str, **data: Any) -> Any:
+        before = self.machine.outcome
+        outcome = real(self, event, **data)
+        if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":
+            return before
+        return outcome
+
+    with mock.patch.object(_Call, "offer", offer):
+        yield
+
+
+@contextlib.contextmanager
+def _drops_tool_timeout() -> Iterator[None]:
+    """The timeout wrapper never reports its own deadline (TOOL_TIMEOUT is lost)."""
+
+    def blind_deadline(*args: Any, **kwargs: Any) -> Any:
+        return _Blind(deadline(*args, **kwargs))
+
+    with mock.patch.object(timeout_module, "deadline", blind_deadline):
+        yield
+
+
+class _Blind:
+    def __init__(self, real: Any) -> None:
+        self._real = real
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._real, name)
+
+    @property
+    def fired_by_own_timer(self) -> bool:
+        return False
+
+
+@contextlib.contextmanager
+def _wrong_reason_source() -> Iterator[None]:
+    """The fused signal aborts with the caller's reason whichever source fired."""
+
+    def relay(self: Any, source: AbortSignal) -> None:
+        caller = self._sources[0] if self._sources else source
+        self.dispose()
+        self._controller.abort(caller.reason if caller.aborted else "aborted")
+
+    with mock.patch.object(fusion_module.Fusion, "_relay", relay):
+        yield
+
+
+@contextlib.contextmanager
+def _leaks_fused_listeners() -> Iterator[None]:
+    """Never removes the relay's listeners from the caller and wrapper signals."""
+    with mock.patch.object(fusion_module.Fusion, "dispose", lambda self: None):
+        yield
+
+
+@contextlib.contextmanager
+def _notifies_twice() -> Iterator[None]:
+    """Publishes the result to observers twice."""
+    real = _Call.publish
+
+    async def publish(self: Any, result: ToolResult) -> ToolResult:
+        frozen = await real(self, result)
+        for observer in tuple(self.registry._observers):
+            observer(self.view, frozen)
+        return frozen
+
+    with mock.patch.object(_Call, "publish", publish):
+        yield
+
+
+@contextlib.contextmanager
+def _detaches_caller() -> Iterator[None]:
+    """Hands the body the wrapper's signal alone when a wrapper replaced the slot."""
+    real_init = fusion_module.Fusion.__init__
+
+    def init(self: Any, caller: AbortSignal | None, slot: AbortSignal | None) -> None:
+        real_init(self, None if slot is not None else caller, slot)
+
+    with mock.patch.object(fusion_module.Fusion, "__init__", init):
+        yield
+
+
+@contextlib.contextmanager
+def _loses_contexts_on_abort() -> Iterator[None]:
+    """Drops the deferred contexts when ABORTED replaces a success."""
+    real = Results.cancellation
+
+    def cancellation(self: Any, outcome: str, contexts: Any = ()) -> ToolResult:
+        return real(self, outcome, ())
+
+    with mock.patch.object(Results, "cancellation", cancellation):
+        yield
+
+
+MUTANTS: tuple[Mutant, ...] = (
+    Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
+    Mutant("no_recheck_after_pre", "R13", "skips the recheck after pre-policy",
+           _no_recheck_after_pre),
+    Mutant("no_recheck_before_body", "R17", "skips the recheck before the body",
+           _no_recheck_before_body),
+    Mutant("keeps_late_success", "R28", "keeps a late success", _keeps_late_success),
+    Mutant("drops_tool_timeout", "R34", "drops TOOL_TIMEOUT", _drops_tool_timeout),
+    Mutant("wrong_reason_source", "R21", "takes the abort reason from the wrong source",
+           _wrong_reason_source),
+    Mutant("leaks_fused_listeners", "R22", "forgets to remove the fused signal's listeners",
+           _leaks_fused_listeners),
+    Mutant("notifies_twice", "R31", "notifies observers twice", _notifies_twice),
+    Mutant("detaches_caller", "R21", "lets a wrapper detach the caller signal",
+           _detaches_caller),
+    Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
+           _loses_contexts_on_abort),
+)
