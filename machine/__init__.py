@@ -9,6 +9,7 @@ per-call machine compiled from ``toolcancel/spec/contract.toml``.
 
 from .contract import Contract, RevisionContract, load_contract, load_contract_file
 from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
+from .deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
 from .errors import (
     ContractError,
     ContractViolation,
@@ -30,9 +31,12 @@ from .registry import (
     ToolRegistry,
 )
 from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
+from .scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
 from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
+from .timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 
 __all__ = [
+    "TOOL_TIMEOUT",
     "AbortController",
     "AbortError",
     "AbortSignal",
@@ -47,10 +51,12 @@ __all__ = [
     "Contract",
     "ContractError",
     "ContractViolation",
+    "Deadline",
     "Deny",
     "ErrorInfo",
     "Execution",
     "FrozenDict",
+    "LogEntry",
     "NotSerializable",
     "Occurrence",
     "PathStep",
@@ -58,14 +64,22 @@ __all__ = [
     "RevisionContract",
     "SignalTimeoutError",
     "StagedCall",
+    "TimeoutReason",
+    "ToolCallRequest",
     "ToolDefinition",
     "ToolError",
     "ToolOutput",
     "ToolRegistry",
     "ToolResult",
     "ToolcancelError",
+    "TurnLog",
+    "TurnScheduler",
+    "checked_hint",
     "choices",
+    "deadline",
+    "install_timeout_policy",
     "load_contract",
     "load_contract_file",
     "step",
+    "timeout_of",
 ]

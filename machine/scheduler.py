@@ -1,0 +1,283 @@
+"""The turn scheduler: one model turn's tool calls, through the registry's staged API (R36-R38).
+
+A model turn asks for several tool calls at once.  Running them one after the other wastes the
+time bodies spend waiting; running them all at once would interleave policy (pre-execute,
+approval, post-execute) and make the durable log depend on timing.  So the scheduler splits each
+call into the registry's three stages (:meth:`ToolRegistry.begin`) and lets only the middle one
+overlap:
+
+* **Groups.**  Calls are grouped in model order: consecutive non-exclusive calls form one group
+  whose bodies may overlap (at most ``max_concurrency`` dispatches in flight); an exclusive call
+  is a group of its own, a barrier that starts after every earlier call is committed and finishes
+  before any later call is prepared.
+* **One policy lane.**  ``prepare()`` (entry, pre-execute, approval, guards) and ``finalize()``
+  (post-execute, materialization, notification) are awaited by the scheduler itself, one call at
+  a time: prepares in model order, finalizes in model order.  Only ``dispatch()`` (the around
+  chain and the body) runs as a task.
+* **Model-order commits.**  A call's ``tool/result`` is committed when it and every earlier call
+  of the turn are finalized, whatever order the bodies settled in.
+* **No late start.**  The turn signal is every started call's caller signal, and the scheduler
+  reads it immediately before preparing each call (so at each group's start, after each
+  start or commit, and after each in-flight settlement).  Once it is aborted nothing more is
+  prepared and no later group runs, but every started call is drained -- its dispatch awaited
+  however long it takes, never abandoned -- and finalized in model order.
+* **Balanced log.**  Every call that was never started gets a synthetic ``tool/call`` +
+  ``tool/result`` pair (R9) after all started calls' results, in model order.  Those calls never
+  touch the registry: no policy, no body, no notification.
+* **Contexts last.**  A committed result's ``additionalContexts`` are accepted then, and logged as
+  ``context`` entries after all of the turn's results, in commit order; the ``tool/result`` entry
+  itself carries none (model APIs want a turn's tool results contiguous).
+
+Cancel a turn through its signal.  Cancelling the ``run_turn`` task itself is not a cancellation
+path: the scheduler still waits for started dispatches (quiescence) before the cancellation
+propagates, and nothing tells those bodies to stop unless the turn signal is aborted too.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from .errors import NotSerializable
+from .registry import StagedCall, ToolRegistry
+from .results import ToolResult, canonical_json, snapshot
+from .signals import AbortSignal
+
+__all__ = ["LogEntry", "ToolCallRequest", "TurnLog", "TurnScheduler"]
+
+LogKind = Literal["tool/call", "tool/result", "context"]
+
+
+@dataclass(frozen=True, slots=True)
+class ToolCallRequest:
+    """One tool call as the model asked for it.
+
+    ``exclusive`` makes the call a barrier: it runs alone, after every earlier call of the turn
+    is committed and before any later call is prepared.
+    """
+
+    call_id: str
+    name: str
+    arguments: Any = None
+    exclusive: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One durable log entry: ``payload`` is deep-frozen JSON data."""
+
+    kind: LogKind
+    call_id: str
+    payload: Any
+
+    def to_data(self) -> dict[str, Any]:
+        return {"kind": self.kind, "callId": self.call_id, "payload": self.payload}
+
+    def to_json(self) -> str:
+        """Canonical JSON of the entry (sorted keys, no whitespace)."""
+        return canonical_json(self.to_data())
+
+
+class TurnLog:
+    """An append-only log of tool calls, results and accepted contexts.
+
+    Entries are snapshotted when appended, so what was logged cannot change afterwards.  A log
+    may be passed to several turns to keep one session's record.
+    """
+
+    __slots__ = ("_entries",)
+
+    def __init__(self) -> None:
+        self._entries: list[LogEntry] = []
+
+    def append(self, kind: LogKind, call_id: str, payload: Any) -> LogEntry:
+        """Append one entry (raises :class:`NotSerializable` if ``payload`` is not JSON)."""
+        entry = LogEntry(kind, call_id, snapshot(payload, f"$.{kind}"))
+        self._entries.append(entry)
+        return entry
+
+    @property
+    def entries(self) -> tuple[LogEntry, ...]:
+        return tuple(self._entries)
+
+    def of_kind(self, kind: LogKind) -> list[LogEntry]:
+        return [e for e in self._entries if e.kind == kind]
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self) -> Iterator[LogEntry]:
+        return iter(tuple(self._entries))
+
+    def to_jsonl(self) -> str:
+        """One canonical JSON object per line, in append order."""
+        return "".join(e.to_json() + "\n" for e in self._entries)
+
+
+def result_payload(result: ToolResult) -> dict[str, Any]:
+    """A result as its ``tool/result`` payload: the canonical data without contexts."""
+    data = result.to_data()
+    data.pop("additionalContexts", None)
+    return data
+
+
+def call_payload(request: ToolCallRequest) -> dict[str, Any]:
+    """A request as its ``tool/call`` payload.
+
+    Arguments that are not losslessly JSON-serializable cannot be logged as they are; the entry
+    then says why instead, and the registry answers the call with its R11 error.
+    """
+    try:
+        return {"name": request.name, "arguments": snapshot(request.arguments, "$.arguments")}
+    except (NotSerializable, RecursionError) as exc:
+        return {"name": request.name, "argumentsError": str(exc)}
+
+
+def group_calls(calls: Sequence[ToolCallRequest]) -> list[list[int]]:
+    """Indices of ``calls`` grouped in model order: runs of non-exclusive calls, and each
+    exclusive call alone."""
+    groups: list[list[int]] = []
+    run: list[int] = []
+    for i, call in enumerate(calls):
+        if call.exclusive:
+            if run:
+                groups.append(run)
+                run = []
+            groups.append([i])
+        else:
+            run.append(i)
+    if run:
+        groups.append(run)
+    return groups
+
+
+class TurnScheduler:
+    """Runs each model turn's batch of tool calls through ``registry`` (see the module doc)."""
+
+    def __init__(self, registry: ToolRegistry, *, max_concurrency: int = 4) -> None:
+        if (
+            isinstance(max_concurrency, bool)
+            or not isinstance(max_concurrency, int)
+            or max_concurrency < 1
+        ):
+            raise ValueError(f"max_concurrency must be an int >= 1, got {max_concurrency!r}")
+        self.registry = registry
+        self.max_concurrency = max_concurrency
+
+    async def run_turn(
+        self,
+        calls: Iterable[ToolCallRequest],
+        *,
+        signal: AbortSignal,
+        agent: str | None = None,
+        log: TurnLog | None = None,
+    ) -> TurnLog:
+        """Run one turn's calls under the turn ``signal``; return the log they were appended to.
+
+        Returns only when every started call is finalized.  ``log`` (default: a new one) lets a
+        session keep one log across turns, and lets a watcher see commits as they happen.
+        """
+        batch = tuple(calls)
+        ids = [c.call_id for c in batch]
+        if len(set(ids)) != len(ids):
+            raise ValueError(f"call ids of a turn must be unique: {ids!r}")
+        if not isinstance(signal, AbortSignal):
+            raise TypeError(f"signal must be an AbortSignal, not {type(signal).__name__}")
+        turn = _Turn(self, batch, signal, agent, TurnLog() if log is None else log)
+        await turn.run()
+        return turn.log
+
+
+class _Turn:
+    """The state of one running turn."""
+
+    def __init__(
+        self,
+        scheduler: TurnScheduler,
+        calls: tuple[ToolCallRequest, ...],
+        signal: AbortSignal,
+        agent: str | None,
+        log: TurnLog,
+    ) -> None:
+        self.registry = scheduler.registry
+        self.cap = scheduler.max_concurrency
+        self.calls = calls
+        self.signal = signal
+        self.agent = agent
+        self.log = log
+        self.started: set[int] = set()
+        self.accepted: list[tuple[str, Any]] = []
+
+    async def run(self) -> None:
+        for group in group_calls(self.calls):
+            await self.run_group(group)  # prepares nothing once the turn is aborted
+        skipped = self.registry.results.skipped()
+        for i, request in enumerate(self.calls):
+            if i not in self.started:
+                self.log.append("tool/call", request.call_id, call_payload(request))
+                self.log.append("tool/result", request.call_id, result_payload(skipped))
+        for call_id, context in self.accepted:
+            self.log.append("context", call_id, context)
+
+    async def run_group(self, group: list[int]) -> None:
+        """Start, drain and commit one group (see the module doc for the order of things)."""
+        staged: list[StagedCall] = []
+        tasks: list[asyncio.Task[None] | None] = []  # the dispatch of staged[k], if it has one
+        committed = 0
+        stopped = False
+        try:
+            while True:
+                if committed < len(staged):
+                    task = tasks[committed]
+                    if task is None or task.done():
+                        if task is not None:
+                            task.result()  # a dispatch never fails; if it does, it is a bug
+                        await self.commit(staged[committed])
+                        committed += 1
+                        continue
+                running = [t for t in tasks if t is not None and not t.done()]
+                if not stopped and len(staged) < len(group) and len(running) < self.cap:
+                    if self.signal.aborted:  # no late start (R36)
+                        stopped = True
+                        continue
+                    call, dispatching = await self.start(group[len(staged)])
+                    staged.append(call)
+                    tasks.append(asyncio.create_task(call.dispatch()) if dispatching else None)
+                    continue
+                if not running:
+                    return
+                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            await _drain(tasks)
+            raise
+
+    async def start(self, index: int) -> tuple[StagedCall, bool]:
+        request = self.calls[index]
+        self.started.add(index)
+        self.log.append("tool/call", request.call_id, call_payload(request))
+        call = self.registry.begin(
+            request.name,
+            request.arguments,
+            signal=self.signal,
+            call_id=request.call_id,
+            agent=self.agent,
+        )
+        return call, await call.prepare()
+
+    async def commit(self, call: StagedCall) -> None:
+        result = await call.finalize()
+        self.log.append("tool/result", call.call_id, result_payload(result))
+        self.accepted.extend((call.call_id, context) for context in result.contexts)
+
+
+async def _drain(tasks: Sequence[asyncio.Task[None] | None]) -> None:
+    """Await every started dispatch (never cancel one: quiescence), then collect failures so
+    asyncio does not report them as never retrieved."""
+    pending = [t for t in tasks if t is not None]
+    if pending:
+        await asyncio.wait(pending)
+    for t in pending:
+        if not t.cancelled():
+            t.exception()

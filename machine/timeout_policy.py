@@ -1,0 +1,66 @@
+"""The tool-call timeout policy: a zero-configuration around-dispatch wrapper (R32-R35).
+
+A tool *declares* a budget (``timeout_ms`` on its definition, validated at registration, R32, and
+never shown to a model).  This wrapper turns the declaration into a deadline for each call of
+that tool, and nothing else:
+
+* It composes through the signal slot, the one mechanism the registry gives wrappers.  The
+  deadline is derived from whatever the slot holds (the caller's signal, or an outer wrapper's),
+  put in the slot *by mutation* because ``next()`` takes no arguments, and the upstream value is
+  put back in a ``finally`` so post-execute and observers see the caller's signal again.  The
+  registry still fuses the caller back in before the body (R21), so the deadline can only add a
+  reason to stop, never remove one.
+* It never races.  Declaring a budget asserts that the tool cooperates with its signal; the
+  wrapper awaits ``next()`` however long the body takes, and reports ``TOOL_TIMEOUT`` only once
+  the body has settled (R27).  An uncooperative body keeps the call pending past its budget --
+  visible, rather than hidden behind an early result while its work goes on.
+* It claims only its own expiry.  ``TOOL_TIMEOUT`` replaces the inner result exactly when *this
+  call's* deadline timer fired first, decided by identity rather than by code (notes D13): a
+  nested budgeted call running under an outer ``TOOL_TIMEOUT`` deadline sees the outer expiry as
+  its upstream's abort, i.e. ordinary cancellation, and must not report its own budget for it.
+
+Wrapper order decides composition (e.g. a retry wrapper inside the timeout wrapper means "the
+budget covers all retries"; outside it, "each try has the budget"); ``prepend`` chooses the end of
+the around chain the wrapper joins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from .deadline import deadline
+from .registry import Execution, Next, ToolRegistry
+from .results import ToolResult
+
+__all__ = ["TOOL_TIMEOUT", "install_timeout_policy"]
+
+TOOL_TIMEOUT = "TOOL_TIMEOUT"
+"""The code of the timeout policy's deadlines and of its result (R8)."""
+
+
+def install_timeout_policy(registry: ToolRegistry, *, prepend: bool = False) -> Callable[[], None]:
+    """Add the timeout wrapper to ``registry``'s around chain; return the uninstaller.
+
+    After uninstalling, calls of budgeted tools run without a deadline and the body sees the
+    caller's signal itself again.
+    """
+
+    async def timeout_policy(view: Execution, next_: Next) -> ToolResult:
+        definition = registry.definition(view.name, view.agent)
+        if definition is None or definition.timeout_ms is None:
+            result: ToolResult = await next_()
+            return result
+        ms = definition.timeout_ms
+        upstream = view.signal
+        d = deadline(upstream, ms, TOOL_TIMEOUT)
+        view.signal = d.signal
+        try:
+            result = await next_()
+            if d.fired_by_own_timer:
+                return registry.results.timeout(ms)
+            return result
+        finally:
+            view.signal = upstream
+            d.dispose()
+
+    return registry.add_around(timeout_policy, prepend=prepend)
