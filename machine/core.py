@@ -116,13 +116,7 @@ def guards_hold(t: Transition, s: CallState, o: Occurrence, table: RevisionContr
 
 
 def apply(t: Transition, s: CallState, o: Occurrence) -> CallState:
-    """The state after taking ``t`` on ``o``.
-
-    pre: s.depth + t.depth >= 0
-    post: __return__.depth >= 0
-    post: __return__.caller_aborted or not s.caller_aborted
-    post: __return__.invoked or not s.invoked
-    """
+    """The state after taking ``t`` on ``o`` (its invariants are checked on :func:`seed_step`)."""
     return CallState(
         s.state if t.dest is None else t.dest,
         s.caller,
@@ -138,13 +132,19 @@ def apply(t: Transition, s: CallState, o: Occurrence) -> CallState:
 def choices(
     table: RevisionContract, s: CallState, o: Occurrence
 ) -> list[tuple[Transition, CallState]]:
-    """Every transition the contract allows for ``o`` in ``s`` (alternatives included), each with
-    the state it leads to.  The first non-alternative one, if any, is the reference's."""
-    return [
-        (t, apply(t, s, o))
-        for t in table.candidates.get((s.state, o.event), ())
-        if guards_hold(t, s, o, table)
-    ]
+    """Every transition the contract allows for ``o`` in ``s``, each with the state it leads to.
+
+    That is the first applying ordinary transition (the reference's, listed last) and every
+    applying alternative placed before it in the file: an alternative after it is shadowed,
+    exactly as an ordinary transition after it is.
+    """
+    allowed: list[tuple[Transition, CallState]] = []
+    for t in table.candidates.get((s.state, o.event), ()):
+        if guards_hold(t, s, o, table):
+            allowed.append((t, apply(t, s, o)))
+            if not t.alternative:
+                return allowed
+    return allowed
 
 
 def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transition, CallState]:
@@ -228,3 +228,65 @@ def revision_table(
 ) -> RevisionContract:
     """The compiled table of one revision of the shipped (or given) contract."""
     return (contract or load_contract()).revision(revision)
+
+
+def _late_success(before: CallState, after: CallState, table: RevisionContract) -> bool:
+    """A step that lets a success through checkpoint C3 or C4 although the caller aborted."""
+    cancelled = before.caller == "live" and after.caller_aborted
+    through = after.state in ("post_policy", "finalizing") and before.state in (
+        "around_after",
+        "post_policy",
+    )
+    return cancelled and through and not _is_error(after, table)
+
+
+def seed_step(
+    state_i: int,
+    caller_i: int,
+    caller_aborted: bool,
+    depth: int,
+    outcome_i: int,
+    invoked: bool,
+    event_i: int,
+    slot_aborted: bool,
+    tool_found: bool,
+    is_error: bool,
+    passthrough: bool,
+) -> CallState | None:
+    """One step of the seed contract, with the properties it must have stated as contracts.
+
+    States, callers, outcomes and events are indices into the contract's own lists (-1: no
+    outcome yet), so CrossHair explores every one of them.  The conditions: invariants are kept,
+    no body starts while the caller is cancelled after entry (R28), and no success passes C3 or
+    C4 then (R28).  ``None``: the contract allows no step.
+
+    pre: 0 <= state_i < len(_STATES) and 0 <= event_i < len(_EVENTS)
+    pre: 0 <= caller_i < 3 and -1 <= outcome_i < len(_OUTCOMES) and 0 <= depth <= 3
+    pre: caller_i != 2 or caller_aborted
+    pre: caller_i != 0 or not caller_aborted
+    post: __return__ is None or __return__.depth >= 0
+    post: __return__ is None or __return__.caller_aborted or not caller_aborted
+    post: __return__ is None or __return__.invoked or not invoked
+    post: __return__ is None or not (__return__.state == "body" and _STATES[state_i] != "body" and caller_i == 1 and __return__.caller_aborted)
+    post: __return__ is None or not _late_success(_state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked), __return__, _SEED)
+    """  # noqa: E501 - CrossHair reads one condition per line
+    s = _state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked)
+    o = Occurrence(_EVENTS[event_i], slot_aborted, tool_found, passthrough, is_error, is_error)
+    try:
+        return step(_SEED, s, o)[1]
+    except ContractViolation:
+        return None
+
+
+def _state(
+    state_i: int, caller_i: int, caller_aborted: bool, depth: int, outcome_i: int, invoked: bool
+) -> CallState:
+    caller: CallerSignal = ("none", "live", "aborted")[caller_i]
+    outcome = None if outcome_i < 0 else _OUTCOMES[outcome_i]
+    return CallState(_STATES[state_i], caller, caller_aborted, True, True, depth, outcome, invoked)
+
+
+_SEED = load_contract().revision("seed")
+_STATES = tuple(st.name for st in _SEED.states)
+_EVENTS = tuple(e.name for e in _SEED.events)
+_OUTCOMES = tuple(o.name for o in _SEED.outcomes)

@@ -346,7 +346,8 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
         out.fail("R21", s, f"the {source} aborted first, but the body's signal carries {reason!r}")
     if source == "caller" and s.timeout != "absent":
         out.rules.add("R35")  # the deadline carried its upstream's (the caller's) reason
-    if first[0] == "timer" and s.timeout == "timer_first":
+    replaced = any(w in ("retry", "throw_after") for w in s.wrappers)  # outer wrappers own it
+    if first[0] == "timer" and s.timeout == "timer_first" and not replaced:
         out.rules.add("R34")
         post_in = next((e[1] for e in log if e[0] == "post_in"), None)
         if post_in is not None and (post_in.error is None or post_in.error.code != "TOOL_TIMEOUT"):
@@ -354,7 +355,7 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
                 "R34",
                 s,
                 "the deadline fired first, but the result is not TOOL_TIMEOUT "
-                f"({post_in.to_json()})",
+                f"({post_in.text!r}, code {post_in.error.code if post_in.error else None})",
             )
 
 
