@@ -1,0 +1,260 @@
+"""``toolcancel diagram``: draw the contract from its own table, or check the drawings are fresh.
+
+The drawings are committed so that readers (and GitHub's Markdown) see them without running
+anything; a committed drawing that no longer matches ``contract.toml`` is worse than none.  So
+this command both writes them and, with ``--check``, fails (exit 1) when the committed files differ
+from what the contract generates -- the CI hook that keeps them honest.
+
+What is compared: DOT, Mermaid and ``PRECEDENCE.md`` byte for byte (they contain no timestamps or
+tool versions).  SVG is Graphviz's output and carries dot's version, so an SVG is fresh when it
+exists, parses as XML, and embeds the SHA-256 of exactly the DOT that is generated now
+(:func:`toolcancel.diagrams.render_svg` puts it there).  That check needs no Graphviz, and a
+regeneration leaves a fresh SVG untouched, so two machines with different Graphviz versions do not
+fight over it.
+
+Every file is written to a temporary file in its own directory and moved into place with
+``os.replace``: an interrupted run leaves each file either old or new, never half-written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..cli import CliError
+from ..contract import Contract, load_contract, load_contract_file
+
+SUFFIXES = (".dot", ".svg", ".mmd")
+PREFIX = "contract-"
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "diagram",
+        help="draw the per-call machine and the precedence table from contract.toml",
+        description="Write diagrams/contract-<revision>.{dot,svg,mmd} (Graphviz DOT and SVG, "
+        "Mermaid stateDiagram-v2) and PRECEDENCE.md, all generated from the contract file. "
+        "With --check, write nothing and exit 1 listing every stale file.",
+        epilog="Where PRECEDENCE.md goes: next to the contract it describes. For the shipped "
+        "contract that is spec/PRECEDENCE.md under the current directory (the repository's "
+        "layout, like the default diagrams/); with --contract PATH it is PRECEDENCE.md in "
+        "PATH's directory; --precedence FILE overrides both. "
+        "SVG needs Graphviz's dot (apt-get install graphviz); without it the text formats are "
+        "still written. Exit codes: 0 done or fresh, 1 stale (--check), 2 bad input.",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        default=Path("diagrams"),
+        metavar="DIR",
+        help="directory for the drawings (default: ./diagrams)",
+    )
+    p.add_argument(
+        "--check",
+        action="store_true",
+        help="write nothing; exit 1 and list the files that differ from the contract",
+    )
+    p.add_argument(
+        "--revision",
+        default="all",
+        metavar="REV",
+        help="seed, revised or all (default: all)",
+    )
+    p.add_argument(
+        "--contract",
+        type=Path,
+        metavar="PATH",
+        help="draw this contract file instead of the shipped one",
+    )
+    p.add_argument(
+        "--precedence",
+        type=Path,
+        metavar="FILE",
+        help="where PRECEDENCE.md goes (default: next to the contract, see below)",
+    )
+    p.set_defaults(func=run)
+
+
+@dataclass
+class Planned:
+    """One file the contract generates."""
+
+    path: Path
+    text: str | None
+    """The exact content (DOT, Mermaid, Markdown); None for an SVG (see ``dot``)."""
+    dot: str | None = None
+    """For an SVG: the DOT it must be drawn from."""
+
+
+def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], list[Path]]:
+    """The files to generate, and the orphaned drawings of revisions the contract no longer has
+    (only looked for when drawing all revisions)."""
+    try:
+        from .. import diagrams
+    except ModuleNotFoundError as exc:
+        if exc.name != "graphviz":
+            raise
+        raise CliError(
+            "needs the graphviz Python package (pip install graphviz, or toolcancel[dev])"
+        ) from None
+
+    if args.revision == "all":
+        revisions = list(contract.revisions)
+    elif args.revision in contract.revisions:
+        revisions = [args.revision]
+    else:
+        raise CliError(
+            f"unknown revision {args.revision!r}; choose {', '.join(contract.revisions)} or all"
+        )
+    out: Path = args.out
+    planned: list[Planned] = []
+    for name in revisions:
+        drawing = diagrams.draw(contract.revision(name))
+        stem = out / f"{PREFIX}{name}"
+        planned.append(Planned(stem.with_suffix(".dot"), drawing.dot))
+        planned.append(Planned(stem.with_suffix(".svg"), None, drawing.dot))
+        planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
+    planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
+    orphans: list[Path] = []
+    if args.revision == "all" and out.is_dir():
+        wanted = {p.path.name for p in planned}
+        orphans = sorted(
+            p
+            for p in out.iterdir()
+            if p.name.startswith(PREFIX) and p.suffix in SUFFIXES and p.name not in wanted
+        )
+    return planned, orphans
+
+
+def _precedence_path(args: argparse.Namespace) -> Path:
+    if args.precedence is not None:
+        return Path(args.precedence)
+    if args.contract is not None:
+        return Path(args.contract).parent / "PRECEDENCE.md"
+    return Path("spec") / "PRECEDENCE.md"
+
+
+def _read(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
+def _svg_problem(path: Path, dot: str) -> str | None:
+    """Why the SVG at ``path`` is not a drawing of ``dot`` (None if it is)."""
+    from ..diagrams import dot_digest, svg_dot_digest
+
+    text = _read(path)
+    if text is None:
+        return "missing"
+    try:
+        ET.fromstring(text.encode("utf-8"))
+    except ET.ParseError:
+        return "not valid XML"
+    digest = svg_dot_digest(text)
+    if digest is None:
+        return "carries no DOT digest"
+    if digest != dot_digest(dot):
+        return "drawn from a different DOT"
+    return None
+
+
+def _problem(item: Planned) -> str | None:
+    if item.text is None:
+        assert item.dot is not None
+        return _svg_problem(item.path, item.dot)
+    current = _read(item.path)
+    if current is None:
+        return "missing"
+    return None if current == item.text else "differs from the contract"
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` (UTF-8, ``\\n`` newlines) in one ``os.replace``."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def run(args: argparse.Namespace) -> int:
+    contract = load_contract() if args.contract is None else load_contract_file(args.contract)
+    planned, orphans = _plan(args, contract)
+    if args.check:
+        return _check(planned, orphans)
+    return _generate(planned, orphans)
+
+
+def _check(planned: list[Planned], orphans: list[Path]) -> int:
+    stale = [(item.path, why) for item in planned if (why := _problem(item)) is not None]
+    stale += [(path, "no such revision in the contract") for path in orphans]
+    if not stale:
+        print(f"fresh: all {len(planned)} generated files match the contract")
+        return 0
+    for path, why in stale:
+        print(f"stale: {path} ({why})")
+    print(f"{len(stale)} stale file(s); run `toolcancel diagram` to regenerate them")
+    return 1
+
+
+def _generate(planned: list[Planned], orphans: list[Path]) -> int:
+    from ..diagrams import GraphvizMissing, render_svg
+
+    # Render everything before writing anything: a failure leaves the old set intact.
+    contents: list[tuple[Path, str]] = []
+    missing_dot: GraphvizMissing | None = None
+    not_rendered = 0
+    for item in planned:
+        if item.text is not None:
+            if _read(item.path) != item.text:
+                contents.append((item.path, item.text))
+            continue
+        assert item.dot is not None
+        if _svg_problem(item.path, item.dot) is None:
+            continue  # drawn from this very DOT already (possibly by another Graphviz)
+        if missing_dot is None:
+            try:
+                contents.append((item.path, render_svg(item.dot)))
+                continue
+            except GraphvizMissing as exc:
+                missing_dot = exc
+        not_rendered += 1
+    try:
+        for path, text in contents:
+            _write_atomic(path, text)
+            print(f"wrote {path}")
+        for path in orphans:
+            path.unlink()
+            print(f"removed {path} (no such revision in the contract)")
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename}: {exc.strerror}") from None
+    unchanged = len(planned) - len(contents) - not_rendered
+    if unchanged:
+        print(f"unchanged: {unchanged} file(s)")
+    if missing_dot is not None:
+        print(
+            f"toolcancel diagram: {missing_dot}; {not_rendered} SVG file(s) not up to date",
+            file=sys.stderr,
+        )
+    return 0
