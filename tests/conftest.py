@@ -1,0 +1,62 @@
+"""Test-suite plumbing: the ``rules`` marker, and running ``async def`` tests on virtual time.
+
+Why a marker: every rule of the contract must be pinned by at least one test that fails when the
+rule breaks.  A test names the rule ids it pins with ``@pytest.mark.rules("R13", "R28")``;
+``test_rule_coverage.py`` reads those names statically and compares them with the rule ids of the
+shipped contract, so a rule nobody tests (or an id nobody defined) fails the suite.
+
+Why virtual time: the rule tests drive every race with gates (events the test sets in a chosen
+order), never with real time, so they give the same interleaving on every run.  Running them on
+:mod:`toolcancel.virtual_time` adds two guarantees:
+
+* a test that deadlocks (a gate nobody opens, a call that never settles) does not hang the suite:
+  the loop would block, so virtual time jumps to the watchdog below, which fails the test at once;
+* :func:`support.until_idle` can wait "until every other task is blocked" exactly, because virtual
+  time only moves when nothing else can run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from typing import Any
+
+import pytest
+from toolcancel.virtual_time import VirtualClock, run
+
+DEADLOCK_AFTER = 1_000_000.0
+"""Virtual seconds after which an async test counts as deadlocked (about 11.6 virtual days: far
+beyond any budget a test declares on purpose, and it costs no real time).
+
+Why not more: asyncio treats a timer as due when ``when < loop.time() + clock_resolution`` (about
+1e-9 s).  Past 2**22 s the spacing between adjacent floats exceeds that resolution, so a timer the
+clock jumped exactly onto may never count as due, and the loop spins instead of failing."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "rules(*ids): contract rule ids this test pins")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
+    """Run ``async def`` tests on a fresh event loop with an autojumping virtual clock."""
+    function = pyfuncitem.obj
+    if not inspect.iscoroutinefunction(function):
+        return None
+    arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+
+    async def guarded() -> Any:
+        scope = asyncio.timeout(DEADLOCK_AFTER)
+        try:
+            async with scope:
+                return await function(**arguments)
+        except TimeoutError as exc:
+            if not scope.expired():
+                raise  # the test's own TimeoutError, not the watchdog's
+            raise AssertionError(
+                f"{pyfuncitem.name} deadlocked: nothing could run for {DEADLOCK_AFTER:g} virtual "
+                "seconds (a gate was never opened, or a call never settled)"
+            ) from exc
+
+    run(guarded(), clock=VirtualClock())
+    return True
