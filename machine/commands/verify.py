@@ -86,6 +86,7 @@ def _table(report: Report) -> str:
         f"  schedules run         {d['schedules']:>10,}"
         f"   (+{d['pruned_equivalent']:,} pruned as equivalent)",
         f"  distinct paths        {d['paths']:>10,}",
+        f"  turn batches          {d['turn_batches']:>10,}   ({d['turn_schedules']:,} schedules)",
         f"  transitions covered   {d['transitions_covered']:>6} of {d['transitions_total']}",
         f"  rules exercised       {d['rules_covered']:>6} of {d['rules_total']}",
         f"  violations            {d['violations']:>10,}",
