@@ -122,6 +122,9 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(Planned(stem.with_suffix(".svg"), None, drawing.dot))
         planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
     planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
+    readme = _readme(Path("README.md"), planned)
+    if readme is not None:
+        planned.append(readme)
     orphans: list[Path] = []
     if args.revision == "all" and out.is_dir():
         wanted = {p.path.name for p in planned}
@@ -131,6 +134,28 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
             if p.name.startswith(PREFIX) and p.suffix in SUFFIXES and p.name not in wanted
         )
     return planned, orphans
+
+
+_BEGIN = "<!-- BEGIN GENERATED: "
+_END = "<!-- END GENERATED -->"
+
+
+def _readme(path: Path, planned: list[Planned]) -> Planned | None:
+    """README.md with every ``<!-- BEGIN GENERATED: <file> -->`` block refilled from the planned
+    Mermaid file of that name, so the picture a reader sees cannot drift from the contract."""
+    text = _read(path)
+    if text is None or _BEGIN not in text:
+        return None
+    mermaid = {str(p.path): p.text for p in planned if p.path.suffix == ".mmd"}
+    out, rest = [], text
+    while _BEGIN in rest:
+        head, _, tail = rest.partition(_BEGIN)
+        name, _, tail = tail.partition(" -->")
+        if name not in mermaid or _END not in tail:
+            return None
+        _, _, rest = tail.partition(_END)
+        out.append(f"{head}{_BEGIN}{name} -->\n```mermaid\n{mermaid[name]}```\n{_END}")
+    return Planned(path, "".join(out) + rest)
 
 
 def _precedence_path(args: argparse.Namespace) -> Path:
