@@ -300,23 +300,24 @@ def _is_success_flow(table: RevisionContract, t: Transition) -> bool:
 def _dot_edge_groups(
     table: RevisionContract, marks: _PathMarks | None
 ) -> list[list[tuple[Transition, str]]]:
-    """The DOT edges: one per (transition, source), except that the self-loops of one node that
-    are drawn alike share one edge whose label lists each of them in full (dot cannot place the
-    labels of several loops on one node without overlapping them).  A loop on a highlighted path
-    keeps an edge of its own, so the path's steps are always single, numbered edges."""
+    """The DOT edges: the transitions between the same two states that are drawn alike share one
+    edge whose label lists each of them in full, one row each.  dot cannot place the labels of
+    several loops on one node without overlapping them, and ten parallel edges from pre_policy
+    to post_policy fanned across the whole drawing.  A transition on a highlighted path keeps an
+    edge of its own, so the path's steps are always single, numbered edges."""
     groups: list[list[tuple[Transition, str]]] = []
-    loops: dict[tuple[str, str], list[tuple[Transition, str]]] = {}
+    shared: dict[tuple[str, str, str], list[tuple[Transition, str]]] = {}
     for t, source in _edges(table):
         on_path = marks is not None and (t.index, source) in marks.steps
-        if (t.dest is None or t.dest == source) and not on_path:
-            key = (source, _kind(table, t))
-            if key in loops:
-                loops[key].append((t, source))
-                continue
-            loops[key] = [(t, source)]
-            groups.append(loops[key])
-        else:
+        if on_path:
             groups.append([(t, source)])
+            continue
+        key = (source, source if t.dest is None else t.dest, _kind(table, t))
+        if key in shared:
+            shared[key].append((t, source))
+            continue
+        shared[key] = [(t, source)]
+        groups.append(shared[key])
     return groups
 
 
