@@ -122,6 +122,12 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(Planned(stem.with_suffix(".svg"), None, drawing.dot))
         planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
     planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
+    if args.contract is None:  # the curated stories run the shipped contract's registry
+        from ..explain import build_scenarios_markdown
+
+        planned.append(
+            Planned(_precedence_path(args).with_name("SCENARIOS.md"), build_scenarios_markdown())
+        )
     readme = _readme(Path("README.md"), planned)
     if readme is not None:
         planned.append(readme)

@@ -1,0 +1,223 @@
+"""Explanations: why a call ended as it did, step by step, in the contract's own words.
+
+A call's path (its recorded :class:`~toolcancel.core.PathStep` list, or a trace replayed through
+the pure machine) is printed one transition per line: the state it was in, the event, the state it
+went to, the outcome it set, and each rule the transition applies with that rule's one-line
+summary from the contract file.  The outcome comes last with the precedence row that decided it:
+the row cited by the last transition that set the final outcome.  A reviewer pastes this into a
+review; a teacher projects it.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from .contract import PrecedenceRow, RevisionContract, Transition
+from .core import PathStep
+
+
+@dataclass(frozen=True)
+class Explanation:
+    table: RevisionContract
+    path: tuple[PathStep, ...]
+
+    @property
+    def outcome(self) -> str | None:
+        return self.path[-1].outcome if self.path else None
+
+    def deciding(self) -> tuple[Transition, PrecedenceRow | None] | None:
+        """The transition that set the final outcome, and the precedence row it cites."""
+        final = self.outcome
+        transitions = {t.index: t for t in self.table.transitions}
+        for step in reversed(self.path):
+            t = transitions[step.transition]
+            if t.outcome is not None and t.outcome == final:
+                row = None if t.precedence is None else self.table.precedence_row(t.precedence)
+                return t, row
+        return None
+
+    def rules(self) -> tuple[str, ...]:
+        """Rules the path shows: those its transitions apply, the rules of the outcomes it set,
+        the stage order (R10), and the deciding precedence row with its rules (R39)."""
+        contract = self.table.contract
+        seen: dict[str, None] = {}
+        for step in self.path:
+            for r in step.rules:
+                seen.setdefault(r, None)
+            if step.outcome is not None:
+                seen.setdefault(contract.outcome(step.outcome).rule, None)
+        if self.path and self.path[-1].dest == "materialized":
+            seen.setdefault("R10", None)
+        decided = self.deciding()
+        if decided is not None and decided[1] is not None:
+            seen.setdefault("R39", None)
+            for r in decided[1].rules:
+                seen.setdefault(r, None)
+        return tuple(seen)
+
+    def lines(self, *, rule_text: bool = True) -> list[str]:
+        contract = self.table.contract
+        out = []
+        width = max((len(f"{p.source} --{p.event}--> {p.dest}") for p in self.path), default=0)
+        for n, p in enumerate(self.path, 1):
+            arrow = f"{p.source} --{p.event}--> {p.dest}"
+            t = next(t for t in self.table.transitions if t.index == p.transition)
+            extra = []
+            if t.guards:
+                extra.append(f"[{t.guard_text}]")
+            if t.outcome:
+                extra.append(f"outcome {t.outcome}")
+            out.append(f"{n:>3}. {arrow:<{width}}  t{t.index} {' '.join(extra)}".rstrip())
+            if rule_text:
+                for r in p.rules:
+                    rule = contract.rule(r)
+                    out.append(f"       {r} {rule.title}: {rule.summary}")
+        decided = self.deciding()
+        if decided is None:
+            out.append(f"Outcome: {self.outcome or 'none'} (the call has not set an outcome)")
+        else:
+            t, row = decided
+            if row is None:
+                out.append(
+                    f"Outcome: {self.outcome}, set by t{t.index}; no competing situation "
+                    "(no precedence row applies)"
+                )
+            else:
+                out.append(
+                    f"Outcome: {self.outcome}, decided by precedence row {row.row} "
+                    f"(t{t.index}): {row.situation} -> {row.outcome}; beats {row.beats}"
+                )
+        return out
+
+    def to_data(self) -> dict[str, Any]:
+        decided = self.deciding()
+        return {
+            "revision": self.table.name,
+            "steps": [
+                {
+                    "source": p.source,
+                    "event": p.event,
+                    "dest": p.dest,
+                    "transition": p.transition,
+                    "rules": list(p.rules),
+                    "outcome": p.outcome,
+                }
+                for p in self.path
+            ],
+            "outcome": self.outcome,
+            "precedence_row": decided[1].row if decided and decided[1] else None,
+            "rules": list(self.rules()),
+        }
+
+
+@dataclass(frozen=True)
+class Story:
+    """One curated scenario of ``spec/scenarios.toml``: a title, a story, a scenario."""
+
+    title: str
+    story: str
+    scenario: dict[str, Any]
+
+
+def stories() -> list[Story]:
+    text = resources.files("toolcancel.spec").joinpath("scenarios.toml").read_text("utf-8")
+    data = tomllib.loads(text)
+    return [Story(s["title"], s["story"], s["scenario"]) for s in data["scenario"]]
+
+
+def scenarios_markdown(
+    entries: Sequence[tuple[Story, Explanation, str, str | None]], all_rules: Sequence[str]
+) -> str:
+    """SCENARIOS.md: each story, its path, its outcome and the rules it shows."""
+    out = [
+        "# The contract in scenarios",
+        "",
+        "Generated by `toolcancel diagram` from `spec/scenarios.toml`: each scenario is run "
+        "through the reference registry and explained from its recorded path, so this page "
+        "cannot drift from the contract. Do not edit it by hand.",
+        "",
+    ]
+    touched: dict[str, None] = {}
+    for story, ex, result, vector in entries:
+        out += [f"## {story.title}", "", story.story, ""]
+        code = _scenario_code(ex.table.name, story.scenario)
+        out += ["```python", code, "```", ""]
+        if vector:
+            out += [f"Vector: `{vector}` — run it with `toolcancel explain {vector}`.", ""]
+        out += ["```text", *ex.lines(rule_text=False), "```", ""]
+        out += [f"Result: `{result}`", ""]
+        rules = ex.rules()
+        out += [
+            "Rules shown: "
+            + ", ".join(f"[{r}](CONTRACT.md#{_anchor(ex.table, r)})" for r in rules),
+            "",
+        ]
+        for r in rules:
+            touched.setdefault(r, None)
+    missing = [r for r in all_rules if r not in touched]
+    out += ["## Rules no scenario above shows", ""]
+    if missing:
+        out += [
+            "Not visible on one call's path above (result envelopes, listener hygiene, "
+            "slots, the scheduler, registration, usage errors); their tests and "
+            "`toolcancel verify` check them: "
+            + ", ".join(missing)
+            + ".",
+            "",
+        ]
+    else:
+        out += ["None: together the scenarios show every rule.", ""]
+    return "\n".join(out)
+
+
+def _scenario_code(revision: str, data: dict[str, Any]) -> str:
+    from .scenario import Scenario
+
+    return Scenario.from_data({"revision": revision, **data}).as_code()
+
+
+def _anchor(table: RevisionContract, rule_id: str) -> str:
+    title = table.contract.rule(rule_id).title.lower()
+    slug = "".join(ch for ch in f"{rule_id.lower()} — {title}" if ch.isalnum() or ch in " -")
+    return slug.replace(" ", "-")
+
+
+def find_vector(scenario_data: dict[str, Any], revision: str) -> str | None:
+    """The id of the shipped vector whose scenario equals ``scenario_data``, if there is one."""
+    for vector in shipped_vectors(revision):
+        if vector.get("scenario") == scenario_data:
+            return str(vector["id"])
+    return None
+
+
+def shipped_vectors(revision: str) -> list[dict[str, Any]]:
+    """The conformance vectors shipped for ``revision`` (empty when none are shipped)."""
+    import json
+
+    path = resources.files("toolcancel.spec").joinpath("vectors", f"{revision}.jsonl")
+    if not path.is_file():
+        return []
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+def build_scenarios_markdown() -> str:
+    """Run every curated story through the reference registry and render SCENARIOS.md."""
+    from .contract import load_contract
+    from .scenario import Scenario, run_scenario
+
+    contract = load_contract()
+    entries = []
+    for story in stories():
+        scenario = Scenario.from_data({"revision": "seed", **story.scenario})
+        obs = run_scenario(scenario)
+        if obs.result is None:
+            raise RuntimeError(f"scenario {story.title!r} produced no result: {obs.error!r}")
+        table = contract.revision(scenario.revision)
+        vector = find_vector(scenario.to_data(), scenario.revision)
+        entries.append((story, Explanation(table, obs.path), obs.result.to_json(), vector))
+    every = [r.id for r in contract.rules]
+    return scenarios_markdown(entries, every)
