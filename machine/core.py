@@ -231,13 +231,14 @@ def revision_table(
 
 
 def _late_success(before: CallState, after: CallState, table: RevisionContract) -> bool:
-    """A step that lets a success through checkpoint C3 or C4 although the caller aborted."""
+    """A step that lets a success through checkpoint C3 (around_after to post_policy) or C4
+    (post_policy to finalizing) although the caller aborted after entry."""
     cancelled = before.caller == "live" and after.caller_aborted
-    through = after.state in ("post_policy", "finalizing") and before.state in (
-        "around_after",
-        "post_policy",
-    )
+    through = (before.state, after.state) in _CHECKPOINTS
     return cancelled and through and not _is_error(after, table)
+
+
+_CHECKPOINTS = frozenset({("around_after", "post_policy"), ("post_policy", "finalizing")})
 
 
 def seed_step(
