@@ -13,7 +13,6 @@ import re
 from typing import Any
 
 import pytest
-
 from toolcancel import core
 
 CONDITIONS = re.findall(r"^\s*(pre|post): (.+)$", core.seed_step.__doc__ or "", flags=re.M)
