@@ -1,0 +1,109 @@
+"""The cooperation helpers: a body that uses them stops when told and leaves nothing behind."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from toolcancel import AbortController, AbortError, ToolRegistry
+from toolcancel.cooperate import aborted, cancellable
+from toolcancel.virtual_time import run
+
+
+def test_aborted_returns_the_reason_once_the_signal_aborts() -> None:
+    async def main() -> object:
+        ctl = AbortController()
+        waiter = asyncio.ensure_future(aborted(ctl.signal))
+        await asyncio.sleep(0)
+        assert not waiter.done() and ctl.signal.listener_count == 1
+        ctl.abort("stop")
+        reason = await waiter
+        assert ctl.signal.listener_count == 0
+        return reason
+
+    assert run(main()) == "stop"
+
+
+def test_aborted_returns_at_once_for_an_aborted_signal() -> None:
+    async def main() -> object:
+        ctl = AbortController()
+        ctl.abort("already")
+        return await aborted(ctl.signal)
+
+    assert run(main()) == "already"
+
+
+def test_cancellable_returns_the_work_result_when_nothing_aborts() -> None:
+    async def main() -> int:
+        ctl = AbortController()
+
+        async def work() -> int:
+            await asyncio.sleep(5)  # virtual time
+            return 42
+
+        result = await cancellable(ctl.signal, work())
+        assert ctl.signal.listener_count == 0
+        return result
+
+    assert run(main()) == 42
+
+
+def test_cancellable_cancels_the_work_awaits_its_cleanup_then_raises_abort_error() -> None:
+    cleaned: list[str] = []
+
+    async def main() -> None:
+        ctl = AbortController()
+        gate = asyncio.Event()
+
+        async def work() -> int:
+            try:
+                gate.set()
+                await asyncio.sleep(3600)
+                return 1
+            finally:
+                await asyncio.sleep(1)  # cleanup that takes time must finish first
+                cleaned.append("done")
+
+        async def abort_when_started() -> None:
+            await gate.wait()
+            ctl.abort("caller left")
+
+        asyncio.ensure_future(abort_when_started())
+        with pytest.raises(AbortError) as info:
+            await cancellable(ctl.signal, work())
+        assert info.value.reason == "caller left"
+        assert cleaned == ["done"]  # awaited to quiescence before raising
+        assert ctl.signal.listener_count == 0
+
+    run(main())
+
+
+def test_a_body_using_cancellable_turns_cancellation_into_its_own_partial_result() -> None:
+    async def main() -> str:
+        reg = ToolRegistry()
+        started = asyncio.Event()
+
+        async def body(args: object, call: object) -> list[dict[str, str]]:
+            async def fetch() -> str:
+                started.set()
+                await asyncio.sleep(3600)
+                return "all rows"
+
+            try:
+                rows = await cancellable(call.signal, fetch())  # type: ignore[attr-defined]
+            except AbortError:
+                rows = "some rows"
+            return [{"type": "text", "text": rows}]
+
+        reg.register("t", body)
+        ctl = AbortController()
+        task = asyncio.ensure_future(reg.execute("t", {}, signal=ctl.signal))
+        await started.wait()
+        ctl.abort()
+        return (await task).to_json()
+
+    # The body's own success after the abort is still a late success: ABORTED (R18).
+    assert run(main()) == (
+        '{"content":[{"text":"Error: tool call aborted","type":"text"}],'
+        '"error":{"code":"ABORTED","name":"AbortError"},"isError":true}'
+    )
