@@ -68,9 +68,10 @@ def test_cancellable_cancels_the_work_awaits_its_cleanup_then_raises_abort_error
             await gate.wait()
             ctl.abort("caller left")
 
-        asyncio.ensure_future(abort_when_started())
+        aborter = asyncio.ensure_future(abort_when_started())
         with pytest.raises(AbortError) as info:
             await cancellable(ctl.signal, work())
+        await aborter
         assert info.value.reason == "caller left"
         assert cleaned == ["done"]  # awaited to quiescence before raising
         assert ctl.signal.listener_count == 0
