@@ -23,7 +23,7 @@ def main() -> int:
     print(f"soak: {report.calls} calls, {report.finished} returned, "
           f"{report.task_cancellations} task cancellations, outcomes {report.outcomes}")
     print(f"      {report.leaked_bytes} bytes not given back, {len(report.problems)} problems, "
-          f"{report.seconds_virtual:.1f}s virtual in {took:.1f}s real (two runs: warm-up + measured)")
+          f"{report.seconds_virtual:.1f}s virtual in {took:.1f}s real (warm-up + measured run)")
     for p in report.problems[:10]:
         print("      PROBLEM", p)
     return 1 if report.problems or report.leaked_bytes > 256 * 1024 else 0
