@@ -24,7 +24,7 @@ diagrams and teaching, and a test proves both step alike over every enumerated p
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Literal, NamedTuple
+from typing import Literal, NamedTuple, cast
 
 from .contract import Contract, RevisionContract, Transition, load_contract
 from .errors import ContractViolation
@@ -150,12 +150,25 @@ def choices(
 def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transition, CallState]:
     """The transition the reference takes for ``o`` in ``s``, and the state after it.
 
-    Raises :class:`ContractViolation` when the contract allows no transition.
+    Raises :class:`ContractViolation` when the contract allows no transition.  Answers are
+    memoized per table: a call's states and occurrences are few and hashable, and the registry
+    steps every call through the same ones.
     """
+    key = (s, o)
+    hit = table.step_cache.get(key)
+    if hit is not None:
+        return hit[0], cast(CallState, hit[1])
     for t in table.candidates.get((s.state, o.event), ()):
         if not t.alternative and guards_hold(t, s, o, table):
-            return t, apply(t, s, o)
+            answer = (t, apply(t, s, o))
+            if len(table.step_cache) >= _STEP_CACHE_LIMIT:
+                table.step_cache.clear()
+            table.step_cache[key] = answer
+            return answer
     raise ContractViolation(s.state, o.event, table.events_allowed_in(s.state))
+
+
+_STEP_CACHE_LIMIT = 1 << 16
 
 
 class PathStep(NamedTuple):

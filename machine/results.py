@@ -33,6 +33,14 @@ class FrozenDict(Mapping[str, Any]):
         self._data = dict(data)
         self._hash: int | None = None
 
+    @classmethod
+    def _adopt(cls, data: dict[str, Any]) -> FrozenDict:
+        """Wrap a dict nobody else holds, without copying it (the snapshot's fast path)."""
+        self = cls.__new__(cls)
+        self._data = data
+        self._hash = None
+        return self
+
     def __getitem__(self, key: str) -> Any:
         return self._data[key]
 
@@ -54,9 +62,57 @@ class FrozenDict(Mapping[str, Any]):
 def snapshot(value: Any, path: str = "$") -> Any:
     """A deep-frozen copy of ``value`` if it is losslessly JSON-serializable.
 
-    Raises :class:`NotSerializable` naming the first offending place.
+    Raises :class:`NotSerializable` naming the first offending place.  The common case takes a
+    fast walk that builds no path strings; only a refusal walks again to say where.
     """
-    return _snap(value, path, set())
+    try:
+        return _freeze(value, set())
+    except _Refused:
+        _snap(value, path, set())  # raises NotSerializable with the path
+        raise AssertionError("the two walks disagree") from None
+
+
+class _Refused(Exception):
+    """The fast walk met something that is not lossless JSON."""
+
+
+def _freeze(value: Any, active: set[int]) -> Any:
+    t = type(value)
+    if t is str or t is bool or value is None:
+        return value
+    if t is int:
+        return value
+    if t is float:
+        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+            raise _Refused
+        return value
+    if t is dict or t is FrozenDict:
+        if id(value) in active:
+            raise _Refused
+        active.add(id(value))
+        out = {}
+        for k, v in value.items():
+            if type(k) is not str:
+                raise _Refused
+            out[k] = _freeze(v, active)
+        active.discard(id(value))
+        return FrozenDict._adopt(out)
+    if t is list or t is tuple:
+        if id(value) in active:
+            raise _Refused
+        active.add(id(value))
+        frozen = tuple([_freeze(v, active) for v in value])
+        active.discard(id(value))
+        return frozen
+    return _snap(value, "$", active) if _plausible(value) else _refuse()
+
+
+def _plausible(value: Any) -> bool:
+    return isinstance(value, (bool, str, int, float, list, tuple, Mapping))
+
+
+def _refuse() -> Any:
+    raise _Refused
 
 
 def _snap(value: Any, path: str, active: set[int]) -> Any:
