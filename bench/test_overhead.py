@@ -1,0 +1,111 @@
+"""Per-call overhead of the registry against a bare task switch (pytest-benchmark).
+
+Each round runs a batch of calls on a real (not virtual) event loop; ``bench/run.py`` turns the
+medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Iterator
+from typing import Any
+
+import pytest
+from toolcancel import AbortController, Accept, ToolRegistry
+from toolcancel.trace import TraceRecorder
+
+BATCH = 2000
+
+
+async def body(args: Any, call: Any) -> list[dict[str, str]]:
+    return [{"type": "text", "text": "ok"}]
+
+
+def plain() -> ToolRegistry:
+    reg = ToolRegistry()
+    reg.register("t", body)
+    return reg
+
+
+def hooked(**options: Any) -> ToolRegistry:
+    """One pre-execute hook, one around wrapper that replaces the signal, one post-execute
+    hook and one observer: the issue's second shape."""
+    reg = ToolRegistry(**options)
+    reg.register("t", body)
+
+    async def pre(view: Any, nxt: Callable[[], Any]) -> Any:
+        return await nxt()
+
+    async def around(view: Any, nxt: Callable[[], Any]) -> Any:
+        upstream = view.signal
+        view.signal = AbortController().signal
+        try:
+            return await nxt()
+        finally:
+            view.signal = upstream
+
+    async def post(view: Any, result: Any, nxt: Callable[[], Any]) -> Any:
+        return Accept()
+
+    reg.add_pre_execute(pre)
+    reg.add_around(around)
+    reg.add_post_execute(post)
+    reg.add_observer(lambda view, result: None)
+    return reg
+
+
+@pytest.fixture
+def loop() -> Iterator[asyncio.AbstractEventLoop]:
+    loop = asyncio.new_event_loop()
+    yield loop
+    loop.close()
+
+
+def bench(benchmark: Any, loop: asyncio.AbstractEventLoop,
+          batch: Callable[[], Coroutine[Any, Any, None]]) -> None:
+    benchmark.extra_info["batch"] = BATCH
+    benchmark.pedantic(lambda: loop.run_until_complete(batch()), rounds=15, warmup_rounds=2)
+
+
+@pytest.mark.benchmark(group="call")
+def test_bare_task(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await asyncio.create_task(body({}, None))
+
+    bench(benchmark, loop, batch)
+
+
+@pytest.mark.benchmark(group="call")
+def test_registry_plain(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
+    reg, signal = plain(), AbortController().signal
+
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await reg.execute("t", {"q": 1}, signal=signal)
+
+    bench(benchmark, loop, batch)
+
+
+@pytest.mark.benchmark(group="call")
+def test_registry_hooked(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
+    reg, signal = hooked(), AbortController().signal
+
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await reg.execute("t", {"q": 1}, signal=signal)
+
+    bench(benchmark, loop, batch)
+
+
+@pytest.mark.benchmark(group="call")
+def test_registry_hooked_traced(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
+    recorder = TraceRecorder()
+    reg, signal = hooked(trace=recorder), AbortController().signal
+
+    async def batch() -> None:
+        recorder.clear()
+        for _ in range(BATCH):
+            await reg.execute("t", {"q": 1}, signal=signal)
+
+    bench(benchmark, loop, batch)
