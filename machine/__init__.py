@@ -7,6 +7,7 @@ at each of those moments; :class:`ToolRegistry` implements it over asyncio, driv
 per-call machine compiled from ``toolcancel/spec/contract.toml``.
 """
 
+from .checker import Checker, Verdict, check_file, check_lines
 from .contract import Contract, RevisionContract, load_contract, load_contract_file
 from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
 from .deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
@@ -34,6 +35,7 @@ from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
 from .scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
 from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
 from .timeout_policy import TOOL_TIMEOUT, install_timeout_policy
+from .trace import TraceError, TraceEvent, TraceRecorder, read_traces
 
 __all__ = [
     "TOOL_TIMEOUT",
@@ -48,6 +50,7 @@ __all__ = [
     "Block",
     "CallMachine",
     "CallState",
+    "Checker",
     "Contract",
     "ContractError",
     "ContractViolation",
@@ -72,14 +75,21 @@ __all__ = [
     "ToolRegistry",
     "ToolResult",
     "ToolcancelError",
+    "TraceError",
+    "TraceEvent",
+    "TraceRecorder",
     "TurnLog",
     "TurnScheduler",
+    "Verdict",
+    "check_file",
+    "check_lines",
     "checked_hint",
     "choices",
     "deadline",
     "install_timeout_policy",
     "load_contract",
     "load_contract_file",
+    "read_traces",
     "step",
     "timeout_of",
 ]

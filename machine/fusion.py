@@ -12,6 +12,7 @@ settled does not reach the F that body saw, and the caller keeps no listener aft
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, NamedTuple
 
 from .signals import AbortController, AbortSignal
@@ -60,9 +61,13 @@ def plan_fusion(
 class Fusion:
     """The fused signal of one base dispatch, and the means to unhook it."""
 
-    __slots__ = ("_controller", "_sources", "plan", "signal")
+    __slots__ = ("_controller", "_sources", "on_listener", "plan", "signal")
 
     def __init__(self, caller: AbortSignal | None, slot: AbortSignal | None) -> None:
+        self.on_listener: Callable[[str, str], None] | None = None
+        """Told ``(signal, "remove")`` when the relay takes its listener off the caller's
+        (``"caller"``) or the slot's (``"slot"``) signal; the trace's listener lines.  (The
+        constructor adds them before anyone can set this: see :attr:`relaying`.)"""
         self.plan = plan_fusion(
             caller is not None,
             slot is not None,
@@ -97,8 +102,16 @@ class Fusion:
         assert self._controller is not None
         self._controller.abort(source.reason)
 
+    @property
+    def relaying(self) -> bool:
+        """Whether the relay's listeners are on C and W right now."""
+        return bool(self._sources)
+
     def dispose(self) -> None:
         """Remove the relay's listeners from both sources (idempotent)."""
         for s in self._sources:
             s.remove_listener(self._relay)
+        if self._sources and self.on_listener is not None:
+            self.on_listener("caller", "remove")
+            self.on_listener("slot", "remove")
         self._sources = ()

@@ -33,6 +33,7 @@ from .errors import ContractViolation, NotSerializable, RegistryUsageError
 from .fusion import Fusion
 from .results import Results, ToolResult, canonical_json, snapshot
 from .signals import AbortSignal
+from .trace import FORMAT_VERSION, TraceSink
 
 log = logging.getLogger("toolcancel.registry")
 
@@ -195,6 +196,12 @@ class Execution:
                 f"not {type(value).__name__}"
             )
         self._slot = value
+        if self._call.trace is not None:
+            self._call.emit(
+                "slot",
+                action="remove" if value is None else "replace",
+                aborted=value is not None and value.aborted,
+            )
 
     @signal.deleter
     def signal(self) -> None:
@@ -234,6 +241,11 @@ class ToolRegistry:
     ``revision`` chooses the contract revision (``"seed"`` or ``"revised"``).  ``on_step``, if
     given, is called synchronously after every transition any call takes, with the call's view
     and the step; tracers and the model checker use it (it costs one test when absent).
+
+    ``trace``, if given, is called synchronously with every line of the canonical trace of every
+    call (a fresh dict per line, :mod:`toolcancel.trace`): the contract events the call's machine
+    takes, and the observation events at the code points they describe.  Off, it costs one
+    attribute test per emission point.  :class:`toolcancel.trace.TraceRecorder` collects lines.
     """
 
     def __init__(
@@ -242,9 +254,14 @@ class ToolRegistry:
         revision: str | None = None,
         contract: Contract | None = None,
         on_step: StepTap | None = None,
+        trace: TraceSink | None = None,
     ) -> None:
         self._table: RevisionContract = revision_table(revision, contract)
         self._on_step = on_step
+        self._trace = trace
+        self._event_data: dict[str, tuple[str, ...]] = (
+            {} if trace is None else {e.name: e.data for e in self._table.events}
+        )
         self._results = Results(self._table)
         self._tools: dict[tuple[str, str | None], ToolDefinition] = {}
         self._pre: list[PreHook] = []
@@ -463,6 +480,7 @@ class _Call:
             has_agent=agent is not None,
             approval_seam=registry._approval is not None,
         )
+        self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.view = Execution(self, call_id, name, None, agent, parent, caller)
 
     # -- talking to the machine -------------------------------------------------------------
@@ -480,6 +498,21 @@ class _Call:
         tap = self.registry._on_step
         if tap is not None:
             tap(self.view, self.machine.path[-1])
+        if self.trace is not None:
+            event = occurrence.event
+            data = self.registry._event_data.get(event, ())
+            self.emit(event, **{name: getattr(occurrence, name) for name in data})
+
+    def emit(self, event: str, **fields: Any) -> None:
+        """Write one trace line (only called when a trace sink is set)."""
+        assert self.trace is not None
+        line: dict[str, Any] = {"trace": FORMAT_VERSION, "call": self.call_id, "event": event}
+        line.update(fields)
+        self.trace(line)
+
+    def emit_listener(self, signal: str, action: str) -> None:
+        """Fusion's callback: the registry put a listener on (or took one off) C or W."""
+        self.emit("listener", signal=signal, action=action)
 
     @property
     def state(self) -> str:
@@ -503,6 +536,14 @@ class _Call:
     async def prepare(self) -> bool:
         """Entry, pre-execute, approval, guards.  True when the call goes on to dispatch."""
         r = self.results
+        if self.trace is not None:
+            self.emit(
+                "call_entry",
+                caller=self.machine.current.caller,
+                agent=self.agent is not None,
+                approval_seam=self.machine.current.approval_seam,
+                revision=self.registry.revision,
+            )
         try:
             self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
         except (NotSerializable, RecursionError):
@@ -541,6 +582,8 @@ class _Call:
         """Pre-execute, approval, guards (C1, C1').  ``None`` means: go on to dispatch."""
         r, reg = self.results, self.registry
         reason = ""
+        if self.trace is not None:
+            self.emit("stage_enter", stage="pre")
         try:
             decision = await _waterfall(reg._pre, (self.view,), _allow)
             if isinstance(decision, Allow):
@@ -559,6 +602,8 @@ class _Call:
             else:
                 raise TypeError(f"pre-execute returned {decision!r}; expected Allow, Deny or Ask")
             if self.state == "guards":
+                if self.trace is not None:
+                    self.emit("stage_enter", stage="guards")
                 denial = self.run_guards()
                 if denial is None:
                     self.offer("guards_pass")
@@ -591,6 +636,8 @@ class _Call:
             decision.reason,
             self.view.signal,
         )
+        if self.trace is not None:
+            self.emit("stage_enter", stage="approval")
         answer = await seam(request)
         if not isinstance(answer, Approval):
             raise RuntimeError(r.text("unreachable_approval", value=_describe(answer)))
@@ -684,6 +731,11 @@ class _Call:
         r, view = self.results, self.view
         w = view._slot
         fusion = Fusion(self.caller, w)
+        if self.trace is not None:
+            fusion.on_listener = self.emit_listener
+            if fusion.relaying:
+                self.emit_listener("caller", "add")
+                self.emit_listener("slot", "add")
         tool = self.registry.definition(self.name, self.agent)
         outcome = self.offer(
             "base_dispatch", slot_aborted=w is not None and w.aborted, tool_found=tool is not None
@@ -699,16 +751,31 @@ class _Call:
         if listening:
             assert fused is not None
             fused.add_listener(self.on_fused_abort)
+        owner = None  # set only when tracing: whose signal carries the listener just added
+        if self.trace is not None:
+            kind = fusion.plan.kind
+            self.emit("fused", kind=kind, aborted=fusion.plan.born_aborted_from is not None)
+            # Unless F is a relay, it *is* the caller's or the slot's signal, so the registry's
+            # own listener sits on that signal, and the trace says so (R22).
+            if listening and kind in ("caller", "slot"):
+                owner = kind
+                self.emit_listener(owner, "add")
+            self.emit("body_start")
         view._slot = fused
         try:
-            value = await tool.body(view.arguments, view)
-            result, event = r.success(value), "body_ok"
-        except Exception as exc:
-            result, event = r.thrown(exc), "body_raise"
+            try:
+                value = await tool.body(view.arguments, view)
+                result, event = r.success(value), "body_ok"
+            except Exception as exc:
+                result, event = r.thrown(exc), "body_raise"
+            if self.trace is not None:
+                self.emit("body_settle", how="ok" if event == "body_ok" else "raise")
         finally:
             if listening:
                 assert fused is not None
                 fused.remove_listener(self.on_fused_abort)
+                if owner is not None:
+                    self.emit_listener(owner, "remove")
             fusion.dispose()
             view._slot = w
         outcome = self.offer(event)
@@ -727,6 +794,8 @@ class _Call:
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """Post-execute (R7, R20) and checkpoint C4."""
         r = self.results
+        if self.trace is not None:
+            self.emit("stage_enter", stage="post")
         try:
             decision = await _waterfall(self.registry._post, (self.view, result), _accept)
             if not isinstance(decision, (Accept, Block)):
@@ -767,6 +836,9 @@ class _Call:
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
         self.view._frozen = True
+        if self.trace is not None:
+            self.emit("result", result=frozen.to_data())
+            self.emit("notify")
         for observer in tuple(self.registry._observers):
             try:
                 pending = observer(self.view, frozen)

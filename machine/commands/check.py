@@ -1,0 +1,98 @@
+"""``toolcancel check``: the verdict of the contract on every call of recorded traces.
+
+Exit codes (documented in ``--help``): 0 every call conforms, 1 some call violates the contract,
+2 unusable input (a missing or unreadable file, a malformed or truncated trace, an unknown
+revision).  Unusable input wins over violations, so a script never mistakes a trace it could not
+read for a checked one.  Each unusable file gets one line on stderr naming the file and line;
+the other files are still checked and reported.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import textwrap
+from typing import Any
+
+from ..checker import Checker, Verdict
+from ..contract import load_contract
+from ..trace import TraceError
+
+EPILOG = """\
+exit status:
+  0  every call of every trace conforms
+  1  at least one call violates the contract (the first violation of each call is reported)
+  2  unusable input: a file that cannot be read, a line that is not a valid trace line, a file
+     cut in the middle of a line, or an unknown revision (one line on stderr per problem)
+
+--json prints one JSON object per call and line: file, call_id, verdict ("conforming" or
+"violation") and, for a violation, rule, title, event_index (0-based within the call), line
+(1-based in the file), allowed, seen and explanation.
+"""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "check",
+        help="check recorded traces against the contract, call by call",
+        description="Replay each call of each trace (JSON Lines, spec/trace.schema.json) through "
+        "the pure machine, accepting every behaviour the contract allows, and report per call: "
+        "conforming, or the first violation with its rule id, where it is, what the contract "
+        "allowed there, what the trace shows, and why.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.jsonl)")
+    p.add_argument(
+        "--revision",
+        default="seed",
+        help="contract revision the traces claim to follow: seed (default) or revised",
+    )
+    p.add_argument("--json", action="store_true", help="one JSON object per call (JSON Lines)")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    load_contract().revision(args.revision)  # an unknown revision: one clear line, exit 2
+    checker = Checker(args.revision)
+    unusable = 0
+    verdicts: list[Verdict] = []
+    several = len(args.traces) > 1
+    for path in args.traces:
+        try:
+            found = checker.check_file(path)
+        except TraceError as exc:
+            unusable += 1
+            print(f"toolcancel check: {exc}", file=sys.stderr)
+            continue
+        verdicts.extend(found)
+        for v in found:
+            if args.json:
+                print(json.dumps(v.to_json(), ensure_ascii=False))
+            else:
+                print(render(v, several))
+    if not args.json and verdicts:
+        bad = sum(not v.conforming for v in verdicts)
+        calls = "call" if len(verdicts) == 1 else "calls"
+        violations = "violation" if bad == 1 else "violations"
+        print(f"{len(verdicts)} {calls}: {len(verdicts) - bad} conforming, {bad} {violations}")
+    if unusable:
+        return 2
+    return 0 if all(v.conforming for v in verdicts) else 1
+
+
+def render(v: Verdict, with_file: bool = False) -> str:
+    """A verdict for humans: one line when conforming, a short block for a violation."""
+    label = f"{v.source}:{v.call_id}" if with_file else v.call_id
+    if v.conforming:
+        return f"{label}: conforming"
+    allowed = ", ".join(v.allowed) if v.allowed else "nothing more"
+    lines = [
+        f"{label}: violation of {v.rule} ({v.title})",
+        f"  at event {v.event_index} of the call, line {v.line}",
+        f"  allowed there: {allowed}",
+        f"  seen:          {v.seen}",
+    ]
+    lines += textwrap.wrap(v.explanation or "", 96, initial_indent="  ", subsequent_indent="  ")
+    return "\n".join(lines)
