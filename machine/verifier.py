@@ -31,7 +31,7 @@ from typing import Any
 
 from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
-from .errors import ContractViolation
+from .errors import ContractViolation, RegistryUsageError
 from .registry import ToolRegistry
 from .results import thaw
 from .scenario import (
@@ -46,6 +46,7 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
+from .turncheck import verify_turns
 from .virtual_time import VirtualClock, run
 
 # ------------------------------------------------------------------------------------------------
@@ -402,6 +403,10 @@ def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked)
         out.fail(kind.rule, s, f"outcome {final} but isError is {r.is_error}")
     if kind.code is not None and (r.error is None or r.error.code != kind.code):
         out.fail(kind.rule, s, f"outcome {final} but the result is {r.to_json()}")
+    if table.name == "revised" and r.is_error:
+        out.rules.add("R44")
+        if r.error is None or not r.error.to_data("revised").get("message"):
+            out.fail("R44", s, f"a revised error result must carry error.message: {r.text!r}")
     texts = table.texts
     expected = {
         "aborted": texts["aborted"],
@@ -431,6 +436,8 @@ class Tally:
     rules: set[str] = field(default_factory=set)
     violations: list[Violation] = field(default_factory=list)
     violation_count: int = 0
+    turn_batches: int = 0
+    turn_schedules: int = 0
 
     def merge(self, other: Tally) -> None:
         self.configurations += other.configurations
@@ -509,6 +516,10 @@ class Report:
         ]
 
     @property
+    def rule_ids(self) -> set[str]:
+        return set() if self.table is None else {r.id for r in self.table.rules}
+
+    @property
     def missing_rules(self) -> list[str]:
         if self.table is None:
             return []
@@ -522,9 +533,11 @@ class Report:
             "schedules": t.schedules,
             "pruned_equivalent": t.pruned,
             "paths": len(t.paths),
+            "turn_batches": t.turn_batches,
+            "turn_schedules": t.turn_schedules,
             "transitions_covered": len(t.transitions),
             "transitions_total": self.transitions_total,
-            "rules_covered": len(t.rules),
+            "rules_covered": len(t.rules & self.rule_ids),
             "rules_total": self.rules_total,
             "violations": t.violation_count,
             "missing_transitions": [i + 1 for i in self.missing_transitions],
@@ -578,6 +591,8 @@ def verify(
                 if stop_at_first and total.violation_count:
                     pool.terminate()
                     break
+    if not (stop_at_first and total.violation_count):
+        _add_turns_and_registration(total, revision)
     return Report(
         revision,
         total,
@@ -587,6 +602,58 @@ def verify(
         workers,
         table,
     )
+
+
+def _add_turns_and_registration(total: Tally, revision: str) -> None:
+    """The parts of the contract a single call cannot show: turn batches (R9, R36-R38, through
+    the real scheduler) and budget declaration (R32)."""
+    turns = verify_turns(revision)
+    total.turn_batches += turns.batches
+    total.turn_schedules += turns.schedules
+    total.rules |= turns.rules
+    total.violation_count += turns.violation_count
+    for rule, why, turn in turns.violations[: max(0, 20 - len(total.violations))]:
+        where = f"{why} -- in {turn.as_code()} (toolcancel.turncheck)"
+        total.violations.append(Violation(rule, Scenario(revision=revision), where))
+    for rule, why in check_registration(revision):
+        total.violation_count += 1
+        total.violations.append(Violation(rule, Scenario(revision=revision), why))
+    total.rules.add("R32")
+    if revision == "revised":
+        total.rules.add("R40")
+
+
+def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
+    """R32: a declared budget that is not a positive finite number is refused at registration,
+    with the contract's message; a valid one is accepted.  R40 (revised): a call without a caller
+    signal is a usage error, raised before the call exists."""
+
+    async def body(args: Any, view: Any) -> Any:
+        return []
+
+    found = []
+    reg = ToolRegistry()
+    for bad in (0, -1, float("inf"), float("-inf"), float("nan"), True):
+        try:
+            reg.register("t", body, timeout_ms=bad)
+        except TypeError as exc:
+            if str(exc) != 'tool "t" timeoutMs must be a positive finite number':
+                found.append(("R32", f"timeout_ms={bad!r} was refused with {exc}"))
+        else:
+            found.append(("R32", f"timeout_ms={bad!r} was accepted"))
+    try:
+        reg.register("t", body, timeout_ms=1.5)
+    except TypeError as exc:
+        found.append(("R32", f"timeout_ms=1.5 was refused: {exc}"))
+    if revision == "revised":
+        revised = ToolRegistry(revision="revised")
+        try:
+            revised.begin("t", {})
+        except RegistryUsageError:
+            pass
+        else:
+            found.append(("R40", "the revised registry began a call without a caller signal"))
+    return found
 
 
 def _worker(job: tuple[Sequence[Scenario], RegistryFactory]) -> Tally:

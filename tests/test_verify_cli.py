@@ -1,0 +1,55 @@
+"""toolcancel verify as users run it: the table, --json, --mutants, bad input."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def tc(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "toolcancel.cli", *args], capture_output=True,
+                          text=True, cwd=ROOT)
+
+
+def test_verify_prints_its_summary_table_and_exits_0_on_a_small_bound() -> None:
+    proc = tc("verify", "--max-wrappers", "0", "--workers", "1")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    for line in ("configurations", "schedules run", "distinct paths", "turn batches",
+                 "transitions covered", "violations"):
+        assert line in proc.stdout, line
+    assert re.search(r"rules exercised +39 of 39", proc.stdout)
+    assert re.search(r"violations +0\n", proc.stdout)
+
+
+def test_verify_json_has_the_documented_keys() -> None:
+    proc = tc("verify", "--max-wrappers", "0", "--workers", "1", "--json", "--revision", "revised")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    for key in ("configurations", "schedules", "paths", "transitions_covered",
+                "transitions_total", "rules_covered", "rules_total", "violations", "seconds"):
+        assert key in data, key
+    assert data["violations"] == 0 and data["rules_covered"] == data["rules_total"]
+
+
+@pytest.mark.slow
+def test_verify_mutants_kills_every_mutant_and_names_a_rule() -> None:
+    proc = tc("verify", "--mutants", "--max-wrappers", "1", "--json")
+    data = json.loads(proc.stdout)
+    assert proc.returncode == 0, data
+    assert data["killed"] == data["total"] == 10
+    for row in data["mutants"]:
+        assert row["killed"] and row["rule"], row
+
+
+def test_unknown_revision_is_one_line_and_exit_2() -> None:
+    proc = tc("verify", "--revision", "tokyo")
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "tokyo" in proc.stderr
+    assert "Traceback" not in proc.stderr
