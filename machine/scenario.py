@@ -154,11 +154,12 @@ class Scenario:
         if not isinstance(data, Mapping):
             raise ScenarioError(f"{where}: expected a JSON object")
         known = {f.name: f for f in fields(cls)}
+        defaults = cls()  # built once: the conformance adapter parses thousands of scenarios
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
                 raise ScenarioError(f"{where}: unknown field {key!r}")
-            default = getattr(cls(), key)
+            default = getattr(defaults, key)
             if key == "wrappers":
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ScenarioError(f"{where}.wrappers: expected a list of strings")

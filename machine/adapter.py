@@ -1,0 +1,224 @@
+"""``python -m toolcancel.adapter``: our registry behind the conformance adapter protocol.
+
+``toolcancel conform`` drives an implementation it knows nothing about through a small process
+protocol (JSON Lines on stdin/stdout, documented field by field in ``spec/vectors/README.md``):
+the adapter says hello, then answers each vector with the trace its registry wrote, the result
+``execute()`` returned, and what the environment observed.  This module is that adapter for the
+reference registry: it interprets each scenario with :class:`toolcancel.scenario.Harness` -- the
+same interpreter the model checker and the vector generator use -- on a registry built with
+``trace=``.  ``toolcancel conform --self`` runs it over the real protocol, so self-conformance
+tests the protocol, the trace recording and the checker together, not a shortcut around them.
+
+What the environment observes, besides the registry's own trace (``observed`` in an answer):
+
+* ``notifications`` -- how often the adapter's observer was called (a registry could write one
+  ``notify`` line and still notify twice, R31);
+* ``body_signals`` -- for each body invocation, whether the signal the body received was aborted
+  when it settled, and whose reason it carried (R21: a trace cannot show what the body saw);
+* ``settled_at`` -- how many trace lines existed when ``execute()`` settled (R27: a registry that
+  races its body settles before the body does);
+* ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did.
+
+``--mutant NAME`` wraps a deliberately broken registry of ``model_tests/mutants.py`` (imported
+from the current directory, i.e. a source checkout), to prove that conform catches each one.
+
+One event loop with a virtual clock serves every vector: creating a loop per vector would cost
+more than running the vector.  Reading stdin blocks that loop between vectors, which is fine:
+nothing else runs on it then.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import importlib
+import json
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from typing import IO, Any, Final
+
+from .errors import ToolcancelError
+from .registry import ToolRegistry
+from .scenario import Harness, RegistryFactory, Scenario
+from .trace import TraceRecorder
+from .vectors import REVISIONS, body_signals
+from .virtual_time import VirtualClock
+
+PROTOCOL: Final = 1
+"""Version of the adapter protocol (the ``protocol`` field of every message)."""
+
+
+def _implementation() -> str:
+    try:
+        from importlib.metadata import version
+
+        return f"toolcancel {version('toolcancel')} (Python reference registry)"
+    except Exception:  # not installed as a distribution: a bare source tree
+        return "toolcancel (Python reference registry)"
+
+
+IMPLEMENTATION: Final = _implementation()
+
+
+class AdapterError(ToolcancelError):
+    """A message the adapter cannot run (answered with an ``error`` message, never a crash)."""
+
+
+class Session:
+    """Runs vectors one at a time on one virtual-time loop and answers each."""
+
+    def __init__(self, factory: RegistryFactory, revisions: tuple[str, ...]) -> None:
+        self.factory = factory
+        self.revisions = revisions
+        self.clock = VirtualClock()
+        self.loop = asyncio.new_event_loop()
+        self._patch = self.clock.patch_loop(self.loop)
+        self._patch.__enter__()
+
+    def close(self) -> None:
+        self._patch.__exit__(None, None, None)
+        self.loop.close()
+
+    def hello(self) -> dict[str, Any]:
+        return {
+            "protocol": PROTOCOL,
+            "type": "hello",
+            "implementation": IMPLEMENTATION,
+            "revisions": list(self.revisions),
+        }
+
+    def answer(self, line: str) -> dict[str, Any]:
+        """The answer to one input line: an ``outcome``, or an ``error`` naming the problem."""
+        vid: Any = None
+        try:
+            msg = json.loads(line)
+            if not isinstance(msg, dict):
+                raise AdapterError("expected a JSON object")
+            vid = msg.get("id")
+            scenario = self.parse(msg)
+            return self.loop.run_until_complete(self.run(vid, scenario))
+        except (ValueError, ToolcancelError) as exc:
+            return {"protocol": PROTOCOL, "type": "error", "id": vid, "message": str(exc)}
+
+    def parse(self, msg: Mapping[str, Any]) -> Scenario:
+        if msg.get("protocol") != PROTOCOL:
+            raise AdapterError(f"protocol {msg.get('protocol')!r}; this adapter speaks {PROTOCOL}")
+        if msg.get("type") != "vector":
+            raise AdapterError(f"message type {msg.get('type')!r}; expected 'vector'")
+        if not isinstance(msg.get("id"), str):
+            raise AdapterError("a vector message needs a string id")
+        revision = msg.get("revision")
+        if revision not in self.revisions:
+            raise AdapterError(f"revision {revision!r} is not one of {list(self.revisions)}")
+        scenario = Scenario.from_data(msg.get("scenario"), "scenario")
+        if scenario.revision != revision:
+            raise AdapterError("scenario.revision differs from the message's revision")
+        if scenario.cancel.startswith("step:"):
+            raise AdapterError("cancel step:<k> is not part of the portable language")
+        return scenario
+
+    async def run(self, vid: str, scenario: Scenario) -> dict[str, Any]:
+        recorder = TraceRecorder()
+        settled: list[int] = []
+        base = self.factory
+
+        def factory(**options: Any) -> ToolRegistry:
+            registry = base(trace=recorder, **options)
+            execute = registry.execute
+
+            async def timed(*args: Any, **kwargs: Any) -> Any:
+                try:
+                    return await execute(*args, **kwargs)
+                finally:
+                    settled.append(len(recorder))
+
+            registry.execute = timed  # type: ignore[method-assign]
+            return registry
+
+        obs = await Harness(scenario, factory, self.clock).run()
+        hung = any("neither finished nor waited" in what for _, what in obs.problems)
+        raised = None
+        if obs.error is not None:
+            raised = f"{type(obs.error).__name__}: {obs.error}"
+        elif obs.result is None:
+            raised = "execute() neither returned nor raised: the call hangs"
+        return {
+            "protocol": PROTOCOL,
+            "type": "outcome",
+            "id": vid,
+            "trace": recorder.lines,
+            "result": None if obs.result is None else obs.result.to_data(),
+            "observed": {
+                "notifications": len(obs.notified),
+                "body_signals": body_signals(obs),
+                "settled_at": settled[0] if settled and not hung else None,
+                "raised": raised,
+            },
+        }
+
+
+def serve(session: Session, stdin: IO[str], stdout: IO[str]) -> None:
+    """Say hello, then answer every input line until stdin closes."""
+    write = stdout.write
+    write(json.dumps(session.hello()) + "\n")
+    stdout.flush()
+    for line in stdin:
+        if not line.strip():
+            continue
+        write(json.dumps(session.answer(line), ensure_ascii=False, separators=(",", ":")) + "\n")
+        stdout.flush()
+
+
+@contextlib.contextmanager
+def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
+    sys.path.insert(0, os.getcwd())
+    try:
+        module = importlib.import_module("model_tests.mutants")
+    except ModuleNotFoundError:
+        raise AdapterError(
+            "--mutant needs model_tests/mutants.py of a source checkout in the current directory"
+        ) from None
+    finally:
+        sys.path.pop(0)
+    found = {m.name: m for m in module.MUTANTS}
+    if name not in found:
+        raise AdapterError(f"no mutant {name!r}; known: {', '.join(found)}")
+    with found[name].active() as factory:
+        yield factory
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m toolcancel.adapter",
+        description="Serve the toolcancel reference registry over the conformance adapter "
+        "protocol (JSON Lines on stdin/stdout; see spec/vectors/README.md).",
+    )
+    parser.add_argument(
+        "--revision",
+        choices=(*REVISIONS, "all"),
+        default="all",
+        help="contract revision(s) to offer in the hello (default: all)",
+    )
+    parser.add_argument("--mutant", metavar="NAME", help="serve a mutant of model_tests/mutants.py")
+    args = parser.parse_args(argv)
+    revisions = REVISIONS if args.revision == "all" else (args.revision,)
+    try:
+        with contextlib.ExitStack() as stack:
+            factory: RegistryFactory = ToolRegistry
+            if args.mutant:
+                factory = stack.enter_context(_mutant(args.mutant))
+            session = Session(factory, revisions)
+            stack.callback(session.close)
+            serve(session, sys.stdin, sys.stdout)
+    except AdapterError as exc:
+        print(f"toolcancel adapter: {exc}", file=sys.stderr)
+        return 2
+    except (BrokenPipeError, KeyboardInterrupt):
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

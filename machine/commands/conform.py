@@ -1,0 +1,87 @@
+"""``toolcancel conform``: run the conformance vectors against an implementation's adapter."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ..cli import CliError
+from ..conform import PROTOCOL_RULE, Report, conform, self_command
+from ..contract import load_contract
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "conform",
+        help="run every conformance vector against an implementation through its adapter",
+        description="Start the adapter (an argument list, never a shell), send it every vector "
+        "of the revision over the JSON Lines protocol of spec/vectors/README.md, check each "
+        "answer's trace with the trace checker and compare its result and observations with "
+        "the vector. Exit 0 when every vector passes, 1 when any fails, 2 on unusable input.",
+    )
+    p.add_argument(
+        "--revision", default="seed", help="contract revision: seed (default) or revised"
+    )
+    p.add_argument("--self", dest="self_", action="store_true", help="run our own Python adapter")
+    p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the shipped ones)")
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=10.0,
+        metavar="S",
+        help="seconds to wait for each answer before the adapter counts as hung (default 10)",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--adapter",
+        nargs=argparse.REMAINDER,
+        metavar="CMD",
+        help="the adapter command and its arguments; must come last",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
+    if args.self_ == bool(args.adapter):
+        raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
+    if not args.timeout > 0:
+        raise CliError("--timeout must be a positive number of seconds")
+    command = self_command() if args.self_ else list(args.adapter)
+    report = conform(command, args.revision, vectors_path=args.vectors, timeout=args.timeout)
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        print(table(report))
+    return 0 if report.failed == 0 else 1
+
+
+def table(report: Report) -> str:
+    d = report.to_json()
+    lines = [
+        f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors",
+        f"  adapter: {report.implementation}",
+        f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  first failing vector",
+    ]
+    for rule, t in report.by_rule().items():
+        title = report.titles.get(rule, "")[:38]
+        lines.append(
+            f"  {rule:<9} {title:<38} {t.passed:>7,} {t.failed:>7,}  {t.first_failure or '-'}"
+        )
+    rate = d["vectors_per_second"]
+    lines.append(
+        f"  {d['passed']:,} passed, {d['failed']:,} failed"
+        f"  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
+    )
+    failures = [j for j in report.judgements if not j.passed]
+    if failures:
+        lines += ["", "first failure per rule:"]
+        seen: set[str] = set()
+        for j in failures:
+            rule = j.rule or PROTOCOL_RULE
+            if rule in seen:
+                continue
+            seen.add(rule)
+            lines.append(f"  [{rule}] {j.explanation}")
+    return "\n".join(lines)

@@ -1,0 +1,722 @@
+"""Conformance vectors: the bounded model check, written down for implementations in any language.
+
+A vector is one scenario of the closed scenario language (:mod:`toolcancel.scenario`) plus what
+the contract lets an implementation do with it: the canonical result JSON, the outcome kind, how
+often the body starts, the contexts, the notification count, what the body's signal looked like
+when it settled, and the **set of allowed paths** (sequences of contract events, caller aborts
+included).  An adapter for a foreign registry interprets the scenario; ``toolcancel conform``
+compares what it reports with the vector (:mod:`toolcancel.conform`).
+
+Where vectors come from, and why it is this way:
+
+* **The same space as ``toolcancel verify``.**  :func:`toolcancel.verifier.configurations`
+  enumerates the configurations; each is crossed with its *portable* cancellation points only:
+  ``never`` and ``gate:<name>`` for every gate the uncancelled run reaches.  ``step:<k>`` is left
+  out because a foreign registry has no transition tap to count with.  ``before_entry`` and
+  ``after`` are in the language, but generating them would add nothing: ``before_entry`` is the
+  configuration whose caller is already aborted (enumerated anyway), and an abort after the result
+  is published cannot change the path or the result, so its key always equals ``never``'s.
+* **The reference decides, the table explains.**  Every expectation is what our registry did in
+  the harness -- the model checker has already proven that registry against the table -- and the
+  allowed paths are its path plus those the table's MAY transitions allow (:func:`alternatives`).
+* **Small enough to review.**  One vector per distinct (reference path, result JSON, body
+  signals), the first in enumeration order, where the path counts as the machine took it: each
+  event with its data and its transition (:func:`dedupe_key`).  Two scenarios alike in all of that
+  exercise the same transitions, the same result builders and the same signal fusion.  That keeps
+  about six thousand vectors per revision out of a few hundred thousand runs.  An uncooperative
+  body only differs from a cooperative one while something aborts its signal at the body gate, so
+  unless a wrapper signal or the timer does, it is run at ``gate:body`` only (its other runs equal
+  its cooperative twin's, which comes first in the enumeration and would win the key anyway).
+* **Paths up to when an abort is noticed.**  A listed path has each ``caller_abort`` and
+  ``fused_abort`` where the reference notices it, as early as possible; a registry may notice one
+  later, or never, while no other event's transition depends on it
+  (:meth:`toolcancel.conform.Judge.noticed_late`), so listing every placement would only bloat
+  the files.
+* **Deterministic.**  The enumeration order is fixed, workers return their batches in order, ids
+  are given after deduplication, and each vector is one JSON line with a fixed key order, so
+  ``--check`` can compare bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, fields, replace
+from importlib import resources
+from pathlib import Path
+from typing import Any, Final
+
+from .contract import RevisionContract, load_contract
+from .core import CallerSignal, CallState, choices, initial_state
+from .errors import ToolcancelError
+from .registry import ToolRegistry
+from .scenario import (
+    APPROVALS,
+    ARGS,
+    BODIES,
+    CALLERS,
+    GUARDS,
+    OBSERVERS,
+    POSTS,
+    PRE,
+    TIMEOUTS,
+    WRAPPERS,
+    CallerReason,
+    Harness,
+    Observation,
+    RegistryFactory,
+    Scenario,
+    WrapperReason,
+)
+from .verifier import configurations
+from .virtual_time import VirtualClock, run
+
+FORMAT: Final = 1
+"""Version of the vector format (the ``vector`` field of every line)."""
+
+REVISIONS: Final = ("seed", "revised")
+
+
+SCHEMA_NAME: Final = "vector.schema.json"
+
+GATES: Final = ("pre", "approval", "body", "post")
+"""Fixed gate names; wrappers add ``w<i>_before`` and ``w<i>_after``."""
+
+REASONS: Final = ("caller", "wrapper", "timeout", "other")
+"""Whose reason a body's aborted signal carries (see :func:`classify_reason`)."""
+
+_BATCH: Final = 500
+
+
+class VectorError(ToolcancelError):
+    """A vector file or line does not fit the format (names the file and line)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# What one run shows
+# ------------------------------------------------------------------------------------------------
+
+
+def classify_reason(reason: Any) -> str:
+    """Whose abort reason ``reason`` is, in words every language can produce.
+
+    ``caller``: the reason the harness aborted the caller with; ``wrapper``: a wrapper-supplied
+    signal's; ``timeout``: the timeout policy's deadline (code ``TOOL_TIMEOUT``); ``other``:
+    anything else -- which is a fusion bug (R21 says F carries the first source's reason).
+    """
+    if isinstance(reason, CallerReason):
+        return "caller"
+    if isinstance(reason, WrapperReason):
+        return "wrapper"
+    if getattr(reason, "code", None) == "TOOL_TIMEOUT":
+        return "timeout"
+    return "other"
+
+
+def body_signals(obs: Observation) -> list[dict[str, Any]]:
+    """What the body's signal looked like when each body invocation settled, in order."""
+    out: list[dict[str, Any]] = []
+    for entry in obs.log:
+        if entry[0] == "body_settle":
+            aborted = bool(entry[1])
+            out.append(
+                {"aborted": aborted, "reason": classify_reason(entry[2]) if aborted else None}
+            )
+    return out
+
+
+def entry_caller(s: Scenario) -> CallerSignal:
+    """The caller state the registry captures at entry."""
+    if s.cancel == "before_entry" or s.caller == "aborted":
+        return "aborted"
+    return "none" if s.caller == "none" else "live"
+
+
+# ------------------------------------------------------------------------------------------------
+# Vectors as data
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One observable outcome the contract allows for a scenario, and the paths that lead to it."""
+
+    result: Mapping[str, Any]
+    outcome: str
+    body_starts: int
+    body_signals: tuple[Mapping[str, Any], ...]
+    notifications: int
+    paths: tuple[tuple[str, ...], ...]
+
+    @property
+    def contexts(self) -> list[Any]:
+        return list(self.result.get("additionalContexts", []))
+
+    @property
+    def result_json(self) -> str:
+        return _canonical(self.result)
+
+    def same_observables(self, other: Expectation) -> bool:
+        return (
+            self.result_json == other.result_json
+            and self.outcome == other.outcome
+            and self.body_starts == other.body_starts
+            and self.body_signals == other.body_signals
+            and self.notifications == other.notifications
+        )
+
+    def to_data(self) -> dict[str, Any]:
+        return {
+            "result": self.result,
+            "outcome": self.outcome,
+            "body_starts": self.body_starts,
+            "contexts": self.contexts,
+            "notifications": self.notifications,
+            "body_signals": [dict(b) for b in self.body_signals],
+            "paths": [list(p) for p in self.paths],
+        }
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> Expectation:
+        if not isinstance(data, Mapping):
+            raise VectorError(f"{where}: expected an object")
+        try:
+            result = data["result"]
+            paths = data["paths"]
+            signals = data["body_signals"]
+            exp = cls(
+                result=result,
+                outcome=data["outcome"],
+                body_starts=data["body_starts"],
+                body_signals=tuple(signals),
+                notifications=data["notifications"],
+                paths=tuple(tuple(p) for p in paths),
+            )
+        except (KeyError, TypeError) as exc:
+            raise VectorError(f"{where}: missing or malformed field ({exc})") from None
+        if not isinstance(result, Mapping) or not isinstance(exp.outcome, str):
+            raise VectorError(f"{where}: result must be an object and outcome a string")
+        if not exp.paths or not all(all(isinstance(e, str) for e in p) for p in exp.paths):
+            raise VectorError(f"{where}.paths: expected a non-empty list of event-name lists")
+        if data.get("contexts") != exp.contexts:
+            raise VectorError(f"{where}.contexts: must equal result.additionalContexts (or [])")
+        return exp
+
+
+@dataclass(frozen=True)
+class Vector:
+    """A scenario, the outcome the reference gives it, and other outcomes the contract allows."""
+
+    id: str
+    revision: str
+    scenario: Scenario
+    expected: Expectation
+    alternatives: tuple[Expectation, ...] = ()
+
+    def expectations(self) -> Iterator[Expectation]:
+        yield self.expected
+        yield from self.alternatives
+
+    def allowed_paths(self) -> list[tuple[str, ...]]:
+        return [p for e in self.expectations() for p in e.paths]
+
+    def to_data(self) -> dict[str, Any]:
+        expected = self.expected.to_data()
+        if self.alternatives:
+            expected["alternatives"] = [a.to_data() for a in self.alternatives]
+        return {
+            "vector": FORMAT,
+            "id": self.id,
+            "revision": self.revision,
+            "scenario": scenario_data(self.scenario),
+            "expected": expected,
+        }
+
+    def to_line(self) -> str:
+        """One JSON line with a fixed key order (results inside are canonical)."""
+        return json.dumps(self.to_data(), ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> Vector:
+        if not isinstance(data, Mapping):
+            raise VectorError(f"{where}: expected a JSON object")
+        if data.get("vector") != FORMAT:
+            raise VectorError(f"{where}: vector format {data.get('vector')!r}, expected {FORMAT}")
+        vid, revision = data.get("id"), data.get("revision")
+        if not isinstance(vid, str) or revision not in REVISIONS:
+            raise VectorError(f"{where}: needs a string id and a revision of {REVISIONS}")
+        try:
+            scenario = Scenario.from_data(data.get("scenario"), f"{where}.scenario")
+        except ToolcancelError as exc:
+            raise VectorError(str(exc)) from None
+        if scenario.revision != revision:
+            raise VectorError(f"{where}: scenario.revision differs from revision")
+        if scenario.cancel.startswith("step:"):
+            raise VectorError(f"{where}.scenario.cancel: step:<k> is not portable")
+        raw = data.get("expected")
+        expected = Expectation.from_data(raw, f"{where}.expected")
+        alts = raw.get("alternatives", []) if isinstance(raw, Mapping) else []
+        if not isinstance(alts, list):
+            raise VectorError(f"{where}.expected.alternatives: expected a list")
+        alternatives = tuple(
+            Expectation.from_data(a, f"{where}.expected.alternatives[{i}]")
+            for i, a in enumerate(alts)
+        )
+        return cls(vid, revision, scenario, expected, alternatives)
+
+
+def load_vectors(path: str | Path) -> list[Vector]:
+    """Parse a vectors file; a bad line raises :class:`VectorError` naming file and line."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise VectorError(f"{p}: cannot read ({exc.strerror})") from None
+    out: list[Vector] = []
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise VectorError(f"{p}:{n}: not JSON ({exc.msg})") from None
+        out.append(Vector.from_data(data, f"{p}:{n}"))
+    return out
+
+
+def vectors_file(directory: str | Path, revision: str) -> Path:
+    return Path(directory) / f"{revision}.jsonl"
+
+
+def shipped_dir() -> Path:
+    """Where the committed vectors live: ``vectors/`` next to contract.toml (``spec/``)."""
+    return Path(str(resources.files("toolcancel.spec").joinpath("vectors")))
+
+
+def shipped_vectors(revision: str) -> list[Vector]:
+    """The committed vectors of ``revision``."""
+    return load_vectors(vectors_file(shipped_dir(), revision))
+
+
+_SCENARIO_FIELDS: Final = tuple(f.name for f in fields(Scenario))
+
+
+def scenario_data(s: Scenario) -> dict[str, Any]:
+    """``s.to_data()`` without :func:`dataclasses.asdict`'s deep copy (a scenario holds only
+    strings, booleans and a tuple of strings), for the thousands of messages a run sends."""
+    data = {name: getattr(s, name) for name in _SCENARIO_FIELDS}
+    data["wrappers"] = list(s.wrappers)
+    return data
+
+
+def _canonical(data: Any) -> str:
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------------------------
+# From a run to an expectation, and the MAY alternatives
+# ------------------------------------------------------------------------------------------------
+
+
+def expectation(obs: Observation, paths: Sequence[Sequence[str]] | None = None) -> Expectation:
+    """What the reference's run shows, as an expectation (its own path unless ``paths``)."""
+    if obs.result is None or obs.error is not None or obs.problems or not obs.path:
+        raise VectorError(
+            f"the reference registry did not run {obs.scenario.as_code()} cleanly: "
+            f"error {obs.error!r}, problems {obs.problems}"
+        )
+    final = obs.path[-1].outcome
+    assert final is not None
+    own = tuple(p.event for p in obs.path)
+    return Expectation(
+        result=json.loads(obs.result.to_json()),
+        outcome=final,
+        body_starts=obs.body_starts,
+        body_signals=tuple(body_signals(obs)),
+        notifications=len(obs.notified),
+        paths=(own,) if paths is None else tuple(tuple(p) for p in paths),
+    )
+
+
+SKIPPED_STAGE: Final[Mapping[str, str]] = {"approval": "approval"}
+"""For a MAY transition that jumps over the state the reference enters next: the scenario field
+holding that stage's answer.  (The contract's only MAY point, D1, skips the approval question.)"""
+
+
+async def alternatives(
+    obs: Observation, table: RevisionContract, factory: RegistryFactory, clock: VirtualClock
+) -> list[Expectation]:
+    """The outcomes the MAY transitions along ``obs``'s path allow, each with its path.
+
+    A MAY transition skips a stage the reference runs.  What happens after it cannot depend on
+    that stage's answer, so a run of a *sibling* scenario -- the same one with a different answer
+    for the skipped stage -- that reaches exactly the state the MAY transition leads to is a
+    witness of everything that follows: its remaining events, its result, its body.  The
+    alternative path is the reference's prefix, the MAY step, and the witness's suffix.
+    """
+    s = obs.scenario
+    state = initial_state(table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam)
+    events = [p.event for p in obs.path]
+    found: list[Expectation] = []
+    for i, step in enumerate(obs.path):
+        options = choices(table, state, step.occurrence)
+        reference, after = options[-1]
+        if reference.index != step.transition:
+            raise VectorError(f"{s.as_code()}: step {i + 1} is not the table's reference step")
+        for t, alt_state in options[:-1]:
+            skipped = SKIPPED_STAGE.get(reference.dest or "")
+            if skipped is None:
+                raise VectorError(
+                    f"MAY transition #{t.index + 1} skips state {reference.dest!r}, which has no "
+                    "witness rule in toolcancel.vectors.SKIPPED_STAGE"
+                )
+            witness, j = await _witness(obs, table, factory, clock, i, alt_state, skipped)
+            path = events[: i + 1] + [p.event for p in witness.path[j + 1 :]]
+            found.append(expectation(witness, [path]))
+        state = after
+    return found
+
+
+async def _witness(
+    obs: Observation,
+    table: RevisionContract,
+    factory: RegistryFactory,
+    clock: VirtualClock,
+    i: int,
+    target: CallState,
+    skipped: str,
+) -> tuple[Observation, int]:
+    s = obs.scenario
+    answers = [getattr(s, skipped)] + [a for a in APPROVALS if a != getattr(s, skipped)]
+    for answer in answers:
+        sibling = replace(s, **{skipped: answer})
+        run_ = obs if sibling == s else await Harness(sibling, factory, clock).run()
+        if run_.result is None or run_.problems:
+            continue
+        head = [p.occurrence for p in run_.path[: i + 1]]
+        if head != [p.occurrence for p in obs.path[: i + 1]]:
+            continue
+        state = initial_state(
+            table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
+        )
+        for j, p in enumerate(run_.path):
+            state = choices(table, state, p.occurrence)[-1][1]
+            if j > i and state == target:
+                return run_, j
+    raise VectorError(f"{s.as_code()}: no sibling run witnesses the MAY step at {i + 1}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Generation
+# ------------------------------------------------------------------------------------------------
+
+
+def portable_cancels(config: Scenario, uncancelled: Observation) -> list[str]:
+    """The cancellation points worth running for ``config`` (see the module docstring)."""
+    if config.caller != "live":
+        return []
+    gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
+    if not config.cooperative and not _uncooperative_matters(config):
+        return ["gate:body"] if "body" in gates else []
+    return [f"gate:{g}" for g in gates]
+
+
+def _uncooperative_matters(config: Scenario) -> bool:
+    """Whether something other than the caller aborts the body's signal at the body gate."""
+    return config.timeout == "timer_first" or "replace_aborting" in config.wrappers
+
+
+Key = tuple[tuple[Any, ...], str, str]
+
+
+def dedupe_key(obs: Observation, exp: Expectation) -> Key:
+    """What makes a vector new: its reference path as the machine took it -- each event with its
+    data and the transition it took (a C2 abort read from the caller is not one read from a
+    wrapper's signal; a denial for want of an agent is not one for want of a seam) -- its result,
+    and what its body's signal showed (path and result alone cannot tell a pre-aborted entry from
+    a call without a caller signal, nor a wrapper's reason from the deadline's)."""
+    return (
+        tuple((p.occurrence, p.transition) for p in obs.path),
+        exp.result_json,
+        _canonical([dict(b) for b in exp.body_signals]),
+    )
+
+
+async def _batch(
+    configs: Sequence[Scenario], factory: RegistryFactory, clock: VirtualClock
+) -> list[dict[str, Any]]:
+    """First occurrence of every key within one batch, in enumeration order."""
+    table = load_contract().revision(configs[0].revision)
+    seen: set[Key] = set()
+    out: list[dict[str, Any]] = []
+    for config in configs:
+        first = await Harness(config, factory, clock).run()
+        runs = [first] if config.cooperative or _uncooperative_matters(config) else []
+        for cancel in portable_cancels(config, first):
+            runs.append(await Harness(config.with_cancel(cancel), factory, clock).run())
+        for obs in runs:
+            exp = expectation(obs)
+            key = dedupe_key(obs, exp)
+            if key in seen:
+                continue
+            seen.add(key)
+            alts = await alternatives(obs, table, factory, clock)
+            out.append({"key": key, "scenario": obs.scenario, "expected": exp, "alts": alts})
+    return out
+
+
+def _run_batch(job: tuple[Sequence[Scenario], RegistryFactory]) -> list[dict[str, Any]]:
+    clock = VirtualClock()
+    return run(_batch(job[0], job[1], clock), clock=clock)
+
+
+def _merge_alternatives(
+    exp: Expectation, alts: Iterable[Expectation]
+) -> tuple[Expectation, tuple[Expectation, ...]]:
+    """Fold alternatives with the same observables into the expected paths; keep the rest."""
+    paths = list(exp.paths)
+    others: list[Expectation] = []
+    for alt in alts:
+        if alt.same_observables(exp):
+            paths += [p for p in alt.paths if p not in paths]
+            continue
+        for k, other in enumerate(others):
+            if other.same_observables(alt):
+                others[k] = replace(other, paths=other.paths + alt.paths)
+                break
+        else:
+            others.append(alt)
+    return replace(exp, paths=tuple(paths)), tuple(others)
+
+
+def generate(
+    revision: str,
+    *,
+    workers: int = 1,
+    factory: RegistryFactory = ToolRegistry,
+    configs: Iterable[Scenario] | None = None,
+) -> list[Vector]:
+    """The vectors of ``revision``: deduplicated, in enumeration order, numbered from 1."""
+    load_contract().revision(revision)  # an unknown revision fails here, clearly
+    space = list(configurations(revision) if configs is None else configs)
+    batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
+    if workers <= 1 or len(batches) <= 1:
+        results: Iterable[list[dict[str, Any]]] = map(_run_batch, batches)
+        return _number(revision, results)
+    import multiprocessing
+
+    with multiprocessing.get_context("fork").Pool(workers) as pool:
+        return _number(revision, pool.imap(_run_batch, batches))
+
+
+def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
+    seen: set[Key] = set()
+    out: list[Vector] = []
+    for batch in batches:
+        for item in batch:
+            if item["key"] in seen:
+                continue
+            seen.add(item["key"])
+            expected, others = _merge_alternatives(item["expected"], item["alts"])
+            out.append(
+                Vector(
+                    f"{revision}-{len(out) + 1:05d}", revision, item["scenario"], expected, others
+                )
+            )
+    return out
+
+
+def render(vectors: Iterable[Vector]) -> str:
+    """The file text: one vector per line, sorted by id."""
+    return "".join(v.to_line() + "\n" for v in sorted(vectors, key=lambda v: v.id))
+
+
+# ------------------------------------------------------------------------------------------------
+# The JSON Schema, generated from the vocabulary and the contract
+# ------------------------------------------------------------------------------------------------
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema (2020-12) of one vector line, built from the scenario vocabulary and the
+    contract's events and outcomes, so it cannot drift from either."""
+    contract = load_contract()
+    events = [e.name for e in contract.events]
+    outcomes = [o.name for o in contract.outcomes]
+    gate = "^(pre|approval|body|post|w[0-9]+_(before|after))$"
+
+    def enum(values: Iterable[str]) -> dict[str, Any]:
+        return {"type": "string", "enum": list(values)}
+
+    scenario = {
+        "type": "object",
+        "additionalProperties": False,
+        "required": [
+            "revision",
+            "caller",
+            "args",
+            "agent",
+            "approval_seam",
+            "tool_known",
+            "pre",
+            "approval",
+            "guard",
+            "wrappers",
+            "timeout",
+            "body",
+            "cooperative",
+            "post",
+            "observer",
+            "cancel",
+        ],
+        "properties": {
+            "revision": enum(REVISIONS),
+            "caller": enum(CALLERS),
+            "args": enum(ARGS),
+            "agent": {"type": "boolean"},
+            "approval_seam": {"type": "boolean"},
+            "tool_known": {"type": "boolean"},
+            "pre": enum(PRE),
+            "approval": enum(APPROVALS),
+            "guard": enum(GUARDS),
+            "wrappers": {"type": "array", "items": enum(WRAPPERS)},
+            "timeout": enum(TIMEOUTS),
+            "body": enum(BODIES),
+            "cooperative": {"type": "boolean"},
+            "post": enum(POSTS),
+            "observer": enum(OBSERVERS),
+            "cancel": {
+                "type": "string",
+                "pattern": f"^(never|before_entry|after|gate:{gate[1:-1]})$",
+            },
+        },
+    }
+    expectation_props: dict[str, Any] = {
+        "result": {"$ref": "#/$defs/result"},
+        "outcome": enum(outcomes),
+        "body_starts": {"type": "integer", "minimum": 0},
+        "contexts": {"type": "array"},
+        "notifications": {"type": "integer", "minimum": 0},
+        "body_signals": {
+            "description": "Per body invocation: was the signal it received aborted when it "
+            "settled, and whose reason did it carry.",
+            "type": "array",
+            "items": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["aborted", "reason"],
+                "properties": {
+                    "aborted": {"type": "boolean"},
+                    "reason": {"enum": [*REASONS, None]},
+                },
+            },
+        },
+        "paths": {
+            "description": "Allowed sequences of contract events, each caller_abort and "
+            "fused_abort at its earliest place; a registry may notice an abort later, or not at "
+            "all, while no other event's transition depends on it (README: When an abort is "
+            "noticed).",
+            "type": "array",
+            "minItems": 1,
+            "items": {"type": "array", "items": enum(events)},
+        },
+    }
+    required = ["result", "outcome", "body_starts", "contexts", "notifications",
+                "body_signals", "paths"]  # fmt: skip
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://toolcancel.dev/spec/vectors/vector.schema.json",
+        "title": "toolcancel conformance vector",
+        "description": "One line of spec/vectors/<revision>.jsonl. Generated by `toolcancel "
+        "vectors` from the scenario vocabulary and spec/contract.toml; do not edit by hand.",
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["vector", "id", "revision", "scenario", "expected"],
+        "properties": {
+            "vector": {"const": FORMAT},
+            "id": {"type": "string", "pattern": "^(seed|revised)-[0-9]{5}$"},
+            "revision": enum(REVISIONS),
+            "scenario": {"$ref": "#/$defs/scenario"},
+            "expected": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": required,
+                "properties": {
+                    **expectation_props,
+                    "alternatives": {
+                        "description": "Other outcomes the contract allows (a MAY point), each "
+                        "with the paths that lead to it.",
+                        "type": "array",
+                        "items": {"$ref": "#/$defs/alternative"},
+                    },
+                },
+            },
+        },
+        "$defs": {
+            "scenario": scenario,
+            "alternative": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": required,
+                "properties": expectation_props,
+            },
+            "result": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": ["content", "isError"],
+                "properties": {
+                    "content": {"type": "array"},
+                    "isError": {"type": "boolean"},
+                    "error": {"type": "object"},
+                    "additionalContexts": {"type": "array", "minItems": 1},
+                    "meta": {},
+                },
+            },
+        },
+    }
+
+
+def schema_text() -> str:
+    return json.dumps(schema(), indent=2, ensure_ascii=False) + "\n"
+
+
+# ------------------------------------------------------------------------------------------------
+# Writing and checking the committed files
+# ------------------------------------------------------------------------------------------------
+
+
+def expected_files(revisions: Sequence[str], workers: int) -> dict[str, str]:
+    """File name -> fresh text, for every file ``toolcancel vectors`` owns."""
+    files = {SCHEMA_NAME: schema_text()}
+    for revision in revisions:
+        files[f"{revision}.jsonl"] = render(generate(revision, workers=workers))
+    return files
+
+
+def write(directory: str | Path, files: Mapping[str, str]) -> list[Path]:
+    d = Path(directory)
+    d.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, text in files.items():
+        path = d / name
+        path.write_text(text, encoding="utf-8")
+        written.append(path)
+    return written
+
+
+def compare(directory: str | Path, files: Mapping[str, str]) -> list[str]:
+    """One line per committed file that differs from ``files`` (first differing line named)."""
+    problems = []
+    for name, fresh in files.items():
+        path = Path(directory) / name
+        try:
+            committed = path.read_text(encoding="utf-8")
+        except OSError:
+            problems.append(f"{path}: missing (run `toolcancel vectors` to write it)")
+            continue
+        if committed == fresh:
+            continue
+        old, new = committed.splitlines(), fresh.splitlines()
+        n = next((k for k, (a, b) in enumerate(zip(old, new, strict=False)) if a != b), None)
+        where = f"line {n + 1}" if n is not None else f"length ({len(old)} vs {len(new)} lines)"
+        problems.append(f"{path}: stale at {where}; regenerate with `toolcancel vectors`")
+    return problems
