@@ -164,9 +164,7 @@ def scenarios_markdown(
         out += [
             "Not visible on one call's path above (result envelopes, listener hygiene, "
             "slots, the scheduler, registration, usage errors); their tests and "
-            "`toolcancel verify` check them: "
-            + ", ".join(missing)
-            + ".",
+            "`toolcancel verify` check them: " + ", ".join(missing) + ".",
             "",
         ]
     else:
@@ -221,3 +219,55 @@ def build_scenarios_markdown() -> str:
         entries.append((story, Explanation(table, obs.path), obs.result.to_json(), vector))
     every = [r.id for r in contract.rules]
     return scenarios_markdown(entries, every)
+
+
+def replay_trace(
+    events: Sequence[Any], source: Any
+) -> tuple[RevisionContract, list[PathStep], str | None]:
+    """A recorded call's path: its contract events replayed through the pure machine.
+
+    Where the contract allows more than one transition (a MAY point), the one under which the
+    rest of the trace replays is taken.  A trace the contract does not allow is reported with
+    its line, pointing at ``toolcancel check`` for the full verdict.
+    """
+    from .cli import CliError
+    from .contract import load_contract
+    from .core import Occurrence, choices, initial_state
+    from .results import canonical_json
+
+    entry = next((e for e in events if e.event == "call_entry"), None)
+    if entry is None:
+        raise CliError(f"{source}: the call has no call_entry line")
+    table = load_contract().revision(entry.data.get("revision", "seed"))
+    names = {e.name for e in table.events}
+    fields = Occurrence._fields[1:]
+    moves = [e for e in events if e.event in names]
+    result = next((canonical_json(e.data["result"]) for e in events if e.event == "result"), None)
+    state = initial_state(
+        table,
+        entry.data["caller"],
+        has_agent=entry.data["agent"],
+        approval_seam=entry.data["approval_seam"],
+    )
+
+    def walk(i: int, s: Any) -> list[PathStep] | None:
+        if i == len(moves):
+            return []
+        ev = moves[i]
+        occ = Occurrence(ev.event, **{k: ev.data[k] for k in fields if k in ev.data})
+        for t, after in choices(table, s, occ):
+            rest = walk(i + 1, after)
+            if rest is not None:
+                return [
+                    PathStep(s.state, ev.event, after.state, t.index, t.rules, after.outcome, occ),
+                    *rest,
+                ]
+        return None
+
+    path = walk(0, state)
+    if path is None:
+        raise CliError(
+            f"{source}: the contract does not allow this call's events; "
+            f"`toolcancel check {source}` says where and why"
+        )
+    return table, path, result

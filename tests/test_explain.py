@@ -1,0 +1,99 @@
+"""toolcancel explain: every vector, a recorded trace, a scenario file; the highlighted SVG."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from toolcancel import AbortController, ToolRegistry, load_contract
+from toolcancel.cli import main
+from toolcancel.explain import Explanation, replay_trace, shipped_vectors
+from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.trace import TraceRecorder, read_traces
+
+SVG = "{http://www.w3.org/2000/svg}"
+
+
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_every_shipped_vector_explains_to_its_expected_outcome(revision: str) -> None:
+    vectors = shipped_vectors(revision)
+    assert len(vectors) > 100
+    table = load_contract().revision(revision)
+    for vector in vectors:
+        obs = run_scenario(Scenario.from_data(vector["scenario"]))
+        ex = Explanation(table, obs.path)
+        assert ex.outcome == vector["expected"]["outcome"], vector["id"]
+        lines = ex.lines()
+        assert lines[-1].startswith(f"Outcome: {ex.outcome}")
+
+
+def test_explain_prints_each_step_with_rule_text_and_the_deciding_row(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"pre": "deny", "cancel": "gate:pre"}))
+    assert main(["explain", str(scenario)]) == 0
+    out = capsys.readouterr().out
+    assert "pre_policy --pre_deny--> post_policy" in out
+    assert "R13 Checkpoint C1:" in out
+    assert "decided by precedence row 2" in out
+    assert '"code":"ABORTED"' in out
+
+
+def test_a_recorded_trace_replays_to_the_path_the_registry_took(tmp_path: Path) -> None:
+    recorder = TraceRecorder()
+    seen: list[object] = []
+    reg = ToolRegistry(trace=recorder)
+    reg.add_observer(lambda view, result: seen.append(view.path))
+
+    async def body(args: object, call: object) -> list[dict[str, str]]:
+        return [{"type": "text", "text": "x"}]
+
+    reg.register("t", body)
+    ctl = AbortController()
+    asyncio.run(reg.execute("t", {}, signal=ctl.signal, call_id="c1"))
+    path = tmp_path / "t.jsonl"
+    recorder.write(path)
+    table, steps, result = replay_trace(read_traces(path)["c1"], path)
+    assert [(p.source, p.event, p.dest, p.transition) for p in steps] == [
+        (p.source, p.event, p.dest, p.transition) for p in seen[0]  # type: ignore[attr-defined]
+    ]
+    assert result == '{"content":[{"text":"x","type":"text"}],"isError":false}'
+
+
+def test_svg_highlights_the_path_in_order(tmp_path: Path) -> None:
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"cancel": "gate:body"}))
+    svg = tmp_path / "path.svg"
+    assert main(["explain", str(scenario), "--svg", str(svg), "--json"]) == 0
+    root = ET.parse(svg).getroot()
+    steps = {}
+    for g in root.iter(f"{SVG}g"):
+        for cls in (g.get("class") or "").split():
+            if cls.startswith("step-"):
+                steps[int(cls[5:])] = g.get("id")
+    obs = run_scenario(Scenario(cancel="gate:body"))
+    assert sorted(steps) == list(range(1, len(obs.path) + 1))
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["nope"], "not a vector id"),
+        (["seed-99999"], "no such vector"),
+        (["tokyo-00001"], "unknown contract revision"),
+        (["/"], "is a directory"),
+    ],
+)
+def test_bad_targets_get_one_line_and_exit_2(args: list[str], message: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "toolcancel.cli", "explain", *args],
+                          capture_output=True, text=True)
+    assert proc.returncode == 2
+    assert message in proc.stderr and proc.stderr.count("\n") == 1
+    assert "Traceback" not in proc.stderr
