@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from toolcancel import AbortController, ToolRegistry, load_contract
 from toolcancel.cli import main
 from toolcancel.explain import Explanation, replay_trace, shipped_vectors

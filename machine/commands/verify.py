@@ -52,7 +52,7 @@ def register(sub: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision is one clear line, exit 2
     if args.workers < 1:
-        raise ValueError("--workers must be at least 1")
+        raise CliError("--workers must be at least 1")
     tty = sys.stderr.isatty() and not args.json
     if args.mutants:
         return _mutants(args)
