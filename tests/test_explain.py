@@ -59,7 +59,7 @@ def test_a_recorded_trace_replays_to_the_path_the_registry_took(tmp_path: Path) 
     asyncio.run(reg.execute("t", {}, signal=ctl.signal, call_id="c1"))
     path = tmp_path / "t.jsonl"
     recorder.write(path)
-    table, steps, result = replay_trace(read_traces(path)["c1"], path)
+    _, steps, result = replay_trace(read_traces(path)["c1"], path)
     assert [(p.source, p.event, p.dest, p.transition) for p in steps] == [
         (p.source, p.event, p.dest, p.transition) for p in seen[0]  # type: ignore[attr-defined]
     ]
