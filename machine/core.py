@@ -158,13 +158,18 @@ def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transiti
     hit = table.step_cache.get(key)
     if hit is not None:
         return hit[0], cast(CallState, hit[1])
+    answer = decide(table, s, o)
+    if len(table.step_cache) >= _STEP_CACHE_LIMIT:
+        table.step_cache.clear()
+    table.step_cache[key] = answer
+    return answer
+
+
+def decide(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transition, CallState]:
+    """:func:`step` without the memo: the pure function its contracts are stated on."""
     for t in table.candidates.get((s.state, o.event), ()):
         if not t.alternative and guards_hold(t, s, o, table):
-            answer = (t, apply(t, s, o))
-            if len(table.step_cache) >= _STEP_CACHE_LIMIT:
-                table.step_cache.clear()
-            table.step_cache[key] = answer
-            return answer
+            return t, apply(t, s, o)
     raise ContractViolation(s.state, o.event, table.events_allowed_in(s.state))
 
 
@@ -287,7 +292,7 @@ def seed_step(
     s = _state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked)
     o = Occurrence(_EVENTS[event_i], slot_aborted, tool_found, passthrough, is_error, is_error)
     try:
-        return step(_SEED, s, o)[1]
+        return decide(_SEED, s, o)[1]
     except ContractViolation:
         return None
 
