@@ -751,6 +751,8 @@ class _Call:
         if listening:
             assert fused is not None
             fused.add_listener(self.on_fused_abort)
+            if fused.aborted:  # it aborted while base_dispatch was offered (a tap or trace sink)
+                self.on_fused_abort(fused)
         owner = None  # set only when tracing: whose signal carries the listener just added
         if self.trace is not None:
             kind = fusion.plan.kind
