@@ -120,7 +120,7 @@ def cancellation_points(config: Scenario) -> Iterator[Scenario]:
 
 @pytest.mark.parametrize("revision", ["seed", "revised"])
 def test_traces_our_registry_records_conform(revision: str) -> None:
-    configs = list(space(revision)[::61])
+    configs = list(space(revision)[::31])
     configs += [
         Scenario(revision=revision, wrappers=w, timeout=t, body=b)
         for w in TWO_WRAPPERS

@@ -76,7 +76,7 @@ def sample(revision: str, stride: int) -> list[Scenario]:
 def test_the_contract_events_of_a_trace_are_the_calls_recorded_path(revision: str) -> None:
     data_fields = {e.name: e.data for e in load_contract().events}
     checked = 0
-    for scenario in sample(revision, 23):
+    for scenario in sample(revision, 12):
         obs, lines = record(scenario)
         traced = [
             (line["event"], {k: v for k, v in line.items() if k in data_fields[line["event"]]})
