@@ -1,0 +1,69 @@
+"""The stateful test must kill every deliberately broken registry.
+
+A property test that passes against a correct registry proves something only if it fails against
+a wrong one.  Each mutant of :mod:`model_tests.mutants` breaks exactly one guarantee; here the
+same :class:`~model_tests.test_stateful.ContractMachine`, with the same (``ci``) settings, runs
+against each of them and must find a falsifying example.  The failure has to be one of the
+machine's own contract assertions (its message starts with the rule id it cites), not a crash of
+the test, so a kill means a rule was seen broken.  The rule each kill cites is printed (run with
+``-s``).
+
+The ci settings are used as they are, except that the search stops at the first failure and does
+not shrink it: the question here is only whether a falsifying run exists, and shrinking a long
+stateful run costs minutes per mutant without changing the answer.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from hypothesis import Phase, settings
+from hypothesis.stateful import run_state_machine_as_test
+
+from model_tests.mutants import MUTANTS, Mutant
+from model_tests.test_stateful import ContractMachine
+
+_CITED = re.compile(r"^(R\d+): ")
+
+
+def kill_settings() -> settings:
+    """The loaded profile, stopping at the first failure, without shrinking it."""
+    return settings(
+        phases=[Phase.explicit, Phase.reuse, Phase.generate],
+        report_multiple_bugs=False,
+        print_blob=False,
+    )
+
+
+def _failures(exc: BaseException) -> list[BaseException]:
+    if isinstance(exc, BaseExceptionGroup):
+        return [leaf for sub in exc.exceptions for leaf in _failures(sub)]
+    return [exc]
+
+
+def _cited_rules(exc: BaseException) -> list[str]:
+    """The rule ids the falsifying examples' assertions cite (a crash cites none)."""
+    rules = []
+    for failure in _failures(exc):
+        match = _CITED.match(str(failure)) if isinstance(failure, AssertionError) else None
+        if match is None:
+            raise AssertionError(
+                f"the mutant made the test crash instead of breaking a rule: {failure!r}"
+            ) from exc
+        rules.append(match.group(1))
+    return rules
+
+
+@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+@pytest.mark.rules("R13", "R17", "R21", "R22", "R27", "R28", "R29", "R31", "R34")
+def test_the_stateful_test_kills_the_mutant(mutant: Mutant) -> None:
+    with mutant.active() as factory:
+        machine = type("ContractMachine", (ContractMachine,), {"factory": factory})
+        try:
+            run_state_machine_as_test(machine, settings=kill_settings())
+        except Exception as exc:
+            cited = _cited_rules(exc)
+        else:
+            pytest.fail(f"mutant {mutant.name} ({mutant.what}, {mutant.rule}) survived")
+    print(f"{mutant.name}: killed, cited {', '.join(cited)} (the mutant breaks {mutant.rule})")
