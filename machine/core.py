@@ -232,14 +232,6 @@ class CallMachine:
         )
         return t
 
-    def rules_applied(self) -> tuple[str, ...]:
-        """Rule ids along the path, first use first."""
-        seen: dict[str, None] = {}
-        for p in self.path:
-            for r in p.rules:
-                seen.setdefault(r, None)
-        return tuple(seen)
-
 
 def revision_table(
     revision: str | None = None, contract: Contract | None = None

@@ -275,7 +275,7 @@ def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> No
             out.fail(
                 rule,
                 s,
-                f"at step {j + 1} ({occ.event} in {state_before(taken, j)}) the contract "
+                f"at step {j + 1} ({occ.event} in {taken[j].source}) the contract "
                 f"takes transition #{t.index + 1} to {t.dest or 'the same state'}"
                 f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
                 f" the registry took #{mine.transition + 1} to {mine.dest}",
@@ -291,9 +291,6 @@ def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> No
     out.rules.add("R10")  # the stage order is the table's order, step for step
     out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
 
-
-def state_before(taken: Sequence[Any], j: int) -> str:
-    return str(taken[j].source)
 
 
 def _check_no_late_start_or_success(obs: Observation, out: Checked) -> None:
@@ -373,6 +370,13 @@ def _reaches_body(s: Scenario, entry: tuple[Any, ...]) -> bool:
     return not any(w.startswith("replace") or w == "remove" for w in s.wrappers[i + 1 :])
 
 
+_WITHOUT_CONTEXTS = frozenset(
+    {"args_error", "pre_error", "around_error", "post_error", "serialization_error"}
+)
+"""Outcomes whose result R29 says carries no context at all: the final-route errors, a
+post-execute throw and a failed final snapshot (the contract file has no field for this)."""
+
+
 def _check_contexts(obs: Observation, out: Checked) -> None:
     out.rules.add("R29")
     assert obs.result is not None
@@ -380,7 +384,7 @@ def _check_contexts(obs: Observation, out: Checked) -> None:
     reached_c3 = any(p.event == "around_settled" for p in obs.path)
     if final == "blocked":
         expected: tuple[Any, ...] = (BLOCK_CONTEXT,)
-    elif final in ("args_error", "pre_error", "around_error", "post_error", "serialization_error"):
+    elif final in _WITHOUT_CONTEXTS:
         expected = ()
     else:
         accepted = any(p.event == "post_accept" for p in obs.path)
