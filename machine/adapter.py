@@ -99,7 +99,7 @@ class Session:
             vid = msg.get("id")
             scenario = self.parse(msg)
             return self.loop.run_until_complete(self.run(vid, scenario))
-        except (ValueError, ToolcancelError) as exc:
+        except (ValueError, RecursionError, ToolcancelError) as exc:
             return {"protocol": PROTOCOL, "type": "error", "id": vid, "message": str(exc)}
 
     def parse(self, msg: Mapping[str, Any]) -> Scenario:

@@ -44,7 +44,7 @@ from .checker import Checker
 from .contract import RevisionContract, Transition
 from .core import CallState, Occurrence, choices, initial_state
 from .errors import ToolcancelError
-from .trace import TraceError
+from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
     Expectation,
     Vector,
@@ -60,8 +60,13 @@ WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
 LINE_LIMIT: Final = 64 << 20
 """Longest answer line read (64 MiB); a longer one is a protocol failure."""
+ANSWER_DEPTH: Final = MAX_DEPTH + 2
+"""Deepest JSON nesting of an answer: its trace lines (two levels down) nest at most
+:data:`toolcancel.trace.MAX_DEPTH` levels themselves."""
 QUOTE: Final = 200
 """How much of an unusable line an error message quotes."""
+STDERR_TAIL: Final = 4096
+"""How much of the adapter's stderr is kept (its last line is quoted when the adapter dies)."""
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
@@ -580,20 +585,32 @@ class Adapter:
         self.timeout = timeout
         self.proc: asyncio.subprocess.Process | None = None
         self.hello: dict[str, Any] = {}
+        self.stderr_tail = b""
+        self._stderr_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
+        """Start the adapter (an argument list: no shell ever sees it) and read its hello.
+
+        Its stderr is read by the runner, never passed through (an adapter that floods it, or
+        prints a traceback, must not break the runner's one-line error promise); the last line
+        is quoted when the adapter dies.
+        """
+        self.stderr_tail = b""
         try:
             self.proc = await asyncio.create_subprocess_exec(
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
                 limit=LINE_LIMIT,
                 start_new_session=True,
             )
-        except OSError as exc:
-            raise ConformError(
-                f"cannot start the adapter {self.command[0]!r}: {exc.strerror or exc}"
-            ) from None
+        except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
+            why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            name = quote(self.command[0])
+            raise ConformError(f"cannot start the adapter {name}: {why}") from None
+        assert self.proc.stderr is not None
+        self._stderr_task = asyncio.ensure_future(self._read_stderr(self.proc.stderr))
         try:
             line = await self.readline("the hello")
         except AdapterDied as exc:
@@ -601,7 +618,7 @@ class Adapter:
             raise ConformError(f"the adapter sent no hello: {exc}") from None
         try:
             hello = json.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError):
             hello = None
         if not (
             isinstance(hello, dict)
@@ -618,6 +635,18 @@ class Adapter:
             )
         self.hello = hello
 
+    async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
+        while chunk := await stream.read(1 << 16):
+            self.stderr_tail = (self.stderr_tail + chunk)[-STDERR_TAIL:]
+
+    async def _stderr_hint(self) -> str:
+        """``; its stderr ends with: '...'`` once the adapter's stderr is closed, or nothing."""
+        task = self._stderr_task
+        if task is not None and not task.done():
+            await asyncio.wait({task}, timeout=1.0)
+        lines = [ln for ln in self.stderr_tail.splitlines() if ln.strip()]
+        return f"; its stderr ends with: {quote(lines[-1])}" if lines else ""
+
     async def readline(self, what: str) -> bytes:
         assert self.proc is not None and self.proc.stdout is not None
         try:
@@ -632,7 +661,7 @@ class Adapter:
             code = await self._exit_code()
             raise AdapterDied(
                 f"the adapter exited{'' if code is None else f' with code {code}'} "
-                f"before answering {what}"
+                f"before answering {what}{await self._stderr_hint()}"
             )
         return line
 
@@ -667,7 +696,22 @@ class Adapter:
         if proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(proc.pid, signal.SIGKILL)
-            await proc.wait()
+        # asyncio (3.11) reports the exit only once every pipe reached EOF, and a stdout paused
+        # on an over-long line never does unless someone reads it: read what is left.
+        if proc.stdout is not None:
+            with contextlib.suppress(TimeoutError, ValueError, ConnectionError):
+                await asyncio.wait_for(_discard(proc.stdout), self.timeout)
+        await proc.wait()
+        task, self._stderr_task = self._stderr_task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def _discard(stream: asyncio.StreamReader) -> None:
+    while await stream.read(1 << 16):
+        pass
 
 
 async def run_vectors(
@@ -764,11 +808,17 @@ def _vector_message(v: Vector) -> bytes:
     return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
 def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
     try:
-        answer = json.loads(line)
-    except ValueError:
+        answer = json.loads(line, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         raise AdapterDied(f"the answer is not JSON: {quote(line)}") from None
+    if json_depth(answer) > ANSWER_DEPTH:
+        raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
     if not isinstance(answer, dict):
         raise AdapterDied(f"the answer is not a JSON object: {quote(line)}")
     if answer.get("protocol") != PROTOCOL:

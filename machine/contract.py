@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 from .errors import ContractError
 
@@ -185,16 +185,47 @@ def _strs(value: Any, where: str) -> tuple[str, ...]:
         return (value,)
     if isinstance(value, list) and all(isinstance(v, str) for v in value):
         return tuple(value)
-    raise ContractError(f"{where}: expected a string or a list of strings, got {value!r}")
+    raise ContractError(f"{where}: expected a string or a list of strings, got {_show(value)}")
 
 
-def _need(entry: Mapping[str, Any], key: str, kind: type, where: str) -> Any:
+_KIND_NAMES = {str: "a string", list: "an array", dict: "a table", int: "an integer",
+               bool: "a boolean"}  # fmt: skip
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut so that a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _kinds(kind: type | tuple[type, ...]) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_KIND_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def _is(value: Any, kind: type | tuple[type, ...]) -> bool:
+    """``isinstance``, except that a boolean is not an integer (TOML keeps them apart)."""
+    if isinstance(value, bool) and bool not in (kind if isinstance(kind, tuple) else (kind,)):
+        return False
+    return isinstance(value, kind)
+
+
+def _need(entry: Mapping[str, Any], key: str, kind: type | tuple[type, ...], where: str) -> Any:
     if key not in entry:
         raise ContractError(f"{where}: missing key {key!r}")
     value = entry[key]
-    if not isinstance(value, kind):
-        raise ContractError(f"{where}: {key!r} must be a {kind.__name__}, got {value!r}")
+    if not _is(value, kind):
+        raise ContractError(f"{where}: {key!r} must be {_kinds(kind)}, got {_show(value)}")
     return value
+
+
+def _opt(
+    entry: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, where: str
+) -> Any:
+    """An optional key: absent gives ``default``; present must be of ``kind``."""
+    if key not in entry:
+        return default
+    return _need(entry, key, kind, where)
 
 
 def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
@@ -222,10 +253,10 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         State(
             name=_need(e, "name", str, f"{source} state #{i + 1}"),
             action=_need(e, "action", str, f"{source} state #{i + 1}"),
-            parent=e.get("parent"),
-            wait=bool(e.get("wait", False)),
-            initial=bool(e.get("initial", False)),
-            terminal=bool(e.get("terminal", False)),
+            parent=_opt(e, "parent", str, None, f"{source} state #{i + 1}"),
+            wait=_opt(e, "wait", bool, False, f"{source} state #{i + 1}"),
+            initial=_opt(e, "initial", bool, False, f"{source} state #{i + 1}"),
+            terminal=_opt(e, "terminal", bool, False, f"{source} state #{i + 1}"),
         )
         for i, e in enumerate(entries("state"))
     )
@@ -234,7 +265,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             name=_need(e, "name", str, f"{source} event #{i + 1}"),
             doc=_need(e, "doc", str, f"{source} event #{i + 1}"),
             data=_strs(e.get("data", []), f"{source} event #{i + 1}"),
-            cancellation=bool(e.get("cancellation", False)),
+            cancellation=_opt(e, "cancellation", bool, False, f"{source} event #{i + 1}"),
         )
         for i, e in enumerate(entries("event"))
     )
@@ -251,8 +282,8 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             name=_need(e, "name", str, f"{source} outcome #{i + 1}"),
             is_error=_need(e, "is_error", bool, f"{source} outcome #{i + 1}"),
             rule=_need(e, "rule", str, f"{source} outcome #{i + 1}"),
-            route=e.get("route", "post"),
-            code=e.get("code"),
+            route=_opt(e, "route", str, "post", f"{source} outcome #{i + 1}"),
+            code=_opt(e, "code", str, None, f"{source} outcome #{i + 1}"),
             revisions=revs(e, f"{source} outcome #{i + 1}"),
         )
         for i, e in enumerate(entries("outcome"))
@@ -283,27 +314,37 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         guard_list = []
         for g in _strs(e.get("guards", []), where):
             guard_list.append((g[1:], False) if g.startswith("!") else (g, True))
-        depth = e.get("depth", 0)
+        depth = _opt(e, "depth", int, 0, where)
         if depth not in (-1, 0, 1):
             raise ContractError(f"{where}: depth must be -1, 0 or 1, got {depth!r}")
         transitions.append(
             Transition(
                 index=i,
                 sources=_strs(_need(e, "source", list, where), where),
-                events=_strs(_need(e, "event", (str, list), where), where),  # type: ignore[arg-type]
+                events=_strs(_need(e, "event", (str, list), where), where),
                 guards=tuple(guard_list),
-                dest=e.get("dest"),
-                outcome=e.get("outcome"),
+                dest=_opt(e, "dest", str, None, where),
+                outcome=_opt(e, "outcome", str, None, where),
                 depth=depth,
-                invoke=bool(e.get("invoke", False)),
+                invoke=_opt(e, "invoke", bool, False, where),
                 rules=_strs(_need(e, "rules", list, where), where),
-                precedence=e.get("precedence"),
-                alternative=bool(e.get("alternative", False)),
+                precedence=_opt(e, "precedence", int, None, where),
+                alternative=_opt(e, "alternative", bool, False, where),
                 revisions=revs(e, where),
             )
         )
     texts = _need(data, "texts", dict, source)
+    for key, text in texts.items():
+        if not isinstance(text, str):
+            raise ContractError(f"{source} [texts]: {key!r} must be a string, got {_show(text)}")
     revision_info = _need(data, "revision", dict, source)
+    for name, info in revision_info.items():
+        where = f"{source} [revision.{name}]"
+        if not isinstance(info, dict):
+            raise ContractError(f"{where}: must be a table, got {_show(info)}")
+        for key, text in info.items():
+            if not isinstance(text, str):
+                raise ContractError(f"{where}: {key!r} must be a string, got {_show(text)}")
     contract = Contract(
         source=source,
         revisions=revisions,
@@ -396,16 +437,58 @@ def _check_references(c: Contract) -> None:
                 )
 
 
+MAX_CONTRACT_BYTES: Final = 4 << 20
+"""Largest contract file read (4 MiB; the shipped one is about 36 KB)."""
+MAX_CONTRACT_DEPTH: Final = 16
+"""Deepest nesting of tables and arrays a contract file may have (the real one nests 3 deep)."""
+
+
+def _toml_depth(value: Any) -> int:
+    """Nesting depth of parsed TOML (a scalar is 0), without recursion."""
+    deepest = 0
+    stack = [(value, 1)]
+    while stack:
+        v, d = stack.pop()
+        if isinstance(v, dict):
+            items: Any = v.values()
+        elif isinstance(v, list):
+            items = v
+        else:
+            continue
+        deepest = max(deepest, d)
+        if d <= MAX_CONTRACT_DEPTH:
+            stack.extend((item, d + 1) for item in items)
+    return deepest
+
+
 def load_contract_file(path: str | Path) -> Contract:
-    """Load and validate a contract file from a path (used to check edited copies)."""
+    """Load and validate a contract file from a path (used to check edited copies).
+
+    An untrusted file: at most :data:`MAX_CONTRACT_BYTES` bytes of UTF-8 TOML nesting at most
+    :data:`MAX_CONTRACT_DEPTH` levels; anything else is a :class:`ContractError` naming the file
+    (and the line, where there is one).
+    """
     p = Path(path)
     try:
         with p.open("rb") as f:
-            data = tomllib.load(f)
+            raw = f.read(MAX_CONTRACT_BYTES + 1)
     except OSError as exc:
         raise ContractError(f"{p}: cannot read the contract file ({exc.strerror})") from None
+    if len(raw) > MAX_CONTRACT_BYTES:
+        raise ContractError(f"{p}: larger than {MAX_CONTRACT_BYTES:,} bytes; not a contract file")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise ContractError(f"{p}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x})") from None
+    try:
+        data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(f"{p}: not valid TOML ({exc})") from None
+    except RecursionError:
+        raise ContractError(f"{p}: TOML nested deeper than {MAX_CONTRACT_DEPTH} levels") from None
+    if _toml_depth(data) > MAX_CONTRACT_DEPTH:
+        raise ContractError(f"{p}: TOML nested deeper than {MAX_CONTRACT_DEPTH} levels")
     return parse_contract(data, str(p))
 
 

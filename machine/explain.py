@@ -233,12 +233,16 @@ def replay_trace(
     from .cli import CliError
     from .contract import load_contract
     from .core import Occurrence, choices, initial_state
+    from .errors import ToolcancelError
     from .results import canonical_json
 
     entry = next((e for e in events if e.event == "call_entry"), None)
     if entry is None:
         raise CliError(f"{source}: the call has no call_entry line")
-    table = load_contract().revision(entry.data.get("revision", "seed"))
+    try:
+        table = load_contract().revision(entry.data.get("revision", "seed"))
+    except ToolcancelError as exc:
+        raise CliError(f"{source}:{entry.line}: {exc}") from None
     names = {e.name for e in table.events}
     fields = Occurrence._fields[1:]
     moves = [e for e in events if e.event in names]

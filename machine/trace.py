@@ -288,8 +288,10 @@ _scan: Callable[[str, int], tuple[Any, int]] = getattr(_decoder, "scan_once")  #
 """The JSON scanner itself: one C call per line (``raw_decode`` adds a Python frame)."""
 
 
-def _depth(value: Any) -> int:
-    """Nesting depth of decoded JSON (a scalar is 0), without recursion."""
+def json_depth(value: Any) -> int:
+    """Nesting depth of decoded JSON (a scalar is 0), without recursion.
+
+    Counting stops a level past :data:`MAX_DEPTH`: a deeper value reports at least that."""
     deepest = 0
     stack = [(value, 1)]
     while stack:
@@ -306,6 +308,20 @@ def _depth(value: Any) -> int:
     return deepest
 
 
+
+def json_error_text(exc: json.JSONDecodeError) -> str:
+    """What is wrong where, for an error message: ``Expecting ',' delimiter at column 7``."""
+    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
+
+
+def value_error_text(exc: ValueError) -> str:
+    """Why the JSON decoder refused a value it could scan (a constant such as NaN, or an
+    integer longer than Python converts), in words for an error message."""
+    if "integer string conversion" in str(exc):
+        return "a number with more than 4,300 digits"
+    return str(exc)
+
+
 def decode_line(text: str, source: str, line: int) -> Any:
     """The JSON value of one line of text (``TraceError`` naming the line if it is not JSON)."""
     if text[:1].isspace():
@@ -313,11 +329,9 @@ def decode_line(text: str, source: str, line: int) -> Any:
     try:
         value, end = _decoder.raw_decode(text)
     except json.JSONDecodeError as exc:
-        raise TraceError(
-            source, line, f"not valid JSON ({exc.msg} at column {exc.colno})"
-        ) from None
+        raise TraceError(source, line, f"not valid JSON ({json_error_text(exc)})") from None
     except ValueError as exc:
-        raise TraceError(source, line, f"not valid JSON ({exc})") from None
+        raise TraceError(source, line, f"not valid JSON ({value_error_text(exc)})") from None
     except RecursionError:
         raise TraceError(source, line, f"JSON nested deeper than {MAX_DEPTH} levels") from None
     rest = text[end:]
@@ -350,7 +364,7 @@ def _valid(obj: Any, specs: Mapping[str, _Spec], text: str | None = None) -> str
         elif type(value) is not kind or (values is not None and value not in values):
             return None
     if spec.nested and (text is None or text.count("{") + text.count("[") > MAX_DEPTH):
-        if any(type(v) is dict and _depth(v) >= MAX_DEPTH for v in obj.values()):
+        if any(type(v) is dict and json_depth(v) >= MAX_DEPTH for v in obj.values()):
             return None
     return event
 
@@ -418,7 +432,7 @@ def validate(obj: Any, source: str, line: int, contract: Contract | None = None)
                 f"got {value!r}",
             )
     for value in obj.values():
-        if _depth(value) >= MAX_DEPTH:
+        if json_depth(value) >= MAX_DEPTH:
             raise TraceError(source, line, f"JSON nested deeper than {MAX_DEPTH} levels")
     return TraceEvent(line, event, obj)  # x_ fields nest freely... within the limit above
 
@@ -547,14 +561,18 @@ def _batches(
                 raise TraceError(
                     source, n + body.count(b"\n") + 1, f"line longer than {MAX_LINE_BYTES:,} bytes"
                 )
+        not_utf8 = None
         try:
             text = body.decode("utf-8")
         except UnicodeDecodeError as exc:
+            # Read the lines before the bad one first: the first bad line is the one named.
             at = n + body.count(b"\n", 0, exc.start) + 1
-            column = exc.start - (body.rfind(b"\n", 0, exc.start) + 1) + 1
-            raise TraceError(
+            good = body.rfind(b"\n", 0, exc.start) + 1
+            column = exc.start - good + 1
+            not_utf8 = TraceError(
                 source, at, f"not UTF-8 text (byte 0x{body[exc.start]:02x} at column {column})"
-            ) from None
+            )
+            text, last = body[:good].decode("utf-8"), False
         lines = text.split("\n")
         if not last:
             lines.pop()  # the empty piece after the final newline
@@ -590,6 +608,8 @@ def _batches(
                     ) from None
                 raise
             add(validate(obj, source, n, contract))
+        if not_utf8 is not None:
+            raise not_utf8
         seen = seen or bool(batch)
         yield batch
         if last:

@@ -39,7 +39,10 @@ Where vectors come from, and why it is this way:
 
 from __future__ import annotations
 
+import itertools
 import json
+import os
+import tempfile
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from importlib import resources
@@ -68,6 +71,7 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
+from .trace import json_depth, json_error_text, value_error_text
 from .verifier import configurations
 from .virtual_time import VirtualClock, run
 
@@ -88,8 +92,33 @@ REASONS: Final = ("caller", "wrapper", "timeout", "other")
 _BATCH: Final = 500
 
 
+MAX_LINE_BYTES: Final = 1 << 20
+"""Longest vector line read (1 MiB, newline excluded; the longest shipped line is about 2 KB)."""
+MAX_DEPTH: Final = 64
+"""Deepest JSON nesting of a vector line (the shipped ones nest 7 levels)."""
+MAX_VECTORS: Final = 1_000_000
+"""Most lines a vectors file may have (the shipped files have about 3,700)."""
+
+
 class VectorError(ToolcancelError):
     """A vector file or line does not fit the format (names the file and line)."""
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut so that a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _count(value: Any) -> bool:
+    """Whether ``value`` is a JSON integer >= 0 (a boolean is not one)."""
+    return type(value) is int and value >= 0
+
+
+def _vocabulary(revision: str) -> tuple[frozenset[str], frozenset[str]]:
+    """The event names and outcome names a vector of ``revision`` may use."""
+    table = load_contract().revision(revision)
+    return frozenset(e.name for e in table.events), frozenset(o.name for o in table.outcomes)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -177,27 +206,59 @@ class Expectation:
         }
 
     @classmethod
-    def from_data(cls, data: Any, where: str) -> Expectation:
+    def from_data(cls, data: Any, where: str, revision: str = "seed") -> Expectation:
+        """Validate one expectation of a vector of ``revision`` (events and outcomes must be
+        the contract's: ``conform`` judges answers with them)."""
         if not isinstance(data, Mapping):
             raise VectorError(f"{where}: expected an object")
-        try:
-            result = data["result"]
-            paths = data["paths"]
-            signals = data["body_signals"]
-            exp = cls(
-                result=result,
-                outcome=data["outcome"],
-                body_starts=data["body_starts"],
-                body_signals=tuple(signals),
-                notifications=data["notifications"],
-                paths=tuple(tuple(p) for p in paths),
+        for key in ("result", "outcome", "body_starts", "body_signals", "notifications", "paths"):
+            if key not in data:
+                raise VectorError(f"{where}: missing field {key!r}")
+        events, outcomes = _vocabulary(revision)
+        result, outcome, paths, signals = (
+            data["result"],
+            data["outcome"],
+            data["paths"],
+            data["body_signals"],
+        )
+        if not isinstance(result, Mapping):
+            raise VectorError(f"{where}.result: expected an object, got {_show(result)}")
+        if not isinstance(outcome, str) or outcome not in outcomes:
+            raise VectorError(f"{where}.outcome: {_show(outcome)} is not an outcome of {revision}")
+        for key in ("body_starts", "notifications"):
+            if not _count(data[key]):
+                got = _show(data[key])
+                raise VectorError(f"{where}.{key}: expected an integer >= 0, got {got}")
+        if not isinstance(signals, list) or not all(
+            isinstance(b, Mapping)
+            and b.keys() == {"aborted", "reason"}
+            and type(b["aborted"]) is bool
+            and b["reason"] in (*REASONS, None)
+            for b in signals
+        ):
+            raise VectorError(f"{where}.body_signals: expected a list of {{aborted, reason}}")
+        if (
+            not isinstance(paths, list)
+            or not paths
+            or not all(
+                isinstance(p, list) and all(isinstance(e, str) and e in events for e in p)
+                for p in paths
             )
-        except (KeyError, TypeError) as exc:
-            raise VectorError(f"{where}: missing or malformed field ({exc})") from None
-        if not isinstance(result, Mapping) or not isinstance(exp.outcome, str):
-            raise VectorError(f"{where}: result must be an object and outcome a string")
-        if not exp.paths or not all(all(isinstance(e, str) for e in p) for p in exp.paths):
-            raise VectorError(f"{where}.paths: expected a non-empty list of event-name lists")
+        ):
+            raise VectorError(
+                f"{where}.paths: expected a non-empty list of lists of {revision} event names"
+            )
+        contexts = result.get("additionalContexts", [])
+        if not isinstance(contexts, list):
+            raise VectorError(f"{where}.result.additionalContexts: expected a list")
+        exp = cls(
+            result=result,
+            outcome=outcome,
+            body_starts=data["body_starts"],
+            body_signals=tuple(signals),
+            notifications=data["notifications"],
+            paths=tuple(tuple(p) for p in paths),
+        )
         if data.get("contexts") != exp.contexts:
             raise VectorError(f"{where}.contexts: must equal result.additionalContexts (or [])")
         return exp
@@ -240,8 +301,10 @@ class Vector:
     def from_data(cls, data: Any, where: str) -> Vector:
         if not isinstance(data, Mapping):
             raise VectorError(f"{where}: expected a JSON object")
-        if data.get("vector") != FORMAT:
-            raise VectorError(f"{where}: vector format {data.get('vector')!r}, expected {FORMAT}")
+        if data.get("vector") != FORMAT or type(data.get("vector")) is not int:
+            raise VectorError(
+                f"{where}: vector format {_show(data.get('vector'))}, expected {FORMAT}"
+            )
         vid, revision = data.get("id"), data.get("revision")
         if not isinstance(vid, str) or revision not in REVISIONS:
             raise VectorError(f"{where}: needs a string id and a revision of {REVISIONS}")
@@ -254,33 +317,83 @@ class Vector:
         if scenario.cancel.startswith("step:"):
             raise VectorError(f"{where}.scenario.cancel: step:<k> is not portable")
         raw = data.get("expected")
-        expected = Expectation.from_data(raw, f"{where}.expected")
+        expected = Expectation.from_data(raw, f"{where}.expected", revision)
         alts = raw.get("alternatives", []) if isinstance(raw, Mapping) else []
         if not isinstance(alts, list):
             raise VectorError(f"{where}.expected.alternatives: expected a list")
         alternatives = tuple(
-            Expectation.from_data(a, f"{where}.expected.alternatives[{i}]")
+            Expectation.from_data(a, f"{where}.expected.alternatives[{i}]", revision)
             for i, a in enumerate(alts)
         )
         return cls(vid, revision, scenario, expected, alternatives)
 
 
-def load_vectors(path: str | Path) -> list[Vector]:
-    """Parse a vectors file; a bad line raises :class:`VectorError` naming file and line."""
-    p = Path(path)
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def decode_vector_line(raw: bytes, where: str, *, last: bool = False) -> Any:
+    """The JSON value of one line of a vectors file (``VectorError`` naming ``where`` if it is
+    not UTF-8, not JSON, or nested deeper than :data:`MAX_DEPTH`).  ``last``: the line the file
+    ends without a newline, named as truncated if it does not parse."""
     try:
-        text = p.read_text(encoding="utf-8")
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise VectorError(
+            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+        ) from None
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        if last and (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")):
+            raise VectorError(
+                f"{where}: the file ends in the middle of this line (truncated)"
+            ) from None
+        raise VectorError(f"{where}: not JSON ({json_error_text(exc)})") from None
+    except ValueError as exc:  # NaN, Infinity, an integer of more than 4,300 digits
+        raise VectorError(f"{where}: not JSON ({value_error_text(exc)})") from None
+    except RecursionError:
+        raise VectorError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
+    if json_depth(value) > MAX_DEPTH:
+        raise VectorError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
+    return value
+
+
+def load_vectors(path: str | Path) -> list[Vector]:
+    """Parse a vectors file; a bad line raises :class:`VectorError` naming file and line.
+
+    A vectors file is untrusted input: a line holds at most :data:`MAX_LINE_BYTES` bytes of
+    UTF-8 JSON nesting at most :data:`MAX_DEPTH` levels, a file has at most :data:`MAX_VECTORS`
+    lines and at least one vector, and no id appears twice.
+    """
+    p = Path(path)
+    out: list[Vector] = []
+    ids: dict[str, int] = {}
+    try:
+        with p.open("rb") as f:
+            for n in itertools.count(1):
+                raw = f.readline(MAX_LINE_BYTES + 2)
+                if not raw:
+                    break
+                if n > MAX_VECTORS:
+                    raise VectorError(f"{p}:{n}: more than {MAX_VECTORS:,} lines")
+                ends = raw.endswith(b"\n")
+                if len(raw) - ends > MAX_LINE_BYTES:
+                    raise VectorError(f"{p}:{n}: line longer than {MAX_LINE_BYTES:,} bytes")
+                if not raw.strip():
+                    continue
+                data = decode_vector_line(raw, f"{p}:{n}", last=not ends)
+                vector = Vector.from_data(data, f"{p}:{n}")
+                if vector.id in ids:
+                    raise VectorError(
+                        f"{p}:{n}: vector id {vector.id!r} already used on line {ids[vector.id]}"
+                    )
+                ids[vector.id] = n
+                out.append(vector)
     except OSError as exc:
         raise VectorError(f"{p}: cannot read ({exc.strerror})") from None
-    out: list[Vector] = []
-    for n, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise VectorError(f"{p}:{n}: not JSON ({exc.msg})") from None
-        out.append(Vector.from_data(data, f"{p}:{n}"))
+    if not out:
+        raise VectorError(f"{p}: the file holds no vectors")
     return out
 
 
@@ -693,12 +806,29 @@ def expected_files(revisions: Sequence[str], workers: int) -> dict[str, str]:
 
 
 def write(directory: str | Path, files: Mapping[str, str]) -> list[Path]:
+    """Write every file atomically: a temporary file in ``directory``, then ``os.replace``, so
+    an interrupted or failed run leaves each file old or new, never half-written (``OSError``
+    propagates; the temporary file is removed)."""
     d = Path(directory)
     d.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
         path = d / name
-        path.write_text(text, encoding="utf-8")
+        try:
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
+        except OSError as exc:
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+                f.write(text)
+            os.chmod(tmp, 0o644)
+            os.replace(tmp, path)
+        except OSError as exc:
+            Path(tmp).unlink(missing_ok=True)
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
         written.append(path)
     return written
 
@@ -710,8 +840,14 @@ def compare(directory: str | Path, files: Mapping[str, str]) -> list[str]:
         path = Path(directory) / name
         try:
             committed = path.read_text(encoding="utf-8")
-        except OSError:
+        except FileNotFoundError:
             problems.append(f"{path}: missing (run `toolcancel vectors` to write it)")
+            continue
+        except OSError as exc:
+            problems.append(f"{path}: cannot read ({exc.strerror}); regenerate it")
+            continue
+        except UnicodeDecodeError:
+            problems.append(f"{path}: not UTF-8 text; regenerate with `toolcancel vectors`")
             continue
         if committed == fresh:
             continue

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import textwrap
 from typing import Any
 
 from ..checker import Checker, Verdict
+from ..cli import complain
 from ..contract import load_contract
 from ..trace import TraceError
 
@@ -64,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
             found = checker.check_file(path)
         except TraceError as exc:
             unusable += 1
-            print(f"toolcancel check: {exc}", file=sys.stderr)
+            complain("check", str(exc))
             continue
         verdicts.extend(found)
         for v in found:

@@ -10,6 +10,9 @@ from ..cli import CliError
 from ..conform import PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
 
+MAX_TIMEOUT = 86_400
+"""Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
+
 
 def register(sub: Any) -> None:
     p = sub.add_parser(
@@ -48,6 +51,8 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
     if not args.timeout > 0:
         raise CliError("--timeout must be a positive number of seconds")
+    if not args.timeout <= MAX_TIMEOUT:
+        raise CliError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
     command = self_command() if args.self_ else list(args.adapter)
     report = conform(command, args.revision, vectors_path=args.vectors, timeout=args.timeout)
     if args.json:

@@ -217,16 +217,32 @@ def _write_atomic(path: Path, text: str) -> None:
         mode = path.stat().st_mode & 0o777
     except FileNotFoundError:
         mode = 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
         os.chmod(tmp, mode)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
+        if isinstance(exc, OSError):  # name the file being written, not the temporary one
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
         raise
+
+
+def _writable(path: Path) -> None:
+    """Refuse, before anything is written, a destination that cannot become a file."""
+    if path.is_dir():
+        raise CliError(f"{path}: is a directory; cannot write the file there")
+    for parent in path.parents:
+        if parent.exists():
+            if not parent.is_dir():
+                raise CliError(f"{path}: {parent} is not a directory")
+            break
 
 
 def run(args: argparse.Namespace) -> int:
@@ -252,6 +268,8 @@ def _check(planned: list[Planned], orphans: list[Path]) -> int:
 def _generate(planned: list[Planned], orphans: list[Path]) -> int:
     from ..diagrams import GraphvizMissing, render_svg
 
+    for item in planned:  # a destination that cannot be a file: say so before any work
+        _writable(item.path)
     # Render everything before writing anything: a failure leaves the old set intact.
     contents: list[tuple[Path, str]] = []
     missing_dot: GraphvizMissing | None = None

@@ -14,9 +14,11 @@ from ..cli import CliError
 from ..contract import load_contract
 from ..explain import Explanation, shipped_vectors
 from ..scenario import Scenario, ScenarioError, run_scenario
+from ..trace import MAX_DEPTH, json_depth, json_error_text, value_error_text
 
 _VECTOR_ID = re.compile(r"^(?P<revision>[a-z]+)-\d+$")
 MAX_INPUT = 1 << 20
+"""Largest scenario or trace file ``explain`` reads (1 MiB: one scenario, or a few calls)."""
 
 
 def register(sub: Any) -> None:
@@ -39,6 +41,9 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    for out in (args.svg, args.mermaid):
+        if out is not None:
+            _check_destination(out)  # before any work: a bad path is one line, nothing written
     header, explanation, result = _resolve(args)
     if args.json:
         data = explanation.to_data()
@@ -78,7 +83,7 @@ def _resolve(args: argparse.Namespace) -> tuple[str, Explanation, str | None]:
 
 def _from_scenario(data: Any, where: str) -> tuple[str, Explanation, str | None]:
     try:
-        scenario = Scenario.from_data(data, where)
+        scenario = Scenario.from_data(data, f"{where}: scenario")
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
     obs = run_scenario(scenario)
@@ -91,29 +96,39 @@ def _from_file(path: Path, call: str | None) -> tuple[str, Explanation, str | No
     if path.is_dir():
         raise CliError(f"{path}: is a directory, not a scenario or trace file")
     try:
-        raw = path.read_bytes()[: MAX_INPUT + 1]
+        with path.open("rb") as f:
+            raw = f.read(MAX_INPUT + 1)
     except OSError as exc:
         raise CliError(f"{path}: cannot read ({exc.strerror})") from None
     if len(raw) > MAX_INPUT:
-        raise CliError(f"{path}: larger than {MAX_INPUT} bytes; explain one scenario or call")
+        raise CliError(f"{path}: larger than {MAX_INPUT:,} bytes; explain one scenario or call")
     try:
         text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise CliError(f"{path}: not UTF-8 text") from None
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise CliError(
+            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column})"
+        ) from None
     if not text.strip():
         raise CliError(f"{path}: empty file")
     first = text.lstrip().splitlines()[0]
     try:
-        head = json.loads(first)
-    except (json.JSONDecodeError, RecursionError):
+        head = json.loads(first, parse_constant=_reject_constant)
+    except (ValueError, RecursionError):
         head = None
     if isinstance(head, dict) and "trace" in head:
         return _from_trace(path, call)
     try:
-        data = json.loads(text)
-    except (json.JSONDecodeError, RecursionError) as exc:
-        line = getattr(exc, "lineno", 1)
-        raise CliError(f"{path}:{line}: not JSON ({getattr(exc, 'msg', exc)})") from None
+        data = json.loads(text, parse_constant=_reject_constant)
+    except json.JSONDecodeError as exc:
+        raise CliError(f"{path}:{exc.lineno}: not JSON ({json_error_text(exc)})") from None
+    except ValueError as exc:  # NaN, Infinity, an integer of more than 4,300 digits
+        raise CliError(f"{path}: not JSON ({value_error_text(exc)})") from None
+    except RecursionError:
+        raise CliError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels") from None
+    if json_depth(data) > MAX_DEPTH:
+        raise CliError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
     if isinstance(data, dict) and "scenario" in data:
         return _from_scenario(data["scenario"], f"{path}")
     return _from_scenario(data, f"{path}")
@@ -140,16 +155,35 @@ def _from_trace(path: Path, call: str | None) -> tuple[str, Explanation, str | N
     return f"{path}, call {call}", Explanation(table, tuple(steps)), result
 
 
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _check_destination(path: Path) -> None:
+    """Refuse an output path that cannot be written, before anything is computed."""
+    if path.is_dir():
+        raise CliError(f"{path}: is a directory; give a file name")
+    if not path.resolve().parent.is_dir():
+        raise CliError(f"{path}: no such directory {path.resolve().parent}")
+
+
 def _write(path: Path, text: str) -> None:
-    """Write atomically: never a half-written file."""
-    path = path.resolve()
-    if not path.parent.is_dir():
-        raise CliError(f"{path.parent}: no such directory")
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    """Write atomically (a temporary file in the same directory, then ``os.replace``): never a
+    half-written file, and the temporary file is removed on failure."""
+    _check_destination(path)
+    target = path.resolve()
+    try:
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise CliError(f"{path}: cannot write ({exc.strerror})") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
             f.write(text)
-        os.replace(tmp, path)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, target)
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        raise CliError(f"{path}: cannot write ({exc.strerror})") from None
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise

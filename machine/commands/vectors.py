@@ -7,7 +7,7 @@ import os
 import sys
 from typing import Any
 
-from ..cli import CliError
+from ..cli import MAX_WORKERS, CliError
 from ..contract import load_contract
 from ..vectors import REVISIONS, SCHEMA_NAME, compare, expected_files, shipped_dir, write
 
@@ -45,7 +45,11 @@ def run(args: argparse.Namespace) -> int:
         revisions = (args.revision,)
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
+    if args.workers > MAX_WORKERS:
+        raise CliError(f"--workers must be at most {MAX_WORKERS}")
     directory = args.out or shipped_dir()
+    if not args.check and os.path.exists(directory) and not os.path.isdir(directory):
+        raise CliError(f"{directory}: not a directory")  # found before the long generation
     files = expected_files(revisions, args.workers)
     if args.check:
         problems = compare(directory, files)
@@ -56,7 +60,11 @@ def run(args: argparse.Namespace) -> int:
                 what = "schema" if name == SCHEMA_NAME else f"{text.count(chr(10))} vectors"
                 print(f"{os.path.join(directory, name)}: up to date ({what})")
         return 1 if problems else 0
-    for path in write(directory, files):
+    try:
+        written = write(directory, files)
+    except OSError as exc:
+        raise CliError(f"cannot write {exc.filename or directory}: {exc.strerror}") from None
+    for path in written:
         text = files[path.name]
         what = "schema" if path.name == SCHEMA_NAME else f"{text.count(chr(10)):,} vectors"
         print(f"wrote {path}: {what}, {len(text.encode()):,} bytes")
