@@ -18,7 +18,7 @@ def main() -> int:
     n = int(sys.argv[1]) if len(sys.argv) > 1 else 10_000
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 1
     start = time.perf_counter()
-    report = soak(n, seed, with_task_cancel=True)
+    report = soak(n, seed)
     took = time.perf_counter() - start
     print(f"soak: {report.calls} calls, {report.finished} returned, "
           f"{report.task_cancellations} task cancellations, outcomes {report.outcomes}")

@@ -16,6 +16,7 @@ from .errors import (
     ContractViolation,
     NotSerializable,
     RegistryUsageError,
+    TaskCancelled,
     ToolcancelError,
 )
 from .registry import (
@@ -27,6 +28,7 @@ from .registry import (
     Block,
     Deny,
     Execution,
+    InFlight,
     StagedCall,
     ToolDefinition,
     ToolRegistry,
@@ -59,6 +61,7 @@ __all__ = [
     "ErrorInfo",
     "Execution",
     "FrozenDict",
+    "InFlight",
     "LogEntry",
     "NotSerializable",
     "Occurrence",
@@ -67,6 +70,7 @@ __all__ = [
     "RevisionContract",
     "SignalTimeoutError",
     "StagedCall",
+    "TaskCancelled",
     "TimeoutReason",
     "ToolCallRequest",
     "ToolDefinition",

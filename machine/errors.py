@@ -46,3 +46,18 @@ class NotSerializable(ToolcancelError):
         self.path = path
         self.why = why
         super().__init__(f"{path}: {why}")
+
+
+class TaskCancelled(ToolcancelError):
+    """The reason a call's signal aborts with when the asyncio task awaiting ``execute()`` is
+    cancelled (``task.cancel()``, a failing ``TaskGroup`` sibling, ``asyncio.timeout``).
+
+    ``message`` is the cancellation's own message, if it had one.  The call is then cancelled
+    cooperatively like any caller abort: CONTRACT.md, "Python binding".
+    """
+
+    def __init__(self, call_id: str, message: object = None) -> None:
+        self.call_id = call_id
+        self.message = message
+        said = "" if message is None else f" ({message})"
+        super().__init__(f"call {call_id}: the task awaiting execute() was cancelled{said}")

@@ -18,21 +18,23 @@ What the registry guarantees (see CONTRACT.md for the numbered rules):
 
 from __future__ import annotations
 
+import asyncio
 import enum
 import inspect
 import itertools
 import logging
 import math
-from collections.abc import Awaitable, Callable, Sequence
+import types
+from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from .contract import Contract, RevisionContract
 from .core import CallMachine, Occurrence, PathStep, revision_table
-from .errors import ContractViolation, NotSerializable, RegistryUsageError
+from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import Results, ToolResult, canonical_json, snapshot
-from .signals import AbortSignal
+from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
 log = logging.getLogger("toolcancel.registry")
@@ -126,6 +128,20 @@ class ToolDefinition:
     description: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class InFlight:
+    """One call that has not materialized yet, as :meth:`ToolRegistry.in_flight` reports it."""
+
+    call_id: str
+    name: str
+    state: str
+    """The call machine's state (``draining``: its body has been told to stop and is running)."""
+    seconds: float
+    """How long the call has been in ``state``, in the event loop's clock."""
+    aborted: bool
+    """Whether the call's signal, or the signal the body or approval holds, has aborted."""
+
+
 _ABSENT: Final = object()
 
 
@@ -207,6 +223,16 @@ class Execution:
     def signal(self) -> None:
         self.signal = None
 
+    @property
+    def call_signal(self) -> AbortSignal | None:
+        """The call's signal -- what the contract calls the caller's signal C.
+
+        It follows the signal passed to ``execute()`` (aborting with its reason) and also aborts,
+        with a :class:`~toolcancel.TaskCancelled` reason, when the task awaiting ``execute()`` is
+        cancelled.  ``None`` for a call made without a signal.  It is the slot's initial value.
+        """
+        return self._call.caller
+
     def defer_context(self, context: Any) -> None:
         """Attach a context to this call's result (kept in call order, before wrapper contexts).
 
@@ -246,6 +272,10 @@ class ToolRegistry:
     call (a fresh dict per line, :mod:`toolcancel.trace`): the contract events the call's machine
     takes, and the observation events at the code points they describe.  Off, it costs one
     attribute test per emission point.  :class:`toolcancel.trace.TraceRecorder` collects lines.
+
+    ``drain_warning``, if given, is a number of seconds: a call whose body is still running that
+    long after its signal aborted is logged once, as a warning naming the call and its state.  The
+    registry keeps waiting -- it reports a body that does not cooperate, it never abandons it.
     """
 
     def __init__(
@@ -255,8 +285,17 @@ class ToolRegistry:
         contract: Contract | None = None,
         on_step: StepTap | None = None,
         trace: TraceSink | None = None,
+        drain_warning: float | None = None,
     ) -> None:
+        if drain_warning is not None and not (
+            isinstance(drain_warning, (int, float)) and 0 <= drain_warning < math.inf
+        ):
+            raise RegistryUsageError(
+                f"drain_warning is a number of seconds (or None), not {drain_warning!r}"
+            )
         self._table: RevisionContract = revision_table(revision, contract)
+        self._drain_warning = drain_warning
+        self._in_flight: dict[_Call, None] = {}  # calls between entry and materialization
         self._on_step = on_step
         self._trace = trace
         self._event_data: dict[str, tuple[str, ...]] = (
@@ -274,6 +313,14 @@ class ToolRegistry:
     @property
     def revision(self) -> str:
         return self._table.name
+
+    def in_flight(self) -> list[InFlight]:
+        """Every call that has entered and not yet materialized, oldest first.
+
+        Non-quiescence made visible: a call stuck in ``draining`` is a body ignoring its signal.
+        """
+        now = asyncio.get_running_loop().time()
+        return [call.status(now) for call in self._in_flight]
 
     @property
     def contract(self) -> RevisionContract:
@@ -363,10 +410,17 @@ class ToolRegistry:
         agent: str | None = None,
         parent: str | None = None,
     ) -> ToolResult:
-        """Run one tool call and return its frozen result (the object observers received)."""
-        return await self.begin(
+        """Run one tool call and return its frozen result (the object observers received).
+
+        If the task awaiting this is cancelled, the call's signal aborts (the reason is a
+        :class:`~toolcancel.TaskCancelled`), the call runs on to its one published result -- a
+        started body is still awaited -- and only then is ``CancelledError`` re-raised.
+        """
+        call = self.begin(
             name, arguments, signal=signal, call_id=call_id, agent=agent, parent=parent
-        ).run()
+        )
+        assert isinstance(call, _Call)
+        return await _guarded(call)
 
     def begin(
         self,
@@ -468,8 +522,24 @@ class _Call:
         self.results = registry._results
         self.name = name
         self.raw_arguments = arguments
-        self.caller = caller  # captured at entry, out of wrappers' reach (R11)
         self.call_id = call_id
+        # The call signal C (Python binding): follows the given signal, and aborts when the task
+        # awaiting execute() is cancelled.  Captured at entry, out of wrappers' reach (R11).  The
+        # listener on the given signal is removed when the call materializes (R22).
+        self.given = caller
+        self.controller: AbortController | None = None
+        self.caller: AbortSignal | None = None
+        if caller is not None:
+            self.controller = AbortController()
+            self.caller = self.controller.signal
+            if caller.aborted:
+                self.controller.abort(caller.reason)
+            else:
+                caller.add_listener(self.follow)
+        self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
+        self.unwinding: BaseException | None = None  # a wrapper failure already logged
+        self.entered = 0.0  # loop time the machine entered its current state
+        self.watchdog: asyncio.TimerHandle | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
@@ -481,7 +551,63 @@ class _Call:
             approval_seam=registry._approval is not None,
         )
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
-        self.view = Execution(self, call_id, name, None, agent, parent, caller)
+        self.view = Execution(self, call_id, name, None, agent, parent, self.caller)
+
+    # -- the call signal and the awaiting task (Python binding) -------------------------------
+
+    def follow(self, given: AbortSignal) -> None:
+        """The given signal aborted: so does the call signal, with its reason."""
+        given.remove_listener(self.follow)
+        assert self.controller is not None
+        self.controller.abort(given.reason)
+
+    def detach(self) -> None:
+        """Take the call signal's listener off the given signal (idempotent)."""
+        if self.given is not None:
+            self.given.remove_listener(self.follow)
+
+    def task_cancelled(self, cancelled: asyncio.CancelledError) -> None:
+        """The awaiting task was cancelled: abort the call signal, as the caller would have."""
+        log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
+        if self.controller is not None:
+            message = cancelled.args[0] if cancelled.args else None
+            self.controller.abort(TaskCancelled(self.call_id, message))
+        # Without a signal (seed, R26) nothing can tell the call: it runs on to its result.
+
+    def status(self, now: float) -> InFlight:
+        slot = self.view._slot
+        aborted = (self.caller is not None and self.caller.aborted) or (
+            slot is not None and slot.aborted
+        )
+        return InFlight(self.call_id, self.name, self.state, now - self.entered, aborted)
+
+    def failed(self, exc: BaseException, where: str, level: int = logging.INFO) -> None:
+        """A hook, the approval seam, a wrapper, the body or an observer raised ``exc``.
+
+        Every failure is logged with the call id.  A ``CancelledError`` raised by one of them is
+        that component's failure like any other (the task awaiting execute() was not cancelled:
+        that case never reaches user code).  ``KeyboardInterrupt`` and ``SystemExit`` are also
+        recorded as the component's failure, so the call still publishes exactly once; then they
+        are re-raised (Python binding).
+        """
+        if isinstance(exc, (KeyboardInterrupt, SystemExit)) and self.interrupt is None:
+            self.interrupt = exc
+        log.log(level, "call %s: %s failed: %r", self.call_id, where, exc, exc_info=exc)
+
+    def watch_draining(self) -> None:
+        delay = self.registry._drain_warning
+        if delay is not None and self.watchdog is None:
+            self.watchdog = asyncio.get_running_loop().call_later(delay, self.warn_draining)
+
+    def warn_draining(self) -> None:
+        log.warning(
+            "call %s (%s): the body is still running %gs after its signal aborted (state %s); "
+            "the registry keeps waiting for it (R27) -- make the body watch its signal",
+            self.call_id,
+            self.name,
+            self.registry._drain_warning,
+            self.state,
+        )
 
     # -- talking to the machine -------------------------------------------------------------
 
@@ -494,7 +620,16 @@ class _Call:
         return self.machine.outcome
 
     def take(self, occurrence: Occurrence) -> None:
-        self.machine.offer(occurrence)
+        machine = self.machine
+        before = machine.state
+        machine.offer(occurrence)
+        state = machine.state
+        if state != before:
+            self.entered = asyncio.get_running_loop().time()
+            if state == "draining":
+                self.watch_draining()
+            elif before == "draining" and self.watchdog is not None:
+                self.watchdog.cancel()
         tap = self.registry._on_step
         if tap is not None:
             tap(self.view, self.machine.path[-1])
@@ -536,6 +671,8 @@ class _Call:
     async def prepare(self) -> bool:
         """Entry, pre-execute, approval, guards.  True when the call goes on to dispatch."""
         r = self.results
+        self.entered = asyncio.get_running_loop().time()
+        self.registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
                 "call_entry",
@@ -546,7 +683,8 @@ class _Call:
             )
         try:
             self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
-        except (NotSerializable, RecursionError):
+        except (NotSerializable, RecursionError) as exc:
+            log.info("call %s: arguments not serializable: %s", self.call_id, exc)
             self.offer("args_invalid")
             self.result = r.args_error()
             return False
@@ -576,7 +714,10 @@ class _Call:
             )
         if self.state == "post_policy":
             self.result = await self.post_policy(self.result)
-        return await self.publish(self.result)
+        published = await self.publish(self.result)
+        if self.interrupt is not None:
+            raise self.interrupt
+        return published
 
     async def pre_policy(self) -> ToolResult | None:
         """Pre-execute, approval, guards (C1, C1').  ``None`` means: go on to dispatch."""
@@ -610,11 +751,11 @@ class _Call:
                 else:
                     reason = denial
                     self.offer("guard_deny")
-        except ContractViolation:
+        except (ContractViolation, GeneratorExit):
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            self.failed(exc, _PRE_RAISE[self.state].removesuffix("_raise") + " stage")
             self.offer(_PRE_RAISE[self.state])
-            log.info("call %s: pre-stage failure: %r", self.call_id, exc)
             if self.state == "finalizing":
                 return r.thrown(exc)
             return r.cancellation(self.machine.outcome or "aborted")
@@ -667,7 +808,8 @@ class _Call:
                 return await self.base_dispatch()
             self.offer("wrapper_enter")
             calls = 0
-            pending = False
+            pending = False  # a next() of this wrapper is running
+            forgotten: asyncio.Future[None] | None = None  # set when the wrapper left it running
             last: ToolResult | None = None
 
             async def next_() -> ToolResult:
@@ -687,17 +829,38 @@ class _Call:
                     return last
                 finally:
                     pending = False
+                    if forgotten is not None:
+                        forgotten.set_result(None)
+
+            async def await_forgotten() -> None:
+                """The wrapper settled while a next() it started (say in a task) still runs: a
+                body may be running under it, so the registry awaits it (R27)."""
+                nonlocal forgotten
+                if pending:
+                    log.warning(
+                        "call %s: around-dispatch wrapper %d settled while its next() was still "
+                        "running; awaiting it (R27) -- a wrapper must await the next() it calls",
+                        self.call_id,
+                        i,
+                    )
+                    forgotten = asyncio.get_running_loop().create_future()
+                    await forgotten
 
             try:
                 result = await wrappers[i](self.view, next_)
+                await await_forgotten()
                 if not isinstance(result, ToolResult):
                     raise TypeError(
                         f"around-dispatch wrapper returned {type(result).__name__}; "
                         "expected a ToolResult"
                     )
-            except ContractViolation:
+            except (ContractViolation, GeneratorExit):
                 raise
-            except Exception:
+            except BaseException as exc:
+                await await_forgotten()
+                if exc is not self.unwinding:  # logged once, by the wrapper it escaped first
+                    self.failed(exc, f"around-dispatch wrapper {i}")
+                    self.unwinding = exc
                 self.offer("wrapper_raise")
                 raise
             timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
@@ -711,12 +874,11 @@ class _Call:
 
         try:
             result = await chain(0)
-        except ContractViolation:
+        except (ContractViolation, GeneratorExit):
             raise
-        except Exception as exc:
+        except BaseException as exc:
             self.merged = True
             self.offer("around_raised")
-            log.info("call %s: around-dispatch failure: %r", self.call_id, exc)
             return self.results.thrown(exc)
         self.merged = True
         if self.deferred:
@@ -768,7 +930,10 @@ class _Call:
             try:
                 value = await tool.body(view.arguments, view)
                 result, event = r.success(value), "body_ok"
-            except Exception as exc:
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self.failed(exc, "the tool body")
                 result, event = r.thrown(exc), "body_raise"
             if self.trace is not None:
                 self.emit("body_settle", how="ok" if event == "body_ok" else "raise")
@@ -802,11 +967,11 @@ class _Call:
             decision = await _waterfall(self.registry._post, (self.view, result), _accept)
             if not isinstance(decision, (Accept, Block)):
                 raise TypeError(f"post-execute returned {decision!r}; expected Accept or Block")
-        except ContractViolation:
+        except (ContractViolation, GeneratorExit):
             raise
-        except Exception as exc:
+        except BaseException as exc:
+            self.failed(exc, "post-execute")
             self.offer("post_raise")
-            log.info("call %s: post-execute failure: %r", self.call_id, exc)
             return r.thrown(exc)
         if isinstance(decision, Block):
             self.offer("post_block")
@@ -838,6 +1003,8 @@ class _Call:
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
         self.view._frozen = True
+        self.detach()
+        self.registry._in_flight.pop(self, None)
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
             self.emit("notify")
@@ -846,8 +1013,10 @@ class _Call:
                 pending = observer(self.view, frozen)
                 if inspect.isawaitable(pending):
                     await pending
-            except Exception:
-                log.exception("call %s: result observer failed", self.call_id)
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self.failed(exc, "a result observer", logging.ERROR)  # nowhere else to go
         return frozen
 
 
@@ -874,3 +1043,64 @@ def _describe(value: Any) -> str:
         return canonical_json(snapshot(value))
     except NotSerializable:
         return repr(value)
+
+
+@types.coroutine
+def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
+    """Run ``call`` in the awaiting task, so that cancelling that task never reaches user code.
+
+    The pipeline is driven by hand, the way a task drives a coroutine.  Every future it waits on
+    is handed to the task as a *stand-in* future that completes when the real one does: when the
+    task is cancelled, asyncio cancels the stand-in, never the hook's or body's own future.  The
+    cancellation is then turned into the caller aborting (:meth:`_Call.task_cancelled`), the
+    pipeline goes on to its one published result -- repeated cancellations only wait again
+    (R27) -- and the first ``CancelledError`` is raised at the end.  The task's cancellation count
+    is left as ``cancel()`` made it, so ``asyncio.timeout`` and ``TaskGroup`` recognise their own.
+    """
+    pipeline = call.run()
+    cancelled: asyncio.CancelledError | None = None
+    throw: BaseException | None = None
+    while True:
+        try:
+            pending = pipeline.send(None) if throw is None else pipeline.throw(throw)
+        except StopIteration as done:
+            if cancelled is not None:
+                raise cancelled from None
+            result: ToolResult = done.value
+            return result
+        throw = None
+        while True:
+            stand_in = _stand_in(pending) if _is_future(pending) else pending
+            try:
+                yield stand_in
+            except asyncio.CancelledError as exc:
+                if cancelled is None:
+                    cancelled = exc
+                    call.task_cancelled(exc)
+                if stand_in is not pending and not pending.done():
+                    continue  # still waiting: give the task a fresh stand-in
+            except GeneratorExit:
+                pipeline.close()
+                raise
+            except BaseException as exc:  # whatever else the task throws in goes on in
+                throw = exc
+            break
+
+
+def _is_future(value: Any) -> bool:
+    return getattr(value, "_asyncio_future_blocking", None) is not None
+
+
+def _stand_in(real: asyncio.Future[Any]) -> asyncio.Future[None]:
+    """A future the task waits on instead of ``real``; done (with no value) when ``real`` is."""
+    stand_in: asyncio.Future[None] = real.get_loop().create_future()
+
+    def relay(_: asyncio.Future[Any]) -> None:
+        if not stand_in.done():
+            stand_in.set_result(None)
+
+    real._asyncio_future_blocking = False
+    real.add_done_callback(relay)
+    stand_in.add_done_callback(lambda _: real.remove_done_callback(relay))
+    stand_in._asyncio_future_blocking = True
+    return stand_in

@@ -94,6 +94,12 @@ class ScenarioError(ToolcancelError):
     """A scenario does not fit the language (names the field and the allowed values)."""
 
 
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut so that a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One call, every hook's behaviour, and when it is cancelled."""
@@ -131,11 +137,13 @@ class Scenario:
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
                 raise ScenarioError(
-                    f"{name}: {getattr(self, name)!r} is not one of {', '.join(allowed)}"
+                    f"{name}: {_show(getattr(self, name))} is not one of {', '.join(allowed)}"
                 )
         for i, w in enumerate(self.wrappers):
             if w not in WRAPPERS:
-                raise ScenarioError(f"wrappers[{i}]: {w!r} is not one of {', '.join(WRAPPERS)}")
+                raise ScenarioError(
+                    f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
+                )
         if self.revision == "revised" and self.caller == "none":
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
         _parse_cancel(self.cancel)
@@ -158,7 +166,7 @@ class Scenario:
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
             if key not in known:
-                raise ScenarioError(f"{where}: unknown field {key!r}")
+                raise ScenarioError(f"{where}: unknown field {_show(key)}")
             default = getattr(defaults, key)
             if key == "wrappers":
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
@@ -166,7 +174,7 @@ class Scenario:
                 value = tuple(value)
             elif type(value) is not type(default):
                 raise ScenarioError(
-                    f"{where}.{key}: expected a {type(default).__name__}, got {value!r}"
+                    f"{where}.{key}: expected a {type(default).__name__}, got {_show(value)}"
                 )
             kwargs[key] = value
         try:
@@ -191,10 +199,10 @@ def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
     kind, _, arg = cancel.partition(":")
     if kind == "gate" and arg:
         return kind, arg
-    if kind == "step" and arg.isdigit() and int(arg) >= 1:
+    if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
         return kind, int(arg)
     raise ScenarioError(
-        f"cancel: {cancel!r} is not never, before_entry, after, gate:<name> or step:<k>"
+        f"cancel: {_show(cancel)} is not never, before_entry, after, gate:<name> or step:<k>"
     )
 
 
@@ -259,6 +267,7 @@ class Harness:
         self.waiting: dict[str, asyncio.Future[None]] = {}
         self.steps = 0  # transitions taken, caller aborts excluded
         self.caller: AbortController | None = None
+        self.pre_slot: AbortSignal | None = None  # the slot as pre-execute saw it: C (R23)
         self.aborting: list[tuple[int, AbortController]] = []
         self.signals: list[tuple[str, AbortSignal]] = []
         self.task: asyncio.Task[ToolResult] | None = None
@@ -331,6 +340,7 @@ class Harness:
         return reg
 
     async def pre_hook(self, view: Execution, nxt: Next) -> PreDecision:
+        self.pre_slot = view.signal
         await self.gate("pre")
         d = self.s.pre
         self.log("pre", d)
@@ -345,7 +355,9 @@ class Harness:
         raise ToolError("policy store unavailable", code="POLICY_DOWN")
 
     async def approval_seam(self, request: ApprovalRequest) -> Approval:
-        if self.caller is not None and request.signal is not self.caller.signal:
+        if self.caller is not None and request.signal is not self.pre_slot:
+            # C itself: the signal pre-execute found in the slot (the call signal, P1), which
+            # no pre-execute listener of the harness replaces.
             self.obs.problem("R24", "the approval seam did not receive the caller's signal")
         await self.gate("approval")
         a = self.s.approval

@@ -209,8 +209,13 @@ class World:
         self.loop.run_until_complete(_idle())
 
     def close(self) -> None:
-        """Cancel whatever still waits, let it unwind, close the loop and unpatch the clock."""
+        """Open every gate so that every call finishes, cancel whatever still waits, close the
+        loop and unpatch the clock.
+
+        Cancelling a call's task alone would not end it: a cancelled call still awaits the
+        hook or body it is in (R27, Python binding), and those wait on the world's gates."""
         try:
+            self.drain()
             pending = [t for t in asyncio.all_tasks(self.loop) if not t.done()]
             for task in pending:
                 task.cancel()

@@ -61,8 +61,8 @@ class _Shape:
     delay: float
 
 
-def _shape(rng: random.Random, with_task_cancel: bool) -> _Shape:
-    fates = ["never", "caller", "caller", "wrapper"] + (["task"] if with_task_cancel else [])
+def _shape(rng: random.Random) -> _Shape:
+    fates = ["never", "caller", "caller", "wrapper", "task"]
     return _Shape(
         pre=rng.choice(["allow"] * 6 + ["deny", "wait"]),
         wrappers=tuple(rng.choice(["delegate", "replace", "wait"])
@@ -74,7 +74,7 @@ def _shape(rng: random.Random, with_task_cancel: bool) -> _Shape:
     )
 
 
-async def _soak(n: int, seed: int, report: SoakReport, with_task_cancel: bool) -> None:
+async def _soak(n: int, seed: int, report: SoakReport) -> None:
     rng = random.Random(seed)
     loop = asyncio.get_running_loop()
     shapes: dict[str, _Shape] = {}
@@ -158,7 +158,7 @@ async def _soak(n: int, seed: int, report: SoakReport, with_task_cancel: bool) -
 
     async def one(i: int) -> None:
         call_id = f"s{i}"
-        s = _shape(rng, with_task_cancel)
+        s = _shape(rng)
         shapes[call_id] = s
         caller = AbortController()
         signals.append((f"{call_id} caller", caller.signal))
@@ -170,15 +170,18 @@ async def _soak(n: int, seed: int, report: SoakReport, with_task_cancel: bool) -
                 caller.abort("soak caller")
             elif s.fate == "wrapper" and call_id in wrapper_ctls:
                 wrapper_ctls[call_id].abort("soak wrapper")
-            elif s.fate == "task":
-                task.cancel()
+            elif s.fate == "task" and task.cancel():  # False once the call returned
                 report.task_cancellations += 1
         try:
             result = await task
         except asyncio.CancelledError:
             if s.fate != "task":
                 report.problems.append(f"{call_id}: CancelledError without a task cancellation")
+            elif not task.cancelled():
+                report.problems.append(f"{call_id}: the cancelled task did not end cancelled")
             return
+        if s.fate == "task" and task.cancelling():
+            report.problems.append(f"{call_id}: the task was cancelled but returned a result")
         report.finished += 1
         if returned.get(call_id) is not result:
             report.problems.append(f"{call_id}: observer and caller got different objects")
@@ -197,17 +200,17 @@ async def _soak(n: int, seed: int, report: SoakReport, with_task_cancel: bool) -
         report.problems.append(f"{len(others)} task(s) left pending")
 
 
-def soak(n: int = 1000, seed: int = 1, *, with_task_cancel: bool = False) -> SoakReport:
+def soak(n: int = 1000, seed: int = 1) -> SoakReport:
     """Run the soak.  Memory is compared around the run, after a warm-up run of the same size
     has filled the one-time caches and high-water marks (the contract, and asyncio's global
     task set, whose hash table never shrinks), so what remains is what leaked."""
-    run(_soak(n, seed + 1, SoakReport(calls=n), with_task_cancel), clock=VirtualClock())
+    run(_soak(n, seed + 1, SoakReport(calls=n)), clock=VirtualClock())
     report = SoakReport(calls=n)
     gc.collect()
     tracemalloc.start()
     try:
         before = _held()
-        run(_soak(n, seed, report, with_task_cancel), clock=VirtualClock())
+        run(_soak(n, seed, report), clock=VirtualClock())
         gc.collect()
         after = _held()
     finally:

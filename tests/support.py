@@ -178,6 +178,7 @@ class Body:
         self.calls = 0
         self.finished = 0
         self.signals: list[AbortSignal | None] = []
+        self.call_signals: list[AbortSignal | None] = []  # C, the call signal (Python binding)
         self.arguments: list[Any] = []
         self.aborted_at_settle: list[bool] = []
 
@@ -191,9 +192,16 @@ class Body:
         assert self.calls == 1, f"the body ran {self.calls} times"
         return self.signals[0]
 
+    @property
+    def call_signal(self) -> AbortSignal | None:
+        """The call's signal C during the (only) invocation."""
+        assert self.calls == 1, f"the body ran {self.calls} times"
+        return self.call_signals[0]
+
     async def __call__(self, arguments: Any, view: Execution) -> Any:
         self.calls += 1
         self.signals.append(view.signal)
+        self.call_signals.append(view.call_signal)
         self.arguments.append(arguments)
         if self.log is not None:
             self.log.append(self.label)

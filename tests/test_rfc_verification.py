@@ -313,4 +313,4 @@ async def test_pre_aborted_direct_entry_success_stays_a_success() -> None:
     c, signal = controller()
     c.abort()
     assert (await h.call("t", signal=signal)).json == ok()
-    assert body.signal is signal
+    assert body.signal is body.call_signal and body.signal.aborted  # C, the call signal (P1)

@@ -310,7 +310,7 @@ async def test_the_caller_signal_is_captured_outside_the_view() -> None:
     c, signal = controller()
     task = h.start("t", signal=signal)
     await gate.reached()
-    assert body.signal is signal
+    assert body.signal is body.call_signal  # C, which follows `signal` (P1)
     c.abort()
     gate.open()
     assert (await task).json == aborted()
@@ -999,14 +999,15 @@ async def test_the_slot_holds_f_during_the_body_and_w_again_after_it() -> None:
         view.signal = w
         result: ToolResult = await next_()
         seen["after"] = view.signal
-        view.signal = caller  # restoring is the wrapper's duty
+        view.signal = seen["outer"]  # restoring is the wrapper's duty
         return result
 
     h.registry.register("t", body)
     h.registry.add_around(around)
-    await h.call("t", signal=caller)
-    assert seen["outer"] is caller
-    assert seen["during"] is not caller and seen["during"] is not w
+    call = await h.call("t", signal=caller)
+    c = call.view.call_signal  # C, which follows `caller` (P1)
+    assert seen["outer"] is c
+    assert seen["during"] is not c and seen["during"] is not w
     assert seen["after"] is w
 
 
@@ -1018,19 +1019,24 @@ async def test_the_body_is_awaited_with_no_relay_left_behind() -> None:
     counts: list[tuple[int, int]] = []
 
     async def body(arguments: Any, view: Execution) -> Any:
-        counts.append((caller.listener_count, w.listener_count))
+        c = view.call_signal  # C, which follows `caller` (P1)
+        assert c is not None
+        counts.append((c.listener_count, w.listener_count))
         return [text("ok")]
 
     async def around(view: Execution, next_: Next) -> ToolResult:
+        c = view.call_signal
+        assert c is not None
         view.signal = w
         result: ToolResult = await next_()
-        counts.append((caller.listener_count, w.listener_count))
+        counts.append((c.listener_count, w.listener_count))
         return result
 
     h.registry.register("t", body)
     h.registry.add_around(around)
     await h.call("t", signal=caller)
     assert counts == [(1, 1), (0, 0)]
+    assert caller.listener_count == 0  # and the call signal let go of the caller's
 
 
 # ------------------------------------------------------------------------------------------------

@@ -303,7 +303,7 @@ async def test_pre_aborted_entry_runs_nothing_and_notifies_once() -> None:
     assert call.json == BEFORE_DISPATCH
     assert ran == []
     assert not body.started
-    assert call.view.signal is signal
+    assert call.view.signal is call.view.call_signal and call.view.signal.aborted
     assert [(p.source, p.event, p.dest) for p in call.path] == [
         ("entry", "args_valid", "finalizing"),
         ("finalizing", "publish", "materialized"),

@@ -8,7 +8,8 @@ and that nothing is left listening on the caller's signal once a call is over.
 
 Where the R21 table says "C itself" or "W itself", the contract also allows a relay that behaves
 identically; the reference hands over the object itself, and the identity assertions here pin
-the reference.
+the reference.  In the Python binding C is the *call signal* (``Execution.call_signal``), which
+follows the signal passed to ``execute()``; tests compare with it (P1).
 """
 
 from __future__ import annotations
@@ -32,11 +33,14 @@ from toolcancel import (
 )
 
 
-def slot_setter(value: Callable[[], AbortSignal | None], seen: list[Any] | None = None) -> Any:
-    """A wrapper that puts ``value()`` in the slot, delegates, and records what it sees after."""
+def slot_setter(
+    value: Callable[[Execution], AbortSignal | None], seen: list[Any] | None = None
+) -> Any:
+    """A wrapper that puts ``value(view)`` in the slot, delegates, and records what it sees
+    after."""
 
     async def around(view: Execution, next_: Next) -> ToolResult:
-        view.signal = value()
+        view.signal = value(view)
         result: ToolResult = await next_()
         if seen is not None:
             seen.append(view.signal)
@@ -55,9 +59,9 @@ async def test_without_wrappers_the_body_gets_the_caller_signal_itself() -> None
     h = Harness()
     body = h.body("t")
     _, c = controller()
-    await h.call("t", signal=c)
-    assert body.signal is c
-    assert c.listener_count == 0
+    call = await h.call("t", signal=c)
+    assert body.signal is call.view.call_signal
+    assert c.listener_count == 0 and body.signal.listener_count == 0
 
 
 @pytest.mark.rules("R21")
@@ -65,9 +69,9 @@ async def test_a_wrapper_that_keeps_the_slot_as_c_passes_c_through() -> None:
     h = Harness()
     body = h.body("t")
     _, c = controller()
-    h.registry.add_around(slot_setter(lambda: c))
-    await h.call("t", signal=c)
-    assert body.signal is c
+    h.registry.add_around(slot_setter(lambda view: view.call_signal))
+    call = await h.call("t", signal=c)
+    assert body.signal is call.view.call_signal
 
 
 @pytest.mark.rules("R21", "R22")
@@ -77,17 +81,17 @@ async def test_a_replaced_slot_gives_the_body_a_fresh_relay_that_follows_the_cal
     body = h.body("t", gate=gate)
     c_controller, c = controller()
     _, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     task = h.start("t", signal=c)
     await gate.reached()
-    f = body.signal
-    assert f is not None and f is not c and f is not w
-    assert (f.aborted, c.listener_count, w.listener_count) == (False, 1, 1)
+    f, k = body.signal, body.call_signal
+    assert f is not None and k is not None and f is not k and f is not w
+    assert (f.aborted, k.listener_count, w.listener_count) == (False, 1, 1)
     reason = RuntimeError("user pressed stop")
     c_controller.abort(reason)
     assert f.aborted and f.reason is reason
     assert not w.aborted
-    assert (c.listener_count, w.listener_count) == (0, 0)  # removed as soon as a source fired
+    assert (k.listener_count, w.listener_count) == (0, 0)  # removed as soon as a source fired
     gate.open()
     assert (await task).json == aborted()
 
@@ -99,14 +103,14 @@ async def test_a_relay_follows_the_wrapper_signal_and_never_aborts_the_caller() 
     body = h.body("t", gate=gate)
     _, c = controller()
     w_controller, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     task = h.start("t", signal=c)
     await gate.reached()
     w_controller.abort("deadline")
-    f = body.signal
+    f, k = body.signal, body.call_signal
     assert f is not None and f.aborted and f.reason == "deadline"
-    assert not c.aborted
-    assert (c.listener_count, w.listener_count) == (0, 0)
+    assert k is not None and not k.aborted and not c.aborted
+    assert (k.listener_count, w.listener_count) == (0, 0)
     gate.open()
     call = await task
     assert call.json == aborted()
@@ -118,9 +122,9 @@ async def test_a_removed_slot_gives_the_body_the_caller_signal_itself() -> None:
     h = Harness()
     body = h.body("t")
     _, c = controller()
-    h.registry.add_around(slot_setter(lambda: None))
-    await h.call("t", signal=c)
-    assert body.signal is c
+    h.registry.add_around(slot_setter(lambda view: None))
+    call = await h.call("t", signal=c)
+    assert body.signal is call.view.call_signal
 
 
 @pytest.mark.rules("R21", "R26")
@@ -128,7 +132,7 @@ async def test_without_a_caller_the_body_gets_the_wrapper_signal_itself() -> Non
     h = Harness()
     body = h.body("t")
     _, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     await h.call("t")
     assert body.signal is w
     assert w.listener_count == 0
@@ -149,7 +153,7 @@ async def test_a_relay_over_a_pre_aborted_caller_is_born_aborted_with_the_caller
     c_controller, c = controller()
     c_controller.abort("caller gone")
     _, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     call = await h.call("t", signal=c)
     f = body.signal
     assert f is not None and f is not c and f is not w
@@ -166,7 +170,7 @@ async def test_when_both_are_already_aborted_the_wrapper_reason_wins() -> None:
     c_controller.abort("caller gone")
     w_controller, w = controller()
     w_controller.abort("deadline")
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     await h.call("t", signal=c)
     f = body.signal
     assert f is not None and f is not c and f is not w
@@ -195,7 +199,8 @@ async def test_aborting_the_caller_after_the_body_settled_does_not_abort_the_f_i
     h.registry.add_around(around)
     task = h.start("t", signal=c)
     await wrapper_gate.reached()
-    assert (c.listener_count, w.listener_count) == (0, 0)
+    k = body.call_signal
+    assert k is not None and (k.listener_count, w.listener_count) == (0, 0)
     c_controller.abort()
     f = body.signal
     assert f is not None and not f.aborted
@@ -212,7 +217,7 @@ async def test_the_caller_keeps_no_listener_after_a_call_with_a_body_error() -> 
     h.body("t", raises=ToolError("no", code="NO"))
     _, c = controller()
     _, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     await h.call("t", signal=c)
     assert (c.listener_count, w.listener_count) == (0, 0)
 
@@ -222,7 +227,7 @@ async def test_the_caller_keeps_no_listener_after_an_unknown_tool() -> None:
     h = Harness()
     _, c = controller()
     _, w = controller()
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     call = await h.call("nope", signal=c)
     assert call.result.error is not None and call.result.error.code == "UNKNOWN_TOOL"
     assert (c.listener_count, w.listener_count) == (0, 0)
@@ -259,9 +264,9 @@ async def test_the_slot_holds_c_for_pre_execute_and_the_outermost_wrapper() -> N
     h.pre(pre)
     h.registry.add_around(outer)
     h.registry.add_around(inner)
-    await h.call("t", signal=c)
-    assert seen["pre"] is c
-    assert seen["outer"] is c
+    call = await h.call("t", signal=c)
+    assert seen["pre"] is call.view.call_signal
+    assert seen["outer"] is call.view.call_signal
     assert seen["inner"] is w
 
 
@@ -277,7 +282,7 @@ async def test_d8_a_wrapper_that_does_not_restore_leaks_its_signal_to_post_and_o
         seen.append(view.signal)
         return Accept()
 
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     h.post(post)
     call = await h.call("t", signal=c)
     assert seen == [w]
@@ -307,8 +312,8 @@ async def test_a_wrapper_that_restores_gives_post_execute_the_caller_signal() ->
 
     h.registry.add_around(around)
     h.post(post)
-    await h.call("t", signal=c)
-    assert seen == [c]
+    call = await h.call("t", signal=c)
+    assert seen == [call.view.call_signal]
 
 
 @pytest.mark.rules("R23", "R26")
@@ -322,9 +327,9 @@ async def test_after_the_body_an_absent_w_is_absent_again() -> None:
         return [text("ok")]
 
     h.registry.register("t", body)
-    h.registry.add_around(slot_setter(lambda: None, seen))
-    await h.call("t", signal=c)
-    assert seen == [c, None]
+    h.registry.add_around(slot_setter(lambda view: None, seen))
+    call = await h.call("t", signal=c)
+    assert seen == [call.view.call_signal, None]
 
 
 @pytest.mark.rules("R23", "R31")
@@ -348,7 +353,7 @@ async def test_the_view_is_frozen_once_published() -> None:
         call.view.signal = other
     with pytest.raises(RegistryUsageError):
         del call.view.signal
-    assert call.view.signal is c
+    assert call.view.signal is call.view.call_signal
 
 
 @pytest.mark.rules("R23")
@@ -392,10 +397,10 @@ async def test_approval_gets_the_caller_signal_by_identity(with_caller: bool) ->
 
     h.pre(ask)
     h.registry.set_approval(seam)
-    await h.call("t", signal=c if with_caller else None, agent="a1")
+    call = await h.call("t", signal=c if with_caller else None, agent="a1")
     [request] = requests
     if with_caller:
-        assert request.signal is c
+        assert request.signal is call.view.call_signal
     else:
         assert request.signal is None
 
@@ -430,7 +435,7 @@ async def test_pre_aborted_entry_runs_every_stage_and_the_body_sees_the_aborted_
     call = await h.call("t", signal=c)
     assert call.json == ok()
     assert h.log == ["pre", "guard", "around", "body", "post", "notify"]
-    assert body.signal is c and c.aborted
+    assert body.signal is body.call_signal and body.signal.aborted and c.aborted
     assert all(p.outcome not in ("aborted", "aborted_before_dispatch") for p in call.path)
     assert call.step("base_dispatch").dest == "draining"
 
@@ -463,7 +468,7 @@ async def test_pre_aborted_entry_goes_to_approval_which_may_answer_cancelled() -
     c_controller.abort()
 
     async def seam(request: ApprovalRequest) -> Approval:
-        assert request.signal is c
+        assert request.signal is not None and request.signal.reason is c.reason  # C follows c
         return Approval.CANCELLED if request.signal.aborted else Approval.APPROVED
 
     async def ask(view: Execution) -> Ask:
@@ -485,7 +490,7 @@ async def test_pre_aborted_entry_with_an_aborting_wrapper_signal_still_runs_the_
     c_controller.abort()
     w_controller, w = controller()
     w_controller.abort("deadline")
-    h.registry.add_around(slot_setter(lambda: w))
+    h.registry.add_around(slot_setter(lambda view: w))
     call = await h.call("t", signal=c)
     assert body.started
     assert call.json == ok()

@@ -395,8 +395,9 @@ async def test_slot_holds_the_deadline_inside_and_is_restored_after(
         return Accept()
 
     h.post(post)
-    c = controller()[1] if with_caller else None
-    call = await h.call("t", signal=c)
+    given = controller()[1] if with_caller else None
+    call = await h.call("t", signal=given)
+    c = call.view.call_signal  # C: the call signal following `given` (P1)
     assert call.json == ok()
     d = deadlines[0]
     assert d.signal is not c and inner_saw == [d.signal, d.signal]
@@ -433,7 +434,7 @@ async def test_a_tool_without_budget_passes_through_untouched(deadlines: list[De
     _, c = controller()
     call = await h.call("free", signal=c)
     assert call.json == ok()
-    assert body.signals == [c] and deadlines == []
+    assert body.signals == [call.view.call_signal] and deadlines == []
     assert now_ms() == pytest.approx(1000)
 
 
@@ -458,7 +459,7 @@ async def test_uninstalling_removes_the_wrapper() -> None:
     uninstall()  # idempotent
     call = await h.call("t", signal=c)
     assert call.json == ok()
-    assert body.signals[-1] is c  # the caller's signal itself: no deadline, no fusion
+    assert body.signals[-1] is call.view.call_signal  # C itself: no deadline, no fusion
     assert "wrapper_enter" not in call.events()
 
 
@@ -485,7 +486,7 @@ async def test_a_failing_inner_wrapper_still_restores_the_slot_and_clears_the_ti
     call = await h.call("t", signal=c)
     assert call.json == expected("Error: wrapper bug")  # FINAL route: post skipped
     assert post_calls == []
-    assert call.view.signal is c and not deadlines[0].armed
+    assert call.view.signal is call.view.call_signal and not deadlines[0].armed
     assert len(live_timers()) == timers
 
 

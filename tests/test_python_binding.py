@@ -1,0 +1,443 @@
+"""The Python binding (CONTRACT.md, "Python binding"): task cancellation is the caller aborting.
+
+Cancelling the task that awaits ``execute()`` -- directly, through ``asyncio.timeout`` or through
+a failing ``TaskGroup`` sibling -- must abort the call signal, still await a started body to
+quiescence, publish exactly one result, and only then re-raise ``CancelledError`` with the
+task's cancellation count untouched.  Every wait of a call is tried.  Also here: ``CancelledError``
+and interrupts raised by user code, the call signal (P1), ``in_flight()`` and the drain watchdog.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from support import Gate, aborted, controller, expected, ok, text
+from toolcancel import (
+    AbortSignal,
+    Accept,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Ask,
+    Execution,
+    TaskCancelled,
+    ToolRegistry,
+    ToolResult,
+)
+
+WAITS = ("pre", "approval", "wrapper_before", "body", "wrapper_after", "post", "observer")
+"""Every point where a call can wait on user code, in pipeline order."""
+
+
+@dataclass
+class Rig:
+    """A registry whose every hook stops at a gate named after its wait, and records what ran."""
+
+    stop_at: str
+    revision: str = "seed"
+    registry: ToolRegistry = field(init=False)
+    gate: Gate = field(init=False)
+    ran: list[str] = field(default_factory=list)
+    published: list[ToolResult] = field(default_factory=list)
+    body_signal: AbortSignal | None = None
+    body_settled_aborted: bool | None = None
+    body_settled_before_publish: bool = False
+
+    def __post_init__(self) -> None:
+        self.gate = Gate(self.stop_at)
+        reg = self.registry = ToolRegistry(revision=self.revision)
+
+        async def wait(where: str) -> None:
+            self.ran.append(where)
+            if where == self.stop_at:
+                await self.gate.passage()
+
+        async def pre(view: Execution, nxt: Any) -> Any:
+            await wait("pre")
+            return Ask("needs a human")
+
+        async def seam(request: ApprovalRequest) -> Approval:
+            await wait("approval")
+            return Approval.APPROVED
+
+        async def wrapper(view: Execution, nxt: Any) -> ToolResult:
+            await wait("wrapper_before")
+            result: ToolResult = await nxt()
+            await wait("wrapper_after")
+            return result
+
+        async def body(args: Any, view: Execution) -> Any:
+            self.body_signal = view.signal
+            self.ran.append("body_start")
+            await wait("body")  # uncooperative: only the gate ends it
+            self.body_settled_aborted = view.signal is not None and view.signal.aborted
+            self.ran.append("body_settle")
+            return [text("done")]
+
+        async def post(view: Execution, result: ToolResult, nxt: Any) -> Any:
+            await wait("post")
+            return Accept()
+
+        async def observer(view: Execution, result: ToolResult) -> None:
+            self.body_settled_before_publish = "body_settle" in self.ran
+            self.published.append(result)
+            await wait("observer")
+
+        reg.add_pre_execute(pre)
+        reg.set_approval(seam)
+        reg.add_around(wrapper)
+        reg.register("t", body)
+        reg.add_post_execute(post)
+        reg.add_observer(observer)
+
+    def start(self, signal: AbortSignal | None) -> asyncio.Task[ToolResult]:
+        return asyncio.get_running_loop().create_task(
+            self.registry.execute("t", {"q": 1}, signal=signal, call_id="c1", agent="agent")
+        )
+
+
+# What the one published result is when the task is cancelled at each wait (seed): before the
+# body, C1/C2 turn the call into ABORTED without starting the body; during the body the late
+# success becomes ABORTED (R28); after it, C3/C4 still see the abort; at the observer the result
+# was already published as the success.
+SEED_RESULT = {
+    "pre": aborted(),
+    "approval": aborted(),
+    "wrapper_before": aborted(),
+    "body": aborted(),
+    "wrapper_after": aborted(),
+    "post": aborted(),
+    "observer": ok("done"),
+}
+
+
+@pytest.mark.rules("R27", "R31")
+@pytest.mark.parametrize("where", WAITS)
+async def test_cancelling_the_awaiting_task_at_every_wait(where: str) -> None:
+    rig = Rig(where)
+    c, signal = controller()
+    task = rig.start(signal)
+    await rig.gate.reached()
+    assert task.cancel("shutting down")
+    for _ in range(5):  # the call is parked at the gate: the task does not finish, however long
+        await asyncio.sleep(0)
+    assert not task.done(), "the call was abandoned at the first cancellation"
+    assert task.cancel()  # a second cancellation while draining changes nothing
+    await asyncio.sleep(0)
+    assert not task.done()
+    rig.gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert task.cancelled()
+    assert len(rig.published) == 1, "exactly one result is published"
+    assert rig.published[0].to_json() == SEED_RESULT[where]
+    if where in ("pre", "approval", "wrapper_before"):
+        assert "body_start" not in rig.ran  # no body starts after a live cancellation
+    if "body_start" in rig.ran:
+        assert rig.body_settled_before_publish  # drained to quiescence before the result
+    if where == "body":
+        assert rig.body_settled_aborted is True  # the body was told, through its signal
+        assert rig.body_signal is not None
+        assert isinstance(rig.body_signal.reason, TaskCancelled)
+        assert "shutting down" in str(rig.body_signal.reason)
+    assert not c.signal.aborted, "the caller's own signal belongs to the caller"
+    assert c.signal.listener_count == 0, "the caller's signal keeps no listener (R22)"
+
+
+@pytest.mark.parametrize("where", ["pre", "body", "post"])
+async def test_asyncio_timeout_still_raises_timeout_error(where: str) -> None:
+    rig = Rig(where)
+    _, signal = controller()
+    loop = asyncio.get_running_loop()
+
+    async def caller() -> None:
+        async with asyncio.timeout(None) as scope:
+            work = rig.registry.execute("t", {}, signal=signal, call_id="c1", agent="agent")
+            expire = loop.create_task(expire_when_reached(scope))
+            try:
+                await work
+            finally:
+                await expire
+
+    async def expire_when_reached(scope: asyncio.Timeout) -> None:
+        await rig.gate.reached()
+        scope.reschedule(loop.time())  # the deadline passes now
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert len(rig.published) == 0  # cancelled, but still draining
+        rig.gate.open()
+
+    with pytest.raises(TimeoutError):
+        await caller()
+    assert len(rig.published) == 1
+    assert rig.published[0].to_json() == aborted()
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0  # the timeout uncancelled its own
+
+
+async def test_a_failing_task_group_sibling_cancels_the_call_cooperatively() -> None:
+    rig = Rig("body")
+    _, signal = controller()
+
+    async def sibling() -> None:
+        await rig.gate.reached()
+        raise ValueError("sibling failed")
+
+    async def release() -> None:
+        while rig.body_signal is None or not rig.body_signal.aborted:
+            await asyncio.sleep(0)
+        rig.gate.open()
+
+    opener = asyncio.get_running_loop().create_task(release())
+    with pytest.raises(ExceptionGroup) as caught:
+        async with asyncio.TaskGroup() as group:
+            group.create_task(
+                rig.registry.execute("t", {}, signal=signal, call_id="c1", agent="agent")
+            )
+            group.create_task(sibling())
+    await opener
+    assert [type(e) for e in caught.value.exceptions] == [ValueError]
+    assert rig.published[0].to_json() == aborted()
+    assert rig.body_settled_aborted is True
+
+
+@pytest.mark.rules("R26")
+async def test_without_a_signal_task_cancellation_cannot_reach_the_call() -> None:
+    rig = Rig("body")
+    task = rig.start(None)
+    await rig.gate.reached()
+    task.cancel()
+    await asyncio.sleep(0)
+    assert rig.body_signal is None and not task.done()
+    rig.gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    # R26: only a wrapper's signal can cause ABORTED; the call ran to its own result.
+    assert [r.to_json() for r in rig.published] == [ok("done")]
+
+
+async def test_a_task_cancelled_before_the_call_began_publishes_nothing() -> None:
+    rig = Rig("pre")
+    _, signal = controller()
+    task = rig.start(signal)
+    task.cancel()  # delivered before execute() runs a single line
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert rig.ran == [] and rig.published == []
+    assert rig.registry.in_flight() == []
+
+
+async def test_the_call_runs_in_the_awaiting_task() -> None:
+    reg = ToolRegistry()
+    seen: list[asyncio.Task[Any] | None] = []
+
+    async def pre(view: Execution, nxt: Any) -> Any:
+        seen.append(asyncio.current_task())
+        return Allow()
+
+    async def body(args: Any, view: Execution) -> Any:
+        await asyncio.sleep(1)
+        seen.append(asyncio.current_task())
+        return [text("ok")]
+
+    reg.add_pre_execute(pre)
+    reg.register("t", body)
+    tasks_before = len(asyncio.all_tasks())
+    call = asyncio.get_running_loop().create_task(reg.execute("t", signal=controller()[1]))
+    await asyncio.sleep(0.5)
+    assert len(asyncio.all_tasks()) == tasks_before + 1  # no task of its own
+    assert (await call).to_json() == ok()
+    assert seen == [call, call]
+
+
+# -- user code raising CancelledError, KeyboardInterrupt, SystemExit ---------------------------
+
+
+def thrown(message: str) -> str:
+    return expected(f"Error: {message}")
+
+
+@pytest.mark.rules("R3")
+async def test_a_body_raising_cancelled_error_is_the_bodys_failure(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = ToolRegistry()
+
+    async def body(args: Any, view: Execution) -> Any:
+        await asyncio.sleep(0)
+        raise asyncio.CancelledError("gave up")
+
+    reg.register("t", body)
+    with caplog.at_level(logging.INFO, logger="toolcancel.registry"):
+        result = await reg.execute("t", signal=controller()[1], call_id="c-77")
+    assert result.to_json() == thrown("gave up")
+    current = asyncio.current_task()
+    assert current is not None and current.cancelling() == 0  # the caller was not cancelled
+    assert any("c-77" in r.getMessage() and "CancelledError" in r.getMessage()
+               for r in caplog.records)
+
+
+@pytest.mark.parametrize("interrupt", [KeyboardInterrupt, SystemExit])
+@pytest.mark.parametrize("suspends", [False, True])
+def test_an_interrupt_publishes_once_then_propagates(
+    interrupt: type[BaseException], suspends: bool
+) -> None:
+    """Run on a plain loop: an interrupt escaping a task stops the loop, as asyncio intends."""
+    reg = ToolRegistry()
+    published: list[str] = []
+    post_ran: list[bool] = []
+
+    async def body(args: Any, view: Execution) -> Any:
+        if suspends:
+            await asyncio.sleep(0)
+        raise interrupt("stop")
+
+    async def post(view: Execution, result: ToolResult, nxt: Any) -> Any:
+        post_ran.append(True)
+        return Accept()
+
+    reg.register("t", body)
+    reg.add_post_execute(post)
+    reg.add_observer(lambda view, result: published.append(result.to_json()))
+    loop = asyncio.new_event_loop()
+    try:
+        with pytest.raises(interrupt):
+            loop.run_until_complete(reg.execute("t", signal=controller()[1]))
+        assert published == [thrown("stop")] and post_ran == [True]
+    finally:
+        for task in asyncio.all_tasks(loop):
+            task.cancel()
+        loop.run_until_complete(asyncio.sleep(0))
+        loop.close()
+
+
+# -- the call signal (P1) -----------------------------------------------------------------------
+
+
+@pytest.mark.rules("R21", "R22", "R24")
+async def test_the_call_signal_follows_the_callers_signal() -> None:
+    c, signal = controller()
+    reg = ToolRegistry()
+    seen: dict[str, Any] = {}
+    gate = Gate()
+
+    async def pre(view: Execution, nxt: Any) -> Any:
+        seen["pre"] = view.signal
+        return Allow()
+
+    async def body(args: Any, view: Execution) -> Any:
+        seen["body"] = view.signal
+        seen["call"] = view.call_signal
+        await gate.passage()
+        return [text("ok")]
+
+    reg.add_pre_execute(pre)
+    reg.register("t", body)
+    task = asyncio.get_running_loop().create_task(reg.execute("t", signal=signal))
+    await gate.reached()
+    k = seen["call"]
+    assert seen["pre"] is k and seen["body"] is k  # one call signal, C, everywhere
+    assert k is not signal and not k.aborted
+    assert signal.listener_count == 1  # the call signal's follower
+    reason = RuntimeError("user pressed stop")
+    c.abort(reason)
+    assert k.aborted and k.reason is reason  # synchronously, with the caller's reason
+    gate.open()
+    assert (await task).to_json() == aborted()
+    assert signal.listener_count == 0
+
+
+# -- in_flight() and the drain watchdog (P5) ----------------------------------------------------
+
+
+async def test_in_flight_lists_calls_until_they_materialize() -> None:
+    rigs = {where: Rig(where) for where in ("pre", "approval", "body")}
+    controllers = {}
+    tasks = {}
+    for where, rig in rigs.items():
+        controllers[where], signal = controller()
+        tasks[where] = rig.start(signal)
+        await rig.gate.reached()
+    await asyncio.sleep(5)  # virtual seconds
+    controllers["body"].abort()
+    listed = {w: rig.registry.in_flight() for w, rig in rigs.items()}
+    assert {w: [(f.call_id, f.name, f.state) for f in v] for w, v in listed.items()} == {
+        "pre": [("c1", "t", "pre_policy")],
+        "approval": [("c1", "t", "approval")],
+        "body": [("c1", "t", "draining")],
+    }
+    assert listed["pre"][0].seconds == pytest.approx(5.0)
+    assert listed["body"][0].seconds == 0.0 and listed["body"][0].aborted
+    assert not listed["pre"][0].aborted
+    for where, rig in rigs.items():
+        rig.gate.open()
+        await tasks[where]
+        assert rig.registry.in_flight() == []
+
+
+async def test_the_drain_watchdog_warns_once_and_never_abandons(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = ToolRegistry(drain_warning=2.0)
+    gate = Gate()
+
+    async def stubborn(args: Any, view: Execution) -> Any:
+        await gate.passage()  # ignores its signal
+        return [text("late")]
+
+    reg.register("t", stubborn)
+    c, signal = controller()
+    task = asyncio.get_running_loop().create_task(reg.execute("t", signal=signal, call_id="c-9"))
+    await gate.reached()
+    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+        await asyncio.sleep(10)  # long before any abort: not draining, no warning
+        assert caplog.records == []
+        c.abort()
+        await asyncio.sleep(1.5)
+        assert caplog.records == []
+        await asyncio.sleep(1)
+        assert [r.getMessage() for r in caplog.records] == [
+            "call c-9 (t): the body is still running 2s after its signal aborted (state "
+            "draining); the registry keeps waiting for it (R27) -- make the body watch its signal"
+        ]
+        await asyncio.sleep(100)
+        assert len(caplog.records) == 1 and not task.done()  # once, and still waiting
+        gate.open()
+        assert (await task).to_json() == aborted()
+    assert len(caplog.records) == 1
+
+
+async def test_a_body_that_cooperates_in_time_is_not_reported(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = ToolRegistry(drain_warning=2.0)
+
+    async def prompt(args: Any, view: Execution) -> Any:
+        from toolcancel.cooperate import aborted as wait_aborted
+
+        assert view.signal is not None
+        await wait_aborted(view.signal)
+        await asyncio.sleep(1)  # cleanup takes a second: within the threshold
+        return [text("stopped")]
+
+    reg.register("t", prompt)
+    c, signal = controller()
+    task = asyncio.get_running_loop().create_task(reg.execute("t", signal=signal))
+    await asyncio.sleep(0)
+    c.abort()
+    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+        assert (await task).to_json() == aborted()
+        await asyncio.sleep(10)
+    assert caplog.records == []
+
+
+@pytest.mark.parametrize("bad", [-1, float("nan"), float("inf"), "2"])
+def test_drain_warning_must_be_a_number_of_seconds(bad: Any) -> None:
+    from toolcancel import RegistryUsageError
+
+    with pytest.raises(RegistryUsageError, match="drain_warning"):
+        ToolRegistry(drain_warning=bad)
