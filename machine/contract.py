@@ -167,8 +167,8 @@ class RevisionContract:
         }
         self.initial: str = next(s.name for s in contract.states if s.initial)
         self.outcome_is_error: Mapping[str, bool] = {o.name: o.is_error for o in self.outcomes}
-        # core.step's memo: (call state, occurrence) -> (transition, next call state)
-        self.step_cache: dict[tuple[Any, Any], tuple[Transition, Any]] = {}
+        # core.step's memo: (call state, occurrence) -> (transition, next state, path record)
+        self.step_cache: dict[tuple[Any, Any], tuple[Any, ...]] = {}
 
     def precedence_row(self, row: int) -> PrecedenceRow:
         return next(p for p in self.precedence if p.row == row)

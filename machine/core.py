@@ -154,11 +154,22 @@ def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transiti
     memoized per table: a call's states and occurrences are few and hashable, and the registry
     steps every call through the same ones.
     """
+    t, after, _ = _recorded_step(table, s, o)
+    return t, after
+
+
+def _recorded_step(
+    table: RevisionContract, s: CallState, o: Occurrence
+) -> tuple[Transition, CallState, PathStep]:
+    """:func:`step` plus the :class:`PathStep` recording it, memoized together: the record is a
+    function of ``(s, o)`` too, so every call taking the same step shares one immutable record
+    (an in-flight call's path then costs a list slot per step)."""
     key = (s, o)
     hit = table.step_cache.get(key)
     if hit is not None:
-        return hit[0], cast(CallState, hit[1])
-    answer = decide(table, s, o)
+        return cast("tuple[Transition, CallState, PathStep]", hit)
+    t, after = decide(table, s, o)
+    answer = (t, after, PathStep(s.state, o.event, after.state, t.index, t.rules, after.outcome, o))
     if len(table.step_cache) >= _STEP_CACHE_LIMIT:
         table.step_cache.clear()
     table.step_cache[key] = answer
@@ -224,12 +235,8 @@ class CallMachine:
 
     def offer(self, o: Occurrence) -> Transition:
         """Take the reference's transition for ``o`` and record it."""
-        before = self.current
-        t, after = step(self.table, before, o)
-        self.current = after
-        self.path.append(
-            PathStep(before.state, o.event, after.state, t.index, t.rules, after.outcome, o)
-        )
+        t, self.current, record = _recorded_step(self.table, self.current, o)
+        self.path.append(record)
         return t
 
 

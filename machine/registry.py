@@ -24,6 +24,7 @@ import inspect
 import itertools
 import logging
 import math
+import time
 import types
 from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
@@ -508,6 +509,29 @@ class _Call:
     driver never decides an outcome itself.
     """
 
+    __slots__ = (
+        "agent",
+        "call_id",
+        "caller",
+        "clock",
+        "controller",
+        "deferred",
+        "entered",
+        "given",
+        "interrupt",
+        "machine",
+        "merged",
+        "name",
+        "raw_arguments",
+        "registry",
+        "result",
+        "results",
+        "trace",
+        "unwinding",
+        "view",
+        "watchdog",
+    )
+
     def __init__(
         self,
         registry: ToolRegistry,
@@ -539,6 +563,7 @@ class _Call:
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = 0.0  # loop time the machine entered its current state
+        self.clock: Callable[[], float] = time.monotonic  # the event loop's, once running
         self.watchdog: asyncio.TimerHandle | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] = []
@@ -615,24 +640,24 @@ class _Call:
         """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
         c = self.caller
         if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(Occurrence("caller_abort"))
-        self.take(Occurrence(event, **data))
-        return self.machine.outcome
+            self.take(_plain("caller_abort"))
+        self.take(Occurrence(event, **data) if data else _plain(event))
+        return self.machine.current.outcome
 
     def take(self, occurrence: Occurrence) -> None:
         machine = self.machine
-        before = machine.state
+        before = machine.current.state
         machine.offer(occurrence)
-        state = machine.state
+        state = machine.current.state
         if state != before:
-            self.entered = asyncio.get_running_loop().time()
+            self.entered = self.clock()
             if state == "draining":
                 self.watch_draining()
             elif before == "draining" and self.watchdog is not None:
                 self.watchdog.cancel()
         tap = self.registry._on_step
         if tap is not None:
-            tap(self.view, self.machine.path[-1])
+            tap(self.view, machine.path[-1])
         if self.trace is not None:
             event = occurrence.event
             data = self.registry._event_data.get(event, ())
@@ -665,13 +690,14 @@ class _Call:
 
     async def run(self) -> ToolResult:
         if await self.prepare():
-            await self.dispatch()
+            self.result = await self.around()  # dispatch(), one coroutine frame fewer
         return await self.finalize()
 
     async def prepare(self) -> bool:
         """Entry, pre-execute, approval, guards.  True when the call goes on to dispatch."""
         r = self.results
-        self.entered = asyncio.get_running_loop().time()
+        self.clock = _clock_of(asyncio.get_running_loop())
+        self.entered = self.clock()
         self.registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
@@ -726,7 +752,7 @@ class _Call:
         if self.trace is not None:
             self.emit("stage_enter", stage="pre")
         try:
-            decision = await _waterfall(reg._pre, (self.view,), _allow)
+            decision = await _waterfall(reg._pre, (self.view,), _allow) if reg._pre else _ALLOW
             if isinstance(decision, Allow):
                 self.offer("pre_allow")
             elif isinstance(decision, Deny):
@@ -802,78 +828,8 @@ class _Call:
         """The around waterfall and checkpoint C3.  Leaves the machine in ``post_policy``, or in
         ``finalizing`` after a wrapper failure nobody caught (R16)."""
         wrappers = tuple(self.registry._around)
-
-        async def chain(i: int) -> ToolResult:
-            if i == len(wrappers):
-                return await self.base_dispatch()
-            self.offer("wrapper_enter")
-            calls = 0
-            pending = False  # a next() of this wrapper is running
-            forgotten: asyncio.Future[None] | None = None  # set when the wrapper left it running
-            last: ToolResult | None = None
-
-            async def next_() -> ToolResult:
-                nonlocal calls, pending, last
-                if pending:
-                    raise RegistryUsageError(
-                        "next() was called again while the previous next() of this wrapper is "
-                        "still running; await it before retrying"
-                    )
-                if calls:
-                    self.offer("redelegate")
-                calls += 1
-                pending = True
-                last = None
-                try:
-                    last = await chain(i + 1)
-                    return last
-                finally:
-                    pending = False
-                    if forgotten is not None:
-                        forgotten.set_result(None)
-
-            async def await_forgotten() -> None:
-                """The wrapper settled while a next() it started (say in a task) still runs: a
-                body may be running under it, so the registry awaits it (R27)."""
-                nonlocal forgotten
-                if pending:
-                    log.warning(
-                        "call %s: around-dispatch wrapper %d settled while its next() was still "
-                        "running; awaiting it (R27) -- a wrapper must await the next() it calls",
-                        self.call_id,
-                        i,
-                    )
-                    forgotten = asyncio.get_running_loop().create_future()
-                    await forgotten
-
-            try:
-                result = await wrappers[i](self.view, next_)
-                await await_forgotten()
-                if not isinstance(result, ToolResult):
-                    raise TypeError(
-                        f"around-dispatch wrapper returned {type(result).__name__}; "
-                        "expected a ToolResult"
-                    )
-            except (ContractViolation, GeneratorExit):
-                raise
-            except BaseException as exc:
-                await await_forgotten()
-                if exc is not self.unwinding:  # logged once, by the wrapper it escaped first
-                    self.failed(exc, f"around-dispatch wrapper {i}")
-                    self.unwinding = exc
-                self.offer("wrapper_raise")
-                raise
-            timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
-            self.offer(
-                "wrapper_returned",
-                passthrough=result is last,
-                is_error=result.is_error,
-                timeout=timeout,
-            )
-            return result
-
         try:
-            result = await chain(0)
+            result = await (self.wrap(wrappers, 0) if wrappers else self.base_dispatch())
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
@@ -888,12 +844,84 @@ class _Call:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
 
+    async def wrap(self, wrappers: tuple[AroundHook, ...], i: int) -> ToolResult:
+        """Wrapper ``i`` of the around waterfall (past the last one: the base dispatch)."""
+        if i == len(wrappers):
+            return await self.base_dispatch()
+        self.offer("wrapper_enter")
+        calls = 0
+        pending = False  # a next() of this wrapper is running
+        forgotten: asyncio.Future[None] | None = None  # set when the wrapper left it running
+        last: ToolResult | None = None
+
+        async def next_() -> ToolResult:
+            nonlocal calls, pending, last
+            if pending:
+                raise RegistryUsageError(
+                    "next() was called again while the previous next() of this wrapper is "
+                    "still running; await it before retrying"
+                )
+            if calls:
+                self.offer("redelegate")
+            calls += 1
+            pending = True
+            last = None
+            try:
+                last = await self.wrap(wrappers, i + 1)
+                return last
+            finally:
+                pending = False
+                if forgotten is not None:
+                    forgotten.set_result(None)
+
+        async def await_forgotten() -> None:
+            """The wrapper settled while a next() it started (say in a task) still runs: a
+            body may be running under it, so the registry awaits it (R27)."""
+            nonlocal forgotten
+            if pending:
+                log.warning(
+                    "call %s: around-dispatch wrapper %d settled while its next() was still "
+                    "running; awaiting it (R27) -- a wrapper must await the next() it calls",
+                    self.call_id,
+                    i,
+                )
+                forgotten = asyncio.get_running_loop().create_future()
+                await forgotten
+
+        try:
+            result = await wrappers[i](self.view, next_)
+            await await_forgotten()
+            if not isinstance(result, ToolResult):
+                raise TypeError(
+                    f"around-dispatch wrapper returned {type(result).__name__}; "
+                    "expected a ToolResult"
+                )
+        except (ContractViolation, GeneratorExit):
+            raise
+        except BaseException as exc:
+            await await_forgotten()
+            if exc is not self.unwinding:  # logged once, by the wrapper it escaped first
+                self.failed(exc, f"around-dispatch wrapper {i}")
+                self.unwinding = exc
+            self.offer("wrapper_raise")
+            raise
+        timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
+        self.offer(
+            "wrapper_returned",
+            passthrough=result is last,
+            is_error=result.is_error,
+            timeout=timeout,
+        )
+        return result
+
     async def base_dispatch(self) -> ToolResult:
         """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18)."""
         r, view = self.results, self.view
         w = view._slot
-        fusion = Fusion(self.caller, w)
+        # No wrapper changed the slot: F is C itself (R21), nothing to relay or to trace.
+        fusion = None if w is self.caller and self.trace is None else Fusion(self.caller, w)
         if self.trace is not None:
+            assert fusion is not None
             fusion.on_listener = self.emit_listener
             if fusion.relaying:
                 self.emit_listener("caller", "add")
@@ -903,12 +931,13 @@ class _Call:
             "base_dispatch", slot_aborted=w is not None and w.aborted, tool_found=tool is not None
         )
         if self.state == "around_after":  # C2 aborted, or no such tool
-            fusion.dispose()
+            if fusion is not None:
+                fusion.dispose()
             if outcome == "unknown_tool":
                 return r.unknown_tool(self.name)
             return r.cancellation(outcome or "aborted")
         assert tool is not None
-        fused = fusion.signal
+        fused = w if fusion is None else fusion.signal
         listening = fused is not None and self.state == "body"
         if listening:
             assert fused is not None
@@ -917,6 +946,7 @@ class _Call:
                 self.on_fused_abort(fused)
         owner = None  # set only when tracing: whose signal carries the listener just added
         if self.trace is not None:
+            assert fusion is not None
             kind = fusion.plan.kind
             self.emit("fused", kind=kind, aborted=fusion.plan.born_aborted_from is not None)
             # Unless F is a relay, it *is* the caller's or the slot's signal, so the registry's
@@ -943,7 +973,8 @@ class _Call:
                 fused.remove_listener(self.on_fused_abort)
                 if owner is not None:
                     self.emit_listener(owner, "remove")
-            fusion.dispose()
+            if fusion is not None:
+                fusion.dispose()
             view._slot = w
         outcome = self.offer(event)
         if event == "body_ok" and outcome in _CANCELLATIONS:
@@ -954,9 +985,9 @@ class _Call:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
         if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(Occurrence("caller_abort"))
+            self.take(_plain("caller_abort"))
         elif self.state == "body":
-            self.take(Occurrence("fused_abort"))
+            self.take(_plain("fused_abort"))
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """Post-execute (R7, R20) and checkpoint C4."""
@@ -964,7 +995,8 @@ class _Call:
         if self.trace is not None:
             self.emit("stage_enter", stage="post")
         try:
-            decision = await _waterfall(self.registry._post, (self.view, result), _accept)
+            post = self.registry._post
+            decision = await _waterfall(post, (self.view, result), _accept) if post else _ACCEPT
             if not isinstance(decision, (Accept, Block)):
                 raise TypeError(f"post-execute returned {decision!r}; expected Accept or Block")
         except (ContractViolation, GeneratorExit):
@@ -976,15 +1008,18 @@ class _Call:
         if isinstance(decision, Block):
             self.offer("post_block")
             return r.blocked(decision.feedback, decision.contexts)
-        content = result.content if decision.content is None else tuple(decision.content)
-        accepted = ToolResult(
-            content,
-            result.is_error,
-            result.error,
-            tuple(result.contexts) + tuple(decision.contexts),
-            result.meta,
-            result.revision,
-        )
+        if decision.content is None and not decision.contexts:
+            accepted = result  # kept as is
+        else:
+            content = result.content if decision.content is None else tuple(decision.content)
+            accepted = ToolResult(
+                content,
+                result.is_error,
+                result.error,
+                tuple(result.contexts) + tuple(decision.contexts),
+                result.meta,
+                result.revision,
+            )
         outcome = self.offer("post_accept")
         if outcome in _CANCELLATIONS and not accepted.is_error:
             return r.cancellation(outcome or "aborted", accepted.contexts)
@@ -1029,12 +1064,34 @@ _PRE_RAISE: Final = {
 }
 
 
+_ALLOW: Final = Allow()
+_ACCEPT: Final = Accept()
+
+
 async def _allow() -> Allow:
-    return Allow()
+    return _ALLOW
 
 
 async def _accept() -> Accept:
-    return Accept()
+    return _ACCEPT
+
+
+def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """The loop's clock: ``time.monotonic`` itself when that is all ``loop.time()`` does (one
+    Python call less per state change), else the loop's own (a virtual clock, a test's)."""
+    own = getattr(loop.time, "__func__", None)
+    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
+
+
+_PLAIN: dict[str, Occurrence] = {}
+
+
+def _plain(event: str) -> Occurrence:
+    """The one occurrence of ``event`` without observations (shared: occurrences are values)."""
+    found = _PLAIN.get(event)
+    if found is None:
+        found = _PLAIN[event] = Occurrence(event)
+    return found
 
 
 def _describe(value: Any) -> str:
@@ -1069,38 +1126,52 @@ def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
             result: ToolResult = done.value
             return result
         throw = None
-        while True:
-            stand_in = _stand_in(pending) if _is_future(pending) else pending
-            try:
-                yield stand_in
+        if getattr(pending, "_asyncio_future_blocking", None) is None:
+            try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
+                yield pending
             except asyncio.CancelledError as exc:
                 if cancelled is None:
                     cancelled = exc
                     call.task_cancelled(exc)
-                if stand_in is not pending and not pending.done():
-                    continue  # still waiting: give the task a fresh stand-in
             except GeneratorExit:
                 pipeline.close()
                 raise
             except BaseException as exc:  # whatever else the task throws in goes on in
                 throw = exc
+            continue
+        pending._asyncio_future_blocking = False
+        while not pending.done():
+            stand_in = _StandIn(pending)
+            try:
+                yield stand_in
+            except asyncio.CancelledError as exc:
+                stand_in.release()
+                if cancelled is None:
+                    cancelled = exc
+                    call.task_cancelled(exc)
+                continue  # still waiting on the real future: hand the task a fresh stand-in
+            except GeneratorExit:
+                stand_in.release()
+                pipeline.close()
+                raise
+            except BaseException as exc:
+                stand_in.release()
+                throw = exc
             break
 
 
-def _is_future(value: Any) -> bool:
-    return getattr(value, "_asyncio_future_blocking", None) is not None
+class _StandIn(asyncio.Future[None]):
+    """The future the task waits on instead of ``real``: done, with no value, when ``real`` is."""
 
+    def __init__(self, real: asyncio.Future[Any]) -> None:
+        super().__init__(loop=real.get_loop())
+        self.real = real
+        real.add_done_callback(self.relay)
+        self._asyncio_future_blocking = True
 
-def _stand_in(real: asyncio.Future[Any]) -> asyncio.Future[None]:
-    """A future the task waits on instead of ``real``; done (with no value) when ``real`` is."""
-    stand_in: asyncio.Future[None] = real.get_loop().create_future()
+    def relay(self, _: asyncio.Future[Any]) -> None:
+        if not self.done():
+            self.set_result(None)
 
-    def relay(_: asyncio.Future[Any]) -> None:
-        if not stand_in.done():
-            stand_in.set_result(None)
-
-    real._asyncio_future_blocking = False
-    real.add_done_callback(relay)
-    stand_in.add_done_callback(lambda _: real.remove_done_callback(relay))
-    stand_in._asyncio_future_blocking = True
-    return stand_in
+    def release(self) -> None:
+        self.real.remove_done_callback(self.relay)

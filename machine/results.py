@@ -421,6 +421,6 @@ class Results:
     def materialize(self, result: ToolResult) -> ToolResult:
         """R30: the lossless, deep-frozen snapshot of ``result`` (raises NotSerializable)."""
         content = snapshot(result.content, "$.content")
-        contexts = snapshot(result.contexts, "$.additionalContexts")
-        meta = snapshot(result.meta, "$.meta")
+        contexts = snapshot(result.contexts, "$.additionalContexts") if result.contexts else ()
+        meta = None if result.meta is None else snapshot(result.meta, "$.meta")
         return ToolResult(content, result.is_error, result.error, contexts, meta, self.revision)

@@ -48,6 +48,7 @@ import logging
 import math
 import weakref
 from collections.abc import Callable, Iterable
+from typing import Any, Final
 
 __all__ = [
     "AbortController",
@@ -103,19 +104,66 @@ _MISSING = _Missing()
 _serials = itertools.count()
 
 
+class _NoLinks(dict):  # type: ignore[type-arg]
+    """The empty link table every signal starts with; reading and emptying it are fine, and
+    writing to it is a bug (it is shared), so it refuses."""
+
+    def __setitem__(self, key: object, value: object) -> None:
+        raise TypeError("the shared empty link table is read-only")
+
+    def setdefault(self, key: object, default: object = None) -> object:
+        raise TypeError("the shared empty link table is read-only")
+
+    def update(self, *args: object, **kwargs: object) -> None:
+        raise TypeError("the shared empty link table is read-only")
+
+
+_NO_LINKS: Final[Any] = _NoLinks()
+
+
 class _Entry:
     """One registration in a signal's listener list (a DOM "event listener").
 
     The ``removed`` flag is what lets a dispatch that is already iterating over
     a snapshot of the list skip a listener that was removed mid-dispatch.
+    ``key`` is the entry's key in the signal's listener table.
     """
 
-    __slots__ = ("callback", "once", "removed")
+    __slots__ = ("callback", "key", "once", "removed")
 
-    def __init__(self, callback: Listener, once: bool) -> None:
+    def __init__(self, callback: Listener, once: bool, key: object) -> None:
         self.callback = callback
         self.once = once
+        self.key = key
         self.removed = False
+
+
+class _ByEquality:
+    """The table key of an unhashable callable: found again by ``==`` (all such keys share one
+    hash bucket, which is fine for the rare callable object without ``__hash__``)."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: object) -> None:
+        self.fn = fn
+
+    def __hash__(self) -> int:
+        return 0
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _ByEquality) and bool(self.fn == other.fn)
+
+
+def _key(fn: object) -> object:
+    try:
+        hash(fn)
+    except TypeError:
+        return _ByEquality(fn)
+    return fn
+
+
+_HANDLER: Final = object()
+"""The key of the ``onabort`` entry: equal to no callable, so never deduplicated with one."""
 
 
 def _default_reason(reason: object) -> object:
@@ -153,17 +201,21 @@ class AbortSignal:
         self._serial = next(_serials)
         self._aborted = False
         self._reason: object = None
-        self._listeners: list[_Entry] = []
+        # Registration order, and O(1) deduplication and removal however many listeners a
+        # shared signal (a turn's, a caller's) carries: callable (or _HANDLER) -> entry.
+        self._listeners: dict[object, _Entry] = {}
         self._onabort: Listener | None = None
         self._handler_entry: _Entry | None = None
         # DOM "dependent": made by any(); such a signal is never a source.
         self._dependent = False
+        # The three link tables start as the shared empty table (most signals never link:
+        # three empty dicts would be most of a signal's memory); _own() makes a real one.
         # DOM "source signals" (strong: a dependent needs its sources).
-        self._sources: dict[int, AbortSignal] = {}
+        self._sources: dict[int, AbortSignal] = _NO_LINKS
         # DOM "dependent signals": ordered, weak, keyed by serial.
-        self._dependents: dict[int, weakref.ref[AbortSignal]] = {}
+        self._dependents: dict[int, weakref.ref[AbortSignal]] = _NO_LINKS
         # Dependents with listeners, kept alive by their source (DOM GC rule).
-        self._retained: dict[int, AbortSignal] = {}
+        self._retained: dict[int, AbortSignal] = _NO_LINKS
 
     def __repr__(self) -> str:
         state = f"aborted reason={self._reason!r}" if self._aborted else "active"
@@ -215,8 +267,8 @@ class AbortSignal:
                 self._remove_entry(self._handler_entry)
                 self._handler_entry = None
         elif self._handler_entry is None:
-            self._handler_entry = _Entry(self._call_onabort, once=False)
-            self._listeners.append(self._handler_entry)
+            self._handler_entry = _Entry(self._call_onabort, False, _HANDLER)
+            self._listeners[_HANDLER] = self._handler_entry
         self._update_retention()
 
     def _call_onabort(self, signal: AbortSignal) -> None:
@@ -234,19 +286,18 @@ class AbortSignal:
         added after the signal aborted is kept but never called, as in the
         DOM.
         """
-        for entry in self._listeners:
-            if entry is not self._handler_entry and entry.callback == fn:
-                return
-        self._listeners.append(_Entry(fn, once))
+        key = _key(fn)
+        if key in self._listeners:
+            return
+        self._listeners[key] = _Entry(fn, once, key)
         self._update_retention()
 
     def remove_listener(self, fn: Listener) -> None:
         """Unregister ``fn``; a no-op if it is not registered."""
-        for entry in self._listeners:
-            if entry is not self._handler_entry and entry.callback == fn:
-                self._remove_entry(entry)
-                self._update_retention()
-                return
+        entry = self._listeners.pop(_key(fn), None)
+        if entry is not None:
+            entry.removed = True
+            self._update_retention()
 
     @property
     def listener_count(self) -> int:
@@ -264,7 +315,8 @@ class AbortSignal:
 
     def _remove_entry(self, entry: _Entry) -> None:
         entry.removed = True
-        self._listeners.remove(entry)
+        if self._listeners.get(entry.key) is entry:
+            del self._listeners[entry.key]
 
     # -- aborting ----------------------------------------------------------
 
@@ -302,7 +354,7 @@ class AbortSignal:
         """DOM "fire an event named abort", minus the Event object."""
         # Iterate over a snapshot so that additions during dispatch are not
         # called; the ``removed`` flag handles removals.
-        for entry in list(self._listeners):
+        for entry in list(self._listeners.values()):
             if entry.removed:
                 continue
             if entry.once:
@@ -322,6 +374,8 @@ class AbortSignal:
         """Make ``self`` (dependent) follow ``source`` (not dependent)."""
         if source._serial in self._sources:
             return
+        if self._sources is _NO_LINKS:
+            self._sources = {}
         self._sources[source._serial] = source
         key = self._serial
         source_ref = weakref.ref(source)
@@ -331,6 +385,8 @@ class AbortSignal:
             if src is not None:
                 src._dependents.pop(key, None)
 
+        if source._dependents is _NO_LINKS:
+            source._dependents = {}
         source._dependents[key] = weakref.ref(self, forget)
 
     def _update_retention(self) -> None:
@@ -345,6 +401,8 @@ class AbortSignal:
         retain = bool(self._listeners)
         for source in self._sources.values():
             if retain:
+                if source._retained is _NO_LINKS:
+                    source._retained = {}
                 source._retained[self._serial] = self
             else:
                 source._retained.pop(self._serial, None)
