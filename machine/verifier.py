@@ -23,9 +23,11 @@ Violations come with a reproducer that runs as written.
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -46,7 +48,8 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
-from .turncheck import verify_turns
+from .turncheck import MAX_CALLS as _TURN_MAX_CALLS
+from .turncheck import TurnTally, batch_kinds, verify_turns
 from .virtual_time import VirtualClock, run
 
 # ------------------------------------------------------------------------------------------------
@@ -55,6 +58,9 @@ from .virtual_time import VirtualClock, run
 
 MAX_WRAPPERS = 2
 """Bound on around-dispatch wrappers per call."""
+
+MAX_CALLS = _TURN_MAX_CALLS
+"""Bound on the model calls of one turn batch (the calls that run concurrently in a turn)."""
 
 _REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
 
@@ -84,6 +90,12 @@ def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
             yield (w,)  # nothing inside a short-circuit is ever reached
 
 
+Group = Scenario | tuple[Scenario, tuple[str, ...]]
+"""A slice of the bounded space: one configuration, or a dispatching base configuration and a
+wrapper stack, standing for every configuration of that stack (:func:`expand`).  Groups are what
+the main process enumerates and sends to workers; workers expand them."""
+
+
 def configurations(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator[Scenario]:
     """Every scenario within bounds, with ``cancel="never"``.
 
@@ -91,6 +103,12 @@ def configurations(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> 
     wrapper has no inner wrappers; a denied call has no body), so equivalent configurations are
     enumerated once.
     """
+    for group in groups(revision, max_wrappers):
+        yield from expand(group)
+
+
+def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator[Group]:
+    """The space of :func:`configurations`, in the same order, a group at a time."""
     callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
     for caller in callers:
         yield Scenario(revision=revision, caller=caller, args="not_serializable")
@@ -107,35 +125,53 @@ def configurations(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> 
                 # before or during approval never reaches it), so the wrapper subtree is
                 # expanded under allow only.
                 wrappers = max_wrappers if pre["pre"] == "allow" else 0
-                yield from _dispatching(_replace(base, guard="none"), wrappers)
+                dispatching = _replace(base, guard="none")
+                for stack in _wrapper_stacks(wrappers):
+                    yield (dispatching, stack)
 
 
-def _dispatching(base: Scenario, max_wrappers: int) -> Iterator[Scenario]:
-    for stack in _wrapper_stacks(max_wrappers):
-        reaches_body = all(w in _REACH_BASE for w in stack)
-        for timeout in ("absent", "budget", "timer_first") if reaches_body else ("absent",):
-            for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
-                bodies = BODIES if reaches_body and tool_known else ("success",)
-                for body in bodies:
-                    modes = (True, False) if reaches_body and tool_known else (True,)
-                    for cooperative in modes:
-                        for post in POSTS:
-                            yield _replace(
-                                base,
-                                wrappers=stack,
-                                timeout=timeout,
-                                tool_known=tool_known,
-                                body=body,
-                                cooperative=cooperative,
-                                post=post,
-                            )
+def expand(group: Group) -> Iterator[Scenario]:
+    """The configurations a group stands for."""
+    if isinstance(group, Scenario):
+        yield group
+        return
+    base, stack = group
+    for changes in _dispatch_variants(stack):
+        yield _replace(base, wrappers=stack, **changes)
+
+
+def group_size(group: Group) -> int:
+    """How many configurations :func:`expand` gives, without building them."""
+    return 1 if isinstance(group, Scenario) else _stack_size(group[1])
+
+
+@functools.cache
+def _stack_size(stack: tuple[str, ...]) -> int:
+    return sum(1 for _ in _dispatch_variants(stack))
+
+
+def _dispatch_variants(stack: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    reaches_body = all(w in _REACH_BASE for w in stack)
+    for timeout in ("absent", "budget", "timer_first") if reaches_body else ("absent",):
+        for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
+            bodies = BODIES if reaches_body and tool_known else ("success",)
+            for body in bodies:
+                modes = (True, False) if reaches_body and tool_known else (True,)
+                for cooperative in modes:
+                    for post in POSTS:
+                        yield {
+                            "timeout": timeout,
+                            "tool_known": tool_known,
+                            "body": body,
+                            "cooperative": cooperative,
+                            "post": post,
+                        }
 
 
 def _replace(s: Scenario, **changes: Any) -> Scenario:
-    data = s.to_data()
-    data.update(changes)
-    data["wrappers"] = list(data["wrappers"])
-    return Scenario.from_data(data)
+    if "wrappers" in changes:
+        changes["wrappers"] = tuple(changes["wrappers"])
+    return replace(s, **changes)  # the constructor validates every field, as from_data does
 
 
 def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], int]:
@@ -460,6 +496,8 @@ class Tally:
         self.rules |= other.rules
         self.violation_count += other.violation_count
         self.violations.extend(other.violations[: max(0, 20 - len(self.violations))])
+        self.turn_batches += other.turn_batches
+        self.turn_schedules += other.turn_schedules
 
 
 async def _run_configs(
@@ -467,16 +505,31 @@ async def _run_configs(
 ) -> Tally:
     table = load_contract().revision(configs[0].revision) if configs else None
     tally = Tally()
-    twin: tuple[Scenario, Observation] | None = None
+    # The uncancelled runs of the cooperative configurations that differ from the current one in
+    # their post-execute decision at most (configurations() gives an uncooperative one after
+    # its cooperative twins).
+    twins: dict[Scenario, Observation] = {}
+    family: Scenario | None = None
     for config in configs:
         tally.configurations += 1
-        if twin is not None and replace(config, cooperative=True) == twin[0]:
-            first = twin[1]  # same gates and path: it only differs while something aborts
+        matters = _uncancelled_matters(config)
+        twin = None
+        if not (config.cooperative or matters):
+            twin = twins.get(replace(config, cooperative=True))
+        if twin is not None:
+            # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and it
+            # is used only to choose the schedules.  (When something does abort -- the timer, an
+            # aborting wrapper signal -- an uncooperative body changes the path: it is run.)
+            first = twin
         else:
             first = await Harness(config, factory, clock).run()
         if config.cooperative:
-            twin = (config, first)
-        runs = [first] if _uncancelled_matters(config) else []
+            kin = replace(config, post=POSTS[0])
+            if kin != family:
+                twins.clear()
+                family = kin
+            twins[config] = first
+        runs = [first] if matters else []
         tally.pruned += 0 if runs else 1
         kept, pruned = schedules(config, first)
         tally.pruned += pruned
@@ -501,9 +554,75 @@ def run_batch(configs: Sequence[Scenario], factory: RegistryFactory = ToolRegist
     return run(_run_configs(configs, factory, clock), clock=clock)
 
 
-def _chunks(items: Sequence[Scenario], n: int) -> Iterable[Sequence[Scenario]]:
-    for i in range(0, len(items), n):
-        yield items[i : i + n]
+JOB_CONFIGURATIONS = 200
+"""About how many configurations one job of :func:`plan` holds (a few tenths of a second)."""
+
+JOB_TURN_BATCHES = 16
+"""How many turn batches (kinds of calls) one job holds."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work for a worker: groups of configurations to expand and check, or turn
+    batches to run.  Small to pickle: a job names its configurations, it does not hold them."""
+
+    revision: str
+    groups: tuple[Group, ...] = ()
+    turn_kinds: tuple[tuple[str, ...], ...] = ()
+    size: int = 0  # configurations
+
+    def run(self, factory: RegistryFactory = ToolRegistry) -> Tally:
+        if self.turn_kinds:
+            return _turn_tally(verify_turns(self.revision, kinds=self.turn_kinds), self.revision)
+        return run_batch([c for g in self.groups for c in expand(g)], factory)
+
+
+def plan(
+    revision: str = "seed",
+    max_wrappers: int = MAX_WRAPPERS,
+    max_calls: int = MAX_CALLS,
+    *,
+    turns: bool = True,
+) -> list[Job]:
+    """The bounded space cut into jobs: the turn batches first (so they never end a run), then
+    the configurations in :func:`configurations` order, ``JOB_CONFIGURATIONS`` or so a job.
+
+    Only groups are enumerated here; each worker expands its own, so the serial part of a run is
+    the cheap enumeration of groups."""
+    jobs: list[Job] = []
+    if turns:
+        kinds = list(batch_kinds(max_calls))
+        for i in range(0, len(kinds), JOB_TURN_BATCHES):
+            jobs.append(Job(revision, turn_kinds=tuple(kinds[i : i + JOB_TURN_BATCHES])))
+    pending: list[Group] = []
+    size = 0
+    for group in groups(revision, max_wrappers):
+        pending.append(group)
+        size += group_size(group)
+        if size >= JOB_CONFIGURATIONS:
+            jobs.append(Job(revision, tuple(pending), size=size))
+            pending, size = [], 0
+    if pending:
+        jobs.append(Job(revision, tuple(pending), size=size))
+    return jobs
+
+
+def run_jobs(
+    jobs: Sequence[Job], factory: RegistryFactory = ToolRegistry, workers: int = 1
+) -> Generator[Tally, None, None]:
+    """Each job's tally, as jobs finish (in order with one worker).  Closing the iterator early
+    stops the workers."""
+    if workers <= 1:
+        for job in jobs:
+            yield job.run(factory)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        # One job per task: a job is a few tenths of a second, so the tail is short and the
+        # pickling is small (a job names its configurations; the factory pickles by reference).
+        yield from pool.imap_unordered(_worker, [(job, factory) for job in jobs], chunksize=1)
 
 
 @dataclass
@@ -516,6 +635,8 @@ class Report:
     workers: int
 
     table: RevisionContract | None = None
+    max_wrappers: int = MAX_WRAPPERS
+    max_calls: int = MAX_CALLS
 
     @property
     def missing_transitions(self) -> list[int]:
@@ -560,6 +681,8 @@ class Report:
             ],
             "seconds": round(self.seconds, 2),
             "workers": self.workers,
+            "max_wrappers": self.max_wrappers,
+            "max_calls": self.max_calls,
         }
 
 
@@ -569,42 +692,37 @@ def verify(
     workers: int = 2,
     factory: RegistryFactory = ToolRegistry,
     max_wrappers: int = MAX_WRAPPERS,
+    max_calls: int = MAX_CALLS,
     progress: Callable[[int, int], None] | None = None,
     stop_at_first: bool = False,
 ) -> Report:
     """Check the whole bounded space of ``revision``; use ``workers`` processes.
 
-    With ``stop_at_first`` the check ends at the first batch that shows a violation (used to
-    kill mutants quickly)."""
+    The bounds: ``max_wrappers`` around wrappers per call, ``max_calls`` concurrent model calls
+    per turn batch.  With ``stop_at_first`` the check ends at the first job that shows a violation
+    (used to kill mutants quickly); the turn batches then run last, and only if none did."""
+    if max_wrappers < 0:
+        raise ValueError(f"max_wrappers must be at least 0, not {max_wrappers}")
+    if max_calls < 1:
+        raise ValueError(f"max_calls must be at least 1, not {max_calls}")
     start = time.perf_counter()
     table = load_contract().revision(revision)
-    configs = list(configurations(revision, max_wrappers))
-    batches = list(_chunks(configs, 200))
+    jobs = plan(revision, max_wrappers, max_calls, turns=not stop_at_first)
+    configs = sum(job.size for job in jobs)
     total = Tally()
     done = 0
-    if workers <= 1:
-        for batch in batches:
-            total.merge(run_batch(batch, factory))
-            done += len(batch)
+    with contextlib.closing(run_jobs(jobs, factory, workers)) as tallies:
+        for tally in tallies:
+            total.merge(tally)
+            done += tally.configurations
             if progress:
-                progress(done, len(configs))
+                progress(done, configs)
             if stop_at_first and total.violation_count:
                 break
-    else:
-        import multiprocessing
-
-        ctx = multiprocessing.get_context("fork")
-        with ctx.Pool(workers) as pool:
-            for tally in pool.imap_unordered(_worker, [(b, factory) for b in batches]):
-                total.merge(tally)
-                done += tally.configurations
-                if progress:
-                    progress(done, len(configs))
-                if stop_at_first and total.violation_count:
-                    pool.terminate()
-                    break
     if not (stop_at_first and total.violation_count):
-        _add_turns_and_registration(total, revision)
+        if stop_at_first:
+            total.merge(_turn_tally(verify_turns(revision, max_calls), revision))
+        _add_registration(total, revision)
     return Report(
         revision,
         total,
@@ -613,20 +731,27 @@ def verify(
         time.perf_counter() - start,
         workers,
         table,
+        max_wrappers,
+        max_calls,
     )
 
 
-def _add_turns_and_registration(total: Tally, revision: str) -> None:
-    """The parts of the contract a single call cannot show: turn batches (R9, R36-R38, through
-    the real scheduler) and budget declaration (R32)."""
-    turns = verify_turns(revision)
-    total.turn_batches += turns.batches
-    total.turn_schedules += turns.schedules
-    total.rules |= turns.rules
-    total.violation_count += turns.violation_count
-    for rule, why, turn in turns.violations[: max(0, 20 - len(total.violations))]:
+def _turn_tally(turns: TurnTally, revision: str) -> Tally:
+    """What the turn batches add (R9, R36-R38, through the real scheduler), as a tally."""
+    out = Tally(
+        rules=set(turns.rules),
+        violation_count=turns.violation_count,
+        turn_batches=turns.batches,
+        turn_schedules=turns.schedules,
+    )
+    for rule, why, turn in turns.violations[:20]:
         where = f"{why} -- in {turn.as_code()} (toolcancel.turncheck)"
-        total.violations.append(Violation(rule, Scenario(revision=revision), where))
+        out.violations.append(Violation(rule, Scenario(revision=revision), where))
+    return out
+
+
+def _add_registration(total: Tally, revision: str) -> None:
+    """The part of the contract no call shows: budget declaration (R32), and R40."""
     for rule, why in check_registration(revision):
         total.violation_count += 1
         total.violations.append(Violation(rule, Scenario(revision=revision), why))
@@ -668,5 +793,6 @@ def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
     return found
 
 
-def _worker(job: tuple[Sequence[Scenario], RegistryFactory]) -> Tally:
-    return run_batch(*job)
+def _worker(task: tuple[Job, RegistryFactory]) -> Tally:
+    job, factory = task
+    return job.run(factory)

@@ -53,3 +53,40 @@ def test_unknown_revision_is_one_line_and_exit_2() -> None:
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "tokyo" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _verify_json(*args: str) -> dict[str, object]:
+    proc = tc("verify", "--max-wrappers", "0", "--json", *args)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    data: dict[str, object] = json.loads(proc.stdout)
+    return data
+
+
+def test_verify_max_calls_bounds_the_turn_batches_only() -> None:
+    one = _verify_json("--max-calls", "1", "--workers", "1")
+    two = _verify_json("--max-calls", "2", "--workers", "1")
+    assert (one["max_calls"], one["turn_batches"], one["turn_schedules"]) == (1, 5, 48)
+    assert (two["max_calls"], two["turn_batches"], two["turn_schedules"]) == (2, 30, 428)
+    assert one["configurations"] == two["configurations"]
+    assert one["schedules"] == two["schedules"]
+    assert one["violations"] == two["violations"] == 0
+    table = tc("verify", "--max-wrappers", "0", "--max-calls", "1", "--workers", "1").stdout
+    assert re.search(r"bounds +up to 0 around wrapper\(s\) per call, 1 call\(s\) per turn", table)
+
+
+def test_verify_gives_the_same_tally_on_one_and_two_workers() -> None:
+    one = _verify_json("--workers", "1")
+    two = _verify_json("--workers", "2")
+    for data in (one, two):
+        data.pop("seconds")
+        data.pop("workers")
+    assert one == two
+    assert one["turn_batches"] == 155 and one["turn_schedules"] == 3028
+
+
+@pytest.mark.parametrize("value", ["0", "4", "x"])
+def test_verify_max_calls_out_of_range_is_one_line_and_exit_2(value: str) -> None:
+    proc = tc("verify", "--max-calls", value)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "--max-calls" in proc.stderr
+    assert "Traceback" not in proc.stderr

@@ -9,9 +9,9 @@ import os
 import sys
 from typing import Any
 
-from ..cli import CliError
+from ..cli import MAX_WORKERS, CliError
 from ..contract import load_contract
-from ..verifier import MAX_WRAPPERS, Report, verify
+from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
 
 
 def register(sub: Any) -> None:
@@ -41,6 +41,14 @@ def register(sub: Any) -> None:
         help=f"bound on around wrappers per call (0-3, default {MAX_WRAPPERS})",
     )
     p.add_argument(
+        "--max-calls",
+        type=int,
+        default=MAX_CALLS,
+        choices=range(1, 4),
+        metavar="N",
+        help=f"bound on concurrent model calls per turn batch (1-3, default {MAX_CALLS})",
+    )
+    p.add_argument(
         "--mutants",
         action="store_true",
         help="instead, check that every deliberately broken registry of "
@@ -53,6 +61,8 @@ def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision is one clear line, exit 2
     if args.workers < 1:
         raise CliError("--workers must be at least 1")
+    if args.workers > MAX_WORKERS:
+        raise CliError(f"--workers must be at most {MAX_WORKERS}")
     tty = sys.stderr.isatty() and not args.json
     if args.mutants:
         return _mutants(args)
@@ -60,6 +70,7 @@ def run(args: argparse.Namespace) -> int:
         args.revision,
         workers=args.workers,
         max_wrappers=args.max_wrappers,
+        max_calls=args.max_calls,
         progress=_progress if tty else None,
     )
     if tty:
@@ -82,6 +93,8 @@ def _table(report: Report) -> str:
     d = report.to_json()
     lines = [
         f"toolcancel verify — {report.revision} contract, real asyncio registry",
+        f"  bounds                up to {d['max_wrappers']} around wrapper(s) per call, "
+        f"{d['max_calls']} call(s) per turn batch",
         f"  configurations        {d['configurations']:>10,}",
         f"  schedules run         {d['schedules']:>10,}"
         f"   (+{d['pruned_equivalent']:,} pruned as equivalent)",
@@ -128,6 +141,7 @@ def _mutants(args: argparse.Namespace) -> int:
                 workers=args.workers,
                 factory=factory,
                 max_wrappers=args.max_wrappers,
+                max_calls=args.max_calls,
                 stop_at_first=True,
             )
         first = report.tally.violations[0] if report.tally.violations else None
