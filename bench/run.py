@@ -1,9 +1,20 @@
-"""Every benchmark, one command: ``.venv/bin/python bench/run.py [--json] [--verifier]``.
+"""Every benchmark, one command: ``python bench/run.py [--json] [--verifier] [--save PATH]``.
 
-Prints per-call figures (min / median / max over repeated rounds, from pytest-benchmark) and
-the ratios the performance issue sets targets for, all measured in the same run: the machine is
-noisy, so only ratios within one run mean anything.  Memory per in-flight call is measured with
-tracemalloc; ``--verifier`` adds the model checker's scaling (slow: minutes).
+Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
+performance issue as ``met`` / ``NOT met`` with the measured figure:
+
+* per-call overhead: a bare task switch, the registry plain, hooked, and hooked with a trace
+  recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
+  slices on this shared machine do not count);
+* tracing off: the registry as shipped (``trace=None``) against the same registry with all its
+  tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
+* memory per in-flight call (tracemalloc);
+* ``toolcancel check`` events/s and ``toolcancel conform --self`` vectors/s (wall clock: what a
+  user waits for);
+* with ``--verifier`` (minutes): how ``verify``'s time grows with its bounds, schedules/s, how far
+  the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers.
+
+The machine is noisy: only ratios within one run mean anything.
 """
 
 from __future__ import annotations
@@ -12,37 +23,71 @@ import argparse
 import asyncio
 import gc
 import json
+import math
+import os
+import resource
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import tracemalloc
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
+BENCH = ROOT / "bench"
 TARGETS = {"plain": 2.0, "hooked": 4.0, "traced_vs_hooked": 2.0}
+TRACING_OFF_TARGET = 1.05
+MEMORY_TARGETS = {"registry_bytes_per_call": 4096, "mib_for_100k": 500}
+CHECK_TARGET = 200_000  # events/s
+CONFORM_TARGET = 1_000  # vectors/s
+SPEEDUP_TARGET = 1.7
+W3_SAMPLE = 16  # --verifier measures max_wrappers=3 on every 16th job of the plan
+SPEEDUP_PAIRS = 3  # alternating 1- and 2-worker runs at the default bounds
+QUIET_CORES = 0.3  # a pair is quiet when other processes kept fewer cores busy in both runs
+
+sys.path.insert(0, str(BENCH))
 
 
-def call_overhead() -> dict[str, Any]:
+def mark(ok: bool) -> str:
+    return "met" if ok else "NOT met"
+
+
+# ------------------------------------------------------------------------------------------------
+# pytest-benchmark runs
+# ------------------------------------------------------------------------------------------------
+
+
+def pytest_benchmark(test_file: str, *args: str, env: dict[str, str] | None = None
+                     ) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
         proc = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--benchmark-only",
-             f"--benchmark-json={out}", str(ROOT / "bench" / "test_overhead.py")],
-            capture_output=True, text=True, cwd=ROOT,
+             f"--benchmark-json={out}", *args, str(BENCH / test_file)],
+            capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})},
         )
         if proc.returncode:
-            sys.exit(f"bench/run.py: the call benchmarks failed:\n{proc.stdout[-2000:]}")
-        data = json.loads(out.read_text())
-    figures = {}
-    for b in data["benchmarks"]:
-        n = b["extra_info"]["batch"]
-        s = b["stats"]
-        figures[b["name"].removeprefix("test_")] = {
-            "min_us": s["min"] / n * 1e6, "median_us": s["median"] / n * 1e6,
-            "max_us": s["max"] / n * 1e6,
-        }
+            sys.exit(f"bench/run.py: {test_file} failed:\n"
+                     f"{proc.stdout[-3000:]}{proc.stderr[-2000:]}")
+        benchmarks: list[dict[str, Any]] = json.loads(out.read_text())["benchmarks"]
+    return benchmarks
+
+
+def per_call(b: dict[str, Any]) -> dict[str, float]:
+    n, s = b["extra_info"]["batch"], b["stats"]
+    return {"min_us": s["min"] / n * 1e6, "median_us": s["median"] / n * 1e6,
+            "max_us": s["max"] / n * 1e6, "rounds": s["rounds"]}
+
+
+def call_overhead(quick: bool) -> dict[str, Any]:
+    """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time)."""
+    benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
+                                  env={"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"})
+    figures = {b["name"].removeprefix("test_"): per_call(b)
+               for b in benchmarks if b["group"] == "call"}
     base = figures["bare_task"]["median_us"]
     ratios = {
         "plain": figures["registry_plain"]["median_us"] / base,
@@ -50,15 +95,65 @@ def call_overhead() -> dict[str, Any]:
         "traced_vs_hooked": figures["registry_hooked_traced"]["median_us"]
         / figures["registry_hooked"]["median_us"],
     }
-    return {"per_call": figures, "ratios": ratios}
+    return {"timer": "process CPU time", "per_call": figures, "ratios": ratios,
+            "tracing_off": tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])}
+
+
+def tracing_off(benchmarks: list[dict[str, Any]]) -> dict[str, Any]:
+    """Shipped (trace=None) over stripped, per shape: the ratio of medians of each adjacent pair
+    (same repetition), and its min / median / max over the repetitions."""
+    runs: dict[tuple[str, int], dict[str, dict[str, float]]] = {}
+    stripped = ""
+    for b in benchmarks:
+        info = b["extra_info"]
+        runs.setdefault((info["shape"], info["rep"]), {})[info["variant"]] = per_call(b)
+        stripped = info["stripped"]
+    shapes: dict[str, Any] = {}
+    for (shape, _), pair in sorted(runs.items()):
+        s = shapes.setdefault(shape, {"shipped_us": [], "stripped_us": [], "ratios": []})
+        s["shipped_us"].append(pair["shipped"]["median_us"])
+        s["stripped_us"].append(pair["stripped"]["median_us"])
+        s["ratios"].append(pair["shipped"]["median_us"] / pair["stripped"]["median_us"])
+    for s in shapes.values():
+        r = s["ratios"]
+        s.update(min=min(r), median=statistics.median(r), max=max(r), pairs=len(r))
+    return {"stripped": stripped, "shapes": shapes}
+
+
+def throughput(quick: bool) -> dict[str, Any]:
+    """check events/s and conform vectors/s: min / median / max over rounds (wall clock)."""
+    env = {"TOOLCANCEL_BENCH_ROUNDS": "3" if quick else "5"}
+    if quick:
+        env |= {"TOOLCANCEL_BENCH_CHECK_EVENTS": "150000", "TOOLCANCEL_BENCH_CHECK_CALLS": "1500"}
+    out = {}
+    for b in pytest_benchmark("test_throughput.py", env=env):
+        info, s = b["extra_info"], b["stats"]
+        items = info["items"]
+        out[b["name"].removeprefix("test_")] = {
+            "unit": info["unit"], "items": items, "rounds": s["rounds"],
+            # the fastest round gives the highest rate
+            "min_per_s": items / s["max"], "median_per_s": items / s["median"],
+            "max_per_s": items / s["min"],
+        }
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# Memory, and the stripped registry's equivalence
+# ------------------------------------------------------------------------------------------------
 
 
 def in_flight_memory(n: int = 20_000) -> dict[str, Any]:
-    """Bytes held per call while n calls wait in their bodies (arguments and results tiny)."""
-    sys.path.insert(0, str(ROOT))
+    """Bytes held per call while n calls wait in their bodies (arguments and results tiny).
+
+    Measured twice in one process: n tasks each awaiting ``registry.execute()``, and n bare tasks
+    each running the same body directly.  The difference is what the registry holds per call
+    beyond the caller's own task and the body's own wait (the target's "beyond its arguments
+    and result"); the total is what 100,000 calls in flight really cost.
+    """
     from toolcancel import AbortController, ToolRegistry
 
-    async def main() -> int:
+    async def main(through_registry: bool) -> int:
         gate = asyncio.Event()
         reg = ToolRegistry()
 
@@ -70,7 +165,10 @@ def in_flight_memory(n: int = 20_000) -> dict[str, Any]:
         signal = AbortController().signal
         gc.collect()
         before = tracemalloc.get_traced_memory()[0]
-        tasks = [asyncio.ensure_future(reg.execute("t", {}, signal=signal)) for _ in range(n)]
+        if through_registry:
+            tasks = [asyncio.ensure_future(reg.execute("t", {}, signal=signal)) for _ in range(n)]
+        else:
+            tasks = [asyncio.ensure_future(body({}, None)) for _ in range(n)]
         for _ in range(5):
             await asyncio.sleep(0)
         gc.collect()
@@ -81,58 +179,308 @@ def in_flight_memory(n: int = 20_000) -> dict[str, Any]:
 
     tracemalloc.start()
     try:
-        held = asyncio.run(main())
+        bare = asyncio.run(main(False))
+        held = asyncio.run(main(True))
     finally:
         tracemalloc.stop()
-    per_call = held / n
-    return {"calls": n, "bytes_per_call": per_call,
-            "mib_for_100k": per_call * 100_000 / 2**20}
+    per = held / n
+    return {"calls": n, "bytes_per_call": per, "bare_task_bytes": bare / n,
+            "registry_bytes_per_call": (held - bare) / n, "mib_for_100k": per * 100_000 / 2**20}
 
 
-def verifier_scaling() -> dict[str, Any]:
+def stripped_equivalence(max_wrappers: int) -> dict[str, Any]:
+    """The stripped registry must be the shipped one minus tracing: the benchmark's shapes give
+    the same result through the same transitions, and the model checker, run on both, sees the
+    same schedules and paths and no violation."""
+    import test_overhead
+    import untraced
+    from toolcancel import AbortController
+    from toolcancel.registry import ToolRegistry
     from toolcancel.verifier import verify
 
+    module, stripped = untraced.load()
+    out: dict[str, Any] = {"max_wrappers": max_wrappers, "stripped": stripped.summary()}
+    for shape in (test_overhead.plain, test_overhead.hooked):
+        seen = []
+        for factory in (ToolRegistry, module.ToolRegistry):
+            steps: list[str] = []
+            reg = shape(factory, on_step=lambda view, step, steps=steps: steps.append(step.event))
+            result = asyncio.run(reg.execute("t", {"q": 1}, signal=AbortController().signal))
+            seen.append((result.to_json(), steps))
+        if seen[0] != seen[1] or not seen[0][1]:
+            sys.exit(f"bench/run.py: the stripped registry differs from the shipped one on the "
+                     f"{shape.__name__} shape: {seen[0]} != {seen[1]}")
+    for name, factory in (("shipped", ToolRegistry), ("stripped", module.ToolRegistry)):
+        t = verify("seed", workers=1, factory=factory, max_wrappers=max_wrappers).tally
+        out[name] = {"schedules": t.schedules, "paths": sorted(t.paths),
+                     "violations": t.violation_count}
+    same = out["shipped"]["paths"] == out["stripped"]["paths"] and (
+        out["shipped"]["schedules"] == out["stripped"]["schedules"])
+    out["same"] = same and out["shipped"]["violations"] == out["stripped"]["violations"] == 0
+    for name in ("shipped", "stripped"):
+        out[name]["paths"] = len(out[name]["paths"])
+    return out
+
+
+# ------------------------------------------------------------------------------------------------
+# The verifier's scaling (--verifier)
+# ------------------------------------------------------------------------------------------------
+
+
+def _children_cpu() -> float:
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+
+
+def _machine_busy() -> float:
+    """CPU seconds all processes of the machine have used (``/proc/stat``), or NaN."""
+    try:
+        fields = Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]
+    except OSError:
+        return math.nan
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (int(x) for x in fields[:8])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
+    """The result, and wall seconds, CPU seconds of this process and of its finished children,
+    and how many cores other processes kept busy meanwhile (the noise of a shared machine)."""
+    gc.collect()
+    busy, children = _machine_busy(), _children_cpu()
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = fn()
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    children = _children_cpu() - children
+    others = max(0.0, (_machine_busy() - busy - cpu - children) / wall)
+    return result, {"seconds": wall, "main_cpu_seconds": cpu, "workers_cpu_seconds": children,
+                    "cpu_seconds": cpu + children, "others_cores": others}
+
+
+def product_of_bounds(revision: str, max_wrappers: int) -> int:
+    """Configurations in the full cross product of the scenario dimensions within the bounds:
+    callers x args x pre-execute x approval x agent x seam x guards x wrapper stacks x timeouts
+    x tool known x bodies x cooperative x posts (no reachability pruning)."""
+    from toolcancel import scenario as sc
+
+    callers = len(sc.CALLERS) - (revision == "revised")
+    stacks = sum(len(sc.WRAPPERS) ** k for k in range(max_wrappers + 1))
+    return (callers * len(sc.ARGS) * len(sc.PRE) * len(sc.APPROVALS) * 2 * 2 * len(sc.GUARDS)
+            * stacks * len(sc.TIMEOUTS) * 2 * len(sc.BODIES) * 2 * len(sc.POSTS))
+
+
+def turn_product(max_calls: int) -> int:
+    """Turn schedules in the full product: kinds^n x (never, before the turn, 3 gates a call)
+    x release orders, n = 1..max_calls."""
+    from toolcancel import turncheck as tc
+
+    return sum(len(tc.KINDS) ** n * (2 + 3 * n) * len(tc.RELEASES)
+               for n in range(1, max_calls + 1))
+
+
+def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
+    from toolcancel.verifier import MAX_CALLS, MAX_WRAPPERS, Tally, plan, run_jobs, verify
+
+    def run_plan(jobs: list[Any], workers: int) -> Tally:
+        total = Tally()
+        for tally in run_jobs(jobs, workers=workers):
+            total.merge(tally)
+        return total
+
     rows = []
+    pairs: dict[int, list[tuple[dict[str, Any], dict[str, Any]]]] = {}
     for wrappers in (0, 1, 2):
+        for repeat in range(SPEEDUP_PAIRS if wrappers == MAX_WRAPPERS else 1):
+            pair = []
+            for workers in (1, 2):
+                report, timing = timed(
+                    lambda w=wrappers, k=workers: verify(revision, workers=k, max_wrappers=w))
+                t = report.tally
+                row = {"max_wrappers": wrappers, "max_calls": MAX_CALLS, "workers": workers,
+                       "configurations": t.configurations, "schedules": t.schedules,
+                       "turn_schedules": t.turn_schedules, "pruned": t.pruned,
+                       "product": product_of_bounds(revision, wrappers),
+                       "violations": t.violation_count, "restricted": False, **timing,
+                       "schedules_per_s": (t.schedules + t.turn_schedules) / timing["seconds"]}
+                pair.append(row)
+                if repeat == 0:
+                    rows.append(row)
+            pairs.setdefault(wrappers, []).append((pair[0], pair[1]))
+    # max_wrappers=3 is about nine times max_wrappers=2: measured on a sample of its jobs.
+    jobs = plan(revision, 3, turns=False)
+    sample = jobs[::W3_SAMPLE]
+    total_configs = sum(j.size for j in jobs)
+    sample_configs = sum(j.size for j in sample)
+    scale = total_configs / sample_configs
+    pair = []
+    for workers in (1, 2):
+        t, timing = timed(lambda k=workers: run_plan(sample, k))
+        row = {"max_wrappers": 3, "max_calls": 0, "workers": workers,
+               "configurations": total_configs, "sample_configurations": t.configurations,
+               "schedules": round(t.schedules * scale), "turn_schedules": 0,
+               "pruned": round(t.pruned * scale), "product": product_of_bounds(revision, 3),
+               "violations": t.violation_count, "restricted": True,
+               "schedules_per_s": t.schedules / timing["seconds"],
+               **{k: v * scale if k.endswith("seconds") else v for k, v in timing.items()}}
+        rows.append(row)
+        pair.append(row)
+    pairs[3] = [(pair[0], pair[1])]
+    calls = []
+    for max_calls in (1, 2, 3):
+        turn_jobs = [j for j in plan(revision, 0, max_calls) if j.turn_kinds]
         for workers in (1, 2):
-            start = time.perf_counter()
-            report = verify("seed", workers=workers, max_wrappers=wrappers)
-            took = time.perf_counter() - start
-            rows.append({"max_wrappers": wrappers, "workers": workers,
-                         "configurations": report.tally.configurations,
-                         "schedules": report.tally.schedules, "pruned": report.tally.pruned,
-                         "seconds": took, "schedules_per_s": report.tally.schedules / took})
-    return {"rows": rows}
+            t, timing = timed(lambda k=workers, js=turn_jobs: run_plan(js, k))
+            calls.append({"max_calls": max_calls, "workers": workers, "batches": t.turn_batches,
+                          "schedules": t.turn_schedules, "product": turn_product(max_calls),
+                          "violations": t.violation_count, **timing,
+                          "schedules_per_s": t.turn_schedules / timing["seconds"]})
+    speedups = {}
+    for wrappers, runs in pairs.items():
+        speedups[wrappers] = [
+            {"one_s": one["seconds"], "two_s": two["seconds"],
+             "wall": one["seconds"] / two["seconds"],
+             # What the split gives with two free cores: one worker's CPU over the main
+             # process's plus half the workers' (imap_unordered over small jobs balances them).
+             "cpu": one["cpu_seconds"]
+             / (two["main_cpu_seconds"] + two["workers_cpu_seconds"] / 2),
+             "others_cores": max(one["others_cores"], two["others_cores"]),
+             "quiet": max(one["others_cores"], two["others_cores"]) < QUIET_CORES}
+            for one, two in runs]
+    default = speedups[MAX_WRAPPERS]
+    quiet = [p["wall"] for p in default if p["quiet"]]
+    return {"revision": revision, "rows": rows, "calls": calls, "speedups": speedups,
+            "speedup": {"bounds": f"max_wrappers={MAX_WRAPPERS}, max_calls={MAX_CALLS} "
+                                  "(the default)",
+                        "quiet_pairs": len(quiet), "pairs": len(default),
+                        "wall": statistics.median(quiet or [p["wall"] for p in default]),
+                        "cpu": statistics.median(p["cpu"] for p in default)},
+            "w3_sample": {"every": W3_SAMPLE, "jobs": len(sample), "of_jobs": len(jobs),
+                          "configurations": sample_configs, "of_configurations": total_configs}}
+
+
+# ------------------------------------------------------------------------------------------------
+# Output
+# ------------------------------------------------------------------------------------------------
+
+
+def print_table(out: dict[str, Any]) -> None:
+    print(f"toolcancel benchmarks, {out['date']}, Python {out['python']}, "
+          f"{os.cpu_count()} cores, load average {out['load_average']:.1f} at start")
+    call = out["call"]
+    print(f"\nper call ({call['timer']}, {call['per_call']['bare_task']['rounds']} rounds each)"
+          f"{'min us':>15}{'median us':>11}{'max us':>9}")
+    for name, f in call["per_call"].items():
+        print(f"  {name:<46}{f['min_us']:>9.1f}{f['median_us']:>11.1f}{f['max_us']:>9.1f}")
+    print(f"  {'ratios (medians, same run)':<44}{'measured':>10}{'target':>9}")
+    for name, value in call["ratios"].items():
+        print(f"  {name:<44}{value:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
+              f"{mark(value <= TARGETS[name])}")
+    off = call["tracing_off"]
+    print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
+          "(ratio of medians per alternating pair)")
+    print(f"  stripped at run time from machine/registry.py: {off['stripped']}")
+    print(f"  {'shape':<12}{'shipped us':>11}{'stripped us':>12}{'min':>7}{'median':>8}{'max':>7}"
+          f"  target")
+    for shape, s in off["shapes"].items():
+        print(f"  {shape:<12}{statistics.median(s['shipped_us']):>11.1f}"
+              f"{statistics.median(s['stripped_us']):>12.1f}{s['min']:>7.3f}{s['median']:>8.3f}"
+              f"{s['max']:>7.3f}  <{TRACING_OFF_TARGET:.2f} "
+              f"{mark(s['median'] < TRACING_OFF_TARGET)} ({s['pairs']} pairs)")
+    eq = out["stripped_equivalence"]
+    print(f"  stripped registry under verify --max-wrappers {eq['max_wrappers']}: "
+          f"{eq['stripped']['schedules']:,} schedules, {eq['stripped']['paths']} paths, "
+          f"{eq['stripped']['violations']} violations; "
+          f"{'same as' if eq['same'] else 'DIFFERENT FROM'} shipped")
+    m = out["memory"]
+    print(f"\nmemory, {m['calls']:,} calls in flight")
+    print(f"  per in-flight call {m['bytes_per_call']:>10,.0f} bytes   (a bare task waiting in "
+          f"the same body: {m['bare_task_bytes']:,.0f})")
+    print(f"  held by the registry {m['registry_bytes_per_call']:>8,.0f} bytes   target <= "
+          f"{MEMORY_TARGETS['registry_bytes_per_call']:,}  "
+          f"{mark(m['registry_bytes_per_call'] <= MEMORY_TARGETS['registry_bytes_per_call'])}")
+    print(f"  100,000 in flight  {m['mib_for_100k']:>10,.0f} MiB     target <= "
+          f"{MEMORY_TARGETS['mib_for_100k']}    "
+          f"{mark(m['mib_for_100k'] <= MEMORY_TARGETS['mib_for_100k'])}")
+    print("\nthroughput (wall clock, rounds)               min/s   median/s      max/s  target")
+    for name, t in out["throughput"].items():
+        target = CHECK_TARGET if t["unit"] == "events" else CONFORM_TARGET
+        label = (f"check: {t['items']:,} events" if t["unit"] == "events"
+                 else f"conform --self {name.split('[')[1].rstrip(']')}: {t['items']:,} vectors")
+        print(f"  {label + ' (' + str(t['rounds']) + ')':<40}{t['min_per_s']:>10,.0f}"
+              f"{t['median_per_s']:>11,.0f}{t['max_per_s']:>11,.0f}  >={target:,} "
+              f"{mark(t['median_per_s'] >= target)}")
+    if "verifier" in out:
+        print_verifier(out["verifier"])
+
+
+def print_verifier(v: dict[str, Any]) -> None:
+    print(f"\nverify ({v['revision']}): time against the bounds (one run each; wall seconds; CPU "
+          "adds the workers'; others: cores other processes kept busy meanwhile)")
+    print(f"  {'wrappers':<9}{'workers':>7}{'configs':>10}{'product':>14}{'below':>7}"
+          f"{'schedules':>11}{'pruned':>10}{'wall s':>8}{'CPU s':>8}{'others':>7}{'sched/s':>8}"
+          f"{'growth':>7}")
+    prev: dict[int, float] = {}
+    for r in v["rows"]:
+        runs = r["schedules"] + r["turn_schedules"]
+        growth = r["seconds"] / prev[r["workers"]] if r["workers"] in prev else None
+        prev[r["workers"]] = r["seconds"]
+        star = "*" if r["restricted"] else " "
+        print(f"  <={r['max_wrappers']:<7}{r['workers']:>7}{r['configurations']:>10,}"
+              f"{r['product']:>14,}{r['product'] / r['configurations']:>6,.0f}x"
+              f"{runs:>11,}{r['pruned']:>10,}{r['seconds']:>7.1f}{star}{r['cpu_seconds']:>7.1f}"
+              f"{r['others_cores']:>7.1f}{r['schedules_per_s']:>8,.0f}"
+              f"{(f'{growth:.1f}x' if growth else '-'):>7}")
+    s = v["w3_sample"]
+    print(f"  * wrappers<=3 would take over 10 minutes in full on 1 and 2 workers: measured on "
+          f"every {s['every']}th job ({s['configurations']:,} of {s['of_configurations']:,}")
+    print("    configurations, no turn batches); schedules, pruned and seconds extrapolated to "
+          "the whole space, sched/s is the sample's")
+    print("  schedules: run, turn batches included; pruned: cancellation points not run as "
+          "equivalent to one that is; below: product of the bounds / configurations")
+    print("\n  concurrent calls (turn batches only)  batches  schedules  product  wall s  CPU s"
+          "  sched/s")
+    for c in v["calls"]:
+        print(f"  <={c['max_calls']} calls, {c['workers']} worker(s){'':<17}{c['batches']:>8,}"
+              f"{c['schedules']:>11,}{c['product']:>9,}{c['seconds']:>8.2f}{c['cpu_seconds']:>7.2f}"
+              f"{c['schedules_per_s']:>9,.0f}")
+    print("\n  speed-up 1 -> 2 workers      1 worker  2 workers   wall    CPU  others  (CPU: one "
+          "worker's CPU / (main + half the workers' CPU))")
+    for wrappers, runs in v["speedups"].items():
+        for p in runs:
+            label = f"wrappers<={wrappers}" + ("*" if int(wrappers) == 3 else "")
+            print(f"  {label:<27}{p['one_s']:>9.1f}s{p['two_s']:>9.1f}s{p['wall']:>6.2f}x"
+                  f"{p['cpu']:>6.2f}x{p['others_cores']:>6.1f}  "
+                  f"{'' if p['quiet'] else 'another process held a core'}")
+    sp = v["speedup"]
+    which = (f"median of its {sp['quiet_pairs']} quiet pair(s) of {sp['pairs']}"
+             if sp["quiet_pairs"] else f"median of {sp['pairs']} pairs, none quiet")
+    print(f"  target: {sp['bounds']}, {which}: {sp['wall']:.2f}x  >={SPEEDUP_TARGET}x  "
+          f"{mark(sp['wall'] >= SPEEDUP_TARGET)}  (CPU-time figure {sp['cpu']:.2f}x)")
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--json", action="store_true")
-    parser.add_argument("--verifier", action="store_true", help="also measure verify's scaling")
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--json", action="store_true", help="print one JSON object")
+    parser.add_argument("--verifier", action="store_true",
+                        help="also measure verify's scaling (several minutes)")
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer rounds and a smaller trace (a smoke run, not a measurement)")
+    parser.add_argument("--save", type=Path, metavar="PATH",
+                        help="also write the JSON object to PATH")
     args = parser.parse_args()
-    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d"), "python": sys.version.split()[0]}
-    out["call"] = call_overhead()
+    out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"),
+                           "python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
+    out["call"] = call_overhead(args.quick)
+    out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)
     out["memory"] = in_flight_memory()
+    out["throughput"] = throughput(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
+    if args.save:
+        args.save.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     if args.json:
         print(json.dumps(out, indent=2))
-        return 0
-    print(f"toolcancel benchmarks, {out['date']}, Python {out['python']}")
-    print(f"  {'per call':<26}{'min us':>9}{'median us':>11}{'max us':>9}")
-    for name, f in out["call"]["per_call"].items():
-        print(f"  {name:<26}{f['min_us']:>9.1f}{f['median_us']:>11.1f}{f['max_us']:>9.1f}")
-    print("  ratios (medians, same run)      measured   target")
-    for name, value in out["call"]["ratios"].items():
-        mark = "met" if value <= TARGETS[name] else "NOT met"
-        print(f"  {name:<32}{value:>8.2f}x {TARGETS[name]:>6.1f}x  {mark}")
-    m = out["memory"]
-    print(f"  in-flight call: {m['bytes_per_call']:.0f} bytes; 100,000 in flight: "
-          f"{m['mib_for_100k']:.0f} MiB (targets 4096 bytes, 500 MiB)")
-    for row in out.get("verifier", {}).get("rows", []):
-        print(f"  verify wrappers<={row['max_wrappers']} workers={row['workers']}: "
-              f"{row['schedules']:,} schedules in {row['seconds']:.1f}s "
-              f"({row['schedules_per_s']:,.0f}/s)")
+    else:
+        print_table(out)
     return 0
 
 

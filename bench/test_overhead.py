@@ -2,35 +2,49 @@
 
 Each round runs a batch of calls on a real (not virtual) event loop; ``bench/run.py`` turns the
 medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``.
+
+``test_tracing_off`` compares the registry as shipped, with ``trace=None``, against the same
+registry with every line of tracing code removed (``untraced.py`` builds it from registry.py at
+collection time).  Shipped and stripped alternate, several repetitions of each, so that drift on
+a noisy machine falls on both; ``bench/run.py`` reports the ratio of each adjacent pair.
 """
 
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
 import pytest
+import untraced
 from toolcancel import AbortController, Accept, ToolRegistry
 from toolcancel.trace import TraceRecorder
 
 BATCH = 2000
+TRACING_OFF_REPEATS = int(os.environ.get("TOOLCANCEL_BENCH_TRACING_REPEATS", "6"))
+
+UNTRACED, STRIPPED = untraced.load()
+REGISTRIES: dict[str, Callable[..., Any]] = {
+    "shipped": ToolRegistry,
+    "stripped": UNTRACED.ToolRegistry,
+}
 
 
 async def body(args: Any, call: Any) -> list[dict[str, str]]:
     return [{"type": "text", "text": "ok"}]
 
 
-def plain() -> ToolRegistry:
-    reg = ToolRegistry()
+def plain(factory: Callable[..., Any] = ToolRegistry, **options: Any) -> Any:
+    reg = factory(**options)
     reg.register("t", body)
     return reg
 
 
-def hooked(**options: Any) -> ToolRegistry:
+def hooked(factory: Callable[..., Any] = ToolRegistry, **options: Any) -> Any:
     """One pre-execute hook, one around wrapper that replaces the signal, one post-execute
     hook and one observer: the issue's second shape."""
-    reg = ToolRegistry(**options)
+    reg = factory(**options)
     reg.register("t", body)
 
     async def pre(view: Any, nxt: Callable[[], Any]) -> Any:
@@ -109,3 +123,32 @@ def test_registry_hooked_traced(benchmark: Any, loop: asyncio.AbstractEventLoop)
             await reg.execute("t", {"q": 1}, signal=signal)
 
     bench(benchmark, loop, batch)
+
+
+@pytest.mark.benchmark(group="tracing_off")
+@pytest.mark.parametrize(
+    ("shape", "rep", "variant"),
+    [
+        (shape, rep, variant)
+        for shape in ("plain", "hooked")
+        for rep in range(TRACING_OFF_REPEATS)
+        for variant in ("shipped", "stripped")
+    ],
+)
+def test_tracing_off(
+    benchmark: Any, loop: asyncio.AbstractEventLoop, shape: str, rep: int, variant: str
+) -> None:
+    factory = REGISTRIES[variant]
+    reg = plain(factory) if shape == "plain" else hooked(factory)
+    signal = AbortController().signal
+
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await reg.execute("t", {"q": 1}, signal=signal)
+
+    benchmark.extra_info.update(shape=shape, rep=rep, variant=variant,
+                                stripped=STRIPPED.summary())
+    bench(benchmark, loop, batch)
+    # Both registries must have taken the same, successful path (not a timing assertion).
+    result = loop.run_until_complete(reg.execute("t", {"q": 1}, signal=signal))
+    assert not result.is_error, result.to_json()

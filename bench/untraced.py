@@ -1,0 +1,437 @@
+"""``toolcancel.registry`` with every line of tracing code taken out, built at benchmark time.
+
+The registry promises that tracing off costs nothing measurable: with ``trace=None`` every
+emission point is one attribute test.  To measure that honestly the benchmark needs the same
+registry *without* those tests, and a hand-kept copy would drift from the real one.  So this
+module reads ``machine/registry.py`` as it is now, removes the tracing code with :mod:`ast`, and
+compiles the rest as a sibling module, ``toolcancel._registry_untraced`` (so its relative imports
+resolve to the real package).  What is removed, all of it only ever doing something when a trace
+sink is set:
+
+* every ``if <x>.trace is not None: ...`` and ``if <x>.trace is not None and ...: ...``
+  (replaced by its ``else`` branch, which is what runs when the sink is ``None``), and every other
+  test of the sink, in a statement or an expression, folded to its value when the sink is
+  ``None`` (``a if b and x.trace is None else c`` becomes ``a if b else c``);
+* the ``emit`` and ``emit_listener`` methods, and ``if`` statements that do nothing but call them;
+* the assignments of the sink and of the per-registry event data (``self._trace``,
+  ``self.trace``, ``self._event_data``), the ``trace`` keyword of ``ToolRegistry``, and the
+  imports from ``.trace``;
+* locals that only the removed blocks set (``owner``), with their initial constant and the
+  ``if <local> is not None:`` blocks that only emit.
+
+Everything else is kept verbatim.  If an expected pattern is missing (registry.py changed how
+tracing is wired), or anything trace-related is left after stripping, :class:`StripError` names
+it: the benchmark must then be taught the new wiring, not silently measure something else.
+The plain data classes hooks return (``Allow``, ``Accept``, ...) are not redefined: the stripped
+module imports them from the real one, so hooks written against ``toolcancel`` and the module's own
+``_ALLOW``-style constants are instances of one class, and isinstance checks hold on both.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+import types
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+SOURCE = ROOT / "machine" / "registry.py"
+MODULE = "toolcancel._registry_untraced"
+
+SINK_ATTRS = frozenset({"trace", "_trace"})
+"""Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
+TRACE_DATA_ATTRS = frozenset({"_event_data"})
+"""Attributes only tracing reads."""
+EMITTERS = frozenset({"emit", "emit_listener"})
+"""The methods that write trace lines."""
+TRACE_MODULE = "trace"
+"""``from .trace import ...`` brings in only tracing names."""
+
+SHARED = ("Allow", "Deny", "Ask", "Accept", "Block", "Approval", "ApprovalRequest")
+"""Decision classes the stripped module takes from the real one (identity matters to isinstance
+checks in hooks and harnesses; they contain no tracing code)."""
+
+EXPECTED = {
+    "trace guard (if <x>.trace is not None[ and ...])": 1,
+    "emit method": 1,
+    "emit_listener method": 1,
+    "sink assignment (self._trace / self.trace = ...)": 2,
+    "trace data assignment (self._event_data = ...)": 1,
+    "trace keyword of ToolRegistry.__init__": 1,
+    "import from .trace": 1,
+    "shared decision class": len(SHARED),
+}
+"""Each pattern the stripper expects, with the fewest times it must be found (two sink
+assignments: the registry's ``_trace`` and each call's ``trace``)."""
+
+
+class StripError(RuntimeError):
+    """registry.py's tracing is not wired the way the stripper expects."""
+
+
+@dataclass
+class Stripped:
+    source_lines: int
+    removed: Counter[str] = field(default_factory=Counter)
+    trace_locals: set[str] = field(default_factory=set)
+    code: Any = None
+
+    def summary(self) -> str:
+        """What was cut, e.g. ``11 trace guards, 1 emit method, ...``."""
+        parts = [f"{n} {what.split(' (')[0]}{'s' if n > 1 else ''}"
+                 for what, n in sorted(self.removed.items(), key=lambda kv: -kv[1])
+                 if what != "shared decision class"]
+        parts.append(f"{self.removed['shared decision class']} decision classes imported from "
+                     "the real module")
+        if self.trace_locals:
+            parts.append(f"trace-only locals {', '.join(sorted(self.trace_locals))}")
+        return ", ".join(parts)
+
+
+def _sink_test(node: ast.expr) -> bool | None:
+    """The value of ``<anything>.trace is [not] None`` (or ``._trace``) when the sink is None;
+    None if ``node`` is no such test."""
+    if (
+        isinstance(node, ast.Compare)
+        and isinstance(node.left, ast.Attribute)
+        and node.left.attr in SINK_ATTRS
+        and len(node.ops) == 1
+        and isinstance(node.ops[0], (ast.Is, ast.IsNot))
+        and isinstance(node.comparators[0], ast.Constant)
+        and node.comparators[0].value is None
+    ):
+        return isinstance(node.ops[0], ast.Is)
+    return None
+
+
+def fold(test: ast.expr) -> ast.expr:
+    """A test (only its truth matters) with every sink test replaced by its value when the sink
+    is None, and ``and`` / ``or`` / ``not`` over those values folded: a constant when the test
+    no longer depends on anything else."""
+    value = _sink_test(test)
+    if value is not None:
+        return ast.Constant(value)
+    if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+        inner = fold(test.operand)
+        if isinstance(inner, ast.Constant):
+            return ast.Constant(not inner.value)
+        return ast.UnaryOp(ast.Not(), inner) if inner is not test.operand else test
+    if isinstance(test, ast.BoolOp):
+        decisive = isinstance(test.op, ast.Or)  # the constant that decides the whole test
+        values = [fold(v) for v in test.values]
+        if any(isinstance(v, ast.Constant) and bool(v.value) is decisive for v in values):
+            return ast.Constant(decisive)
+        rest = [v for v in values if not isinstance(v, ast.Constant)]
+        if not rest:
+            return ast.Constant(not decisive)
+        if len(rest) == 1:
+            return rest[0]
+        if all(a is b for a, b in zip(rest, test.values, strict=False)) and len(rest) == len(
+            test.values
+        ):
+            return test
+        return ast.BoolOp(test.op, rest)
+    return test
+
+
+def _depends_on_sink(test: ast.expr) -> bool:
+    return any(_sink_test(n) is not None for n in ast.walk(test) if isinstance(n, ast.expr))
+
+
+def _is_emit_call(stmt: ast.stmt) -> bool:
+    return (
+        isinstance(stmt, ast.Expr)
+        and isinstance(stmt.value, ast.Call)
+        and isinstance(stmt.value.func, ast.Attribute)
+        and stmt.value.func.attr in EMITTERS
+    )
+
+
+def _assigned_attr(stmt: ast.stmt) -> str | None:
+    targets: list[ast.expr] = []
+    if isinstance(stmt, ast.Assign):
+        targets = stmt.targets
+    elif isinstance(stmt, ast.AnnAssign):
+        targets = [stmt.target]
+    for t in targets:
+        if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == "self":
+            return t.attr
+    return None
+
+
+class _Stripper(ast.NodeTransformer):
+    def __init__(self, out: Stripped) -> None:
+        self.out = out
+        self.functions: list[ast.AST] = []  # the enclosing functions, innermost last
+
+    def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
+        kept: list[ast.stmt] = []
+        for stmt in stmts:
+            result = self.visit(stmt)
+            if result is None:
+                continue
+            kept.extend(result if isinstance(result, list) else [result])
+        return kept
+
+    def generic_visit(self, node: ast.AST) -> ast.AST:
+        for name in ("body", "orelse", "finalbody"):
+            stmts = getattr(node, name, None)
+            if isinstance(stmts, list) and stmts and isinstance(stmts[0], ast.stmt):
+                kept = self._body(stmts)
+                if not kept and name in ("body", "finalbody"):
+                    kept = [ast.Pass()]  # a block cannot be empty
+                setattr(node, name, kept)
+        for handler in getattr(node, "handlers", []):
+            self.visit(handler)
+        return node
+
+    def visit_If(self, node: ast.If) -> Any:
+        if not _depends_on_sink(node.test):
+            return self.generic_visit(node)
+        test = fold(node.test)
+        if isinstance(test, ast.Constant) and not test.value:
+            # A trace guard: with the sink None its block never runs.
+            self.out.removed["trace guard (if <x>.trace is not None[ and ...])"] += 1
+            if self.functions:  # locals the guard sets belong to tracing, in this function
+                names = _trace_locals(self.functions[-1])
+                for stmt in node.body:
+                    stored = _stored_names(stmt)
+                    names |= stored
+                    self.out.trace_locals |= stored
+            return self._body(node.orelse) or None
+        self.out.removed["sink test folded in an if"] += 1
+        if isinstance(test, ast.Constant):
+            return self._body(node.body) or None
+        node.test = test
+        return self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        if node.name in EMITTERS:
+            self.out.removed[f"{node.name} method"] += 1
+            return None
+        if node.name == "__init__":
+            kw = [a for a in node.args.kwonlyargs if a.arg == "trace"]
+            if kw:
+                i = node.args.kwonlyargs.index(kw[0])
+                del node.args.kwonlyargs[i]
+                del node.args.kw_defaults[i]
+                self.out.removed["trace keyword of ToolRegistry.__init__"] += 1
+        self.functions.append(node)
+        try:
+            return self.generic_visit(node)
+        finally:
+            self.functions.pop()
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        return self._assignment(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> Any:
+        return self._assignment(node)
+
+    def _assignment(self, node: ast.Assign | ast.AnnAssign) -> Any:
+        if (
+            isinstance(node, ast.Assign)
+            and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets)
+            and isinstance(node.value, (ast.Tuple, ast.List))
+        ):
+            tracing = SINK_ATTRS | TRACE_DATA_ATTRS
+            kept = [e for e in node.value.elts
+                    if not (isinstance(e, ast.Constant) and e.value in tracing)]
+            if len(kept) < len(node.value.elts):
+                self.out.removed["trace slot"] += len(node.value.elts) - len(kept)
+                node.value.elts = kept
+            return node
+        attr = _assigned_attr(node)
+        if attr in SINK_ATTRS:
+            self.out.removed["sink assignment (self._trace / self.trace = ...)"] += 1
+            return None
+        if attr in TRACE_DATA_ATTRS:
+            self.out.removed["trace data assignment (self._event_data = ...)"] += 1
+            return None
+        return node
+
+    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
+        if node.name in SHARED:
+            # Taken from the real module instead: module-level instances (``_ALLOW = Allow()``)
+            # and hooks' decisions must be instances of one class for isinstance to hold.
+            self.out.removed["shared decision class"] += 1
+            return ast.ImportFrom(module="registry", names=[ast.alias(node.name)], level=1)
+        return self.generic_visit(node)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
+        if node.level == 1 and node.module == TRACE_MODULE:
+            self.out.removed["import from .trace"] += 1
+            return None
+        return node
+
+
+_SCOPES = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp, ast.Lambda,
+           ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+
+
+def _stored_names(node: ast.AST) -> set[str]:
+    """Names a statement binds in its own scope (not inside comprehensions or nested defs)."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+        return {node.id}
+    if isinstance(node, _SCOPES):
+        return set()
+    out: set[str] = set()
+    for child in ast.iter_child_nodes(node):
+        out |= _stored_names(child)
+    return out
+
+
+def _trace_locals(function: ast.AST) -> set[str]:
+    names: set[str] | None = getattr(function, "trace_locals", None)
+    if names is None:
+        names = set()
+        function.trace_locals = names  # type: ignore[attr-defined]
+    return names
+
+
+class _FoldExpressions(ast.NodeTransformer):
+    """First pass: sink tests inside expressions, e.g. ``a if b and x.trace is None else c``
+    becomes ``a if b else c`` (``if`` statements are the second pass's)."""
+
+    def __init__(self, out: Stripped) -> None:
+        self.out = out
+
+    def visit_If(self, node: ast.If) -> Any:
+        node.body = [self.visit(s) for s in node.body]
+        node.orelse = [self.visit(s) for s in node.orelse]
+        return node  # its test is the stripper's
+
+    def visit_IfExp(self, node: ast.IfExp) -> Any:
+        self.generic_visit(node)
+        if not _depends_on_sink(node.test):
+            return node
+        self.out.removed["sink test folded in an expression"] += 1
+        test = fold(node.test)
+        if isinstance(test, ast.Constant):
+            return node.body if test.value else node.orelse
+        node.test = test
+        return node
+
+
+class _TraceLocals(ast.NodeTransformer):
+    """Second pass: locals only the removed blocks of a function set (their initial constant, and
+    ``if`` blocks on them that only emit)."""
+
+    def __init__(self, out: Stripped) -> None:
+        self.out = out
+        self.names: list[set[str]] = [set()]
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> Any:
+        self.names.append(getattr(node, "trace_locals", set()))
+        try:
+            self.generic_visit(node)
+        finally:
+            self.names.pop()
+        return node
+
+    visit_AsyncFunctionDef = visit_FunctionDef  # type: ignore[assignment]
+
+    def visit_If(self, node: ast.If) -> Any:
+        t = node.test
+        if (
+            isinstance(t, ast.Compare)
+            and isinstance(t.left, ast.Name)
+            and t.left.id in self.names[-1]
+            and not node.orelse
+            and all(_is_emit_call(s) for s in node.body)
+        ):
+            self.out.removed["emit-only if on a trace local"] += 1
+            return None
+        self.generic_visit(node)
+        return node
+
+    def visit_Assign(self, node: ast.Assign) -> Any:
+        if (
+            len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Name)
+            and node.targets[0].id in self.names[-1]
+            and isinstance(node.value, ast.Constant)
+        ):
+            self.out.removed["initial constant of a trace local"] += 1
+            return None
+        return node
+
+
+def _leftovers(tree: ast.AST) -> list[str]:
+    """Anything tracing-related still in the stripped tree (``line N: what``)."""
+    found: list[str] = []
+    attrs = SINK_ATTRS | TRACE_DATA_ATTRS | EMITTERS | {"on_listener"}
+    names = {"FORMAT_VERSION", "TraceSink", "trace"}
+
+    def walk(node: ast.AST, local: set[str]) -> None:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            local = getattr(node, "trace_locals", set())
+        what = None
+        if isinstance(node, ast.Attribute) and node.attr in attrs:
+            what = f".{node.attr}"
+        elif isinstance(node, ast.Name) and (node.id in names or node.id in local):
+            what = f"{node.id} (a name only tracing code used)" if node.id in local else node.id
+        elif isinstance(node, ast.arg) and node.arg == "trace":
+            what = "parameter trace"
+        if what is not None:
+            found.append(f"line {getattr(node, 'lineno', '?')}: {what}")
+        for child in ast.iter_child_nodes(node):
+            walk(child, local)
+
+    walk(tree, set())
+    return found
+
+
+def strip(source: str, filename: str = str(SOURCE)) -> Stripped:
+    """The registry's source without its tracing code, compiled (``code``), and what was cut."""
+    tree = ast.parse(source, filename)
+    out = Stripped(source_lines=source.count("\n"))
+    tree = _FoldExpressions(out).visit(tree)
+    tree = _Stripper(out).visit(tree)
+    tree = _TraceLocals(out).visit(tree)
+    missing = [f"{what} (found {out.removed[what]}, expected at least {least})"
+               for what, least in EXPECTED.items() if out.removed[what] < least]
+    if missing:
+        raise StripError(
+            f"{filename}: tracing is no longer wired as bench/untraced.py expects; missing: "
+            + "; ".join(missing)
+        )
+    left = _leftovers(tree)
+    if left:
+        raise StripError(
+            f"{filename}: tracing code the stripper does not know survived: " + "; ".join(left)
+        )
+    ast.fix_missing_locations(tree)
+    out.code = compile(tree, f"{filename} (tracing stripped)", "exec")
+    return out
+
+
+def load(source_path: Path = SOURCE) -> tuple[types.ModuleType, Stripped]:
+    """Build (or rebuild) ``toolcancel._registry_untraced`` from registry.py as it is now."""
+    import toolcancel
+    import toolcancel.registry as real
+
+    stripped = strip(source_path.read_text("utf-8"), str(source_path))
+    module = types.ModuleType(MODULE, real.__doc__)
+    module.__package__ = toolcancel.__name__
+    module.__file__ = str(source_path)
+    sys.modules[MODULE] = module
+    try:
+        exec(stripped.code, module.__dict__)
+    except BaseException:
+        del sys.modules[MODULE]
+        raise
+    for name in SHARED:
+        if getattr(module, name) is not getattr(real, name):
+            raise StripError(f"{source_path}: {name} is not the real module's class")
+    return module, stripped
+
+
+if __name__ == "__main__":
+    _, s = load()
+    print(f"{SOURCE.relative_to(ROOT)}: removed {s.summary()}")
