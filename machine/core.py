@@ -235,7 +235,9 @@ class CallMachine:
 
     def offer(self, o: Occurrence) -> Transition:
         """Take the reference's transition for ``o`` and record it."""
-        t, self.current, record = _recorded_step(self.table, self.current, o)
+        hit = self.table.step_cache.get((self.current, o))  # the memo, without a call
+        t: Transition
+        t, self.current, record = hit or _recorded_step(self.table, self.current, o)
         self.path.append(record)
         return t
 

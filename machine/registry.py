@@ -470,19 +470,17 @@ def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
     return remove
 
 
-async def _waterfall(
+def _waterfall(
     listeners: Sequence[Callable[..., Awaitable[Any]]],
     args: tuple[Any, ...],
     base: Callable[[], Awaitable[Any]],
-) -> Any:
-    """Run listeners outermost-first; each gets ``args`` and a ``next()`` running the rest."""
-
-    async def run(i: int) -> Any:
-        if i == len(listeners):
-            return await base()
-        return await listeners[i](*args, lambda: run(i + 1))
-
-    return await run(0)
+    i: int = 0,
+) -> Awaitable[Any]:
+    """Listeners ``i`` onwards, outermost first: each gets ``args`` and a ``next()`` running the
+    rest.  Returns the outermost listener's awaitable itself (no coroutine of its own)."""
+    if i == len(listeners):
+        return base()
+    return listeners[i](*args, lambda: _waterfall(listeners, args, base, i + 1))
 
 
 _CANCELLATIONS: Final = frozenset({"aborted", "aborted_before_dispatch"})
