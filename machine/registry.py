@@ -658,15 +658,16 @@ class _Call:
             tap(self.view, machine.path[-1])
         if self.trace is not None:
             event = occurrence.event
-            data = self.registry._event_data.get(event, ())
-            self.emit(event, **{name: getattr(occurrence, name) for name in data})
+            data = self.registry._event_data.get(event)
+            if data:
+                self.emit(event, **{name: getattr(occurrence, name) for name in data})
+            else:
+                self.emit(event)
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
         assert self.trace is not None
-        line: dict[str, Any] = {"trace": FORMAT_VERSION, "call": self.call_id, "event": event}
-        line.update(fields)
-        self.trace(line)
+        self.trace({"trace": FORMAT_VERSION, "call": self.call_id, "event": event, **fields})
 
     def emit_listener(self, signal: str, action: str) -> None:
         """Fusion's callback: the registry put a listener on (or took one off) C or W."""
