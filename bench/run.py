@@ -88,14 +88,19 @@ def call_overhead(quick: bool) -> dict[str, Any]:
                                   env={"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"})
     figures = {b["name"].removeprefix("test_"): per_call(b)
                for b in benchmarks if b["group"] == "call"}
-    base = figures["bare_task"]["median_us"]
-    ratios = {
-        "plain": figures["registry_plain"]["median_us"] / base,
-        "hooked": figures["registry_hooked"]["median_us"] / base,
-        "traced_vs_hooked": figures["registry_hooked_traced"]["median_us"]
-        / figures["registry_hooked"]["median_us"],
-    }
-    return {"timer": "process CPU time", "per_call": figures, "ratios": ratios,
+    def ratios_of(stat: str) -> dict[str, float]:
+        base = figures["bare_task"][stat]
+        return {
+            "plain": figures["registry_plain"][stat] / base,
+            "hooked": figures["registry_hooked"][stat] / base,
+            "traced_vs_hooked": figures["registry_hooked_traced"][stat]
+            / figures["registry_hooked"][stat],
+        }
+
+    # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
+    # both are shown, and a target counts as met only when both ratios meet it.
+    return {"timer": "process CPU time", "per_call": figures, "ratios": ratios_of("median_us"),
+            "ratios_of_minima": ratios_of("min_us"),
             "tracing_off": tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])}
 
 
@@ -370,10 +375,11 @@ def print_table(out: dict[str, Any]) -> None:
           f"{'min us':>15}{'median us':>11}{'max us':>9}")
     for name, f in call["per_call"].items():
         print(f"  {name:<46}{f['min_us']:>9.1f}{f['median_us']:>11.1f}{f['max_us']:>9.1f}")
-    print(f"  {'ratios (medians, same run)':<44}{'measured':>10}{'target':>9}")
+    print(f"  {'ratios (same run)':<30}{'of medians':>14}{'of minima':>10}{'target':>9}")
     for name, value in call["ratios"].items():
-        print(f"  {name:<44}{value:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
-              f"{mark(value <= TARGETS[name])}")
+        low = call["ratios_of_minima"][name]
+        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
+              f"{mark(max(value, low) <= TARGETS[name])}")
     off = call["tracing_off"]
     print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
           "(ratio of medians per alternating pair)")
