@@ -148,7 +148,7 @@ async def test_cancelling_the_awaiting_task_at_every_wait(where: str) -> None:
     assert c.signal.listener_count == 0, "the caller's signal keeps no listener (R22)"
 
 
-@pytest.mark.parametrize("where", ["pre", "body", "post"])
+@pytest.mark.parametrize("where", WAITS)
 async def test_asyncio_timeout_still_raises_timeout_error(where: str) -> None:
     rig = Rig(where)
     _, signal = controller()
@@ -174,7 +174,7 @@ async def test_asyncio_timeout_still_raises_timeout_error(where: str) -> None:
     with pytest.raises(TimeoutError):
         await caller()
     assert len(rig.published) == 1
-    assert rig.published[0].to_json() == aborted()
+    assert rig.published[0].to_json() == SEED_RESULT[where]
     current = asyncio.current_task()
     assert current is not None and current.cancelling() == 0  # the timeout uncancelled its own
 
