@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, settings
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.virtual_time import VirtualClock
 
 # Hypothesis profiles: the same two as model_tests/conftest.py (which documents them), so that
 # running tests/ alone is as reproducible as the whole suite.  ``ci`` (the default) is
@@ -69,18 +69,35 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
         return None
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
 
-    async def guarded() -> Any:
-        scope = asyncio.timeout(DEADLOCK_AFTER)
-        try:
-            async with scope:
-                return await function(**arguments)
-        except TimeoutError as exc:
-            if not scope.expired():
-                raise  # the test's own TimeoutError, not the watchdog's
-            raise AssertionError(
-                f"{pyfuncitem.name} deadlocked: nothing could run for {DEADLOCK_AFTER:g} virtual "
-                "seconds (a gate was never opened, or a call never settled)"
-            ) from exc
+    # Not asyncio.run (nor asyncio.timeout around the test): cancelling a task that awaits
+    # execute() waits for the call to finish (the Python binding), so a call stuck at a gate
+    # would hang the watchdog and the loop's shutdown too.  The test runs as a task; a test
+    # that never finishes, and whatever it leaves waiting, is abandoned after the deadline.
+    loop = asyncio.new_event_loop()
+    with VirtualClock().patch_loop(loop):
+        test: asyncio.Task[Any] | None = None
 
-    run(guarded(), clock=VirtualClock())
+        async def watch() -> None:
+            nonlocal test
+            test = asyncio.ensure_future(function(**arguments))
+            # The watchdog's timer is scheduled before the test's first step (tests count timers).
+            await asyncio.wait({test}, timeout=DEADLOCK_AFTER)
+
+        try:
+            loop.run_until_complete(watch())
+            assert test is not None
+            if not test.done():
+                raise AssertionError(
+                    f"{pyfuncitem.name} deadlocked: nothing could run for {DEADLOCK_AFTER:g} "
+                    "virtual seconds (a gate was never opened, or a call never settled)"
+                )
+            test.result()
+        finally:
+            left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+            for task in left:
+                task.cancel()
+            if left:
+                loop.run_until_complete(asyncio.wait(left, timeout=DEADLOCK_AFTER))
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
     return True
