@@ -19,34 +19,10 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import os
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, settings
 from toolcancel.virtual_time import VirtualClock
-
-# Hypothesis profiles: the same two as model_tests/conftest.py (which documents them), so that
-# running tests/ alone is as reproducible as the whole suite.  ``ci`` (the default) is
-# derandomized with no example database; ``thorough`` is randomized and runs ten times longer.
-_SUPPRESSED = [HealthCheck.too_slow, HealthCheck.data_too_large]
-settings.register_profile(
-    "ci",
-    max_examples=1000,
-    stateful_step_count=60,
-    deadline=None,
-    derandomize=True,
-    database=None,
-    suppress_health_check=_SUPPRESSED,
-)
-settings.register_profile(
-    "thorough",
-    max_examples=10_000,
-    stateful_step_count=100,
-    deadline=None,
-    suppress_health_check=_SUPPRESSED,
-)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 DEADLOCK_AFTER = 1_000_000.0
 """Virtual seconds after which an async test counts as deadlocked (about 11.6 virtual days: far
