@@ -9,6 +9,10 @@ The readers name the file and line themselves (:class:`ToolcancelError` messages
 not foresee is still one line and exit 2 here: an ``OSError`` names its file, running out of
 memory or recursion says so, and anything else is reported as an internal error (set
 ``TOOLCANCEL_DEBUG=1`` to get the traceback instead).  Messages are flattened to one line.
+
+Every error line has one shape, ``toolcancel COMMAND: MESSAGE``; a problem with the command line
+itself (argparse's errors, :class:`UsageError`) ends with ``(see toolcancel COMMAND --help)``.
+``-`` stands for stdin where a command reads a file and for stdout where it writes one.
 """
 
 from __future__ import annotations
@@ -32,6 +36,35 @@ class CliError(ToolcancelError):
     """A problem with the command's input: printed as one line, exit code 2."""
 
 
+class UsageError(CliError):
+    """A problem with the command line itself (an option's value): the line ends with the hint
+    to ``--help``."""
+
+
+def default_workers() -> int:
+    """``--workers`` default: every CPU this process may run on (at most :data:`MAX_WORKERS`)."""
+    try:
+        cpus = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return max(1, min(cpus, MAX_WORKERS))
+
+
+def version() -> str:
+    """The installed distribution's version (the source tree's when run from a checkout)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("toolcancel")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` cut to ``width`` characters, the cut marked with an ellipsis."""
+    return text if len(text) <= width else text[: max(width - 1, 0)] + "…"
+
+
 _BREAKS = {c: repr(c)[1:-1] for c in "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"}
 """Every character ``str.splitlines`` breaks at, and its escape."""
 _ESCAPE_BREAKS = str.maketrans(_BREAKS)
@@ -43,14 +76,19 @@ def one_line(text: str) -> str:
     return text.translate(_ESCAPE_BREAKS)
 
 
-def complain(command: str, message: str) -> None:
-    """The one line on stderr every unusable input gets."""
-    print(one_line(f"toolcancel {command}: {message}"), file=sys.stderr)
+def complain(command: str | None, message: str, *, usage: bool = False) -> None:
+    """The one line on stderr every unusable input gets (``usage``: ends with the hint to
+    ``--help``, for a problem with the command line itself)."""
+    prog = "toolcancel" if not command else f"toolcancel {command}"
+    hint = f" (see {prog} --help)" if usage else ""
+    print(one_line(f"{prog}: {message}{hint}"), file=sys.stderr)
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(2, f"{self.prog}: error: {message}\n")
+        command = self.prog.removeprefix("toolcancel").strip()
+        complain(command, message, usage=True)
+        self.exit(2)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -59,6 +97,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="The cooperative, quiescent tool-cancellation contract: reference "
         "implementation, model checker and conformance oracle.",
     )
+    parser.add_argument("--version", action="version", version=f"toolcancel {version()}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
     sub.required = True
     for name in COMMANDS:
@@ -77,6 +116,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         code: int = args.func(args)
+    except UsageError as exc:
+        complain(args.command, str(exc), usage=True)
+        return 2
     except ToolcancelError as exc:
         complain(args.command, str(exc))
         return 2
