@@ -83,9 +83,10 @@ def is_stream(path: str | Path | None) -> bool:
     return path is not None and str(path) == STREAM
 
 
-def _target(path: Path) -> Path:
+def _target(path: Path, mkdir: bool = False) -> Path:
     """The file that writing ``path`` replaces (symbolic links followed); refuses every
-    destination that is not a regular file or a new path in an existing directory."""
+    destination that is not a regular file or a new path in an existing directory (with
+    ``mkdir``: in a directory that can be created, below the nearest existing one)."""
     absolute = Path(os.path.abspath(path))
     target = Path(os.path.realpath(path))
     for p in (absolute, target):
@@ -96,8 +97,11 @@ def _target(path: Path) -> Path:
             )
     try:
         st = os.stat(target)
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         parent = target.parent
+        if mkdir:
+            while not parent.exists() and parent != parent.parent:
+                parent = parent.parent
         if not parent.is_dir():
             what = "is not a directory" if parent.exists() else "does not exist"
             raise OutputError(f"{path}: cannot write there: {parent} {what}") from None
@@ -114,10 +118,11 @@ def _target(path: Path) -> Path:
     return target
 
 
-def check_destination(path: str | Path) -> None:
-    """Refuse, before any work, a destination :func:`write_text` would refuse (``-`` is fine)."""
+def check_destination(path: str | Path, *, mkdir: bool = False) -> None:
+    """Refuse, before any work, a destination :func:`write_text` would refuse (``-`` is fine;
+    ``mkdir``: missing parent directories will be created)."""
     if not is_stream(path):
-        _target(Path(path))
+        _target(Path(path), mkdir)
 
 
 def write_text(path: str | Path, text: str, *, mkdir: bool = False) -> None:
@@ -352,18 +357,19 @@ def decode_json(
 ) -> Any:
     """The JSON value of ``text`` (one document, surrounding whitespace allowed).
 
-    Anything else raises ``error(where, message)``: not JSON (with the line and column for a
-    multi-line text), a constant, a number too long, a key twice in one object, nesting deeper
-    than ``max_depth``.  ``truncated``: the text is the last line of a file that ends without a
-    newline, named as cut off if it does not parse.
+    Anything else raises ``error(where, message)``: not JSON (the column named, and the line
+    appended to ``where`` for a multi-line text), a constant, a number too long, a key twice in
+    one object, nesting deeper than ``max_depth``.  ``truncated``: the text is the last line of
+    a file that ends without a newline, named as cut off if it does not parse.
     """
     try:
         value, end = STRICT.raw_decode(text, len(text) - len(text.lstrip()))
     except json.JSONDecodeError as exc:
         if truncated and (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")):
             return _raise(error(where, "the file ends in the middle of this line (truncated)"))
-        at = f" on line {exc.lineno}" if exc.lineno > 1 else ""
-        return _raise(error(where, f"not valid JSON ({json_error_text(exc)}{at})"))
+        if exc.lineno > 1:  # a multi-line document: name the line
+            where = f"{where}:{exc.lineno}"
+        return _raise(error(where, f"not valid JSON ({json_error_text(exc)})"))
     except ValueError as exc:
         return _raise(error(where, f"not valid JSON ({value_error_text(exc)})"))
     except RecursionError:

@@ -271,7 +271,7 @@ def test_every_outcome_and_transition_of_the_table_is_reached(committed: list[Ve
 @pytest.mark.parametrize(
     ("doctor", "message"),
     [
-        (lambda line: "{not json", "not JSON"),
+        (lambda line: "{not json", "not valid JSON"),
         (lambda line: line.replace('"vector":1', '"vector":2'), "vector format 2, expected 1"),
         (lambda line: line.replace('"body":"success"', '"body":"explode"'), "scenario.body"),
         (
