@@ -22,6 +22,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from .errors import ToolcancelError
 
@@ -58,6 +59,101 @@ def version() -> str:
         return metadata.version("toolcancel")
     except metadata.PackageNotFoundError:
         return "unknown (not installed)"
+
+
+class Progress:
+    """Progress of a long command, on stderr: a bar with the elapsed time and an estimate of
+    what is left on a terminal (redrawn at most 10 times a second), else a plain line every
+    ``every`` seconds (CI logs).  Nothing for work that ends within ``quiet`` seconds, nothing
+    with ``enabled=False`` (``--json``, ``--quiet``) or ``TOOLCANCEL_PROGRESS=0`` in the
+    environment.  Use as a context manager; :meth:`update` is the callback
+    ``(done, total[, label])`` the long-running functions take; the estimate restarts when the
+    label (a revision, a mutant) changes.
+    """
+
+    def __init__(
+        self,
+        command: str,
+        unit: str,
+        *,
+        enabled: bool = True,
+        every: float = 10.0,
+        quiet: float = 2.0,
+        stream: Any = None,
+        clock: Any = None,
+    ) -> None:
+        import time
+
+        self.command = command
+        self.unit = unit
+        self.enabled = enabled and os.environ.get("TOOLCANCEL_PROGRESS", "1") != "0"
+        self.every = every
+        self.quiet = quiet
+        self.stream = sys.stderr if stream is None else stream
+        self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._clock = time.monotonic if clock is None else clock
+        self.start = self._clock()
+        self._label: str | None = None
+        self._label_start = self.start
+        self._shown = -float("inf")
+        self._drawn = False
+
+    def __enter__(self) -> Progress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Clear the bar from the terminal (a plain line stays)."""
+        if self._drawn and self.tty:
+            self.stream.write("\r\x1b[K")
+            self.stream.flush()
+        self._drawn = False
+
+    def line(self, done: int, total: int, label: str | None = None) -> str:
+        now = self._clock()
+        what = f"{label}: " if label else ""
+        eta = ""
+        if 0 < done < total:
+            spent = now - self._label_start
+            eta = f", about {_duration(spent * (total - done) / done)} left"
+        if self.tty:
+            width = 24
+            filled = int(width * min(done, total) / max(total, 1))
+            head = f"[{'#' * filled}{'.' * (width - filled)}] "
+        else:
+            head = f"toolcancel {self.command}: "
+        return f"{head}{what}{done:,}/{total:,} {self.unit} ({_duration(now - self.start)}{eta})"
+
+    def update(self, done: int, total: int, label: str | None = None) -> None:
+        if not self.enabled:
+            return
+        now = self._clock()
+        if label != self._label:
+            self._label, self._label_start = label, now
+        if now - self.start < self.quiet:
+            return
+        if self.tty:
+            if now - self._shown < 0.1 and done < total:
+                return
+            self.stream.write("\r\x1b[K" + self.line(done, total, label))
+        else:
+            if now - self._shown < self.every:
+                return
+            self.stream.write(self.line(done, total, label) + "\n")
+        self._shown = now
+        self._drawn = True
+        self.stream.flush()
+
+
+def _duration(seconds: float) -> str:
+    seconds = int(seconds)
+    if seconds < 60:
+        return f"{seconds} s"
+    if seconds < 3600:
+        return f"{seconds // 60} min {seconds % 60:02d} s"
+    return f"{seconds // 3600} h {seconds // 60 % 60:02d} min"
 
 
 def clip(text: str, width: int) -> str:

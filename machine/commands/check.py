@@ -14,8 +14,8 @@ import json
 import textwrap
 from typing import Any
 
-from ..checker import Checker, Verdict
-from ..cli import complain
+from ..checker import Checker, RecordedRevisionChecker, Verdict
+from ..cli import UsageError, complain
 from ..contract import load_contract
 from ..trace import TraceError
 
@@ -43,19 +43,27 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.jsonl)")
+    p.add_argument(
+        "traces", nargs="+", metavar="TRACE", help="trace files (.jsonl; - for stdin)"
+    )
     p.add_argument(
         "--revision",
-        default="seed",
-        help="contract revision the traces claim to follow: seed (default) or revised",
+        default=None,
+        help="check every call against this contract revision (seed or revised); by default "
+        "each call is checked against the revision its call_entry line records",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per call (JSON Lines)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    load_contract().revision(args.revision)  # an unknown revision: one clear line, exit 2
-    checker = Checker(args.revision)
+    if args.revision is None:
+        checker: Checker = RecordedRevisionChecker()
+    else:
+        load_contract().revision(args.revision)  # an unknown revision: one clear line, exit 2
+        checker = Checker(args.revision)
+    if args.traces.count("-") > 1:
+        raise UsageError("stdin (-) can be read only once")
     unusable = 0
     verdicts: list[Verdict] = []
     several = len(args.traces) > 1
