@@ -94,6 +94,7 @@ class Progress:
         self._clock = time.monotonic if clock is None else clock
         self.start = self._clock()
         self._label: str | None = None
+        self._labelled = False
         self._label_start = self.start
         self._shown = -float("inf")
         self._drawn = False
@@ -131,7 +132,10 @@ class Progress:
             return
         now = self._clock()
         if label != self._label:
-            self._label, self._label_start = label, now
+            if self._labelled:  # the first label starts with the command
+                self._label_start = now
+            self._label = label
+        self._labelled = True
         if now - self.start < self.quiet:
             return
         if self.tty:

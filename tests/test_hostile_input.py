@@ -411,7 +411,9 @@ def test_unknown_revisions_and_bad_option_values_are_one_line_and_exit_2(
     # Were an option not refused, vectors would generate: make that fast, and visible below.
     import toolcancel.commands.vectors as command
 
-    monkeypatch.setattr(command, "expected_files", lambda revisions, workers, **_: {"x.jsonl": "x\n"})
+    monkeypatch.setattr(
+        command, "expected_files", lambda revisions, workers, **_: {"x.jsonl": "x\n"}
+    )
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main([real(a) for a in argv], capsys)
     assert code == 2, err
