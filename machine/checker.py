@@ -1341,7 +1341,9 @@ class Checker:
     def check_traces(self, traces: Traces, source: str = "<trace>") -> list[Verdict]:
         return [self.check_call(call, events, source) for call, events in traces.items()]
 
-    def check_file(self, path: str | Path) -> list[Verdict]:
+    def check_file(
+        self, path: str | Path, progress: Callable[[int, int], None] | None = None
+    ) -> list[Verdict]:
         """Read and check a trace file in one pass (``TraceError`` for unusable input).
 
         Verdicts come in the order the calls first appear.  Memory grows with the number of
@@ -1351,7 +1353,7 @@ class Checker:
         runs: dict[str, CallRun] = {}
         begin, feed = self.begin, self.feed
         with gc_paused():
-            for batch in iter_batches(path, self.table.contract):
+            for batch in iter_batches(path, self.table.contract, progress):
                 for ev in batch:
                     call = ev.data["call"]
                     run = runs.get(call)

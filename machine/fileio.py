@@ -23,6 +23,7 @@ at the start of a file is skipped.  ``-`` means stdin.  Values quoted in message
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import stat
@@ -231,8 +232,23 @@ def not_utf8(raw: bytes, exc: UnicodeDecodeError, source: str, first_line: int =
 CHUNK: Final = 1 << 22
 
 
+def input_size(f: IO[bytes]) -> int | None:
+    """The size of ``f`` in bytes if it is a regular file (for progress), else None."""
+    try:
+        st = os.fstat(f.fileno())
+    except (OSError, ValueError, io.UnsupportedOperation):
+        return None
+    return st.st_size if stat.S_ISREG(st.st_mode) else None
+
+
 def line_batches(
-    f: IO[bytes], source: str, *, max_line_bytes: int, max_lines: int, first_chunk: bytes = b""
+    f: IO[bytes],
+    source: str,
+    *,
+    max_line_bytes: int,
+    max_lines: int,
+    first_chunk: bytes = b"",
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[tuple[int, list[str], bool]]:
     """The lines of a JSON Lines file, decoded, in batches of one large read each.
 
@@ -241,13 +257,17 @@ def line_batches(
     line has no newline (a line a writer may have been cut in).  Limits and encoding problems
     raise :class:`InputError` naming the line; for bytes that are not UTF-8, the lines before the
     bad one are yielded first, so that the first bad line is the one named.  A byte-order mark
-    at the start is skipped.
+    at the start is skipped.  ``progress(bytes_read)`` is called after each read.
     """
     n = 0
     carry = b""
     start = True
+    consumed = 0
     while True:
         chunk = first_chunk + f.read(CHUNK) if start else f.read(CHUNK)
+        consumed += len(chunk)
+        if progress is not None:
+            progress(consumed)
         if start:
             chunk = chunk.removeprefix(BOM)
             start = False

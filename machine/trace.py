@@ -33,6 +33,7 @@ is stale.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -46,6 +47,7 @@ from .fileio import (
     STRICT,
     InputError,
     decode_json,
+    input_size,
     line_batches,
     open_input,
     reject_constant,
@@ -497,17 +499,25 @@ def read_trace_bytes(raw: bytes, source: str, contract: Contract | None = None) 
     return calls
 
 
+def _tell(progress: Callable[[int, int], None], size: int, done: int) -> None:
+    progress(done, size)
+
+
 def _trace_error(source: str, exc: InputError) -> TraceError:
     line = exc.where.removeprefix(source).removeprefix(":")
     return TraceError(source, int(line) if line.isdigit() else None, exc.message)
 
 
-def iter_batches(path: str | Path, contract: Contract | None = None) -> Iterator[list[TraceEvent]]:
+def iter_batches(
+    path: str | Path,
+    contract: Contract | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[list[TraceEvent]]:
     """The validated events of a trace file, in file order, a list per chunk read.
 
     Raises :class:`TraceError` as :func:`read_traces` does (except for the call_entry rule,
     which needs the calls: see :func:`group`), at the latest when the batch holding the bad line
-    is due.
+    is due.  ``progress(bytes_read, file_size)`` follows the reading of a regular file.
 
     Why it reads the way it does: a trace may hold millions of lines, and the checker promises
     linear time at well over 200,000 events a second.  So the file is read in large chunks split
@@ -519,7 +529,11 @@ def iter_batches(path: str | Path, contract: Contract | None = None) -> Iterator
     source = source_name(path)
     try:
         with open_input(path) as f:
-            yield from _batches(f, source, _specs(contract), contract)
+            size = input_size(f) if progress is not None else None
+            tell = None
+            if progress is not None and size is not None:
+                tell = functools.partial(_tell, progress, size)
+            yield from _batches(f, source, _specs(contract), contract, tell)
     except InputError as exc:
         raise _trace_error(source, exc) from None
     except OSError as exc:
@@ -536,13 +550,19 @@ def _no_repeated_key(line: str) -> bool:
 
 
 def _batches(
-    f: Any, source: str, specs: Mapping[str, _Spec], contract: Contract | None
+    f: Any,
+    source: str,
+    specs: Mapping[str, _Spec],
+    contract: Contract | None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[list[TraceEvent]]:
     scan = _scan
     valid = _valid
     new_event = tuple.__new__
     seen = False
-    batches = line_batches(f, source, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_LINES)
+    batches = line_batches(
+        f, source, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_LINES, progress=progress
+    )
     for n, lines, last in batches:
         batch: list[TraceEvent] = []
         add = batch.append

@@ -496,3 +496,16 @@ def test_the_lazy_names_are_all_there_and_deadline_is_the_function() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, cwd=ROOT)  # fmt: skip
     assert done.returncode == 0, done.stderr
+
+
+def test_check_follows_its_reading_of_a_trace_in_bytes(tmp_path: Path) -> None:
+    from toolcancel.checker import Checker
+
+    path = tmp_path / "t.jsonl"
+    text = _trace_text()
+    path.write_text("".join(text.replace('"call":"', f'"call":"{i}-') for i in range(3)))
+    seen: list[tuple[int, int]] = []
+    verdicts = Checker("seed").check_file(path, lambda done, total: seen.append((done, total)))
+    size = path.stat().st_size
+    assert len(verdicts) == 3 and seen and seen[-1] == (size, size)
+    assert all(total == size for _, total in seen)

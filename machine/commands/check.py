@@ -10,12 +10,13 @@ the other files are still checked and reported.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import textwrap
 from typing import Any
 
 from ..checker import Checker, RecordedRevisionChecker, Verdict
-from ..cli import UsageError, complain
+from ..cli import Progress, UsageError, complain
 from ..contract import load_contract
 from ..trace import TraceError
 
@@ -53,6 +54,13 @@ def register(sub: Any) -> None:
         "each call is checked against the revision its call_entry line records",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per call (JSON Lines)")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown for a trace that takes more than 2 s: a bar on a "
+        "terminal, else a line every 10 s; TOOLCANCEL_PROGRESS=0 also turns it off)",
+    )
     p.set_defaults(func=run)
 
 
@@ -67,13 +75,16 @@ def run(args: argparse.Namespace) -> int:
     unusable = 0
     verdicts: list[Verdict] = []
     several = len(args.traces) > 1
+    progress = Progress("check", "MiB", enabled=not args.quiet)
     for path in args.traces:
         try:
-            found = checker.check_file(path)
+            found = checker.check_file(path, functools.partial(_in_mib, progress, path))
         except TraceError as exc:
+            progress.close()
             unusable += 1
             complain("check", str(exc))
             continue
+        progress.close()
         verdicts.extend(found)
         for v in found:
             if args.json:
@@ -88,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     if unusable:
         return 2
     return 0 if all(v.conforming for v in verdicts) else 1
+
+
+def _in_mib(progress: Progress, path: str, done: int, total: int) -> None:
+    progress.update(done >> 20, total >> 20, path)
 
 
 def render(v: Verdict, with_file: bool = False) -> str:
