@@ -242,7 +242,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         complain(
             args.command,
-            f"internal error ({type(exc).__name__}: {str(exc)[:200]}); this is a bug in "
+            f"internal error ({type(exc).__name__}: {clip(str(exc), 200)}); this is a bug in "
             "toolcancel: please report it with the command line (TOOLCANCEL_DEBUG=1 shows "
             "the traceback)",
         )

@@ -173,8 +173,9 @@ def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
         raise CliError(f"{name}: the trace has no call")
     if call is None:
         if len(calls) > 1:
+            more = ", ..." if len(calls) > 5 else ""
             raise CliError(f"{name}: the trace has {len(calls)} calls; pick one with --call "
-                           f"({', '.join(list(calls)[:5])}...)")
+                           f"({', '.join(show(c, 30) for c in list(calls)[:5])}{more})")
         call = next(iter(calls))
     if call not in calls:
         raise CliError(f"{name}: no call {show(call)} in the trace")
