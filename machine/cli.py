@@ -67,8 +67,9 @@ class Progress:
     ``every`` seconds (CI logs).  Nothing for work that ends within ``quiet`` seconds, nothing
     with ``enabled=False`` (``--json``, ``--quiet``) or ``TOOLCANCEL_PROGRESS=0`` in the
     environment.  Use as a context manager; :meth:`update` is the callback
-    ``(done, total[, label])`` the long-running functions take; the estimate restarts when the
-    label (a revision, a mutant) changes.
+    ``(done, total[, label])`` the long-running functions take; the estimate restarts with a new
+    phase (the total changes or the count starts over, as from one revision to the next), and
+    the label (a revision, a mutant, a file) is shown as it is.
     """
 
     def __init__(
@@ -93,8 +94,7 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._clock = time.monotonic if clock is None else clock
         self.start = self._clock()
-        self._label: str | None = None
-        self._labelled = False
+        self._phase: tuple[int, int] | None = None
         self._label_start = self.start
         self._shown = -float("inf")
         self._drawn = False
@@ -131,11 +131,9 @@ class Progress:
         if not self.enabled:
             return
         now = self._clock()
-        if label != self._label:
-            if self._labelled:  # the first label starts with the command
-                self._label_start = now
-            self._label = label
-        self._labelled = True
+        if self._phase is not None and (total != self._phase[1] or done < self._phase[0]):
+            self._label_start = now  # a new phase (another revision): a new estimate
+        self._phase = (done, total)
         if now - self.start < self.quiet:
             return
         if self.tty:

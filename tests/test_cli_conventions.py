@@ -290,7 +290,9 @@ def test_progress_on_a_terminal_is_one_redrawn_bar_cleared_at_the_end(
     assert text.endswith("\r\x1b[K")
 
 
-def test_a_new_label_restarts_the_estimate(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_new_phase_restarts_the_estimate_a_new_label_alone_does_not(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.delenv("TOOLCANCEL_PROGRESS", raising=False)
     clock, log = Clock(), io.StringIO()
     progress = Progress("vectors", "configurations", stream=log, clock=clock, every=0)
@@ -300,6 +302,13 @@ def test_a_new_label_restarts_the_estimate(monkeypatch: pytest.MonkeyPatch) -> N
     clock.now += 10
     progress.update(1000, 4000, "revised")
     assert log.getvalue().splitlines()[-1].endswith("(1 min 10 s, about 30 s left)")
+    mutants = Progress("verify --mutants", "mutants", stream=log, clock=clock, every=0)
+    for i, name in enumerate(["a", "b", "c", "d"]):
+        clock.now += 10
+        mutants.update(i, 4, name)
+    assert log.getvalue().splitlines()[-1] == (
+        "toolcancel verify --mutants: d: 3/4 mutants (40 s, about 13 s left)"
+    )
 
 
 @pytest.mark.parametrize("off", ["env", "flag"])
