@@ -150,6 +150,9 @@ class _Package(types.ModuleType):
 
 
 sys.modules[__name__].__class__ = _Package
+# A module has no ``__module__``; through its class this one would have "toolcancel", and tools
+# that walk ``thing.__module__`` up to the package (CrossHair's option lookup) would loop.
+globals()["__module__"] = None
 
 
 __all__ = [

@@ -500,6 +500,7 @@ def test_the_lazy_names_are_all_there_and_deadline_is_the_function() -> None:
         "assert toolcancel.deadline is deadline\n"
         "missing = [n for n in toolcancel.__all__ if not hasattr(toolcancel, n)]\n"
         "assert not missing, missing\n"
+        "assert getattr(toolcancel, '__module__', None) is None  # CrossHair walks __module__\n"
         "print(toolcancel.__version__)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
