@@ -392,7 +392,7 @@ def test_the_readme_documents_every_value_of_the_vocabulary() -> None:
     ("args", "message"),
     [
         (["--revision", "head"], "unknown contract revision 'head'; choose one of seed, revised"),
-        (["--workers", "0"], "--workers must be at least 1"),
+        (["--workers", "0"], "--workers must be at least 1 (see toolcancel vectors --help)"),
     ],
 )
 def test_bad_vectors_options_are_one_line_and_exit_2(
