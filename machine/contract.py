@@ -551,6 +551,7 @@ def load_contract_file(path: str | Path) -> Contract:
         raise ContractError(f"{p}: cannot read the contract file ({exc.strerror})") from None
     if len(raw) > MAX_CONTRACT_BYTES:
         raise ContractError(f"{p}: larger than {MAX_CONTRACT_BYTES:,} bytes; not a contract file")
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not TOML, but harmless
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:

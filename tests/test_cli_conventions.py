@@ -440,6 +440,12 @@ def test_the_contract_loader_refuses_what_it_does_not_read(
     assert message in str(info.value) and "\n" not in str(info.value)
 
 
+def test_a_contract_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
+    path = tmp_path / "contract.toml"
+    path.write_bytes(b"\xef\xbb\xbf" + CONTRACT.encode())
+    assert load_contract_file(path).revisions == load_contract().revisions
+
+
 def test_the_outcome_classes_the_code_uses_are_the_ones_the_contract_declares() -> None:
     from toolcancel.registry import _CANCELLATIONS
     from toolcancel.verifier import _AUTHORED_BY_WRAPPERS

@@ -80,6 +80,34 @@ def _run(
                           cwd=cwd, env=env, check=False)  # fmt: skip
 
 
+def test_the_development_install_of_a_clean_clone_prints_no_packaging_warning(
+    tmp_path: Path,
+) -> None:
+    # What scripts/dev-env runs, minus the dev tools (the point is our project's build):
+    # an editable install of a copy of the tracked files into a fresh venv.
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    dev_env = (ROOT / "scripts" / "dev-env").read_text("utf-8")
+    (line,) = [ln.strip() for ln in dev_env.splitlines() if "pip install --quiet -e" in ln]
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    command = line.replace(".venv/bin/python", str(env_dir / "bin" / "python"))
+    command = command.replace("-e '.[dev]'", "--no-deps -e .")
+    # as dev-env does first: a current pip shows the build backend's warnings
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--upgrade", "pip"],
+                   check=True, capture_output=True)  # fmt: skip
+    done = subprocess.run(["bash", "-c", command], cwd=clone, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    noise = [ln for ln in (done.stdout + done.stderr).splitlines() if NOISE.search(ln)]
+    assert noise == [], "\n".join(noise)
+
+
 def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     for needed in (
