@@ -26,7 +26,7 @@ import logging
 import math
 import time
 import warnings
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
@@ -34,7 +34,7 @@ from .contract import Contract, RevisionContract
 from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
-from .results import Results, ToolResult, canonical_json, snapshot
+from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
@@ -105,6 +105,9 @@ class ApprovalRequest:
     agent: str
     reason: str | None
     signal: AbortSignal | None
+    call_signal: AbortSignal | None = None
+    """The call's own signal (P1): task cancellation aborts it even for a call without a caller
+    signal, where ``signal`` is absent.  A seam that waits should watch both."""
 
 
 Next = Callable[[], Awaitable[Any]]
@@ -146,6 +149,10 @@ class InFlight:
 
 
 _ABSENT: Final = object()
+
+DRAIN_WARNING: Final = 30.0
+"""Default of ``ToolRegistry(drain_warning=...)``: seconds a body may run on after its signal
+aborted before the registry logs it as not cooperating (P5)."""
 
 
 class InvalidBudget(ValueError, TypeError):
@@ -293,9 +300,10 @@ class ToolRegistry:
     takes, and the observation events at the code points they describe.  Off, it costs one
     attribute test per emission point.  :class:`toolcancel.trace.TraceRecorder` collects lines.
 
-    ``drain_warning``, if given, is a number of seconds: a call whose body is still running that
-    long after its signal aborted is logged once, as a warning naming the call and its state.  The
-    registry keeps waiting -- it reports a body that does not cooperate, it never abandons it.
+    ``drain_warning`` is a number of seconds (default :data:`DRAIN_WARNING`, ``None`` turns it
+    off): a call whose body is still running that long after its signal aborted is logged once,
+    as a warning naming the call and its state.  The registry keeps waiting -- it reports a body
+    that does not cooperate, it never abandons it (only a second interrupt does, P7).
     """
 
     def __init__(
@@ -305,7 +313,7 @@ class ToolRegistry:
         contract: Contract | None = None,
         on_step: StepTap | None = None,
         trace: TraceSink | None = None,
-        drain_warning: float | None = None,
+        drain_warning: float | None = DRAIN_WARNING,
     ) -> None:
         if drain_warning is not None and not (
             isinstance(drain_warning, (int, float)) and 0 <= drain_warning < math.inf
@@ -921,6 +929,7 @@ class _Call:
             self.agent,
             decision.reason,
             self.view.signal,
+            self.call_signal,
         )
         if self.trace is not None:
             self.emit("stage_enter", stage="approval")
@@ -1010,11 +1019,8 @@ class _Call:
         try:
             result = await wrappers[i](self.view, next_)
             await await_forgotten()
-            if not isinstance(result, ToolResult):
-                raise TypeError(
-                    f"around-dispatch wrapper returned {type(result).__name__}; "
-                    "expected a ToolResult"
-                )
+            if result is not last:
+                result = _wrapper_result(result, wrappers[i], i, self.registry.revision)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
@@ -1211,6 +1217,79 @@ def _plain(event: str) -> Occurrence:
     if found is None:
         found = _PLAIN[event] = Occurrence(event)
     return found
+
+
+def _wrapper_result(value: Any, wrapper: Any, i: int, revision: str) -> ToolResult:
+    """What around-dispatch wrapper ``i`` returned, as the result it authored (R16).
+
+    A wrapper may return a :class:`ToolResult` or, as wrappers of the original return object
+    literals, a mapping with the result's JSON fields (``content``, ``isError``, ``error``,
+    ``additionalContexts``, ``meta``).  Anything else is refused with a ``TypeError`` naming the
+    wrapper (an around failure, R16).  Revised: an ``error`` without a message gets R44's, the
+    result's text without ``Error: ``.
+    """
+    if isinstance(value, ToolResult):
+        result = value
+    elif isinstance(value, Mapping):
+        result = _result_from_data(value, _name_of(wrapper, i))
+    else:
+        raise TypeError(
+            f"around-dispatch wrapper {_name_of(wrapper, i)} returned {type(value).__name__}; "
+            "expected a ToolResult or a mapping with its fields (content, isError, ...)"
+        )
+    e = result.error
+    if revision == "revised" and e is not None and not e.message:
+        message = result.text.removeprefix("Error: ")
+        result = ToolResult(
+            result.content,
+            result.is_error,
+            ErrorInfo(e.name, e.code, message),
+            result.contexts,
+            result.meta,
+            result.revision,
+        )
+    return result
+
+
+_RESULT_FIELDS: Final = frozenset({"content", "isError", "error", "additionalContexts", "meta"})
+
+
+def _result_from_data(data: Mapping[Any, Any], who: str) -> ToolResult:
+    """A result from its JSON fields (either revision's ``error`` shape), or a ``TypeError``."""
+
+    def refuse(why: str) -> TypeError:
+        return TypeError(f"around-dispatch wrapper {who} returned a mapping that {why}")
+
+    unknown = set(data) - _RESULT_FIELDS
+    if unknown:
+        raise refuse(f"has unknown fields {sorted(map(str, unknown))}")
+    content = data.get("content")
+    if not isinstance(content, (list, tuple)):
+        raise refuse("has no content list")
+    is_error = data.get("isError", False)
+    if not isinstance(is_error, bool):
+        raise refuse("has a non-boolean isError")
+    error = None
+    raw = data.get("error")
+    if raw is not None:
+        if not isinstance(raw, Mapping):
+            raise refuse("has an error that is not a mapping")
+        info = raw.get("info", raw)
+        if not isinstance(info, Mapping):
+            raise refuse("has an error.info that is not a mapping")
+        name, code, message = info.get("name"), info.get("code"), raw.get("message")
+        if not all(v is None or isinstance(v, str) for v in (name, code, message)):
+            raise refuse("has error fields that are not strings")
+        error = ErrorInfo(name, code, message)
+    contexts = data.get("additionalContexts", ())
+    if not isinstance(contexts, (list, tuple)):
+        raise refuse("has additionalContexts that are not a list")
+    return ToolResult(tuple(content), is_error, error, tuple(contexts), data.get("meta"))
+
+
+def _name_of(wrapper: Any, i: int) -> str:
+    name = getattr(wrapper, "__qualname__", None) or type(wrapper).__name__
+    return f"{i} ({name})"
 
 
 def _describe(value: Any) -> str:
