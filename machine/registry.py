@@ -615,10 +615,7 @@ class _Call:
         self.name = name
         self.raw_arguments = arguments
         self.call_id = call_id
-        # The call signal C (Python binding): follows the given signal, and aborts when the task
-        # awaiting execute() is cancelled.  Captured at entry, out of wrappers' reach (R11).  The
-        # listener on the given signal is removed when the call materializes (R22).
-        self.given = caller
+        self.given = caller  # the signal passed to execute(), if any; captured at entry
         self.controller = AbortController()
         self.call_signal = self.controller.signal
         self.caller: AbortSignal | None = None  # C: the call signal when a signal was given

@@ -385,7 +385,7 @@ async def test_the_approval_service_answers_what_it_is_told() -> None:
     assert [(e.call_id, e.what) for e in service.audit] == [("a1", "asked"), ("a1", "approved")]
 
 
-@pytest.mark.rules("R24", "D1")
+@pytest.mark.rules("R24")
 async def test_the_approval_service_answers_cancelled_on_abort_and_ignores_a_late_answer() -> None:
     service = ApprovalService()
     reg = _asking(service)
@@ -584,3 +584,37 @@ def test_the_tool_decorator_declares_its_options() -> None:
 def test_revised_calls_still_need_a_signal() -> None:
     with pytest.raises(RegistryUsageError):
         ToolRegistry(revision="revised").execute("t")
+
+
+USER_PROGRAM = textwrap.dedent(
+    """
+    import asyncio
+    from typing import Any
+
+    from toolcancel import AbortController, Execution, ToolRegistry, ToolResult
+    from toolcancel.cooperate import cancellable
+
+    registry = ToolRegistry()
+
+    @registry.tool("search", timeout_ms=500, parallel_safe=True)
+    async def search(args: Any, call: Execution) -> list[dict[str, str]]:
+        hits: str = await cancellable(call, asyncio.sleep(1, "hits"))
+        return [{"type": "text", "text": hits}]
+
+    async def main() -> ToolResult:
+        return await registry.execute("search", {"q": "x"}, signal=AbortController().signal)
+    """
+)
+
+
+@pytest.mark.slow
+def test_mypy_strict_finds_toolcancel_for_a_user_program(tmp_path: Any) -> None:
+    good = tmp_path / "good.py"
+    good.write_text(USER_PROGRAM, "utf-8")
+    bad = tmp_path / "bad.py"  # a misspelt decorator option is a type error, not **options
+    bad.write_text(USER_PROGRAM.replace("parallel_safe=True", "paralel_safe=True"), "utf-8")
+    command = [sys.executable, "-m", "mypy", "--strict", "--no-incremental"]
+    ran = subprocess.run([*command, "good.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    ran = subprocess.run([*command, "bad.py"], cwd=tmp_path, capture_output=True, text=True)
+    assert ran.returncode == 1 and 'Unexpected keyword argument "paralel_safe"' in ran.stdout
