@@ -253,7 +253,7 @@ class Execution:
         aborts it, so a hook or body can stop.  The helpers of :mod:`toolcancel.cooperate`
         watch it and the slot together when given the view.
         """
-        return self._call.call_signal
+        return self._call.own().signal
 
     @property
     def frozen(self) -> bool:
@@ -579,7 +579,6 @@ class _Call:
     __slots__ = (
         "agent",
         "call_id",
-        "call_signal",
         "caller",
         "clock",
         "controller",
@@ -616,8 +615,9 @@ class _Call:
         self.raw_arguments = arguments
         self.call_id = call_id
         self.given = caller  # the signal passed to execute(), if any; captured at entry
-        self.controller = AbortController()
-        self.call_signal = self.controller.signal
+        # The call signal's controller: made at entry for a call with a signal (it is C), and
+        # on first use for one without (most never need it).
+        self.controller: AbortController | None = None
         self.caller: AbortSignal | None = None  # C: the call signal when a signal was given
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
@@ -655,17 +655,16 @@ class _Call:
         # without a signal still has a call signal (task cancellation aborts it, P2), but it is
         # not the contract's C: the machine sees no caller signal and the slot starts absent.
         given = self.given
-        if given is None:
-            captured: CallerSignal = "none"
-        elif given.aborted:
-            captured = "aborted"
-            self.controller.abort(given.reason)
-        else:
-            captured = "live"
-            given.add_listener(self.follow)
+        captured: CallerSignal = "none"
         if given is not None:
-            self.caller = self.call_signal
-            self.view._slot = self.call_signal
+            own = self.own()
+            if given.aborted:
+                captured = "aborted"
+                own.abort(given.reason)
+            else:
+                captured = "live"
+                given.add_listener(self.follow)
+            self.caller = self.view._slot = own.signal
         self.machine = CallMachine(
             registry._table,
             captured,
@@ -674,9 +673,9 @@ class _Call:
         )
         try:
             self.clock = _clock_of(asyncio.get_running_loop())
+            self.entered = self.clock()
         except RuntimeError:  # execute() called outside the loop that will await it
-            pass
-        self.entered = self.clock()
+            self.entered = -1.0  # prepare() takes that loop's clock
         registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
@@ -699,10 +698,17 @@ class _Call:
 
     # -- the call signal and the awaiting task (Python binding) -------------------------------
 
+    def own(self) -> AbortController:
+        """The controller of the call signal (P1), made on first use."""
+        controller = self.controller
+        if controller is None:
+            controller = self.controller = AbortController()
+        return controller
+
     def follow(self, given: AbortSignal) -> None:
         """The given signal aborted: so does the call signal, with its reason."""
         given.remove_listener(self.follow)
-        self.controller.abort(given.reason)
+        self.own().abort(given.reason)
 
     def detach(self) -> None:
         """Take the call signal's listener off the given signal (idempotent)."""
@@ -713,7 +719,7 @@ class _Call:
         """The awaiting task was cancelled: abort the call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
         message = cancelled.args[0] if cancelled.args else None
-        self.controller.abort(TaskCancelled(self.call_id, message))
+        self.own().abort(TaskCancelled(self.call_id, message))
         # Without a caller signal (seed, R26) the call signal is not the contract's C: no
         # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
         # still running is watched like a draining one.
@@ -738,7 +744,8 @@ class _Call:
 
     def status(self, now: float) -> InFlight:
         slot = self.view._slot
-        aborted = self.call_signal.aborted or (slot is not None and slot.aborted)
+        own = self.controller
+        aborted = (own is not None and own.signal.aborted) or (slot is not None and slot.aborted)
         return InFlight(self.call_id, self.name, self.state, now - self.entered, aborted)
 
     def failed(self, exc: BaseException, where: str, level: int = logging.WARNING) -> None:
@@ -838,10 +845,9 @@ class _Call:
                     f"call {self.call_id}: prepare() comes once, right after begin()"
                 )
             return False  # entry ended the call: invalid arguments, or a revised pre-abort
-        clock = _clock_of(asyncio.get_running_loop())
-        if clock != self.clock:  # entered outside the loop: restart the in-state clock
-            self.clock = clock
-            self.entered = clock()
+        if self.entered < 0:  # entered outside the loop: take its clock now
+            self.clock = _clock_of(asyncio.get_running_loop())
+            self.entered = self.clock()
         pending = await self.pre_policy()
         if pending is None:
             return True
@@ -926,7 +932,7 @@ class _Call:
             self.agent,
             decision.reason,
             self.view.signal,
-            self.call_signal,
+            self.own().signal,
         )
         if self.trace is not None:
             self.emit("stage_enter", stage="approval")

@@ -207,7 +207,7 @@ async def test_a_failing_task_group_sibling_cancels_the_call_cooperatively() -> 
 
 
 @pytest.mark.rules("R26")
-async def test_without_a_signal_task_cancellation_cannot_reach_the_call() -> None:
+async def test_without_a_signal_task_cancellation_tells_only_the_call_signal() -> None:
     rig = Rig("body")
     task = rig.start(None)
     await rig.gate.reached()
@@ -217,7 +217,8 @@ async def test_without_a_signal_task_cancellation_cannot_reach_the_call() -> Non
     rig.gate.open()
     with pytest.raises(asyncio.CancelledError):
         await task
-    # R26: only a wrapper's signal can cause ABORTED; the call ran to its own result.
+    # R26: only a wrapper's signal can cause ABORTED; a body ignoring its call signal (P1) ran to
+    # its own result (tests/test_binding_entry.py has one that watches it).
     assert [r.to_json() for r in rig.published] == [ok("done")]
 
 
