@@ -864,7 +864,7 @@ class _Call:
 
     async def finalize(self) -> ToolResult:
         """Post-execute and C4 (unless the result is on the final route), then publish."""
-        if self.state in ("around_before", "materialized"):
+        if self.state in ("pre_policy", "around_before", "materialized"):
             raise RegistryUsageError(
                 f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
             )
