@@ -795,8 +795,8 @@ class _Call:
             self.entered = self.clock()
             if state == "draining":
                 self.watch_draining()
-            elif before == "draining" and self.watchdog is not None:
-                self.watchdog.cancel()
+            elif before in _BODY_STATES and self.watchdog is not None:
+                self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
         tap = self.registry._on_step
         if tap is not None:
             tap(self.view, machine.path[-1])
@@ -1184,6 +1184,8 @@ class _Call:
 
 
 _NO_RESULT: Final = ToolResult(())
+
+_BODY_STATES: Final = frozenset({"body", "draining"})
 
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",

@@ -280,3 +280,32 @@ async def test_a_body_ignoring_the_call_signal_of_a_no_signal_call_keeps_its_res
     [reason] = told
     assert isinstance(reason, TaskCancelled) and reason.call_id == "c1"
     assert "c1" not in str(reason)
+
+
+@pytest.mark.parametrize("stubborn", [True, False])
+async def test_a_no_signal_body_told_by_task_cancellation_is_watched_like_a_draining_one(
+    stubborn: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    reg = ToolRegistry()  # the default drain warning: 30 s
+    gate = Gate("body")
+
+    async def body(args: Any, call: Execution) -> Any:
+        if stubborn:
+            await gate.passage()  # ignores its call signal
+        else:
+            await cancellable(call, gate.passage())
+        return [text("done")]
+
+    reg.register("t", body)
+    task = asyncio.get_running_loop().create_task(reg.execute("t", call_id="c-slow"))
+    await gate.reached()
+    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+        task.cancel()
+        await asyncio.sleep(31)  # virtual time
+        warned = "c-slow" in caplog.text and "still running" in caplog.text
+        gate.open()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        await asyncio.sleep(60)
+    assert warned is stubborn
+    assert caplog.text.count("still running") == (1 if stubborn else 0)
