@@ -309,3 +309,27 @@ async def test_a_no_signal_body_told_by_task_cancellation_is_watched_like_a_drai
         await asyncio.sleep(60)
     assert warned is stubborn
     assert caplog.text.count("still running") == (1 if stubborn else 0)
+
+
+@pytest.mark.rules("R11", "R12")
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_verify_enumerates_an_abort_during_entry_and_one_right_after_the_call(
+    revision: str,
+) -> None:
+    from toolcancel import load_contract
+    from toolcancel.scenario import Scenario, run_scenario
+    from toolcancel.verifier import check, schedules
+
+    table = load_contract().revision(revision)
+    config = Scenario(revision=revision, pre="ask", wrappers=("wait_before",))
+    kept, _ = schedules(config, run_scenario(config))
+    assert kept[:2] == ["in_entry", "after_call"]
+    for cancel in ("in_entry", "after_call"):
+        obs = run_scenario(config.with_cancel(cancel))
+        assert obs.result is not None and check(obs, table).violations == []
+        code = obs.result.error.code if obs.result.error else None
+        if cancel == "after_call":  # after entry: seen at C1, the body never starts
+            assert obs.body_starts == 0
+            assert code == ("ABORTED" if revision == "seed" else "ABORTED_BEFORE_DISPATCH")
+        else:  # a pre-aborted entry: R25 runs everything (seed), R42 nothing (revised)
+            assert obs.body_starts == (1 if revision == "seed" else 0)
