@@ -628,7 +628,7 @@ class _Call:
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
-        self.machine = CallMachine(registry._table, "none")  # replaced at entry
+        self.machine: CallMachine  # made by enter(), once the caller signal is captured
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.view = Execution(self, call_id, name, None, agent, parent, None)
 
