@@ -746,7 +746,8 @@ class _Call:
         slot = self.view._slot
         own = self.controller
         aborted = (own is not None and own.signal.aborted) or (slot is not None and slot.aborted)
-        return InFlight(self.call_id, self.name, self.state, now - self.entered, aborted)
+        seconds = now - self.entered if self.entered >= 0 else 0.0  # entered outside the loop
+        return InFlight(self.call_id, self.name, self.state, seconds, aborted)
 
     def failed(self, exc: BaseException, where: str, level: int = logging.WARNING) -> None:
         """A hook, the approval seam, a wrapper, the body or an observer raised ``exc``.

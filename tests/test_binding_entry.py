@@ -333,3 +333,17 @@ def test_verify_enumerates_an_abort_during_entry_and_one_right_after_the_call(
             assert code == ("ABORTED" if revision == "seed" else "ABORTED_BEFORE_DISPATCH")
         else:  # a pre-aborted entry: R25 runs everything (seed), R42 nothing (revised)
             assert obs.body_starts == (1 if revision == "seed" else 0)
+
+
+def test_a_call_entered_outside_the_loop_runs_in_the_loop_that_awaits_it() -> None:
+    rec = Recorded()
+    caller = AbortController()
+    pending = rec.registry.execute("t", signal=caller.signal)  # no loop is running yet
+
+    async def main() -> ToolResult:
+        [status] = rec.registry.in_flight()
+        assert status.state == "pre_policy" and status.seconds >= 0
+        return await pending
+
+    assert asyncio.run(main()).to_json() == ok("done")
+    assert rec.ran == ["pre", "body", "post"]
