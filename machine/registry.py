@@ -1439,6 +1439,9 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
+        if self._driver is None and not self._closed:  # _start() inlined: the common path
+            self._driver = driver = _guarded(self._call)
+            return driver
         return self._start()
 
     def send(self, value: Any) -> Any:
