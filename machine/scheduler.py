@@ -42,16 +42,19 @@ no hook or body ever sees the awaiting task's cancellation.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from .errors import NotSerializable, TaskCancelled
-from .registry import StagedCall, ToolRegistry
+from .registry import StagedCall, ToolRegistry, _interrupt_of
 from .results import ToolResult, canonical_json, snapshot
 from .signals import AbortController, AbortSignal
 
 __all__ = ["LogEntry", "ToolCallRequest", "TurnLog", "TurnScheduler"]
+
+_log = logging.getLogger("toolcancel.scheduler")
 
 LogKind = Literal["tool/call", "tool/result", "context"]
 
@@ -214,6 +217,14 @@ class TurnScheduler:
                 except asyncio.CancelledError as exc:
                     if inner.done() and inner.cancelled():
                         raise  # the turn's own task was cancelled from elsewhere: a bug
+                    interrupt = _interrupt_of(exc)
+                    if interrupt is not None:  # a second interrupt (P7): stop waiting
+                        _log.error(
+                            "turn abandoned after a second interrupt (%r): its started calls "
+                            "are abandoned with it (Python binding P7)",
+                            interrupt,
+                        )
+                        raise
                     if cancelled is None:
                         cancelled = exc
                         message = exc.args[0] if exc.args else None

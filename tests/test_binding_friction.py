@@ -618,3 +618,43 @@ def test_mypy_strict_finds_toolcancel_for_a_user_program(tmp_path: Any) -> None:
     assert ran.returncode == 0, ran.stdout + ran.stderr
     ran = subprocess.run([*command, "bad.py"], cwd=tmp_path, capture_output=True, text=True)
     assert ran.returncode == 1 and 'Unexpected keyword argument "paralel_safe"' in ran.stdout
+
+
+def test_a_turn_cancelled_during_an_interrupt_is_abandoned(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    loop = asyncio.new_event_loop()
+    try:
+        reg = ToolRegistry()
+        reached = loop.create_future()
+
+        async def stubborn(args: Any, call: Execution) -> Any:
+            if not reached.done():
+                reached.set_result(None)
+            try:
+                await loop.create_future()  # never ends on its own
+            except asyncio.CancelledError:  # asyncio.run's teardown cancels every task
+                pass
+            return [text("done")]
+
+        reg.register("t", stubborn)
+        turn = loop.create_task(
+            TurnScheduler(reg).run_turn([ToolCallRequest("c0", "t")], signal=controller()[1])
+        )
+        loop.run_until_complete(reached)
+        turn.cancel()  # the first interrupt: the turn is aborted and drains
+        loop.run_until_complete(asyncio.sleep(0))
+        assert not turn.done()
+        with caplog.at_level(logging.ERROR, logger="toolcancel.scheduler"):
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                for task in asyncio.all_tasks(loop):  # what asyncio.run's teardown does
+                    task.cancel()
+                loop.run_until_complete(asyncio.wait([turn]))
+        assert turn.cancelled() and "turn abandoned" in caplog.text
+        left = [t for t in asyncio.all_tasks(loop) if not t.done()]
+        if left:
+            loop.run_until_complete(asyncio.wait(left))
+    finally:
+        loop.close()
