@@ -1428,6 +1428,10 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
         """The call's execution view (its ``state``, ``path``, ``call_signal``)."""
         return self._call.view
 
+    @property
+    def __name__(self) -> str:  # what asyncio shows for a task running this call
+        return f"ToolRegistry.execute:{self._call.call_id}"
+
     def _start(
         self, cancelled: asyncio.CancelledError | None = None
     ) -> Generator[Any, None, ToolResult]:
