@@ -43,6 +43,7 @@ from typing import Any, Final
 from .checker import Checker
 from .contract import RevisionContract, Transition
 from .core import CallState, Occurrence, choices, initial_state
+from .coverage import CHECKED, NONE, decidable, rule_status
 from .errors import ToolcancelError
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
@@ -55,7 +56,20 @@ from .vectors import (
     vectors_file,
 )
 
-PROTOCOL: Final = 1
+PROTOCOL: Final = 2
+"""The protocol version this runner writes in its messages to a protocol-2 adapter."""
+PROTOCOLS: Final = (1, 2)
+"""Protocol versions accepted in a hello; the vectors are sent in the adapter's version."""
+LEVELS: Final = ("trace", "outcome")
+"""Conformance levels a protocol-2 hello declares: the full trace, or only what a user sees."""
+RETRIES: Final = ("reenter", "cursor", "reject")
+"""Retry behaviours a protocol-2 hello declares (protocol 1: ``reenter``)."""
+HELLO_TIMEOUT: Final = 60.0
+"""Default seconds to wait for the hello (start-up), separate from the per-answer timeout."""
+EXIT_GRACE: Final = 0.5
+"""Seconds an exited adapter's last line may take to arrive before its exit counts."""
+REAP_TIMEOUT: Final = 5.0
+"""Seconds to wait for a killed adapter's pipes to close before closing them on our side."""
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
 LINE_LIMIT: Final = 64 << 20
@@ -93,6 +107,9 @@ class Judgement:
     rules: frozenset[str] = frozenset()  # rules the vector exercised (when it passed)
     rule: str | None = None
     explanation: str = ""
+    step: str = ""  # the judging step that failed (answer, quiescence, trace, path, result, ...)
+    expected: str = ""  # in brief, what that step wanted
+    observed: str = ""  # in brief, what the answer showed
 
 
 @dataclass
@@ -100,6 +117,26 @@ class RuleTally:
     passed: int = 0
     failed: int = 0
     first_failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """Failures that cite the same rule at the same judging step, and the scenario features they
+    all share (values every one of them has, where the run's vectors differ)."""
+
+    rule: str
+    step: str
+    ids: tuple[str, ...]
+    features: tuple[tuple[str, str], ...]
+    example: str  # the first failure's explanation
+
+    def line(self) -> str:
+        shared = ", ".join(f"{k}={x}" for k, x in self.features) or "no shared scenario feature"
+        n = len(self.ids)
+        return (
+            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
+            f"e.g. {self.example}"
+        )
 
 
 @dataclass
@@ -111,6 +148,12 @@ class Report:
     seconds: float = 0.0
     restarts: int = 0
     titles: dict[str, str] = field(default_factory=dict)
+    level: str = "trace"
+    retry: str = "reenter"
+    protocol: int = 1
+    seen: frozenset[str] = frozenset()  # optional observations some answer carried
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
+    report_path: str | None = None  # where --report wrote the verdicts, if it did
 
     @property
     def passed(self) -> int:
@@ -133,33 +176,139 @@ class Report:
                     t.first_failure = j.id
         return dict(sorted(tally.items(), key=lambda kv: _rule_order(kv[0])))
 
+    def coverage(self) -> dict[str, tuple[str, str]]:
+        """Every rule of the revision (and ``protocol`` if it failed): its status in this run --
+        ``checked``, ``outcome`` (checked at outcome level only) or ``none`` -- and why."""
+        tally = self.by_rule()
+        out: dict[str, tuple[str, str]] = {}
+        for rule in sorted({*self.titles, *tally}, key=_rule_order):
+            t = tally.get(rule, RuleTally())
+            if rule == PROTOCOL_RULE:
+                if t.failed:
+                    out[rule] = (CHECKED, "")
+                continue
+            out[rule] = rule_status(
+                rule, self.level, exercised=bool(t.passed or t.failed), seen=self.seen
+            )
+            if t.failed and out[rule][0] == NONE:  # a failure citing it is a check of it
+                out[rule] = (CHECKED, "")
+        return out
+
+    def unchecked(self) -> list[str]:
+        return [r for r, (status, _) in self.coverage().items() if status == NONE]
+
+    def families(self) -> list[Family]:
+        """Failures grouped by (rule, judging step), largest first, with the scenario features
+        they share: thousands of failures of one mistake read as one line."""
+        groups: dict[tuple[str, str], list[Judgement]] = {}
+        for j in self.judgements:
+            if not j.passed:
+                groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
+        values: dict[str, set[str]] = {}
+        for data in self.scenarios.values():
+            for k, x in data.items():
+                values.setdefault(k, set()).add(_feature(x))
+        varied = {k for k, xs in values.items() if len(xs) > 1}
+        out = []
+        for (rule, step), js in groups.items():
+            features = []
+            for k in sorted(varied):
+                seen = {_feature(self.scenarios[j.id].get(k)) for j in js if j.id in self.scenarios}
+                if len(seen) == 1:
+                    features.append((k, seen.pop()))
+            out.append(
+                Family(rule, step, tuple(j.id for j in js), tuple(features), js[0].explanation)
+            )
+        out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
+        return out
+
+    def verdict_lines(self) -> Iterator[str]:
+        """One JSON line per vector, in run order: the ``--report`` file."""
+        for j in self.judgements:
+            data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else "fail"}
+            if j.passed:
+                data["rules"] = sorted(j.rules, key=_rule_order)
+            else:
+                data |= {
+                    "rule": j.rule or PROTOCOL_RULE,
+                    "step": j.step or "answer",
+                    "expected": j.expected,
+                    "observed": j.observed,
+                    "explanation": j.explanation,
+                }
+            yield json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    def write_report(self, path: str | Path) -> None:
+        with open(path, "w", encoding="utf-8") as f:
+            for line in self.verdict_lines():
+                f.write(line + "\n")
+        self.report_path = str(path)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        tally = self.by_rule()
+        coverage = self.coverage()
+        data: dict[str, Any] = {
             "revision": self.revision,
             "implementation": self.implementation,
+            "protocol": self.protocol,
+            "level": self.level,
+            "retry": self.retry,
             "vectors": len(self.judgements),
             "passed": self.passed,
             "failed": self.failed,
             "by_rule": {
                 r: {
                     "title": self.titles.get(r, ""),
-                    "passed": t.passed,
-                    "failed": t.failed,
-                    "first_failure": t.first_failure,
+                    "passed": tally.get(r, RuleTally()).passed,
+                    "failed": tally.get(r, RuleTally()).failed,
+                    "first_failure": tally.get(r, RuleTally()).first_failure,
+                    "status": status,
+                    "why": why,
                 }
-                for r, t in self.by_rule().items()
+                for r, (status, why) in coverage.items()
             },
-            "failures": [
-                {"id": j.id, "rule": j.rule, "explanation": j.explanation}
+            "unchecked": [r for r, (status, _) in coverage.items() if status == NONE],
+            "families": [
+                {
+                    "rule": f.rule,
+                    "step": f.step,
+                    "count": len(f.ids),
+                    "features": dict(f.features),
+                    "first": f.ids[0],
+                }
+                for f in self.families()
+            ],
+        }
+        if self.report_path is not None:
+            data["report"] = self.report_path
+        else:
+            data["failures"] = [
+                {
+                    "id": j.id,
+                    "rule": j.rule,
+                    "step": j.step or "answer",
+                    "expected": j.expected,
+                    "observed": j.observed,
+                    "explanation": j.explanation,
+                }
                 for j in self.judgements
                 if not j.passed
-            ][:20],
+            ]
+        data |= {
             "restarts": self.restarts,
             "seconds": round(self.seconds, 3),
             "vectors_per_second": round(len(self.judgements) / self.seconds)
             if self.seconds
             else None,
         }
+        return data
+
+
+def _feature(value: Any) -> str:
+    """A scenario field's value as a family feature: wrappers as ``[a,b]``, others as text."""
+    if isinstance(value, list):
+        return "[" + ",".join(map(str, value)) + "]"
+    return str(value).lower() if isinstance(value, bool) else str(value)
 
 
 def _rule_order(rule: str) -> tuple[int, int, str]:
@@ -184,7 +333,11 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str) -> None:
+    def __init__(self, revision: str, level: str = "trace", retry: str = "reenter") -> None:
+        self.level = level
+        self.retry = retry
+        self.seen: set[str] = set()  # optional observations some answer carried (listeners)
+        self._rules: dict[tuple[Any, ...], frozenset[str]] = {}
         self.checker = Checker(revision)
         self.table: RevisionContract = self.checker.table
         self.events = frozenset(e.name for e in self.table.events)
@@ -198,11 +351,39 @@ class Judge:
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
         )
 
-    def fail(self, v: Vector, rule: str, why: str) -> Judgement:
-        return Judgement(v.id, False, rule=rule, explanation=f"{v.id}: {why}")
+    def expectations(self, v: Vector) -> list[Expectation]:
+        """What the contract allows for ``v`` under the adapter's declared retry behaviour:
+        ``Vector.expected_for`` where the vectors know it, else the vector's own expectations."""
+        expected_for = getattr(v, "expected_for", None)
+        if expected_for is None or self.retry == "reenter":
+            return list(v.expectations())
+        exp: Expectation = expected_for(self.retry)
+        return list(v.expectations()) if exp is v.expected else [exp]
+
+    def fail(
+        self,
+        v: Vector,
+        rule: str,
+        why: str,
+        *,
+        step: str = "answer",
+        expected: Any = "",
+        observed: Any = "",
+    ) -> Judgement:
+        return Judgement(
+            v.id,
+            False,
+            rule=rule,
+            explanation=f"{v.id}: {why}",
+            step=step,
+            expected=_brief(expected),
+            observed=_brief(observed),
+        )
 
     def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an ``outcome`` answer (its envelope is already checked)."""
+        if self.level == "outcome":
+            return self.judge_outcome(v, answer)
         shape = _answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
@@ -223,18 +404,12 @@ class Judge:
                     "execute() settled while the tool body was still running (the trace shows "
                     f"{running} body_start without body_settle before execute() settled at "
                     f"trace line {settled_at}); the registry must await the body to quiescence.",
+                    step="quiescence",
+                    expected="no body running when execute() settled",
+                    observed=f"{running} body running",
                 )
         if result is None:
-            if settled_at is None:
-                return self.fail(
-                    v,
-                    "R27",
-                    f"execute() never settled ({observed['raised']}): the call neither finished "
-                    "nor waited at a gate.",
-                )
-            return self.fail(
-                v, "R31", f"execute() did not return a result: it raised {observed['raised']}."
-            )
+            return self._no_result(v, settled_at is not None, observed["raised"])
         try:
             verdicts = self.checker.check_lines(trace, f"<{v.id}>")
         except TraceError as exc:
@@ -248,26 +423,133 @@ class Judge:
                 v,
                 verdict.rule or PROTOCOL_RULE,
                 f"trace event {verdict.event_index} ({verdict.seen}): {verdict.explanation}",
+                step="trace",
+                expected="a trace the contract accepts",
+                observed=f"event {verdict.event_index}: {verdict.seen}",
             )
         occurrences = [self.occurrence(x) for x in trace if x["event"] in self.events]
         path = tuple(o.event for o in occurrences)
-        exp = next((e for e in v.expectations() if path in e.paths), None)
+        exp = next((e for e in self.expectations(v) if path in e.paths), None)
         if exp is None:
             exp = self.noticed_late(v, occurrences)
         if exp is None:
-            return self.fail(v, *self.diverged(v, path))
+            rule, why = self.diverged(v, path)
+            n = sum(len(e.paths) for e in self.expectations(v))
+            return self.fail(
+                v,
+                rule,
+                why,
+                step="path",
+                expected=f"one of {n} allowed path(s)",
+                observed=" > ".join(path),
+            )
+        if trace and any(line["event"] == "listener" for line in trace):
+            self.seen.add("listeners")
+        return self._observables(v, exp, result, starts, observed, trace)
+
+    def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
+        """The verdict on an outcome-level answer: only what a registry's user observes."""
+        shape = _outcome_problem(answer)
+        if shape is not None:
+            return self.fail(v, PROTOCOL_RULE, shape)
+        result = answer["result"]
+        observed = answer["observed"]
+        bodies = observed["bodies"]
+        settled = observed["settled"]
+        if settled is not None:
+            started, done = settled["bodies_started"], settled["bodies_settled"]
+            if started > done:
+                return self.fail(
+                    v,
+                    "R27",
+                    f"execute() settled while {started - done} tool body invocation(s) were "
+                    "still running; the registry must await the body to quiescence.",
+                    step="quiescence",
+                    expected="no body running when execute() settled",
+                    observed=f"{started - done} body running",
+                )
+            if len(bodies) > started:
+                return self.fail(
+                    v,
+                    "R27",
+                    f"a body started after execute() settled ({len(bodies)} started in all, "
+                    f"{started} before it settled): the call must be quiescent when it settles.",
+                    step="quiescence",
+                    expected=f"{started} body start(s) in all",
+                    observed=f"{len(bodies)} body start(s)",
+                )
+        if result is None:
+            return self._no_result(v, settled is not None, observed["raised"])
+        exps = self.expectations(v)
+        exp = next((e for e in exps if _canonical(result) == e.result_json), exps[0])
+        late = [i for i, b in enumerate(bodies) if b["start"]["aborted"]]
+        if late and exp.body_starts == len(bodies):
+            return self.fail(
+                v,
+                "R17",
+                f"body invocation {late[0] + 1} started with an already aborted signal "
+                f"({_signals([bodies[late[0]]['start']])}): checkpoint C2 must not invoke the "
+                "body once the fused signal is aborted.",
+                step="body_start_signals",
+                expected="not aborted at start",
+                observed=_signals([bodies[late[0]]["start"]]),
+            )
+        if observed["listeners"] is not None and v.scenario.caller != "none":
+            self.seen.add("listeners")
+        signals = [b["settle"] for b in bodies]
+        return self._observables(
+            v, exp, result, len(bodies), {**observed, "body_signals": signals}, None
+        )
+
+    def _no_result(self, v: Vector, settled: bool, raised: Any) -> Judgement:
+        if not settled:
+            return self.fail(
+                v,
+                "R27",
+                f"execute() never settled ({raised}): the call neither finished "
+                "nor waited at a gate.",
+                step="quiescence",
+                expected="execute() settles",
+                observed="never settled",
+            )
+        return self.fail(
+            v,
+            "R31",
+            f"execute() did not return a result: it raised {raised}.",
+            step="result",
+            expected="a result",
+            observed=f"raised {raised}",
+        )
+
+    def _observables(
+        self,
+        v: Vector,
+        exp: Expectation,
+        result: Mapping[str, Any],
+        starts: int,
+        observed: Mapping[str, Any],
+        trace: Sequence[Mapping[str, Any]] | None,
+    ) -> Judgement:
+        """Result, body starts, body signals, notifications and listeners, in that order."""
         if _canonical(result) != exp.result_json:
-            return self.fail(v, *self.result_rule(v, exp, result))
+            rule, why = self.result_rule(v, exp, result)
+            return self.fail(
+                v, rule, why, step="result", expected=exp.result_json, observed=_canonical(result)
+            )
         if starts != exp.body_starts or len(observed["body_signals"]) != starts:
             rule = "R18"
             if starts > exp.body_starts and _aborted_before_dispatch(exp.paths[0]):
                 rule = "R28"
+            seen = "by the trace" if trace is not None else "by the adapter's report"
             return self.fail(
                 v,
                 rule,
-                f"the body started {starts} time(s) by the trace and "
+                f"the body started {starts} time(s) {seen} and "
                 f"{len(observed['body_signals'])} by the adapter's observation; the contract "
                 f"starts it {exp.body_starts} time(s) here.",
+                step="body_starts",
+                expected=exp.body_starts,
+                observed=starts,
             )
         if [dict(b) for b in exp.body_signals] != observed["body_signals"]:
             return self.fail(
@@ -276,6 +558,9 @@ class Judge:
                 f"when the body settled its signal was {_signals(observed['body_signals'])}; "
                 f"the fused signal must be {_signals(exp.body_signals)} (it aborts when the "
                 "caller or the slot's signal does, with the first source's reason).",
+                step="body_signals",
+                expected=_signals(exp.body_signals),
+                observed=_signals(observed["body_signals"]),
             )
         if observed["notifications"] != exp.notifications:
             return self.fail(
@@ -283,8 +568,38 @@ class Judge:
                 "R31",
                 f"observers were notified {observed['notifications']} time(s); the contract "
                 f"notifies exactly {exp.notifications} time(s).",
+                step="notifications",
+                expected=exp.notifications,
+                observed=observed["notifications"],
             )
-        return Judgement(v.id, True, rules=self.exercised(v, trace, starts))
+        if observed.get("notified_same") is False:
+            return self.fail(
+                v,
+                "R31",
+                "an observer was notified with another object than the one execute() "
+                "returned; the contract notifies the very result it returns.",
+                step="notified_same",
+                expected="the returned object",
+                observed="another object",
+            )
+        listeners = observed.get("listeners")
+        if listeners is not None and listeners["after"] != listeners["before"]:
+            return self.fail(
+                v,
+                "R22",
+                f"the caller's signal had {listeners['before']} listener(s) before execute() "
+                f"and {listeners['after']} after it settled; the registry must remove every "
+                "listener it added.",
+                step="listeners",
+                expected=listeners["before"],
+                observed=listeners["after"],
+            )
+        rules = (
+            self.exercised(v, trace, starts)
+            if trace is not None
+            else self.expected_rules(v, exp, starts, listeners is not None)
+        )
+        return Judgement(v.id, True, rules=rules)
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
 
@@ -311,7 +626,7 @@ class Judge:
         """
         rest = [o for o in trace if o.event not in _CANCEL_EVENTS]
         names = tuple(o.event for o in rest)
-        for exp in v.expectations():
+        for exp in self.expectations(v):
             for listed in exp.paths:
                 if tuple(e for e in listed if e not in _CANCEL_EVENTS) != names:
                     continue
@@ -351,7 +666,7 @@ class Judge:
         the fused signal's) abort.  Otherwise it is the rule of the contract's transition there.
         """
         exp, best = max(
-            ((e, p) for e in v.expectations() for p in e.paths),
+            ((e, p) for e in self.expectations(v) for p in e.paths),
             key=lambda ep: _common(ep[1], path),
         )
         k = _common(best, path)
@@ -473,7 +788,7 @@ class Judge:
         entry = _ENTRY_RULE[entry_caller(s)]
         if self.revised and entry == "R25":
             entry = "R42"  # the revised contract's pre-aborted entry short-circuits
-        extra = {"R1", "R10", entry, self.outcome_rule[v.expected.outcome]}
+        extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
         if starts:
             extra |= {"R21", "R27"}
         if any(line["event"] == "listener" for line in trace):
@@ -484,6 +799,133 @@ class Judge:
             extra.add("R44")  # the revised error shape of every result the checker saw
         return rules | extra
 
+    def static_rules(self, v: Vector) -> frozenset[str]:
+        """The rules ``v`` exercises by its expectation alone (for ``--only RULE``): those of the
+        transitions along its first path and what every answer is checked on."""
+        exp = self.expectations(v)[0]
+        rules = set(self._path_rules(v, exp)) | {"R1", "R10", "R31"}
+        rules |= {self._entry_rule(v), self.outcome_rule[exp.outcome]}
+        if exp.body_starts:
+            rules |= {"R17", "R21", "R27"}
+            if v.scenario.caller != "none":
+                rules.add("R22")
+        if self.revised:
+            rules.add("R44")
+        return frozenset(rules)
+
+    def _path_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
+        s = v.scenario
+        key = (entry_caller(s), s.agent, s.approval_seam, exp.paths[0], exp.outcome)
+        rules = self._rules.get(key)
+        if rules is None:
+            taken = self.transitions(v, exp.paths[0], exp.outcome) or []
+            rules = self._rules[key] = frozenset(r for t in taken for r in t.rules)
+        return rules
+
+    def _entry_rule(self, v: Vector) -> str:
+        entry = _ENTRY_RULE[entry_caller(v.scenario)]
+        return "R42" if self.revised and entry == "R25" else entry
+
+    def expected_rules(
+        self, v: Vector, exp: Expectation, starts: int, listeners: bool
+    ) -> frozenset[str]:
+        """The rules an outcome-level answer that matched ``exp`` was checked on: those of the
+        transitions along the expectation's first path, plus the result's and the body's, each
+        only as far as the outcome level decides it (:mod:`toolcancel.coverage`)."""
+        extra = {"R1", "R10", "R31", self._entry_rule(v), self.outcome_rule[exp.outcome]}
+        if starts:
+            extra |= {"R17", "R21", "R27"}
+        if listeners and v.scenario.caller != "none":
+            extra.add("R22")
+        if self.revised:
+            extra.add("R44")
+        rules = self._path_rules(v, exp) | extra
+        return frozenset(r for r in rules if decidable(r, "outcome"))
+
+
+def _brief(value: Any) -> str:
+    """A value for a report line: text, cut at :data:`QUOTE` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= QUOTE else text[:QUOTE] + "…"
+
+
+_SIGNAL_KEYS: Final = frozenset({"aborted", "reason"})
+_REASONS: Final = (None, "caller", "wrapper", "timeout", "other")
+
+
+def _is_signal(b: Any) -> bool:
+    return (
+        isinstance(b, dict)
+        and b.keys() == _SIGNAL_KEYS
+        and isinstance(b["aborted"], bool)
+        and b["reason"] in _REASONS
+    )
+
+
+def _is_count(n: Any) -> bool:
+    return type(n) is int and n >= 0
+
+
+def _common_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the fields both levels share: result, notifications, raised and the
+    optional notified_same and listeners."""
+    result = answer.get("result", ...)
+    if result is ... or (result is not None and not isinstance(result, dict)):
+        return "the answer's result must be a result object (or null if execute() raised)"
+    observed = answer.get("observed")
+    if not isinstance(observed, dict):
+        return "the answer needs an observed object"
+    if not _is_count(observed.get("notifications")):
+        return "observed.notifications must be a non-negative integer"
+    raised = observed.get("raised", ...)
+    if raised is ... or (raised is not None and not isinstance(raised, str)):
+        return "observed.raised must be a string or null"
+    if observed.get("notified_same", True) not in (True, False):
+        return "observed.notified_same must be true or false"
+    listeners = observed.get("listeners")
+    if listeners is not None and not (
+        isinstance(listeners, dict)
+        and listeners.keys() == {"before", "after"}
+        and all(_is_count(n) for n in listeners.values())
+    ):
+        return "observed.listeners must be {before, after} counts (or absent)"
+    return None
+
+
+def _outcome_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of an outcome-level answer, or None."""
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    observed = answer["observed"]
+    if "notified_same" not in observed:
+        return "observed.notified_same is required at outcome level"
+    bodies = observed.get("bodies")
+    if not isinstance(bodies, list) or not all(
+        isinstance(b, dict)
+        and b.keys() == {"start", "settle"}
+        and _is_signal(b["start"])
+        and _is_signal(b["settle"])
+        for b in bodies
+    ):
+        return "observed.bodies must be a list of {start, settle} signal observations"
+    settled = observed.get("settled", ...)
+    if settled is ... or (
+        settled is not None
+        and not (
+            isinstance(settled, dict)
+            and settled.keys() == {"bodies_started", "bodies_settled"}
+            and all(_is_count(n) for n in settled.values())
+            and settled["bodies_settled"] <= settled["bodies_started"] <= len(bodies)
+        )
+    ):
+        return (
+            "observed.settled must be {bodies_started, bodies_settled} when execute() settled "
+            "(or null if it never did)"
+        )
+    observed.setdefault("listeners", None)
+    return None
+
 
 def _answer_problem(answer: Mapping[str, Any]) -> str | None:
     trace, observed = answer.get("trace"), answer.get("observed")
@@ -491,31 +933,15 @@ def _answer_problem(answer: Mapping[str, Any]) -> str | None:
         return "the answer's trace must be a list of trace-line objects"
     if not all(isinstance(x.get("event"), str) for x in trace):
         return "every trace line needs a string event"
-    result = answer.get("result", ...)
-    if result is ... or (result is not None and not isinstance(result, dict)):
-        return "the answer's result must be a result object (or null if execute() raised)"
-    if not isinstance(observed, dict):
-        return "the answer needs an observed object"
-    n, sigs, at = (
-        observed.get("notifications"),
-        observed.get("body_signals"),
-        observed.get("settled_at", ...),
-    )
-    if type(n) is not int or n < 0:
-        return "observed.notifications must be a non-negative integer"
-    if not isinstance(sigs, list) or not all(
-        isinstance(b, dict)
-        and b.keys() == {"aborted", "reason"}
-        and isinstance(b["aborted"], bool)
-        and b["reason"] in (None, "caller", "wrapper", "timeout", "other")
-        for b in sigs
-    ):
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    assert isinstance(observed, dict)
+    sigs, at = observed.get("body_signals"), observed.get("settled_at", ...)
+    if not isinstance(sigs, list) or not all(_is_signal(b) for b in sigs):
         return "observed.body_signals must be a list of {aborted, reason} objects"
     if at is ... or (at is not None and (type(at) is not int or not 0 <= at <= len(trace))):
         return "observed.settled_at must be a trace length (or null if execute() never settled)"
-    raised = observed.get("raised", ...)
-    if raised is ... or (raised is not None and not isinstance(raised, str)):
-        return "observed.raised must be a string or null"
     return None
 
 
@@ -580,31 +1006,58 @@ class AdapterDied(Exception):
 class Adapter:
     """One running adapter process and its hello."""
 
-    def __init__(self, command: Sequence[str], timeout: float) -> None:
+    def __init__(
+        self, command: Sequence[str], timeout: float, hello_timeout: float = HELLO_TIMEOUT
+    ) -> None:
+        self.exited: asyncio.Future[Any] = asyncio.Future()  # replaced at each start
         self.command = list(command)
         self.timeout = timeout
+        self.hello_timeout = hello_timeout
         self.proc: asyncio.subprocess.Process | None = None
         self.hello: dict[str, Any] = {}
         self.stderr_tail = b""
         self._stderr_task: asyncio.Task[None] | None = None
 
+    @property
+    def protocol(self) -> int:
+        """The protocol version the adapter's hello declared (every message carries it)."""
+        return int(self.hello.get("protocol", PROTOCOL))
+
+    @property
+    def level(self) -> str:
+        """``trace`` or ``outcome``: what the adapter's answers carry (protocol 1: ``trace``)."""
+        return str(self.hello.get("level", "trace"))
+
+    @property
+    def retry(self) -> str:
+        """The retry behaviour the adapter declared (protocol 1: ``reenter``)."""
+        return str(self.hello.get("retry", "reenter"))
+
     async def start(self) -> None:
         """Start the adapter (an argument list: no shell ever sees it) and read its hello.
+
+        The hello is awaited ``hello_timeout`` seconds, not the per-answer ``timeout``: starting
+        a runtime and importing a registry takes much longer than answering one vector, above
+        all on a loaded machine.
 
         Its stderr is read by the runner, never passed through (an adapter that floods it, or
         prints a traceback, must not break the runner's one-line error promise); the last line
         is quoted when the adapter dies.
         """
         self.stderr_tail = b""
+        loop = asyncio.get_running_loop()
+        self.exited = loop.create_future()
+        exited = self.exited
         try:
-            self.proc = await asyncio.create_subprocess_exec(
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _Protocol(exited, loop),
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                limit=LINE_LIMIT,
                 start_new_session=True,
             )
+            self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             name = quote(self.command[0])
@@ -612,7 +1065,7 @@ class Adapter:
         assert self.proc.stderr is not None
         self._stderr_task = asyncio.ensure_future(self._read_stderr(self.proc.stderr))
         try:
-            line = await self.readline("the hello")
+            line = await self.readline("the hello", self.hello_timeout)
         except AdapterDied as exc:
             await self.stop()
             raise ConformError(f"the adapter sent no hello: {exc}") from None
@@ -627,12 +1080,10 @@ class Adapter:
         ):
             await self.stop()
             raise ConformError(f"the adapter's first line is not a hello: {quote(line)}")
-        if hello.get("protocol") != PROTOCOL:
+        problem = _hello_problem(hello)
+        if problem is not None:
             await self.stop()
-            raise ConformError(
-                f"the adapter speaks protocol {hello.get('protocol')!r}; this runner speaks "
-                f"{PROTOCOL}"
-            )
+            raise ConformError(problem)
         self.hello = hello
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
@@ -647,16 +1098,33 @@ class Adapter:
         lines = [ln for ln in self.stderr_tail.splitlines() if ln.strip()]
         return f"; its stderr ends with: {quote(lines[-1])}" if lines else ""
 
-    async def readline(self, what: str) -> bytes:
+    async def readline(self, what: str, timeout: float | None = None) -> bytes:
+        """The adapter's next line, or :class:`AdapterDied` naming what went wrong.
+
+        Waits for the line or the adapter's own exit, whichever comes first: a child the
+        adapter forked may hold its stdout open long after the adapter died, so end of file
+        alone would only come with the timeout.
+        """
         assert self.proc is not None and self.proc.stdout is not None
+        limit = self.timeout if timeout is None else timeout
+        read: asyncio.Future[Any] = asyncio.ensure_future(self.proc.stdout.readline())
         try:
-            line = await asyncio.wait_for(self.proc.stdout.readline(), self.timeout)
-        except TimeoutError:
-            raise AdapterDied(
-                f"no answer for {what} within {self.timeout:g} s (the adapter hangs?)"
-            ) from None
+            done, _ = await asyncio.wait(
+                {read, self.exited}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+            )
+            if read not in done and self.exited.done():  # its last words may still be in flight
+                done, _ = await asyncio.wait({read}, timeout=EXIT_GRACE)
+            if read in done:
+                line: bytes = read.result()
+            elif self.exited.done():
+                line = b""
+            else:
+                raise AdapterDied(f"no answer for {what} within {limit:g} s (the adapter hangs?)")
         except (ValueError, asyncio.LimitOverrunError):
             raise AdapterDied(f"the answer for {what} is longer than {LINE_LIMIT} bytes") from None
+        finally:
+            if not read.done():
+                read.cancel()
         if not line:
             code = await self._exit_code()
             raise AdapterDied(
@@ -666,10 +1134,14 @@ class Adapter:
         return line
 
     async def _exit_code(self) -> int | None:
+        """The adapter's exit status, polled for up to a second: not ``wait()``, which (3.11)
+        waits for the pipes too, and a child of the adapter may hold them."""
         assert self.proc is not None
-        with contextlib.suppress(TimeoutError):
-            return await asyncio.wait_for(self.proc.wait(), 1.0)
-        return None
+        for _ in range(100):
+            if self.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.01)
+        return self.proc.returncode
 
     def send(self, data: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -682,7 +1154,15 @@ class Adapter:
             await self.proc.stdin.drain()
 
     async def stop(self, *, graceful: bool = False) -> None:
-        """Close stdin and (unless it exits by itself) kill the adapter's process group."""
+        """Close stdin, let the adapter exit (if ``graceful``), then kill what is left of its
+        session -- the adapter and every process it started -- and reap the adapter.
+
+        The adapter leads its own session (``start_new_session``), so its process group id is
+        its pid: children it forked are in that group even after it exited, and a child that
+        moved to another group of the session is found by its session id.  Only a process that
+        starts a session of its own escapes; its copies of the pipes are then closed on our side
+        so the runner never waits for it.
+        """
         proc = self.proc
         if proc is None:
             return
@@ -692,21 +1172,134 @@ class Adapter:
                 proc.stdin.close()
         if graceful and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), self.timeout)
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+                await asyncio.wait_for(asyncio.shield(self.exited), self.timeout)
+        orphans = kill_session(proc.pid)
         # asyncio (3.11) reports the exit only once every pipe reached EOF, and a stdout paused
         # on an over-long line never does unless someone reads it: read what is left.
         if proc.stdout is not None:
             with contextlib.suppress(TimeoutError, ValueError, ConnectionError):
-                await asyncio.wait_for(_discard(proc.stdout), self.timeout)
-        await proc.wait()
+                await asyncio.wait_for(_discard(proc.stdout), REAP_TIMEOUT)
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), REAP_TIMEOUT)
+        except TimeoutError:  # an escaped process holds a pipe: stop listening to it
+            transport = getattr(proc, "_transport", None)
+            for fd in (1, 2):
+                pipe = transport.get_pipe_transport(fd) if transport is not None else None
+                if pipe is not None:
+                    pipe.close()
+            await proc.wait()
+        await reap(orphans)
         task, self._stderr_task = self._stderr_task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _hello_problem(hello: Mapping[str, Any]) -> str | None:
+    """Why a hello cannot be used, or None.  Protocol 1 means level trace, retry reenter."""
+    version = hello.get("protocol")
+    if version not in PROTOCOLS:
+        speaks = " or ".join(map(str, PROTOCOLS))
+        return f"the adapter speaks protocol {version!r}; this runner speaks {speaks}"
+    if version == 1:
+        return None
+    for name, allowed in (("level", LEVELS), ("retry", RETRIES)):
+        if hello.get(name) not in allowed:
+            return (
+                f"the adapter's hello has {name} {hello.get(name)!r}; protocol {version} "
+                f"needs one of {', '.join(allowed)}"
+            )
+    return None
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of the processes in session ``sid``, zombies included (Linux ``/proc``; elsewhere:
+    none)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            # fields: state ppid pgrp session ...
+            if int(fields[3]) == sid:
+                found.append(int(name))
+    return found
+
+
+def kill_session(leader: int) -> list[int]:
+    """SIGKILL the process group ``leader`` leads and every other process of its session;
+    the pids of the others (for :func:`reap`)."""
+    others = [pid for pid in session_members(leader) if pid != leader]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
+    others += [pid for pid in session_members(leader) if pid not in others and pid != leader]
+    for pid in others:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return others
+
+
+async def reap(pids: Sequence[int]) -> None:
+    """Collect the exit status of killed processes that were orphaned to us (we are their
+    subreaper, :func:`subreaper`), so none stays behind as a zombie; others are skipped."""
+    for pid in pids:
+        for _ in range(100):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours (not orphaned to us, or already collected)
+                break
+            if done:
+                break
+            await asyncio.sleep(0.01)
+
+
+@contextlib.contextmanager
+def subreaper() -> Iterator[None]:
+    """While inside, processes orphaned below us are reparented to us rather than to init
+    (Linux ``PR_SET_CHILD_SUBREAPER``; elsewhere nothing), so :func:`reap` can collect a
+    forking adapter's children.  Init in a container may never reap them."""
+    prctl = None
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+    was = None
+    if prctl is not None:
+        flag = ctypes.c_int(0)
+        if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0:
+            was = flag.value
+            prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        if prctl is not None and was is not None:
+            prctl(_PR_SET_CHILD_SUBREAPER, was, 0, 0, 0)
+
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_PR_GET_CHILD_SUBREAPER: Final = 37
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol, plus a future set when the process itself exits (3.11's
+    ``Process.wait()`` also waits for the pipes, which a forked child may hold)."""
+
+    def __init__(self, exited: asyncio.Future[Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=LINE_LIMIT, loop=loop)
+        self._exited = exited
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self._exited.done():
+            self._exited.set_result(None)
 
 
 async def _discard(stream: asyncio.StreamReader) -> None:
@@ -721,11 +1314,30 @@ async def run_vectors(
     *,
     timeout: float = 10.0,
     window: int = WINDOW,
+    hello_timeout: float = HELLO_TIMEOUT,
 ) -> Report:
-    """Send every vector to the adapter, judge every answer; restart the adapter as needed."""
-    judge = Judge(revision)
-    adapter = Adapter(command, timeout)
+    """Send every vector to the adapter, judge every answer; restart the adapter as needed.
+
+    Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
+    and reaped, never orphaned (:meth:`Adapter.stop`)."""
+    with subreaper():
+        return await _run_vectors(
+            command, vectors, revision, timeout=timeout, window=window, hello_timeout=hello_timeout
+        )
+
+
+async def _run_vectors(
+    command: Sequence[str],
+    vectors: Sequence[Vector],
+    revision: str,
+    *,
+    timeout: float,
+    window: int,
+    hello_timeout: float,
+) -> Report:
+    adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
+    judge = Judge(revision, adapter.level, adapter.retry)
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
         await adapter.stop()
@@ -734,9 +1346,11 @@ async def run_vectors(
             f"{', '.join(map(str, revisions)) or 'no revision'})"
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
+    report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
+    report.scenarios = {v.id: scenario_data(v.scenario) for v in vectors}
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    lines = [_vector_message(v) for v in vectors]
+    lines = [_vector_message(v, adapter.protocol) for v in vectors]
     todo = collections.deque(range(len(vectors)))
     pending: collections.deque[int] = collections.deque()
     try:
@@ -753,11 +1367,17 @@ async def run_vectors(
             v = vectors[i]
             try:
                 line = await adapter.readline(f"vector {v.id}")
-                answer = _parse_answer(line, v.id)
+                answer = _parse_answer(line, v.id, adapter.protocol)
             except AdapterDied as exc:
                 pending.popleft()
                 report.judgements.append(
-                    Judgement(v.id, False, rule=PROTOCOL_RULE, explanation=f"{v.id}: {exc}")
+                    Judgement(
+                        v.id,
+                        False,
+                        rule=PROTOCOL_RULE,
+                        explanation=f"{v.id}: {exc}",
+                        step="adapter",
+                    )
                 )
                 todo.extendleft(reversed(pending))
                 pending.clear()
@@ -774,6 +1394,7 @@ async def run_vectors(
                                 rule=PROTOCOL_RULE,
                                 explanation=f"{vectors[j].id}: the adapter could not be "
                                 f"restarted: {exc2}",
+                                step="adapter",
                             )
                         )
                     todo.clear()
@@ -787,6 +1408,7 @@ async def run_vectors(
                         rule=PROTOCOL_RULE,
                         explanation=f"{v.id}: the adapter could not run it: "
                         f"{str(answer.get('message'))[:QUOTE]}",
+                        step="adapter",
                     )
                 )
                 continue
@@ -794,12 +1416,13 @@ async def run_vectors(
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
+    report.seen = frozenset(judge.seen)
     return report
 
 
-def _vector_message(v: Vector) -> bytes:
+def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:
     msg = {
-        "protocol": PROTOCOL,
+        "protocol": protocol,
         "type": "vector",
         "id": v.id,
         "revision": v.revision,
@@ -812,7 +1435,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
+def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     try:
         answer = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
@@ -821,9 +1444,9 @@ def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
         raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
     if not isinstance(answer, dict):
         raise AdapterDied(f"the answer is not a JSON object: {quote(line)}")
-    if answer.get("protocol") != PROTOCOL:
+    if answer.get("protocol") != protocol:
         raise AdapterDied(
-            f"the answer has protocol {answer.get('protocol')!r}, not {PROTOCOL}: {quote(line)}"
+            f"the answer has protocol {answer.get('protocol')!r}, not {protocol}: {quote(line)}"
         )
     if answer.get("type") not in ("outcome", "error"):
         raise AdapterDied(f"the answer's type is not outcome or error: {quote(line)}")
@@ -832,22 +1455,50 @@ def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
     return answer
 
 
+def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> list[Vector]:
+    """The vectors ``--only`` names: a vector id picks that vector, a rule id every vector whose
+    expected behaviour exercises the rule (the transitions of its paths, the result's rule and
+    what every answer is checked on).  An id or rule that selects nothing is an error."""
+    ids = {v.id for v in vectors}
+    judge = Judge(revision)
+    wanted: set[str] = set()
+    for item in only:
+        if item in ids:
+            wanted.add(item)
+            continue
+        if item not in judge.titles:
+            raise ConformError(f"--only {item}: neither a vector id of the run nor a rule id")
+        picked = {v.id for v in vectors if item in judge.static_rules(v)}
+        if not picked:
+            raise ConformError(f"--only {item}: no vector of the run exercises {item}")
+        wanted |= picked
+    return [v for v in vectors if v.id in wanted]
+
+
 def conform(
     command: Sequence[str],
     revision: str,
     *,
     vectors_path: str | Path | None = None,
     timeout: float = 10.0,
+    hello_timeout: float = HELLO_TIMEOUT,
+    only: Sequence[str] = (),
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``)."""
+    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``), or only
+    those ``only`` selects (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
-    return asyncio.run(run_vectors(command, vectors, revision, timeout=timeout))
+    if only:
+        vectors = select(vectors, only, revision)
+    return asyncio.run(
+        run_vectors(command, vectors, revision, timeout=timeout, hello_timeout=hello_timeout)
+    )
 
 
-def self_command() -> list[str]:
-    """The command of our own adapter (``--self``)."""
-    return [sys.executable, "-m", "toolcancel.adapter"]
+def self_command(level: str = "trace") -> list[str]:
+    """The command of our own adapter (``--self``), at conformance level ``level``."""
+    command = [sys.executable, "-m", "toolcancel.adapter"]
+    return command if level == "trace" else [*command, "--level", level]

@@ -211,7 +211,14 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
     assert code == 1
     assert (data["vectors"], data["passed"], data["failed"]) == (6, 5, 1)
     assert data["failures"] == [
-        {"id": bad, "rule": PROTOCOL_RULE, "explanation": f"{bad}: " + message.format(id=bad)}
+        {
+            "id": bad,
+            "rule": PROTOCOL_RULE,
+            "step": "adapter",
+            "expected": "",
+            "observed": "",
+            "explanation": f"{bad}: " + message.format(id=bad),
+        }
     ]
     assert data["restarts"] == 1
     assert data["by_rule"][PROTOCOL_RULE] == {
@@ -219,6 +226,8 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         "passed": 0,
         "failed": 1,
         "first_failure": bad,
+        "status": "checked",
+        "why": "",
     }
 
 
@@ -304,6 +313,9 @@ def test_an_error_answer_fails_that_vector_without_a_restart(
         {
             "id": sample[1].id,
             "rule": PROTOCOL_RULE,
+            "step": "adapter",
+            "expected": "",
+            "observed": "",
             "explanation": f"{sample[1].id}: the adapter could not run it: not today",
         }
     ]

@@ -7,8 +7,9 @@ import json
 from typing import Any
 
 from ..cli import CliError
-from ..conform import PROTOCOL_RULE, Report, conform, self_command
+from ..conform import HELLO_TIMEOUT, LEVELS, Report, conform, self_command
 from ..contract import load_contract
+from ..coverage import CHECKED, NONE, OUTCOME
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
@@ -35,6 +36,33 @@ def register(sub: Any) -> None:
         metavar="S",
         help="seconds to wait for each answer before the adapter counts as hung (default 10)",
     )
+    p.add_argument(
+        "--hello-timeout",
+        type=float,
+        default=HELLO_TIMEOUT,
+        metavar="S",
+        help="seconds to wait for the adapter's hello at each start (default "
+        f"{HELLO_TIMEOUT:g}); --timeout is for answers only",
+    )
+    p.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="trace",
+        help="with --self: run our adapter at this conformance level (default trace); an "
+        "--adapter declares its level in its hello",
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="RULE|ID",
+        help="run only these vectors (ids) and the vectors that exercise these rules",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write one JSON line per vector (id, verdict, rule, failing step, expected and "
+        "observed in brief) to FILE",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
         "--adapter",
@@ -51,10 +79,29 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
     if not args.timeout > 0:
         raise CliError("--timeout must be a positive number of seconds")
-    if not args.timeout <= MAX_TIMEOUT:
-        raise CliError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
-    command = self_command() if args.self_ else list(args.adapter)
-    report = conform(command, args.revision, vectors_path=args.vectors, timeout=args.timeout)
+    for name in ("timeout", "hello_timeout"):
+        value = getattr(args, name)
+        option = "--" + name.replace("_", "-")
+        if not value > 0:
+            raise CliError(f"{option} must be a positive number of seconds")
+        if not value <= MAX_TIMEOUT:
+            raise CliError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
+    if args.adapter and args.level != "trace":
+        raise CliError("--level is for --self; an adapter declares its level in its hello")
+    command = self_command(args.level) if args.self_ else list(args.adapter)
+    report = conform(
+        command,
+        args.revision,
+        vectors_path=args.vectors,
+        timeout=args.timeout,
+        hello_timeout=args.hello_timeout,
+        only=args.only or (),
+    )
+    if args.report:
+        try:
+            report.write_report(args.report)
+        except OSError as exc:
+            raise CliError(f"cannot write the report {args.report}: {exc.strerror}") from None
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -62,31 +109,36 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 else 1
 
 
+STATUS = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
+
+
 def table(report: Report) -> str:
     d = report.to_json()
+    tally = report.by_rule()
+    coverage = report.coverage()
     lines = [
-        f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors",
-        f"  adapter: {report.implementation}",
-        f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  first failing vector",
+        f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors, "
+        f"{report.level} level",
+        f"  adapter: {report.implementation} (protocol {report.protocol}, retry {report.retry})",
+        f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
-    for rule, t in report.by_rule().items():
+    for rule, (status, why) in coverage.items():
         title = report.titles.get(rule, "")[:38]
-        lines.append(
-            f"  {rule:<9} {title:<38} {t.passed:>7,} {t.failed:>7,}  {t.first_failure or '-'}"
-        )
+        t = tally.get(rule)
+        passed, failed = (t.passed, t.failed) if t else (0, 0)
+        said = STATUS[status] + (f" ({why})" if why else "")
+        lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
     rate = d["vectors_per_second"]
+    unchecked = len(d["unchecked"])
+    rules = sum(1 for r in coverage if r in report.titles)
     lines.append(
-        f"  {d['passed']:,} passed, {d['failed']:,} failed"
-        f"  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
+        f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
+        f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
     )
-    failures = [j for j in report.judgements if not j.passed]
-    if failures:
-        lines += ["", "first failure per rule:"]
-        seen: set[str] = set()
-        for j in failures:
-            rule = j.rule or PROTOCOL_RULE
-            if rule in seen:
-                continue
-            seen.add(rule)
-            lines.append(f"  [{rule}] {j.explanation}")
+    families = report.families()
+    if families:
+        lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
+        lines += [f"  {f.line()}" for f in families]
+    if report.report_path:
+        lines += ["", f"every verdict: {report.report_path}"]
     return "\n".join(lines)
