@@ -84,7 +84,12 @@ STDERR_TAIL: Final = 4096
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
+_SLOT_WRAPPERS: Final = frozenset({"replace_live", "replace_aborting", "replace_aborted", "remove"})
 _ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
+FEATURE_SHARE: Final = 0.5
+"""A family's shared scenario feature is shown when at most this share of the run has it."""
+FEATURES: Final = 4
+"""At most this many features per family (the rarest in the run first)."""
 PROTOCOL_RULE: Final = "protocol"
 """The pseudo rule id under which adapter failures (hang, crash, garbage, refusal) count."""
 
@@ -127,11 +132,11 @@ class Family:
     rule: str
     step: str
     ids: tuple[str, ...]
-    features: tuple[tuple[str, str], ...]
+    features: tuple[tuple[str, str], ...]  # shared by every failure, rare in the run
     example: str  # the first failure's explanation
 
     def line(self) -> str:
-        shared = ", ".join(f"{k}={x}" for k, x in self.features) or "no shared scenario feature"
+        shared = ", ".join(f"{k}={x}" for k, x in self.features) or "no distinctive feature"
         n = len(self.ids)
         return (
             f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
@@ -204,21 +209,23 @@ class Report:
         for j in self.judgements:
             if not j.passed:
                 groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
-        values: dict[str, set[str]] = {}
+        share: collections.Counter[tuple[str, str]] = collections.Counter()
         for data in self.scenarios.values():
-            for k, x in data.items():
-                values.setdefault(k, set()).add(_feature(x))
-        varied = {k for k, xs in values.items() if len(xs) > 1}
+            share.update((k, _feature(x)) for k, x in data.items())
+        total = max(1, len(self.scenarios))
         out = []
         for (rule, step), js in groups.items():
-            features = []
-            for k in sorted(varied):
-                seen = {_feature(self.scenarios[j.id].get(k)) for j in js if j.id in self.scenarios}
-                if len(seen) == 1:
-                    features.append((k, seen.pop()))
-            out.append(
-                Family(rule, step, tuple(j.id for j in js), tuple(features), js[0].explanation)
-            )
+            shared: set[tuple[str, str]] | None = None
+            for j in js:
+                data = self.scenarios.get(j.id, {})
+                mine = {(k, _feature(x)) for k, x in data.items()}
+                shared = mine if shared is None else shared & mine
+            # The features that set the family apart: shared by all of it, rare in the run.
+            rare = sorted(
+                (f for f in shared or () if share[f] / total <= FEATURE_SHARE),
+                key=lambda f: (share[f], f),
+            )[:FEATURES]
+            out.append(Family(rule, step, tuple(j.id for j in js), tuple(rare), js[0].explanation))
         out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
         return out
 
@@ -482,17 +489,25 @@ class Judge:
             return self._no_result(v, settled is not None, observed["raised"])
         exps = self.expectations(v)
         exp = next((e for e in exps if _canonical(result) == e.result_json), exps[0])
-        late = [i for i, b in enumerate(bodies) if b["start"]["aborted"]]
-        if late and exp.body_starts == len(bodies):
+        starts = [b["start"] for b in bodies]
+        wanted = self.start_signals(v, exp)
+        if len(starts) == len(wanted) and starts != wanted:
+            i = next(i for i, (x, y) in enumerate(zip(starts, wanted, strict=True)) if x != y)
+            pre_aborted = entry_caller(v.scenario) == "aborted"
             return self.fail(
                 v,
-                "R17",
-                f"body invocation {late[0] + 1} started with an already aborted signal "
-                f"({_signals([bodies[late[0]]['start']])}): checkpoint C2 must not invoke the "
-                "body once the fused signal is aborted.",
+                "R25" if pre_aborted else "R17",
+                f"body invocation {i + 1} started with a signal {_signals([starts[i]])}; it must "
+                f"start {_signals([wanted[i]])}"
+                + (
+                    " (a caller aborted at entry runs every stage and hands the body its "
+                    "aborted signal)"
+                    if pre_aborted
+                    else " (checkpoint C2 does not invoke the body once its signal is aborted)"
+                ),
                 step="body_start_signals",
-                expected="not aborted at start",
-                observed=_signals([bodies[late[0]]["start"]]),
+                expected=_signals(wanted),
+                observed=_signals(starts),
             )
         if observed["listeners"] is not None and v.scenario.caller != "none":
             self.seen.add("listeners")
@@ -500,6 +515,15 @@ class Judge:
         return self._observables(
             v, exp, result, len(bodies), {**observed, "body_signals": signals}, None
         )
+
+    def start_signals(self, v: Vector, exp: Expectation) -> list[dict[str, Any]]:
+        """What each body's signal must show when the body starts.  Checkpoint C2 invokes a
+        body only with a live signal -- except in the seed contract's pre-aborted entry (R25),
+        which disables every cancellation replacement, so the body starts with the signal it
+        also settles with (the caller's or a wrapper's aborted one)."""
+        if entry_caller(v.scenario) == "aborted" and not self.revised:
+            return [dict(b) for b in exp.body_signals]
+        return [{"aborted": False, "reason": None} for _ in exp.body_signals]
 
     def _no_result(self, v: Vector, settled: bool, raised: Any) -> Judgement:
         if not settled:
@@ -837,6 +861,8 @@ class Judge:
             extra |= {"R17", "R21", "R27"}
         if listeners and v.scenario.caller != "none":
             extra.add("R22")
+        if starts and _SLOT_WRAPPERS.intersection(v.scenario.wrappers):
+            extra.add("R23")  # the body's signals show what the slot carried
         if self.revised:
             extra.add("R44")
         rules = self._path_rules(v, exp) | extra
@@ -905,10 +931,13 @@ def _outcome_problem(answer: Mapping[str, Any]) -> str | None:
         isinstance(b, dict)
         and b.keys() == {"start", "settle"}
         and _is_signal(b["start"])
-        and _is_signal(b["settle"])
+        and (b["settle"] is None or _is_signal(b["settle"]))
         for b in bodies
     ):
-        return "observed.bodies must be a list of {start, settle} signal observations"
+        return (
+            "observed.bodies must be a list of {start, settle} signal observations (settle "
+            "null for a body that never settled)"
+        )
     settled = observed.get("settled", ...)
     if settled is ... or (
         settled is not None

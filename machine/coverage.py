@@ -71,7 +71,8 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
     "R22": RuleCoverage(
         CHECKED,
         OUTCOME,
-        "listener counts before and after show a leak, not when a listener came and went",
+        "listener counts before and after show a listener that outlives the call, not one that "
+        "the caller's abort consumed, nor when listeners came and went",
         needs="listeners",
     ),
     "R23": RuleCoverage(CHECKED, OUTCOME, "the slot's value shows only in the body's signal"),

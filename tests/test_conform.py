@@ -333,7 +333,7 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
                  "scenario": {"cancel": "step:2"}},
                 {"protocol": 1, "type": "vector", "id": "c", "revision": "seed",
                  "scenario": {"body": "explode"}},
-                {"protocol": 2, "type": "vector", "id": "d"},
+                {"protocol": 3, "type": "vector", "id": "d"},
             )
         ]  # fmt: skip
     finally:
@@ -347,7 +347,7 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
             "scenario.body: 'explode' is not one of success, success_meta, bad_meta, throw, "
             "throw_structured, defer_success, defer_throw",
         ),
-        ("error", "d", "protocol 2; this adapter speaks 1"),
+        ("error", "d", "protocol 3; this adapter speaks 1 or 2"),
     ]
 
 
