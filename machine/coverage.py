@@ -144,3 +144,23 @@ def rule_status(rule: str, level: str, *, exercised: bool, seen: frozenset[str])
     if not exercised:
         return NONE, "no vector of this run exercised it"
     return status, cov.why if status == OUTCOME else ""
+
+
+_WORDS: Final = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
+
+
+def markdown_table(titles: dict[str, str]) -> str:
+    """The per-rule table of ``spec/vectors/README.md`` (tested to be the README's own)."""
+    lines = [
+        "| rule | title | trace level | outcome level | why not (fully) checked |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for rule, cov in COVERAGE.items():
+        why = cov.why
+        if cov.needs is not None:
+            why = f"{why}; needs {cov.needs} observations (optional), else not checked"
+        lines.append(
+            f"| {rule} | {titles.get(rule, '')} | {_WORDS[cov.trace]} | {_WORDS[cov.outcome]} "
+            f"| {why} |"
+        )
+    return "\n".join(lines)
