@@ -13,7 +13,7 @@
 
 import * as readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
 
 export const PROTOCOL = 1;
 export const IMPLEMENTATION = 'toolcancel examples/js registry.js (cursor next())';
@@ -30,7 +30,9 @@ const VOCABULARY = {
   approval: ['approved', 'rejected', 'cancelled', 'unavailable', 'throw'],
   guard: ['none', 'deny', 'throw'],
   timeout: ['absent', 'budget', 'timer_first'],
-  body: ['success', 'success_meta', 'bad_meta', 'throw', 'throw_structured', 'defer_success', 'defer_throw'],
+  body: [
+    'success', 'success_meta', 'bad_meta', 'throw', 'throw_structured', 'defer_success', 'defer_throw',
+  ],
   post: ['accept', 'accept_content', 'accept_contexts', 'block', 'throw'],
   observer: ['none', 'throws'],
 };
@@ -44,7 +46,9 @@ const BUDGET_MS = 100;
 function checkScenario(s) {
   if (s === null || typeof s !== 'object') throw new Error('scenario must be an object');
   for (const [field, allowed] of Object.entries(VOCABULARY)) {
-    if (!allowed.includes(s[field])) throw new Error(`${field}: ${JSON.stringify(s[field])} is not one of ${allowed.join(', ')}`);
+    if (!allowed.includes(s[field])) {
+      throw new Error(`${field}: ${JSON.stringify(s[field])} is not one of ${allowed.join(', ')}`);
+    }
   }
   for (const field of ['agent', 'approval_seam', 'tool_known', 'cooperative']) {
     if (typeof s[field] !== 'boolean') throw new Error(`${field} must be a boolean`);
@@ -53,7 +57,8 @@ function checkScenario(s) {
     throw new Error(`wrappers must be a list of ${WRAPPERS.join(', ')}`);
   }
   const c = s.cancel;
-  if (!(c === 'never' || c === 'before_entry' || c === 'after' || (typeof c === 'string' && /^gate:./.test(c)))) {
+  const gate = typeof c === 'string' && /^gate:./.test(c);
+  if (!(c === 'never' || c === 'before_entry' || c === 'after' || gate)) {
     throw new Error(`cancel: ${JSON.stringify(c)} is not never, before_entry, after or gate:<name>`);
   }
 }
@@ -81,12 +86,15 @@ export class VirtualClock {
   advance(ms) {
     const until = this.now + ms;
     for (;;) {
-      let due;
-      for (const [id, t] of this.#timers) if (t.at <= until && (!due || t.at < due[1].at)) due = [id, t];
+      let due; // the earliest timer due by `until` (the first created among equals)
+      for (const entry of this.#timers) {
+        if (entry[1].at <= until && (!due || entry[1].at < due[1].at)) due = entry;
+      }
       if (!due) break;
-      this.#timers.delete(due[0]);
-      this.now = due[1].at;
-      due[1].fn();
+      const [id, { at, fn }] = due;
+      this.#timers.delete(id);
+      this.now = at;
+      fn();
     }
     this.now = until;
   }
@@ -96,8 +104,15 @@ export class VirtualClock {
 // One scenario
 // ------------------------------------------------------------------------------------------------
 
-class CallerReason extends Error {}
-class WrapperReason extends Error {}
+/** The reasons the caller's and the wrappers' signals abort with (plain objects: a reason need
+ *  not be an Error, and these need no stack trace). */
+class Reason {
+  constructor(message) {
+    this.message = message;
+  }
+}
+class CallerReason extends Reason {}
+class WrapperReason extends Reason {}
 
 const text = (t) => ({ type: 'text', text: t });
 const note = (t) => ({ type: 'note', text: t });
@@ -178,7 +193,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
       const upstream = exec.signal;
       switch (behaviour) {
         case 'short_success': return { content: [text(`wrapper ${i} answered`)], isError: false };
-        case 'short_error': return { content: [text(`Error: wrapper ${i} refused`)], isError: true };
+        case 'short_error':
+          return { content: [text(`Error: wrapper ${i} refused`)], isError: true };
         case 'throw_before': throw new Error(`wrapper ${i} failed before delegating`);
         case 'wait_before': await gate(`w${i}_before`); break;
         case 'replace_live':
@@ -188,7 +204,9 @@ export async function runScenario(s, { log = () => {} } = {}) {
           exec.signal = mine.signal;
           break;
         }
-        case 'replace_aborted': exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`)); break;
+        case 'replace_aborted':
+          exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`));
+          break;
         case 'remove': delete exec.signal; break;
         default: break; // delegate, wait_after, throw_after, retry
       }
@@ -239,10 +257,15 @@ export async function runScenario(s, { log = () => {} } = {}) {
     await gate('post');
     switch (s.post) {
       case 'accept': return { kind: 'accept' };
-      case 'accept_content': return { kind: 'accept', content: [text('rewritten by post-execute')] };
+      case 'accept_content':
+        return { kind: 'accept', content: [text('rewritten by post-execute')] };
       case 'accept_contexts': return { kind: 'accept', contexts: [note('from post-execute')] };
       case 'block':
-        return { kind: 'block', feedback: [text('Error: blocked by post-execute')], contexts: [note('from block')] };
+        return {
+          kind: 'block',
+          feedback: [text('Error: blocked by post-execute')],
+          contexts: [note('from block')],
+        };
       default: throw new Error('post-execute policy failed');
     }
   });
@@ -278,7 +301,9 @@ export async function runScenario(s, { log = () => {} } = {}) {
     const g = waiting.keys().next().value;
     if (g === undefined) break;
     if (g === 'body') {
-      for (const c of aborting) if (!c.signal.aborted) c.abort(new WrapperReason('a wrapper deadline passed'));
+      for (const c of aborting) {
+        if (!c.signal.aborted) c.abort(new WrapperReason('a wrapper deadline passed'));
+      }
       if (s.timeout === 'timer_first') {
         clock.advance(BUDGET_MS + 1);
         await settle();
@@ -292,7 +317,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
     abortCaller();
     await settle();
   }
-  return { trace, result, observed: { notifications, body_signals: bodySignals, settled_at: settledAt, raised } };
+  const observed = { notifications, body_signals: bodySignals, settled_at: settledAt, raised };
+  return { trace, result, observed };
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -305,10 +331,14 @@ export async function answer(line, options) {
   try {
     const msg = JSON.parse(line);
     id = typeof msg?.id === 'string' ? msg.id : null;
-    if (msg?.protocol !== PROTOCOL) throw new Error(`protocol ${JSON.stringify(msg?.protocol)}; this adapter speaks ${PROTOCOL}`);
-    if (msg.type !== 'vector') throw new Error(`message type ${JSON.stringify(msg.type)}; expected "vector"`);
+    if (msg?.protocol !== PROTOCOL) {
+      throw new Error(`protocol ${JSON.stringify(msg?.protocol)}; this adapter speaks ${PROTOCOL}`);
+    }
+    if (msg.type !== 'vector') throw new Error(`type ${JSON.stringify(msg.type)}; expected "vector"`);
     if (id === null) throw new Error('a vector message needs a string id');
-    if (msg.revision !== msg.scenario?.revision) throw new Error("scenario.revision differs from the message's revision");
+    if (msg.revision !== msg.scenario?.revision) {
+      throw new Error("scenario.revision differs from the message's revision");
+    }
     const outcome = await runScenario(msg.scenario, options);
     return { protocol: PROTOCOL, type: 'outcome', id, ...outcome };
   } catch (error) {
@@ -318,10 +348,13 @@ export async function answer(line, options) {
 
 async function main() {
   const verbose = process.argv.includes('--verbose');
-  const log = verbose ? (level, message, error) => console.error(`[${level}] ${message}`, error ?? '') : () => {};
+  const log = verbose
+    ? (level, message, error) => console.error(`[${level}] ${message}`, error ?? '')
+    : () => {};
   const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
-  send({ protocol: PROTOCOL, type: 'hello', implementation: IMPLEMENTATION, revisions: ['seed', 'revised'] });
-  for await (const line of readline.createInterface({ input: process.stdin, crlfDelay: Infinity })) {
+  send({ protocol: PROTOCOL, type: 'hello', implementation: IMPLEMENTATION, revisions: REVISIONS });
+  const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
+  for await (const line of lines) {
     if (line.trim() !== '') send(await answer(line, { log }));
   }
 }

@@ -143,7 +143,7 @@ export function snapshot(value, path = '$', active = new Set()) {
       if (value === null) return null;
       break;
     default: // undefined, function, symbol, bigint
-      throw new NotSerializableError(path, `a ${typeof value}`);
+      throw new NotSerializableError(path, value === undefined ? 'undefined' : `a ${typeof value}`);
   }
   if (active.has(value)) throw new NotSerializableError(path, 'a cycle');
   const proto = Object.getPrototypeOf(value);
@@ -160,7 +160,9 @@ export function snapshot(value, path = '$', active = new Set()) {
         throw new NotSerializableError(path, 'a sparse array or one with extra properties');
       }
       const copy = new Array(value.length);
-      for (let i = 0; i < value.length; i++) copy[i] = snapshot(own(value, i, path), `${path}[${i}]`, active);
+      for (let i = 0; i < value.length; i++) {
+        copy[i] = snapshot(own(value, i, path), `${path}[${i}]`, active);
+      }
       return Object.freeze(copy);
     }
     const copy = {};
@@ -362,9 +364,9 @@ const isResult = (value) =>
  * `onListener(signal, action)` is told of every listener added to or removed from C or W.
  */
 export function fuse(caller, slot, onListener) {
-  const inert = { dispose() {} };
-  if (!caller) return { ...inert, signal: slot, kind: slot ? 'slot' : 'none', bornAborted: !!slot?.aborted };
-  if (!slot || slot === caller) return { ...inert, signal: caller, kind: 'caller', bornAborted: caller.aborted };
+  const itself = (signal, kind) => ({ signal, kind, bornAborted: !!signal?.aborted, dispose() {} });
+  if (!caller) return itself(slot, slot ? 'slot' : 'none');
+  if (!slot || slot === caller) return itself(caller, 'caller');
 
   const relay = new AbortController();
   let listening = false;
@@ -412,10 +414,11 @@ export function deadline(upstream, ms, code, timers = globalThis) {
     throw new RangeError(`deadline: ${ms} is not a budget (NaN and infinities are refused)`);
   }
   if (ms <= 0) {
-    return { signal: upstream ?? new AbortController().signal, firedByOwnTimer: () => false, dispose() {} };
+    const signal = upstream ?? new AbortController().signal;
+    return { signal, firedByOwnTimer: () => false, dispose() {} };
   }
   const controller = new AbortController();
-  const own = new TimeoutReason(code, ms);
+  let own; // this deadline's own timeout reason, made when (and only if) its timer fires
   let timer;
   const onUpstream = () => {
     dispose();
@@ -433,11 +436,12 @@ export function deadline(upstream, ms, code, timers = globalThis) {
     timer = timers.setTimeout(() => {
       timer = undefined;
       dispose();
+      own = new TimeoutReason(code, ms);
       controller.abort(own);
     }, ms);
   }
   const signal = controller.signal;
-  return { signal, firedByOwnTimer: () => signal.aborted && signal.reason === own, dispose };
+  return { signal, firedByOwnTimer: () => own !== undefined && signal.reason === own, dispose };
 }
 
 /**
@@ -515,7 +519,7 @@ export class ToolRegistry {
     this.hooks = Object.freeze({
       on(name, listener, { prepend = false } = {}) {
         const list = hooks[name];
-        if (!list) throw new RegistryUsageError(`no hook ${JSON.stringify(name)}; one of ${HOOKS.join(', ')}`);
+        if (!list) throw new RegistryUsageError(`no hook ${name}; one of ${HOOKS.join(', ')}`);
         if (prepend) list.unshift(listener);
         else list.push(listener);
         return () => {
@@ -529,10 +533,13 @@ export class ToolRegistry {
   /** Register a tool, visible to every agent or only to `agent`.  R32: a declared budget must be
    *  a positive finite number; it is never shown to a model. */
   register({ name, execute, timeoutMs, agent, description = '' }) {
-    if (timeoutMs !== undefined && !(typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0)) {
+    const budget = typeof timeoutMs === 'number' && Number.isFinite(timeoutMs) && timeoutMs > 0;
+    if (timeoutMs !== undefined && !budget) {
       throw new TypeError(`tool "${name}" timeoutMs must be a positive finite number`);
     }
-    if (typeof execute !== 'function') throw new TypeError(`tool "${name}": execute must be a function`);
+    if (typeof execute !== 'function') {
+      throw new TypeError(`tool "${name}": execute must be a function`);
+    }
     const definition = Object.freeze({ name, execute, timeoutMs, agent, description });
     this.#tools.set(`${agent ?? ''}\0${name}`, definition);
     return definition;
@@ -540,7 +547,8 @@ export class ToolRegistry {
 
   /** The definition visible to `agent`: its own first, then the global one. */
   definition(name, agent) {
-    return (agent !== undefined && this.#tools.get(`${agent}\0${name}`)) || this.#tools.get(`\0${name}`);
+    const own = agent !== undefined ? this.#tools.get(`${agent}\0${name}`) : undefined;
+    return own ?? this.#tools.get(`\0${name}`);
   }
 
   setApproval(seam) {
@@ -557,7 +565,7 @@ export class ToolRegistry {
   }
 
   /** Run one call and return its frozen result -- the very object observers received (R31). */
-  async execute(name, args, { signal, callId, agent, parent } = {}) {
+  async execute(name, args = {}, { signal, callId, agent, parent } = {}) {
     if (signal != null && !(signal instanceof AbortSignal)) {
       throw new RegistryUsageError('signal must be an AbortSignal');
     }
@@ -576,8 +584,8 @@ export class ToolRegistry {
         ...this.#guards.filter((g) => g.agent !== undefined && g.agent === agent),
       ].map((g) => g.guard),
     };
-    const call = new Call(this, stages, name, args, signal ?? undefined, callId ?? `call-${++callCounter}`, agent, parent);
-    return call.run();
+    callId ??= `call-${++callCounter}`;
+    return new Call(this, stages, name, args, signal ?? undefined, callId, agent, parent).run();
   }
 }
 
@@ -703,7 +711,8 @@ class Call {
 
   defer(context) {
     if (this.merged) {
-      this.registry.log('warn', `call ${this.callId}: context deferred after dispatch settled is dropped (D4)`);
+      const message = `call ${this.callId}: a context deferred after C3 is dropped (D4)`;
+      this.registry.log('warn', message);
       return;
     }
     this.deferred.push(context);
@@ -729,6 +738,9 @@ class Call {
       if (kind !== 'allow' && kind !== 'deny' && kind !== 'ask') {
         throw new TypeError(`pre-execute returned ${String(kind)}; expected allow, deny or ask`);
       }
+      if (kind === 'deny' && typeof decision.reason !== 'string') {
+        throw new TypeError('a pre-execute deny needs a reason (a string)');
+      }
       this.event(`pre_${kind}`);
       let denial; // the R5 reason, when the decision denies
       if (kind === 'deny') {
@@ -745,7 +757,9 @@ class Call {
           if (this.revised && answer === 'cancelled' && this.callerCancelled) {
             return post(r.abortedBeforeDispatch()); // R43 (a)
           }
-          if (answer !== 'approved') denial = fill(TEXTS[`approval_${answer}`], { name: this.name });
+          if (answer !== 'approved') {
+            denial = fill(TEXTS[`approval_${answer}`], { name: this.name });
+          }
         }
       }
       if (!this.revised && this.callerCancelled) return post(r.aborted()); // C1 (R13)
@@ -834,7 +848,7 @@ class Call {
     let last; // what this wrapper's latest next() resolved to
     const next = () => {
       if (pending) {
-        throw new RegistryUsageError("next() called again while this wrapper's previous next() is still running");
+        throw new RegistryUsageError('next() called while this wrapper\'s previous next() runs');
       }
       if (calls++ > 0) this.event('redelegate');
       last = undefined;
@@ -869,7 +883,8 @@ class Call {
    *  does not settle before it does. */
   async awaitForgotten(pending) {
     if (!pending) return;
-    this.registry.log('warn', `call ${this.callId}: a wrapper settled while its next() was still running; awaiting it (R27)`);
+    const message = `call ${this.callId}: a wrapper settled before its next(); awaiting it (R27)`;
+    this.registry.log('warn', message);
     await pending.catch(() => {});
   }
 
@@ -884,7 +899,10 @@ class Call {
       throw new RegistryUsageError('the execution view\'s signal slot must hold an AbortSignal');
     }
     const tool = this.registry.definition(this.name, this.agent);
-    this.event('base_dispatch', { slot_aborted: W?.aborted === true, tool_found: tool !== undefined });
+    this.event('base_dispatch', {
+      slot_aborted: W?.aborted === true,
+      tool_found: tool !== undefined,
+    });
 
     // C2: F would be born aborted exactly when C or W already is (R21).  The slot stays W.
     if ((C?.aborted || W?.aborted) && (this.revised || !this.abortedAtEntry)) {
@@ -892,7 +910,8 @@ class Call {
     }
     if (tool === undefined) return r.unknownTool(this.name); // R6
 
-    const onListener = this.onTrace && ((signal, action) => this.emit('listener', { signal, action }));
+    const onListener =
+      this.onTrace && ((signal, action) => this.emit('listener', { signal, action }));
     const fused = fuse(C, W, onListener);
     const F = fused.signal;
     this.emit('fused', { kind: fused.kind, aborted: fused.bornAborted });
@@ -909,7 +928,7 @@ class Call {
       result = r.thrown(error); // a tool-owned failure survives cancellation (R18.3)
       how = 'raise';
     }
-    this.noticeAbortAtSettle(fused, W);
+    this.noticeAbortAtSettle(fused);
     this.emit('body_settle', { how });
     fused.dispose(); // R22
     setSlot(exec, W); // R18.5: exactly W again, nothing more (D8)
@@ -922,11 +941,12 @@ class Call {
 
   /** Trace only: an abort of F while the body ran becomes visible when the body settles.  F
    *  carries the reason of whichever source aborted it first (R21): W's means fused_abort. */
-  noticeAbortAtSettle(fused, W) {
+  noticeAbortAtSettle(fused) {
     if (!this.onTrace) return;
     const F = fused.signal;
     const C = this.caller;
-    const byCaller = C?.aborted && F.reason === C.reason; // (W may relay C's reason: a deadline)
+    // W may itself relay C's reason (a deadline derived from C): that is the caller's abort
+    const byCaller = C?.aborted && F.reason === C.reason;
     if (F?.aborted && !fused.bornAborted && !byCaller) this.emit('fused_abort');
     if (!this.callerNoticed && this.caller?.aborted) {
       this.callerNoticed = true;
@@ -1011,6 +1031,11 @@ function runGuards(guards, exec) {
 function checkPostDecision(decision) {
   const list = (value) => value === undefined || Array.isArray(value);
   if (decision?.kind === 'accept' && list(decision.content) && list(decision.contexts)) return;
-  if (decision?.kind === 'block' && Array.isArray(decision.feedback) && list(decision.contexts)) return;
-  throw new TypeError('post-execute must return {kind: "accept", content?, contexts?} or {kind: "block", feedback, contexts?}');
+  if (decision?.kind === 'block' && Array.isArray(decision.feedback) && list(decision.contexts)) {
+    return;
+  }
+  throw new TypeError(
+    'post-execute must return {kind: "accept", content?, contexts?} or ' +
+      '{kind: "block", feedback, contexts?}',
+  );
 }
