@@ -86,7 +86,7 @@ _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "f
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
 _SLOT_WRAPPERS: Final = frozenset({"replace_live", "replace_aborting", "replace_aborted", "remove"})
 _ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
-FEATURE_SHARE: Final = 0.5
+FEATURE_SHARE: Final = 0.75
 """A family's shared scenario feature is shown when at most this share of the run has it."""
 FEATURES: Final = 4
 """At most this many features per family (the rarest in the run first)."""
@@ -132,11 +132,11 @@ class Family:
     rule: str
     step: str
     ids: tuple[str, ...]
-    features: tuple[tuple[str, str], ...]  # shared by every failure, rare in the run
+    features: tuple[str, ...]  # shared by every failure, rare in the run: "caller=aborted"
     example: str  # the first failure's explanation
 
     def line(self) -> str:
-        shared = ", ".join(f"{k}={x}" for k, x in self.features) or "no distinctive feature"
+        shared = ", ".join(self.features) or "no distinctive feature"
         n = len(self.ids)
         return (
             f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
@@ -209,16 +209,15 @@ class Report:
         for j in self.judgements:
             if not j.passed:
                 groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
-        share: collections.Counter[tuple[str, str]] = collections.Counter()
+        share: collections.Counter[str] = collections.Counter()
         for data in self.scenarios.values():
-            share.update((k, _feature(x)) for k, x in data.items())
+            share.update(_features(data))
         total = max(1, len(self.scenarios))
         out = []
         for (rule, step), js in groups.items():
-            shared: set[tuple[str, str]] | None = None
+            shared: set[str] | None = None
             for j in js:
-                data = self.scenarios.get(j.id, {})
-                mine = {(k, _feature(x)) for k, x in data.items()}
+                mine = _features(self.scenarios.get(j.id, {}))
                 shared = mine if shared is None else shared & mine
             # The features that set the family apart: shared by all of it, rare in the run.
             rare = sorted(
@@ -280,7 +279,7 @@ class Report:
                     "rule": f.rule,
                     "step": f.step,
                     "count": len(f.ids),
-                    "features": dict(f.features),
+                    "features": list(f.features),
                     "first": f.ids[0],
                 }
                 for f in self.families()
@@ -311,11 +310,18 @@ class Report:
         return data
 
 
-def _feature(value: Any) -> str:
-    """A scenario field's value as a family feature: wrappers as ``[a,b]``, others as text."""
-    if isinstance(value, list):
-        return "[" + ",".join(map(str, value)) + "]"
-    return str(value).lower() if isinstance(value, bool) else str(value)
+def _features(scenario: Mapping[str, Any]) -> set[str]:
+    """A scenario's features for families: ``field=value``, and ``x in wrappers`` for each
+    wrapper behaviour (a list's members, not the list, are what failures share)."""
+    out = set()
+    for k, x in scenario.items():
+        if isinstance(x, list):
+            out |= {f"{m} in {k}" for m in x}
+            if not x:
+                out.add(f"no {k}")
+        else:
+            out.add(f"{k}={str(x).lower() if isinstance(x, bool) else x}")
+    return out
 
 
 def _rule_order(rule: str) -> tuple[int, int, str]:
