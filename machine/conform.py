@@ -34,6 +34,7 @@ import json
 import os
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -245,9 +246,19 @@ class Report:
             yield json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def write_report(self, path: str | Path) -> None:
-        with open(path, "w", encoding="utf-8") as f:
-            for line in self.verdict_lines():
-                f.write(line + "\n")
+        """Write :meth:`verdict_lines` to ``path``: to a temporary file in the same directory,
+        moved into place, so a failed write leaves no partial report."""
+        target = Path(path)
+        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                for line in self.verdict_lines():
+                    f.write(line + "\n")
+            os.replace(tmp, target)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
         self.report_path = str(path)
 
     def to_json(self) -> dict[str, Any]:

@@ -20,6 +20,7 @@ import copy
 import dataclasses
 import json
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -235,6 +236,16 @@ def test_with_listener_lines_r22_is_checked(
     assert code == 0
     assert data["by_rule"]["R22"]["status"] == "checked"
     assert data["by_rule"]["R22"]["passed"] > 0
+
+
+def test_the_readme_outcome_example_is_what_our_adapter_answers(seed: list[Vector]) -> None:
+    readme = (shipped_dir() / "README.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- example:outcome -->\n```json\n(.*?)\n```", readme, re.S)
+    assert block is not None
+    example = json.loads(block.group(1))
+    v = next(v for v in seed if v.id == example["id"])
+    assert _outcome_answer(v) == example
+    assert Judge("seed", "outcome").judge(v, example).passed
 
 
 def test_every_rule_is_classified_and_the_readme_table_is_the_code_table() -> None:
