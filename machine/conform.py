@@ -414,6 +414,8 @@ class Judge:
         trace: list[Any] = answer["trace"]
         result = answer["result"]
         observed = answer["observed"]
+        if any(line["event"] == "listener" for line in trace):
+            self.seen.add("listeners")
         starts = sum(1 for line in trace if line.get("event") == "body_start")
         settled_at = observed["settled_at"]
         if settled_at is not None:
@@ -467,8 +469,6 @@ class Judge:
                 expected=f"one of {n} allowed path(s)",
                 observed=" > ".join(path),
             )
-        if trace and any(line["event"] == "listener" for line in trace):
-            self.seen.add("listeners")
         return self._observables(v, exp, result, starts, observed, trace)
 
     def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
@@ -478,6 +478,8 @@ class Judge:
             return self.fail(v, PROTOCOL_RULE, shape)
         result = answer["result"]
         observed = answer["observed"]
+        if observed["listeners"] is not None and v.scenario.caller != "none":
+            self.seen.add("listeners")
         bodies = observed["bodies"]
         settled = observed["settled"]
         if settled is not None:
@@ -526,8 +528,6 @@ class Judge:
                 expected=_signals(wanted),
                 observed=_signals(starts),
             )
-        if observed["listeners"] is not None and v.scenario.caller != "none":
-            self.seen.add("listeners")
         signals = [b["settle"] for b in bodies]
         return self._observables(
             v, exp, result, len(bodies), {**observed, "body_signals": signals}, None
