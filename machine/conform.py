@@ -923,7 +923,7 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
     raised = observed.get("raised", ...)
     if raised is ... or (raised is not None and not isinstance(raised, str)):
         return "observed.raised must be a string or null"
-    if observed.get("notified_same", True) not in (True, False):
+    if type(observed.get("notified_same", True)) is not bool:
         return "observed.notified_same must be true or false"
     listeners = observed.get("listeners")
     if listeners is not None and not (
@@ -1481,7 +1481,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
+def _parse_answer(line: bytes, vid: str, protocol: int = 1) -> dict[str, Any]:
     try:
         answer = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
