@@ -481,3 +481,28 @@ def test_a_listener_leak_the_callers_abort_consumes_is_beyond_a_black_box(
     report = _outcome_mutant("leaks_fused_listeners", sample[:120])
     assert report.failed == 0
     assert report.coverage()["R22"][0] == "outcome"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["--self", "--hello-timeout", "0"],
+            "--hello-timeout must be a positive number of seconds",
+        ),
+        (["--self", "--hello-timeout", "1e9"], "--hello-timeout must be at most 86,400 seconds"),
+        (
+            ["--self", "--report", "/nonexistent/dir/verdicts.jsonl"],
+            "cannot write the report /nonexistent/dir/verdicts.jsonl: no such directory",
+        ),
+        (
+            ["--level", "outcome", "--adapter", "x"],
+            "--level is for --self; an adapter declares its level in its hello",
+        ),
+    ],
+)
+def test_bad_new_options_are_one_line_and_exit_2_before_any_run(
+    args: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_cli(args, capsys)
+    assert (code, out, err) == (2, "", f"toolcancel conform: {message}\n")

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import json
+from pathlib import Path
 from typing import Any
 
 from ..cli import CliError
-from ..conform import HELLO_TIMEOUT, LEVELS, Report, conform, self_command
+from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
 from ..coverage import CHECKED, NONE, OUTCOME
 
@@ -77,8 +78,6 @@ def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
     if args.self_ == bool(args.adapter):
         raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
-    if not args.timeout > 0:
-        raise CliError("--timeout must be a positive number of seconds")
     for name in ("timeout", "hello_timeout"):
         value = getattr(args, name)
         option = "--" + name.replace("_", "-")
@@ -86,6 +85,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{option} must be a positive number of seconds")
         if not value <= MAX_TIMEOUT:
             raise CliError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
+    if args.report and not Path(args.report).resolve().parent.is_dir():
+        raise CliError(f"cannot write the report {args.report}: no such directory")
     if args.adapter and args.level != "trace":
         raise CliError("--level is for --self; an adapter declares its level in its hello")
     command = self_command(args.level) if args.self_ else list(args.adapter)
@@ -130,7 +131,7 @@ def table(report: Report) -> str:
         lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
     rate = d["vectors_per_second"]
     unchecked = len(d["unchecked"])
-    rules = sum(1 for r in coverage if r in report.titles)
+    rules = sum(1 for r in coverage if r != PROTOCOL_RULE)
     lines.append(
         f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
         f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
