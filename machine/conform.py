@@ -1,7 +1,9 @@
 """``toolcancel conform``: run the conformance vectors against any implementation, via an adapter.
 
 The runner starts the adapter as a child process (an argument list, never a shell), reads its
-hello, sends it the vectors of one revision as JSON Lines and judges every answer:
+hello -- which declares the protocol version, the conformance level (``trace`` or ``outcome``)
+and the retry behaviour -- sends it the vectors of one revision as JSON Lines and judges every
+answer against the vector's expectation for that retry behaviour.  At trace level:
 
 1. the answer is a well-formed ``outcome`` for that vector (else a protocol failure);
 2. ``execute()`` did not settle while a body was still running (R27, from ``settled_at``);
@@ -12,16 +14,26 @@ hello, sends it the vectors of one revision as JSON Lines and judges every answe
    the closest allowed path;
 5. the result equals the expected result (canonical JSON), the body started as often as expected,
    each body's signal looked as expected when it settled (R21) and the adapter's observer was
-   notified exactly as often as expected (R31).
+   notified exactly as often as expected (R31), with the very result (when reported), and the
+   caller's signal kept no listener (R22, when reported).
 
-The first failing step is the vector's verdict.  The report counts, for every rule id, the vectors
-that exercised it and passed and the vectors that failed citing it, with the first failing vector.
+At outcome level (:meth:`Judge.judge_outcome`) there is no trace: steps 3 and 4 give way to the
+body's signal at each start (checkpoint C2, R17; the seed's pre-aborted entry, R25), and R27 is
+judged from what had started and settled when ``execute()`` settled.
 
-Robustness, not timing: every answer is awaited with a timeout (``--timeout``, default 10 s) only
-so that a hung adapter cannot hang the run.  A timeout, an exit or a line that is not a valid
-answer fails that one vector with a clear message; the adapter is then killed and restarted, and
-the run goes on with the next vector.  Vectors are sent ahead in a small window so the adapter
-never waits for the runner; after a restart the unanswered ones are sent again.
+The first failing step is the vector's verdict (its rule, the step, expected and observed in
+brief).  The report counts, for every rule id, the vectors that exercised it and passed and the
+vectors that failed citing it, gives every rule a status from :mod:`toolcancel.coverage` and
+what the run showed (checked, checked at outcome level only, not checked and why), and groups
+failures into families (:meth:`Report.families`).
+
+Robustness, not timing: the hello is awaited ``--hello-timeout`` (default 60 s: start-up on a
+loaded machine is slow) and every answer ``--timeout`` (default 10 s), only so that a hung adapter
+cannot hang the run.  A timeout, an exit (seen at once, even when a child of the adapter holds its
+stdout) or a line that is not a valid answer fails that one vector with a clear message; the
+adapter's whole session is then killed and reaped (the runner is its subreaper) and the adapter
+restarted, and the run goes on with the next vector.  Vectors are sent ahead in a small window so
+the adapter never waits for the runner; after a restart the unanswered ones are sent again.
 """
 
 from __future__ import annotations
