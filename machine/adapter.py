@@ -19,6 +19,12 @@ What the environment observes, besides the registry's own trace (``observed`` in
   races its body settles before the body does);
 * ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did.
 
+``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
+without a trace, and each answer carries only what a user of the registry sees -- the result or
+the exception, each body's signal at start and at settle, what had started and settled when
+``execute()`` settled, the notifications and whether each carried the very object returned, and
+listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
+
 ``--mutant NAME`` wraps a deliberately broken registry of ``model_tests/mutants.py`` (imported
 from the current directory, i.e. a source checkout), to prove that conform catches each one.
 
