@@ -45,6 +45,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final
 
+from .contract import load_contract
 from .errors import ToolcancelError
 from .registry import ToolRegistry
 from .scenario import Harness, RegistryFactory, Scenario
@@ -57,8 +58,6 @@ PROTOCOL: Final = 2
 every message).  It answers each vector in the version the vector came in, 1 or 2."""
 PROTOCOLS: Final = (1, 2)
 LEVELS: Final = ("trace", "outcome")
-RETRY: Final = "reenter"
-"""The reference registry's retry behaviour: a wrapper's second ``next()`` re-enters dispatch."""
 
 
 def _implementation() -> str:
@@ -81,16 +80,23 @@ class Session:
     """Runs vectors one at a time on one virtual-time loop and answers each.
 
     ``level`` ``trace`` answers with the registry's trace and what the environment saw;
-    ``outcome`` answers as a black box: only what a user of the registry observes.
+    ``outcome`` answers as a black box: only what a user of the registry observes.  ``retry`` is
+    the behaviour of a wrapper's second ``next()`` the registry runs (D11; default: the
+    contract's).
     """
 
     def __init__(
-        self, factory: RegistryFactory, revisions: tuple[str, ...], level: str = "trace"
+        self,
+        factory: RegistryFactory,
+        revisions: tuple[str, ...],
+        retry: str | None = None,
+        level: str = "trace",
     ) -> None:
         if level not in LEVELS:
             raise AdapterError(f"level {level!r} is not one of {', '.join(LEVELS)}")
         self.factory = factory
         self.revisions = revisions
+        self.retry = load_contract().default_retry if retry is None else retry
         self.level = level
         self.clock = VirtualClock()
         self.loop = asyncio.new_event_loop()
@@ -108,7 +114,7 @@ class Session:
             "implementation": IMPLEMENTATION,
             "revisions": list(self.revisions),
             "level": self.level,
-            "retry": RETRY,
+            "retry": self.retry,
         }
 
     def answer(self, line: str) -> dict[str, Any]:
@@ -169,7 +175,7 @@ class Session:
             registry.execute = timed  # type: ignore[method-assign]
             return registry
 
-        obs = await Harness(scenario, factory, self.clock).run()
+        obs = await Harness(scenario, factory, self.clock, self.retry).run()
         hung = any("neither finished nor waited" in what for _, what in obs.problems)
         raised = None
         if obs.error is not None:
@@ -230,7 +236,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
         registry.register = watched  # type: ignore[method-assign]
         return registry
 
-    harness = Harness(scenario, factory, session.clock)
+    harness = Harness(scenario, factory, session.clock, session.retry)
     obs = await harness.run()
     hung = any("neither finished nor waited" in what for _, what in obs.problems)
     raised = None
@@ -311,6 +317,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--mutant", metavar="NAME", help="serve a mutant of model_tests/mutants.py")
     parser.add_argument(
+        "--retry",
+        choices=load_contract().retry_names,
+        help="the retry behaviour of next() the registry runs and the hello declares (D11)",
+    )
+    parser.add_argument(
         "--level",
         choices=LEVELS,
         default="trace",
@@ -323,7 +334,7 @@ def main(argv: list[str] | None = None) -> int:
             factory: RegistryFactory = ToolRegistry
             if args.mutant:
                 factory = stack.enter_context(_mutant(args.mutant))
-            session = Session(factory, revisions, args.level)
+            session = Session(factory, revisions, args.retry, args.level)
             stack.callback(session.close)
             serve(session, sys.stdin, sys.stdout)
     except AdapterError as exc:

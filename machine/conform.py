@@ -54,10 +54,11 @@ from pathlib import Path
 from typing import Any, Final
 
 from .checker import Checker
-from .contract import RevisionContract, Transition
+from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
 from .coverage import CHECKED, NONE, decidable, rule_status
 from .errors import ToolcancelError
+from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
     Expectation,
@@ -70,13 +71,14 @@ from .vectors import (
 )
 
 PROTOCOL: Final = 2
-"""The protocol version this runner writes in its messages to a protocol-2 adapter."""
+"""The adapter protocol this runner speaks; it also accepts an adapter of :data:`PROTOCOLS`."""
 PROTOCOLS: Final = (1, 2)
-"""Protocol versions accepted in a hello; the vectors are sent in the adapter's version."""
+"""Version 2 added the hello's ``retry`` (D11) and ``level``; a version-1 adapter is judged as
+declaring the contract's default retry behaviour, which is what version-1 vectors assumed, at
+level ``trace``."""
 LEVELS: Final = ("trace", "outcome")
-"""Conformance levels a protocol-2 hello declares: the full trace, or only what a user sees."""
-RETRIES: Final = ("reenter", "cursor", "reject")
-"""Retry behaviours a protocol-2 hello declares (protocol 1: ``reenter``)."""
+"""Conformance levels a protocol-2 hello declares (default ``trace``): the full trace, or only
+what a user of the registry sees."""
 HELLO_TIMEOUT: Final = 60.0
 """Default seconds to wait for the hello (start-up), separate from the per-answer timeout."""
 EXIT_GRACE: Final = 0.5
@@ -166,8 +168,8 @@ class Report:
     seconds: float = 0.0
     restarts: int = 0
     titles: dict[str, str] = field(default_factory=dict)
+    retry: str = ""  # the retry behaviour the adapter declared (D11)
     level: str = "trace"
-    retry: str = "reenter"
     protocol: int = 1
     seen: frozenset[str] = frozenset()  # optional observations some answer carried
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
@@ -369,12 +371,12 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str, level: str = "trace", retry: str = "reenter") -> None:
+    def __init__(self, revision: str, retry: str | None = None, level: str = "trace") -> None:
         self.level = level
-        self.retry = retry
         self.seen: set[str] = set()  # optional observations some answer carried (listeners)
         self._rules: dict[tuple[Any, ...], frozenset[str]] = {}
         self.checker = Checker(revision)
+        self.retry = retry or self.checker.table.contract.default_retry
         self.table: RevisionContract = self.checker.table
         self.events = frozenset(e.name for e in self.table.events)
         self.data = {e.name: e.data for e in self.table.events}
@@ -387,14 +389,21 @@ class Judge:
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
         )
 
+    def start(self, s: Scenario) -> CallState:
+        """The machine state a registry with the declared retry behaviour enters ``s`` in."""
+        return initial_state(
+            self.table,
+            entry_caller(s),
+            has_agent=s.agent,
+            approval_seam=s.approval_seam,
+            retry=self.retry,
+            wrappers=s.around_count,
+        )
+
     def expectations(self, v: Vector) -> list[Expectation]:
-        """What the contract allows for ``v`` under the adapter's declared retry behaviour:
-        ``Vector.expected_for`` where the vectors know it, else the vector's own expectations."""
-        expected_for = getattr(v, "expected_for", None)
-        if expected_for is None or self.retry == "reenter":
-            return list(v.expectations())
-        exp: Expectation = expected_for(self.retry)
-        return list(v.expectations()) if exp is v.expected else [exp]
+        """What the contract allows for ``v``: its expectation and alternatives (``run_vectors``
+        has already taken each vector's expectation for the declared retry behaviour)."""
+        return list(v.expectations())
 
     def fail(
         self,
@@ -448,6 +457,16 @@ class Judge:
                 )
         if result is None:
             return self._no_result(v, settled_at is not None, observed["raised"])
+        entry = trace[0] if trace and isinstance(trace[0], dict) else {}
+        if entry.get("event") == "call_entry":
+            declared = entry.get("retry", self.retry)
+            if declared != self.retry:
+                return self.fail(
+                    v,
+                    PROTOCOL_RULE,
+                    f"the trace's call_entry declares retry {declared!r}, the hello {self.retry!r}",
+                )
+            trace = [{**entry, "retry": self.retry}, *trace[1:]]
         try:
             verdicts = self.checker.check_lines(trace, f"<{v.id}>")
         except TraceError as exc:
@@ -696,9 +715,7 @@ class Judge:
         """For each way the machine can take ``occs`` to publication: the transitions of the
         events other than aborts."""
         s = v.scenario
-        start = initial_state(
-            self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-        )
+        start = self.start(s)
         branches: list[tuple[CallState, tuple[int, ...]]] = [(start, ())]
         for o in occs:
             cancel = o.event in _CANCEL_EVENTS
@@ -759,9 +776,7 @@ class Judge:
         """The transitions the contract takes along ``path``, found by replaying the event names
         (every data value tried) and keeping a replay that ends published with ``outcome``."""
         s = v.scenario
-        start = initial_state(
-            self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-        )
+        start = self.start(s)
         Step = tuple[CallState | None, Transition | None]
         layers: list[dict[CallState, Step]] = [{start: (None, None)}]
         for name in path:
@@ -819,9 +834,7 @@ class Judge:
         s = v.scenario
         branches: list[tuple[CallState, frozenset[str]]] = [
             (
-                initial_state(
-                    self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-                ),
+                self.start(s),
                 frozenset({"R31"}),
             )
         ]
@@ -868,7 +881,7 @@ class Judge:
 
     def _path_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
         s = v.scenario
-        key = (entry_caller(s), s.agent, s.approval_seam, exp.paths[0], exp.outcome)
+        key = (entry_caller(s), s.agent, s.approval_seam, s.around_count, exp.paths[0], exp.outcome)
         rules = self._rules.get(key)
         if rules is None:
             taken = self.transitions(v, exp.paths[0], exp.outcome) or []
@@ -1088,8 +1101,8 @@ class Adapter:
 
     @property
     def retry(self) -> str:
-        """The retry behaviour the adapter declared (protocol 1: ``reenter``)."""
-        return str(self.hello.get("retry", "reenter"))
+        """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
+        return str(self.hello.get("retry", load_contract().default_retry))
 
     async def start(self) -> None:
         """Start the adapter (an argument list: no shell ever sees it) and read its hello.
@@ -1255,19 +1268,28 @@ class Adapter:
 
 
 def _hello_problem(hello: Mapping[str, Any]) -> str | None:
-    """Why a hello cannot be used, or None.  Protocol 1 means level trace, retry reenter."""
+    """Why a hello cannot be used, or None.  Protocol 1 means level ``trace`` and the contract's
+    default retry behaviour; protocol 2 declares its retry behaviour, and may declare its level
+    (default ``trace``)."""
     version = hello.get("protocol")
-    if version not in PROTOCOLS:
-        speaks = " or ".join(map(str, PROTOCOLS))
-        return f"the adapter speaks protocol {version!r}; this runner speaks {speaks}"
+    if version not in PROTOCOLS or type(version) is not int:
+        return (
+            f"the adapter speaks protocol {version!r}; this runner speaks "
+            f"{' and '.join(map(str, PROTOCOLS))}"
+        )
     if version == 1:
         return None
-    for name, allowed in (("level", LEVELS), ("retry", RETRIES)):
-        if hello.get(name) not in allowed:
-            return (
-                f"the adapter's hello has {name} {hello.get(name)!r}; protocol {version} "
-                f"needs one of {', '.join(allowed)}"
-            )
+    behaviours = load_contract().retry_names
+    if hello.get("retry") not in behaviours:
+        return (
+            f"the adapter's hello declares retry {hello.get('retry')!r}; a protocol-2 hello "
+            f"declares how next() retries: one of {', '.join(behaviours)} (README: D11)"
+        )
+    if hello.get("level", "trace") not in LEVELS:
+        return (
+            f"the adapter's hello declares level {hello.get('level')!r}; a protocol-2 hello "
+            f"declares one of {', '.join(LEVELS)} (or none: trace)"
+        )
     return None
 
 
@@ -1395,7 +1417,8 @@ async def _run_vectors(
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
-    judge = Judge(revision, adapter.level, adapter.retry)
+    judge = Judge(revision, adapter.retry, adapter.level)
+    vectors = [v.for_retry(adapter.retry) for v in vectors]
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
         await adapter.stop()
@@ -1493,7 +1516,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_answer(line: bytes, vid: str, protocol: int = 1) -> dict[str, Any]:
+def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     try:
         answer = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
@@ -1556,7 +1579,8 @@ def conform(
     )
 
 
-def self_command(level: str = "trace") -> list[str]:
-    """The command of our own adapter (``--self``), at conformance level ``level``."""
-    command = [sys.executable, "-m", "toolcancel.adapter"]
+def self_command(retry: str | None = None, level: str = "trace") -> list[str]:
+    """The command of our own adapter (``--self``), running retry behaviour ``retry`` (default:
+    the contract's), at conformance level ``level``."""
+    command = [sys.executable, "-m", "toolcancel.adapter", *(("--retry", retry) if retry else ())]
     return command if level == "trace" else [*command, "--level", level]

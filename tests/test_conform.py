@@ -327,11 +327,11 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
         answers = [
             session.answer(json.dumps(msg))
             for msg in (
-                {"protocol": 1, "type": "vector", "id": "a", "revision": "revised",
+                {"protocol": 2, "type": "vector", "id": "a", "revision": "revised",
                  "scenario": {"revision": "revised"}},
-                {"protocol": 1, "type": "vector", "id": "b", "revision": "seed",
+                {"protocol": 2, "type": "vector", "id": "b", "revision": "seed",
                  "scenario": {"cancel": "step:2"}},
-                {"protocol": 1, "type": "vector", "id": "c", "revision": "seed",
+                {"protocol": 2, "type": "vector", "id": "c", "revision": "seed",
                  "scenario": {"body": "explode"}},
                 {"protocol": 3, "type": "vector", "id": "d"},
             )
@@ -364,7 +364,7 @@ def _answer(v: Vector) -> dict[str, Any]:
     session = Session(ToolRegistry, REVISIONS)
     try:
         line = json.dumps(
-            {"protocol": 1, "type": "vector", "id": v.id, "revision": v.revision,
+            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
              "scenario": v.scenario.to_data()}
         )  # fmt: skip
         return session.answer(line)

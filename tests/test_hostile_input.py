@@ -780,7 +780,7 @@ def test_fuzz_check_end_to_end(fuzz_file: Path, data: bytes) -> None:
 def _answers(level: str = "trace") -> tuple[Judge, list[tuple[Any, dict[str, Any]]]]:
     """A judge, and valid adapter answers from our own adapter for a few vectors (protocol 1 at
     trace level, 2 at outcome level)."""
-    session = Session(ToolRegistry, REVISIONS, level)
+    session = Session(ToolRegistry, REVISIONS, level=level)
     protocol = 1 if level == "trace" else 2
     try:
         vectors = shipped_vectors("seed")[:40:8]
@@ -791,7 +791,7 @@ def _answers(level: str = "trace") -> tuple[Judge, list[tuple[Any, dict[str, Any
             found.append((v, session.answer(json.dumps(message))))
     finally:
         session.close()
-    return Judge("seed", level), found
+    return Judge("seed", level=level), found
 
 
 @FUZZ

@@ -29,6 +29,12 @@ def register(sub: Any) -> None:
         "--revision", default="seed", help="contract revision: seed (default) or revised"
     )
     p.add_argument("--self", dest="self_", action="store_true", help="run our own Python adapter")
+    p.add_argument(
+        "--retry",
+        choices=load_contract().retry_names,
+        help="with --self: the retry behaviour our registry runs and declares (D11; default: "
+        "the contract's default)",
+    )
     p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the shipped ones)")
     p.add_argument(
         "--timeout",
@@ -87,9 +93,11 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
     if args.report and not Path(args.report).resolve().parent.is_dir():
         raise CliError(f"cannot write the report {args.report}: no such directory")
+    if args.retry and not args.self_:
+        raise CliError("--retry is for --self; an adapter declares its retry behaviour itself")
     if args.adapter and args.level != "trace":
         raise CliError("--level is for --self; an adapter declares its level in its hello")
-    command = self_command(args.level) if args.self_ else list(args.adapter)
+    command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
     report = conform(
         command,
         args.revision,
