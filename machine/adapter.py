@@ -39,6 +39,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final
 
+from .contract import load_contract
 from .errors import ToolcancelError
 from .registry import ToolRegistry
 from .scenario import Harness, RegistryFactory, Scenario
@@ -46,7 +47,7 @@ from .trace import TraceRecorder
 from .vectors import REVISIONS, body_signals
 from .virtual_time import VirtualClock
 
-PROTOCOL: Final = 1
+PROTOCOL: Final = 2
 """Version of the adapter protocol (the ``protocol`` field of every message)."""
 
 
@@ -69,9 +70,12 @@ class AdapterError(ToolcancelError):
 class Session:
     """Runs vectors one at a time on one virtual-time loop and answers each."""
 
-    def __init__(self, factory: RegistryFactory, revisions: tuple[str, ...]) -> None:
+    def __init__(
+        self, factory: RegistryFactory, revisions: tuple[str, ...], retry: str | None = None
+    ) -> None:
         self.factory = factory
         self.revisions = revisions
+        self.retry = load_contract().default_retry if retry is None else retry
         self.clock = VirtualClock()
         self.loop = asyncio.new_event_loop()
         self._patch = self.clock.patch_loop(self.loop)
@@ -87,6 +91,7 @@ class Session:
             "type": "hello",
             "implementation": IMPLEMENTATION,
             "revisions": list(self.revisions),
+            "retry": self.retry,
         }
 
     def answer(self, line: str) -> dict[str, Any]:
@@ -137,7 +142,7 @@ class Session:
             registry.execute = timed  # type: ignore[method-assign]
             return registry
 
-        obs = await Harness(scenario, factory, self.clock).run()
+        obs = await Harness(scenario, factory, self.clock, self.retry).run()
         hung = any("neither finished nor waited" in what for _, what in obs.problems)
         raised = None
         if obs.error is not None:
@@ -202,6 +207,11 @@ def main(argv: list[str] | None = None) -> int:
         help="contract revision(s) to offer in the hello (default: all)",
     )
     parser.add_argument("--mutant", metavar="NAME", help="serve a mutant of model_tests/mutants.py")
+    parser.add_argument(
+        "--retry",
+        choices=load_contract().retry_names,
+        help="the retry behaviour of next() the registry runs and the hello declares (D11)",
+    )
     args = parser.parse_args(argv)
     revisions = REVISIONS if args.revision == "all" else (args.revision,)
     try:
@@ -209,7 +219,7 @@ def main(argv: list[str] | None = None) -> int:
             factory: RegistryFactory = ToolRegistry
             if args.mutant:
                 factory = stack.enter_context(_mutant(args.mutant))
-            session = Session(factory, revisions)
+            session = Session(factory, revisions, args.retry)
             stack.callback(session.close)
             serve(session, sys.stdin, sys.stdout)
     except AdapterError as exc:

@@ -50,6 +50,7 @@ from typing import Any, Final, NamedTuple
 from .contract import Contract, RevisionContract, Transition
 from .core import (
     GUARDS,
+    UNKNOWN,
     CallerSignal,
     CallState,
     Occurrence,
@@ -57,7 +58,7 @@ from .core import (
     initial_state,
     revision_table,
 )
-from .results import canonical_json
+from .results import block_message, canonical_json
 from .trace import (
     TraceError,
     TraceEvent,
@@ -213,7 +214,7 @@ class Automaton:
         self.configs: list[tuple[Branch, ...]] = []
         self._config_ids: dict[tuple[Branch, ...], int] = {}
         self.rows: list[dict[EventKey, int]] = []  # per configuration: event key -> next
-        self._starts: dict[tuple[str, bool, bool], int] = {}
+        self._starts: dict[tuple[str, bool, bool, str | None, int], int] = {}
         self._allowed: dict[tuple[int, bool, bool, bool], list[str]] = {}
         self._patterns: dict[Any, re.Pattern[str]] = {}  # compiled text patterns, per builder
         self._deaths: dict[tuple[int, EventKey], Death] = {}
@@ -240,12 +241,27 @@ class Automaton:
 
     # -- configurations ----------------------------------------------------------------------
 
-    def start(self, caller: CallerSignal, agent: bool, approval_seam: bool) -> int:
+    def start(
+        self,
+        caller: CallerSignal,
+        agent: bool,
+        approval_seam: bool,
+        retry: str | None = None,
+        wrappers: int = UNKNOWN,
+    ) -> int:
         """The configuration a call begins in, given what its call_entry line says."""
-        found = self._starts.get((caller, agent, approval_seam))
+        key = (caller, agent, approval_seam, retry, wrappers)
+        found = self._starts.get(key)
         if found is None:
-            cs = initial_state(self.table, caller, has_agent=agent, approval_seam=approval_seam)
-            found = self._starts[(caller, agent, approval_seam)] = self._intern([Branch(cs)])
+            cs = initial_state(
+                self.table,
+                caller,
+                has_agent=agent,
+                approval_seam=approval_seam,
+                retry=retry,
+                wrappers=wrappers,
+            )
+            found = self._starts[key] = self._intern([Branch(cs)])
         return found
 
     def _intern(self, branches: Iterable[Branch]) -> int:
@@ -361,7 +377,8 @@ class Automaton:
                 nb = nb._replace(free=False, decided=t.index, decided_event=name)
             elif name == "post_accept":
                 nb = nb._replace(free=True)
-            if t.dest is not None:
+            if t.dest is not None or name == "redelegate":
+                # (a rejected retry stays in its state, but the next event is judged after it)
                 nb = nb._replace(last=t.index, before=b.cs, last_event=occ)
             out.append(nb)
         return out, None
@@ -825,6 +842,15 @@ class Automaton:
                 f"without 'Error: ' ({kind.rule}: {self._summary(kind.rule)}); it is "
                 f"{_short(message)!r}.",
             )
+        if outcome == "blocked" and isinstance(res.get("content"), list):
+            want = block_message(res["content"], self.contract.texts)
+            if message != want:
+                return Death(
+                    "R44",
+                    f"A block's error.message is its feedback, a line per block (a text block's "
+                    f"text, any other '[<type> content]'), nothing stripped: {_short(want)!r}; "
+                    f"it is {_short(message)!r}.",
+                )
         if not b.free and outcome != "blocked" and text is not None:
             if message != text.removeprefix("Error: "):
                 return Death(
@@ -1137,7 +1163,13 @@ class Checker:
                 ["call_entry(caller=live)", "call_entry(caller=aborted)"],
             )
             return run
-        run.config = self.auto.start(data["caller"], data["agent"], data["approval_seam"])
+        run.config = self.auto.start(
+            data["caller"],
+            data["agent"],
+            data["approval_seam"],
+            data.get("retry"),
+            data.get("wrappers", UNKNOWN),
+        )
         run.row = self.auto.rows[run.config]
         return run
 

@@ -41,9 +41,10 @@ from pathlib import Path
 from typing import Any, Final
 
 from .checker import Checker
-from .contract import RevisionContract, Transition
+from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
 from .errors import ToolcancelError
+from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
     Expectation,
@@ -55,7 +56,11 @@ from .vectors import (
     vectors_file,
 )
 
-PROTOCOL: Final = 1
+PROTOCOL: Final = 2
+"""The adapter protocol this runner speaks; it also accepts an adapter of :data:`PROTOCOLS`."""
+PROTOCOLS: Final = (1, 2)
+"""Version 2 added the hello's ``retry`` (D11); a version-1 adapter is judged as declaring the
+contract's default retry behaviour, which is what version-1 vectors assumed."""
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
 LINE_LIMIT: Final = 64 << 20
@@ -111,6 +116,7 @@ class Report:
     seconds: float = 0.0
     restarts: int = 0
     titles: dict[str, str] = field(default_factory=dict)
+    retry: str = ""  # the retry behaviour the adapter declared (D11)
 
     @property
     def passed(self) -> int:
@@ -137,6 +143,7 @@ class Report:
         return {
             "revision": self.revision,
             "implementation": self.implementation,
+            "retry": self.retry,
             "vectors": len(self.judgements),
             "passed": self.passed,
             "failed": self.failed,
@@ -184,8 +191,9 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str) -> None:
+    def __init__(self, revision: str, retry: str | None = None) -> None:
         self.checker = Checker(revision)
+        self.retry = retry or self.checker.table.contract.default_retry
         self.table: RevisionContract = self.checker.table
         self.events = frozenset(e.name for e in self.table.events)
         self.data = {e.name: e.data for e in self.table.events}
@@ -196,6 +204,17 @@ class Judge:
         self._choices: dict[tuple[CallState, Occurrence], list[tuple[Transition, CallState]]] = {}
         self.cancellations = frozenset(
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+        )
+
+    def start(self, s: Scenario) -> CallState:
+        """The machine state a registry with the declared retry behaviour enters ``s`` in."""
+        return initial_state(
+            self.table,
+            entry_caller(s),
+            has_agent=s.agent,
+            approval_seam=s.approval_seam,
+            retry=self.retry,
+            wrappers=s.around_count,
         )
 
     def fail(self, v: Vector, rule: str, why: str) -> Judgement:
@@ -235,6 +254,16 @@ class Judge:
             return self.fail(
                 v, "R31", f"execute() did not return a result: it raised {observed['raised']}."
             )
+        entry = trace[0] if trace and isinstance(trace[0], dict) else {}
+        if entry.get("event") == "call_entry":
+            declared = entry.get("retry", self.retry)
+            if declared != self.retry:
+                return self.fail(
+                    v,
+                    PROTOCOL_RULE,
+                    f"the trace's call_entry declares retry {declared!r}, the hello {self.retry!r}",
+                )
+            trace = [{**entry, "retry": self.retry}, *trace[1:]]
         try:
             verdicts = self.checker.check_lines(trace, f"<{v.id}>")
         except TraceError as exc:
@@ -328,9 +357,7 @@ class Judge:
         """For each way the machine can take ``occs`` to publication: the transitions of the
         events other than aborts."""
         s = v.scenario
-        start = initial_state(
-            self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-        )
+        start = self.start(s)
         branches: list[tuple[CallState, tuple[int, ...]]] = [(start, ())]
         for o in occs:
             cancel = o.event in _CANCEL_EVENTS
@@ -391,9 +418,7 @@ class Judge:
         """The transitions the contract takes along ``path``, found by replaying the event names
         (every data value tried) and keeping a replay that ends published with ``outcome``."""
         s = v.scenario
-        start = initial_state(
-            self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-        )
+        start = self.start(s)
         Step = tuple[CallState | None, Transition | None]
         layers: list[dict[CallState, Step]] = [{start: (None, None)}]
         for name in path:
@@ -451,9 +476,7 @@ class Judge:
         s = v.scenario
         branches: list[tuple[CallState, frozenset[str]]] = [
             (
-                initial_state(
-                    self.table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-                ),
+                self.start(s),
                 frozenset({"R31"}),
             )
         ]
@@ -627,13 +650,29 @@ class Adapter:
         ):
             await self.stop()
             raise ConformError(f"the adapter's first line is not a hello: {quote(line)}")
-        if hello.get("protocol") != PROTOCOL:
+        if hello.get("protocol") not in PROTOCOLS or type(hello.get("protocol")) is not int:
             await self.stop()
             raise ConformError(
                 f"the adapter speaks protocol {hello.get('protocol')!r}; this runner speaks "
-                f"{PROTOCOL}"
+                f"{' and '.join(map(str, PROTOCOLS))}"
+            )
+        behaviours = load_contract().retry_names
+        if hello["protocol"] >= 2 and hello.get("retry") not in behaviours:
+            await self.stop()
+            raise ConformError(
+                f"the adapter's hello declares retry {hello.get('retry')!r}; a protocol-2 hello "
+                f"declares how next() retries: one of {', '.join(behaviours)} (README: D11)"
             )
         self.hello = hello
+
+    @property
+    def protocol(self) -> int:
+        return int(self.hello.get("protocol", PROTOCOL))
+
+    @property
+    def retry(self) -> str:
+        """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
+        return str(self.hello.get("retry", load_contract().default_retry))
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(1 << 16):
@@ -723,9 +762,10 @@ async def run_vectors(
     window: int = WINDOW,
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed."""
-    judge = Judge(revision)
     adapter = Adapter(command, timeout)
     await adapter.start()
+    judge = Judge(revision, adapter.retry)
+    vectors = [v.for_retry(adapter.retry) for v in vectors]
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
         await adapter.stop()
@@ -734,9 +774,10 @@ async def run_vectors(
             f"{', '.join(map(str, revisions)) or 'no revision'})"
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
+    report.retry = adapter.retry
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    lines = [_vector_message(v) for v in vectors]
+    lines = [_vector_message(v, adapter.protocol) for v in vectors]
     todo = collections.deque(range(len(vectors)))
     pending: collections.deque[int] = collections.deque()
     try:
@@ -753,7 +794,7 @@ async def run_vectors(
             v = vectors[i]
             try:
                 line = await adapter.readline(f"vector {v.id}")
-                answer = _parse_answer(line, v.id)
+                answer = _parse_answer(line, v.id, adapter.protocol)
             except AdapterDied as exc:
                 pending.popleft()
                 report.judgements.append(
@@ -797,9 +838,9 @@ async def run_vectors(
     return report
 
 
-def _vector_message(v: Vector) -> bytes:
+def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:
     msg = {
-        "protocol": PROTOCOL,
+        "protocol": protocol,
         "type": "vector",
         "id": v.id,
         "revision": v.revision,
@@ -812,7 +853,7 @@ def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
 
 
-def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
+def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
     try:
         answer = json.loads(line, parse_constant=_reject_constant)
     except (ValueError, RecursionError):
@@ -821,9 +862,9 @@ def _parse_answer(line: bytes, vid: str) -> dict[str, Any]:
         raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
     if not isinstance(answer, dict):
         raise AdapterDied(f"the answer is not a JSON object: {quote(line)}")
-    if answer.get("protocol") != PROTOCOL:
+    if answer.get("protocol") != protocol:
         raise AdapterDied(
-            f"the answer has protocol {answer.get('protocol')!r}, not {PROTOCOL}: {quote(line)}"
+            f"the answer has protocol {answer.get('protocol')!r}, not {protocol}: {quote(line)}"
         )
     if answer.get("type") not in ("outcome", "error"):
         raise AdapterDied(f"the answer's type is not outcome or error: {quote(line)}")
@@ -848,6 +889,6 @@ def conform(
     return asyncio.run(run_vectors(command, vectors, revision, timeout=timeout))
 
 
-def self_command() -> list[str]:
-    """The command of our own adapter (``--self``)."""
-    return [sys.executable, "-m", "toolcancel.adapter"]
+def self_command(retry: str | None = None) -> list[str]:
+    """The command of our own adapter (``--self``), running retry behaviour ``retry``."""
+    return [sys.executable, "-m", "toolcancel.adapter", *(("--retry", retry) if retry else ())]

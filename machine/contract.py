@@ -39,6 +39,14 @@ class Event:
 
 
 @dataclass(frozen=True)
+class RetryBehaviour:
+    """What an around wrapper's second ``next()`` does (D11); an implementation declares one."""
+
+    name: str
+    doc: str
+
+
+@dataclass(frozen=True)
 class Guard:
     name: str
     doc: str
@@ -67,6 +75,7 @@ class Transition:
     outcome: str | None
     depth: int
     invoke: bool
+    hand_out: bool
     rules: tuple[str, ...]
     precedence: int | None
     alternative: bool
@@ -102,6 +111,8 @@ class Contract:
     source: str
     revisions: tuple[str, ...]
     default_revision: str
+    retries: tuple[RetryBehaviour, ...]
+    default_retry: str
     revision_info: Mapping[str, Mapping[str, str]]
     texts: Mapping[str, str]
     states: tuple[State, ...]
@@ -130,6 +141,11 @@ class Contract:
 
     def state(self, name: str) -> State:
         return next(s for s in self.states if s.name == name)
+
+    @property
+    def retry_names(self) -> tuple[str, ...]:
+        """The declared retry behaviours, in file order (D11)."""
+        return tuple(r.name for r in self.retries)
 
     def outcome(self, name: str) -> Outcome:
         return next(o for o in self.outcomes if o.name == name)
@@ -269,6 +285,13 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         )
         for i, e in enumerate(entries("event"))
     )
+    retries = tuple(
+        RetryBehaviour(
+            name=_need(e, "name", str, f"{source} retry #{i + 1}"),
+            doc=_need(e, "doc", str, f"{source} retry #{i + 1}"),
+        )
+        for i, e in enumerate(entries("retry"))
+    )
     guards = tuple(
         Guard(
             name=_need(e, "name", str, f"{source} guard #{i + 1}"),
@@ -310,7 +333,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
     )
     transitions = []
     for i, e in enumerate(entries("transition")):
-        where = f"{source} transition #{i + 1}"
+        where = f"{source} transition t{i}"
         guard_list = []
         for g in _strs(e.get("guards", []), where):
             guard_list.append((g[1:], False) if g.startswith("!") else (g, True))
@@ -327,6 +350,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
                 outcome=_opt(e, "outcome", str, None, where),
                 depth=depth,
                 invoke=_opt(e, "invoke", bool, False, where),
+                hand_out=_opt(e, "hand_out", bool, False, where),
                 rules=_strs(_need(e, "rules", list, where), where),
                 precedence=_opt(e, "precedence", int, None, where),
                 alternative=_opt(e, "alternative", bool, False, where),
@@ -349,6 +373,8 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         source=source,
         revisions=revisions,
         default_revision=_need(head, "default_revision", str, f"{source} [contract]"),
+        retries=retries,
+        default_retry=_need(head, "default_retry", str, f"{source} [contract]"),
         revision_info=revision_info,
         texts=texts,
         states=states,
@@ -379,6 +405,9 @@ def _check_references(c: Contract) -> None:
     rules = unique("rule", [r.id for r in c.rules])
     if c.default_revision not in c.revisions:
         raise ContractError(f"{c.source}: default_revision {c.default_revision!r} is not listed")
+    retries = unique("retry behaviour", [r.name for r in c.retries])
+    if c.default_retry not in retries:
+        raise ContractError(f"{c.source}: default_retry {c.default_retry!r} is not a [[retry]]")
     if set(c.revision_info) != set(c.revisions):
         raise ContractError(f"{c.source}: [revision.*] tables must match the listed revisions")
     if sum(s.initial for s in c.states) != 1:
@@ -401,7 +430,7 @@ def _check_references(c: Contract) -> None:
                 raise ContractError(f"{c.source}: precedence row {p.row} cites unknown rule {r!r}")
     for t in c.transitions:
         arrow = f"{'/'.join(t.sources)} --{'/'.join(t.events)}-->"
-        where = f"{c.source}: transition #{t.index + 1} ({arrow})"
+        where = f"{c.source}: transition t{t.index} ({arrow})"
         for source in t.sources:
             if source not in states:
                 raise ContractError(f"{where}: unknown source state {source!r}")

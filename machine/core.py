@@ -32,13 +32,24 @@ from .errors import ContractViolation
 CallerSignal = Literal["none", "live", "aborted"]
 """What the registry captured at entry: no caller signal, a live one, or one already aborted."""
 
+UNKNOWN: int = -1
+"""``CallState.wrappers`` when the call's around-wrapper count is not known (a version-1 trace):
+the listener guards then accept both hand-outs, so only the declared-count case is exact."""
+
 
 class CallState(NamedTuple):
     """Everything the contract's guards may read about one call.
 
     Invariants (kept by :func:`apply`): ``depth >= 0``; ``caller_aborted`` never goes back to
     False; ``caller == "aborted"`` implies ``caller_aborted``; ``caller == "none"`` implies not
-    ``caller_aborted``; ``invoked`` never goes back to False.
+    ``caller_aborted``; ``invoked`` never goes back to False; ``handed`` never decreases.
+
+    ``retry`` (the declared D11 behaviour) and ``wrappers`` (the around listeners the call was
+    given at entry, or :data:`UNKNOWN`) are fixed for the call; under the ``cursor`` behaviour
+    ``handed`` counts the wrappers the waterfall has handed out -- where the cursor stands -- and
+    stays 0 otherwise (there the delegating wrapper's ``depth`` says where the chain goes on).
+    ``handing`` is set by a ``hand_out`` transition (a retried ``next()``) and holds until the
+    waterfall has handed something out: no wrapper can settle in between.
     """
 
     state: str
@@ -49,6 +60,10 @@ class CallState(NamedTuple):
     depth: int = 0
     outcome: str | None = None
     invoked: bool = False
+    retry: str = "reenter"
+    wrappers: int = UNKNOWN
+    handed: int = 0
+    handing: bool = False
 
 
 class Occurrence(NamedTuple):
@@ -69,14 +84,19 @@ def initial_state(
     *,
     has_agent: bool = False,
     approval_seam: bool = False,
+    retry: str | None = None,
+    wrappers: int = UNKNOWN,
 ) -> CallState:
-    """The state a call is in when the registry begins entry."""
+    """The state a call is in when the registry begins entry (``retry`` defaults to the
+    contract's ``default_retry``)."""
     return CallState(
         state=table.initial,
         caller=caller,
         caller_aborted=caller == "aborted",
         has_agent=has_agent,
         approval_seam=approval_seam,
+        retry=table.contract.default_retry if retry is None else retry,
+        wrappers=wrappers,
     )
 
 
@@ -85,6 +105,18 @@ GuardFn = Callable[[CallState, Occurrence, RevisionContract], bool]
 
 def _is_error(s: CallState, table: RevisionContract) -> bool:
     return s.outcome is not None and table.outcome_is_error[s.outcome]
+
+
+def _listener_left(s: CallState) -> bool:
+    """Whether the around waterfall's next hand-out is a wrapper (D11).  A ``cursor`` stands
+    after the wrappers handed out so far; otherwise the delegating wrapper's depth says where."""
+    if s.wrappers == UNKNOWN:
+        return True
+    return (s.handed if s.retry == "cursor" else s.depth) < s.wrappers
+
+
+def _listeners_done(s: CallState) -> bool:
+    return s.wrappers == UNKNOWN or not _listener_left(s)
 
 
 GUARDS: Mapping[str, GuardFn] = {
@@ -101,6 +133,10 @@ GUARDS: Mapping[str, GuardFn] = {
     "returned_timeout": lambda s, o, t: o.timeout and o.is_error,
     "in_wrapper": lambda s, o, t: s.depth > 0,
     "exception_pending": lambda s, o, t: s.outcome == "around_error",
+    "listener_left": lambda s, o, t: _listener_left(s),
+    "listeners_done": lambda s, o, t: _listeners_done(s),
+    "handing_out": lambda s, o, t: s.handing,
+    "retry_rejected": lambda s, o, t: s.retry == "reject",
     "body_invoked": lambda s, o, t: s.invoked,
     "serializable": lambda s, o, t: o.serializable,
 }
@@ -126,6 +162,10 @@ def apply(t: Transition, s: CallState, o: Occurrence) -> CallState:
         s.depth + t.depth,
         s.outcome if t.outcome is None else t.outcome,
         s.invoked or t.invoke,
+        s.retry,
+        s.wrappers,
+        s.handed + (t.depth > 0 and s.retry == "cursor"),
+        t.hand_out or (s.handing and t.dest is None and t.depth == 0),
     )
 
 
@@ -218,10 +258,17 @@ class CallMachine:
         *,
         has_agent: bool = False,
         approval_seam: bool = False,
+        retry: str | None = None,
+        wrappers: int = UNKNOWN,
     ) -> None:
         self.table = table
         self.current = initial_state(
-            table, caller, has_agent=has_agent, approval_seam=approval_seam
+            table,
+            caller,
+            has_agent=has_agent,
+            approval_seam=approval_seam,
+            retry=retry,
+            wrappers=wrappers,
         )
         self.path: list[PathStep] = []
 
@@ -267,6 +314,10 @@ def seed_step(
     depth: int,
     outcome_i: int,
     invoked: bool,
+    retry_i: int,
+    wrappers: int,
+    handed: int,
+    handing: bool,
     event_i: int,
     slot_aborted: bool,
     tool_found: bool,
@@ -275,22 +326,30 @@ def seed_step(
 ) -> CallState | None:
     """One step of the seed contract, with the properties it must have stated as contracts.
 
-    States, callers, outcomes and events are indices into the contract's own lists (-1: no
-    outcome yet), so CrossHair explores every one of them.  The conditions: invariants are kept,
-    no body starts while the caller is cancelled after entry (R28), and no success passes C3 or
-    C4 then (R28).  ``None``: the contract allows no step.
+    States, callers, outcomes, retry behaviours and events are indices into the contract's own
+    lists (-1: no outcome yet), so CrossHair explores every one of them.  The conditions:
+    invariants are kept, no body starts while the caller is cancelled after entry (R28), no
+    success passes C3 or C4 then (R28), and the waterfall never hands out more wrappers than the
+    call has (D11, under every retry behaviour).  ``None``: the contract allows no step.
 
     pre: 0 <= state_i < len(_STATES) and 0 <= event_i < len(_EVENTS)
     pre: 0 <= caller_i < 3 and -1 <= outcome_i < len(_OUTCOMES) and 0 <= depth <= 3
+    pre: 0 <= retry_i < len(_RETRIES) and -1 <= wrappers <= 3 and 0 <= handed <= 3
+    pre: wrappers == -1 or (handed <= wrappers and depth <= wrappers)
+    pre: (_RETRIES[retry_i] == "cursor" and depth <= handed) or (_RETRIES[retry_i] != "cursor" and handed == 0)
     pre: caller_i != 2 or caller_aborted
     pre: caller_i != 0 or not caller_aborted
     post: __return__ is None or __return__.depth >= 0
     post: __return__ is None or __return__.caller_aborted or not caller_aborted
     post: __return__ is None or __return__.invoked or not invoked
+    post: __return__ is None or __return__.handed >= handed
+    post: __return__ is None or wrappers == -1 or __return__.handed <= wrappers
+    post: __return__ is None or wrappers == -1 or __return__.depth <= wrappers
     post: __return__ is None or not (__return__.state == "body" and _STATES[state_i] != "body" and caller_i == 1 and __return__.caller_aborted)
     post: __return__ is None or not _late_success(_state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked), __return__, _SEED)
     """  # noqa: E501 - CrossHair reads one condition per line
     s = _state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked)
+    s = s._replace(retry=_RETRIES[retry_i], wrappers=wrappers, handed=handed, handing=handing)
     o = Occurrence(_EVENTS[event_i], slot_aborted, tool_found, passthrough, is_error, is_error)
     try:
         return decide(_SEED, s, o)[1]
@@ -310,3 +369,4 @@ _SEED = load_contract().revision("seed")
 _STATES = tuple(st.name for st in _SEED.states)
 _EVENTS = tuple(e.name for e in _SEED.events)
 _OUTCOMES = tuple(o.name for o in _SEED.outcomes)
+_RETRIES = _SEED.contract.retry_names

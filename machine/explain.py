@@ -232,7 +232,7 @@ def replay_trace(
     """
     from .cli import CliError
     from .contract import load_contract
-    from .core import Occurrence, choices, initial_state
+    from .core import UNKNOWN, Occurrence, choices, initial_state
     from .errors import ToolcancelError
     from .results import canonical_json
 
@@ -252,6 +252,8 @@ def replay_trace(
         entry.data["caller"],
         has_agent=entry.data["agent"],
         approval_seam=entry.data["approval_seam"],
+        retry=entry.data.get("retry"),
+        wrappers=entry.data.get("wrappers", UNKNOWN),
     )
 
     def walk(i: int, s: Any) -> list[PathStep] | None:

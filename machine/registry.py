@@ -277,6 +277,12 @@ class ToolRegistry:
     ``drain_warning``, if given, is a number of seconds: a call whose body is still running that
     long after its signal aborted is logged once, as a warning naming the call and its state.  The
     registry keeps waiting -- it reports a body that does not cooperate, it never abandons it.
+
+    ``retry`` is what an around wrapper's second ``next()`` does (CONTRACT.md D11): ``"reenter"``
+    (the default: the rest of the chain runs again, every inner wrapper included), ``"cursor"``
+    (the original's: the next listener not yet handed out, else the base dispatch) or
+    ``"reject"`` (``next()`` raises :class:`RegistryUsageError`).  A call's around wrappers are
+    those registered when it entered.
     """
 
     def __init__(
@@ -287,6 +293,7 @@ class ToolRegistry:
         on_step: StepTap | None = None,
         trace: TraceSink | None = None,
         drain_warning: float | None = None,
+        retry: str | None = None,
     ) -> None:
         if drain_warning is not None and not (
             isinstance(drain_warning, (int, float)) and 0 <= drain_warning < math.inf
@@ -295,6 +302,12 @@ class ToolRegistry:
                 f"drain_warning is a number of seconds (or None), not {drain_warning!r}"
             )
         self._table: RevisionContract = revision_table(revision, contract)
+        behaviours = self._table.contract.retry_names
+        self._retry: str = self._table.contract.default_retry if retry is None else retry
+        if self._retry not in behaviours:
+            raise RegistryUsageError(
+                f"retry must be one of {', '.join(map(repr, behaviours))}, not {retry!r}"
+            )
         self._drain_warning = drain_warning
         self._in_flight: dict[_Call, None] = {}  # calls between entry and materialization
         self._on_step = on_step
@@ -314,6 +327,11 @@ class ToolRegistry:
     @property
     def revision(self) -> str:
         return self._table.name
+
+    @property
+    def retry(self) -> str:
+        """The declared retry behaviour of around wrappers' ``next()`` (D11)."""
+        return self._retry
 
     def in_flight(self) -> list[InFlight]:
         """Every call that has entered and not yet materialized, oldest first.
@@ -528,6 +546,7 @@ class _Call:
         "unwinding",
         "view",
         "watchdog",
+        "wrappers",
     )
 
     def __init__(
@@ -567,11 +586,14 @@ class _Call:
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
+        self.wrappers = tuple(registry._around)  # the call's one list of around listeners
         self.machine = CallMachine(
             registry._table,
             "none" if caller is None else ("aborted" if caller.aborted else "live"),
             has_agent=agent is not None,
             approval_seam=registry._approval is not None,
+            retry=registry._retry,
+            wrappers=len(self.wrappers),
         )
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.view = Execution(self, call_id, name, None, agent, parent, self.caller)
@@ -705,6 +727,8 @@ class _Call:
                 agent=self.agent is not None,
                 approval_seam=self.machine.current.approval_seam,
                 revision=self.registry.revision,
+                retry=self.registry._retry,
+                wrappers=len(self.wrappers),
             )
         try:
             self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
@@ -826,9 +850,8 @@ class _Call:
     async def around(self) -> ToolResult:
         """The around waterfall and checkpoint C3.  Leaves the machine in ``post_policy``, or in
         ``finalizing`` after a wrapper failure nobody caught (R16)."""
-        wrappers = tuple(self.registry._around)
         try:
-            result = await (self.wrap(wrappers, 0) if wrappers else self.base_dispatch())
+            result = await (self.wrap(0) if self.wrappers else self.base_dispatch())
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
@@ -843,10 +866,15 @@ class _Call:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
 
-    async def wrap(self, wrappers: tuple[AroundHook, ...], i: int) -> ToolResult:
-        """Wrapper ``i`` of the around waterfall (past the last one: the base dispatch)."""
-        if i == len(wrappers):
-            return await self.base_dispatch()
+    async def hand_out(self, i: int) -> ToolResult:
+        """What wrapper ``i``'s ``next()`` runs: the next wrapper, or past the last one the base
+        dispatch.  Which one is next depends on the retry behaviour (D11): a cursor stands after
+        the wrappers handed out so far (the machine counts them), otherwise it is ``i + 1``."""
+        j = self.machine.current.handed if self.registry._retry == "cursor" else i + 1
+        return await (self.wrap(j) if j < len(self.wrappers) else self.base_dispatch())
+
+    async def wrap(self, i: int) -> ToolResult:
+        """Wrapper ``i`` of the around waterfall."""
         self.offer("wrapper_enter")
         calls = 0
         pending = False  # a next() of this wrapper is running
@@ -862,11 +890,16 @@ class _Call:
                 )
             if calls:
                 self.offer("redelegate")
+                if self.registry._retry == "reject":
+                    raise RegistryUsageError(
+                        "next() was called a second time; this registry rejects retries "
+                        "(ToolRegistry(retry='reject')): delegate once per wrapper"
+                    )
             calls += 1
             pending = True
             last = None
             try:
-                last = await self.wrap(wrappers, i + 1)
+                last = await self.hand_out(i)
                 return last
             finally:
                 pending = False
@@ -888,7 +921,7 @@ class _Call:
                 await forgotten
 
         try:
-            result = await wrappers[i](self.view, next_)
+            result = await self.wrappers[i](self.view, next_)
             await await_forgotten()
             if not isinstance(result, ToolResult):
                 raise TypeError(

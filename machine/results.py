@@ -321,6 +321,20 @@ def thrown_message(value: BaseException, unprintable: str) -> str:
         return unprintable
 
 
+def block_message(feedback: Sequence[Any], texts: Mapping[str, str]) -> str:
+    """The revised ``error.message`` of a post-execute block, as the original derives it from
+    the feedback: each block on its own line -- a text block as its text, any other block as
+    ``[<type> content]`` -- with nothing stripped; no text at all gives the contract's
+    ``blocked_without_feedback``."""
+    other = texts["non_text_feedback"]
+    lines = []
+    for b in feedback:
+        kind = b.get("type") if isinstance(b, Mapping) else None
+        text = b.get("text") if kind == "text" else None
+        lines.append(text if isinstance(text, str) else other.format(type=kind))
+    return "\n".join(lines) or texts["blocked_without_feedback"]
+
+
 class Results:
     """Builds every result the registry authors, with the exact texts of one contract revision."""
 
@@ -407,15 +421,11 @@ class Results:
         return self.aborted_before_dispatch()
 
     def blocked(self, feedback: Sequence[Any], contexts: Sequence[Any]) -> ToolResult:
-        """R7 block: the feedback as an error, only the block's own contexts, no error key."""
+        """R7 block: the feedback as an error, only the block's own contexts, no error key
+        (revised: ``error.message`` is :func:`block_message`)."""
         info = None
         if self.revision != "seed":
-            text = "".join(
-                b.get("text", "")
-                for b in feedback
-                if isinstance(b, Mapping) and b.get("type") == "text"
-            )
-            info = ErrorInfo(None, None, text.removeprefix("Error: "))
+            info = ErrorInfo(None, None, block_message(feedback, self.texts))
         return ToolResult(tuple(feedback), True, info, tuple(contexts), None, self.revision)
 
     def materialize(self, result: ToolResult) -> ToolResult:

@@ -148,6 +148,16 @@ class Scenario:
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
         _parse_cancel(self.cancel)
 
+    @property
+    def around_count(self) -> int:
+        """How many around wrappers the call has: the scenario's, then the timeout policy."""
+        return len(self.wrappers) + (self.timeout != "absent")
+
+    @property
+    def retries(self) -> bool:
+        """Whether a wrapper calls ``next()`` twice, so the retry behaviour (D11) matters."""
+        return "retry" in self.wrappers
+
     def with_cancel(self, cancel: str) -> Scenario:
         return replace(self, cancel=cancel)
 
@@ -225,6 +235,8 @@ class Observation:
     """
 
     scenario: Scenario
+    retry: str | None = None  # the registry's retry behaviour (D11); None: its default
+    around: int | None = None  # around wrappers the registry has, if not the scenario's count
     result: ToolResult | None = None
     error: BaseException | None = None
     path: tuple[PathStep, ...] = ()
@@ -259,11 +271,13 @@ class Harness:
         scenario: Scenario,
         factory: RegistryFactory = ToolRegistry,
         clock: VirtualClock | None = None,
+        retry: str | None = None,
     ) -> None:
         self.s = scenario
         self.factory = factory
         self.clock = clock
-        self.obs = Observation(scenario)
+        self.retry = retry
+        self.obs = Observation(scenario, retry)
         self.waiting: dict[str, asyncio.Future[None]] = {}
         self.steps = 0  # transitions taken, caller aborts excluded
         self.caller: AbortController | None = None
@@ -318,7 +332,8 @@ class Harness:
 
     def build(self) -> ToolRegistry:
         s = self.s
-        reg = self.factory(revision=s.revision, on_step=self.tap)
+        options: dict[str, Any] = {} if self.retry is None else {"retry": self.retry}
+        reg = self.factory(revision=s.revision, on_step=self.tap, **options)
         reg.add_pre_execute(self.pre_hook)
         if s.approval_seam:
             reg.set_approval(self.approval_seam)
@@ -560,7 +575,10 @@ async def _idle() -> None:
     raise RuntimeError("the call keeps the loop busy without ever waiting (livelock)")
 
 
-def run_scenario(scenario: Scenario, factory: RegistryFactory = ToolRegistry) -> Observation:
-    """Run one scenario on a fresh event loop with virtual time."""
+def run_scenario(
+    scenario: Scenario, factory: RegistryFactory = ToolRegistry, *, retry: str | None = None
+) -> Observation:
+    """Run one scenario on a fresh event loop with virtual time (``retry``: the registry's
+    retry behaviour, D11; default: the registry's own)."""
     clock = VirtualClock()
-    return run(Harness(scenario, factory, clock).run(), clock=clock)
+    return run(Harness(scenario, factory, clock, retry).run(), clock=clock)

@@ -38,7 +38,7 @@ import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
-from typing import Any, Final, NamedTuple, TypeVar
+from typing import Any, Final, NamedTuple, TypeVar, cast
 
 from .contract import Contract, load_contract
 from .errors import ToolcancelError
@@ -56,7 +56,7 @@ TraceSink = Callable[[dict[str, Any]], None]
 class Field(NamedTuple):
     """One field of a trace event: its JSON type, allowed values, and default if optional."""
 
-    type: str  # "boolean", "string" or "object"
+    type: str  # "boolean", "string", "integer" (never negative) or "object"
     values: tuple[str, ...] = ()  # for strings: the allowed values (empty: any string)
     required: bool = True
     default: Any = None
@@ -81,6 +81,18 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
             "agent": _flag("the call carries an agent"),
             "approval_seam": _flag("an approval seam is mounted"),
             "revision": Field("string", doc="the contract revision the registry follows"),
+            "retry": Field(
+                "string",
+                required=False,
+                doc="the declared retry behaviour of next() (D11; default: the contract's "
+                "default_retry)",
+            ),
+            "wrappers": Field(
+                "integer",
+                required=False,
+                doc="how many around wrappers the call has (absent: unknown, and then which "
+                "listener a next() hands out is not checked)",
+            ),
         },
     ),
     "stage_enter": (
@@ -158,6 +170,9 @@ def vocabulary(c: Contract) -> Mapping[str, Mapping[str, Field]]:
         }
     for name, (_, fields) in OBSERVATIONS.items():
         out[name] = fields
+    entry = dict(out["call_entry"])
+    entry["retry"] = entry["retry"]._replace(values=c.retry_names, default=c.default_retry)
+    out["call_entry"] = entry
     return out
 
 
@@ -262,7 +277,12 @@ def _specs(c: Contract) -> Mapping[str, _Spec]:
     return out
 
 
-_TYPES: Final[Mapping[str, type]] = {"boolean": bool, "string": str, "object": dict}
+_TYPES: Final[Mapping[str, type]] = {
+    "boolean": bool,
+    "string": str,
+    "integer": int,
+    "object": dict,
+}
 _JSON_NAMES: Final = {
     bool: "a boolean",
     str: "a string",
@@ -363,6 +383,8 @@ def _valid(obj: Any, specs: Mapping[str, _Spec], text: str | None = None) -> str
                 return None
         elif type(value) is not kind or (values is not None and value not in values):
             return None
+        elif kind is int and cast(int, value) < 0:
+            return None
     if spec.nested and (text is None or text.count("{") + text.count("[") > MAX_DEPTH):
         if any(type(v) is dict and json_depth(v) >= MAX_DEPTH for v in obj.values()):
             return None
@@ -431,6 +453,8 @@ def validate(obj: Any, source: str, line: int, contract: Contract | None = None)
                 f"field {name!r} of {event} must be one of {', '.join(sorted(values))}; "
                 f"got {value!r}",
             )
+        if kind is int and cast(int, value) < 0:
+            raise TraceError(source, line, f"field {name!r} of {event} must not be negative")
     for value in obj.values():
         if json_depth(value) >= MAX_DEPTH:
             raise TraceError(source, line, f"JSON nested deeper than {MAX_DEPTH} levels")
@@ -661,6 +685,7 @@ def trace_schema(contract: Contract | None = None) -> dict[str, Any]:
             props[f] = prop
         if name == "call_entry":
             props["revision"]["enum"] = list(c.revisions)
+            props["wrappers"]["minimum"] = 0
         branches.append(
             {
                 "title": name,

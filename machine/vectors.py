@@ -75,8 +75,12 @@ from .trace import json_depth, json_error_text, value_error_text
 from .verifier import configurations
 from .virtual_time import VirtualClock, run
 
-FORMAT: Final = 1
-"""Version of the vector format (the ``vector`` field of every line)."""
+FORMAT: Final = 2
+"""Version of the vector format (the ``vector`` field of every line).  Version 2 added
+``expected.by_retry``; a version-1 line is still read (its expectations are the default
+retry behaviour's)."""
+
+READ_FORMATS: Final = (1, 2)
 
 REVISIONS: Final = ("seed", "revised")
 
@@ -264,15 +268,27 @@ class Expectation:
         return exp
 
 
+RetryExpectations = tuple[tuple[str, Expectation, tuple[Expectation, ...]], ...]
+"""Per retry behaviour whose observables differ from the default's: its expected outcome and its
+alternatives, in the contract's order of behaviours."""
+
+
 @dataclass(frozen=True)
 class Vector:
-    """A scenario, the outcome the reference gives it, and other outcomes the contract allows."""
+    """A scenario, the outcome the reference gives it, and other outcomes the contract allows.
+
+    ``expected`` and ``alternatives`` hold under the contract's default retry behaviour (D11);
+    ``by_retry`` replaces both for a behaviour under which the scenario ends otherwise (only a
+    scenario whose wrapper retries has any).  An implementation is judged by the behaviour it
+    declares: :meth:`for_retry`.
+    """
 
     id: str
     revision: str
     scenario: Scenario
     expected: Expectation
     alternatives: tuple[Expectation, ...] = ()
+    by_retry: RetryExpectations = ()
 
     def expectations(self) -> Iterator[Expectation]:
         yield self.expected
@@ -281,10 +297,23 @@ class Vector:
     def allowed_paths(self) -> list[tuple[str, ...]]:
         return [p for e in self.expectations() for p in e.paths]
 
+    def for_retry(self, retry: str) -> Vector:
+        """This vector as an implementation with retry behaviour ``retry`` is judged by."""
+        for name, expected, alternatives in self.by_retry:
+            if name == retry:
+                return replace(self, expected=expected, alternatives=alternatives, by_retry=())
+        return replace(self, by_retry=()) if self.by_retry else self
+
+    def expected_for(self, retry: str) -> Expectation:
+        """The expected outcome under retry behaviour ``retry``."""
+        return self.for_retry(retry).expected
+
     def to_data(self) -> dict[str, Any]:
-        expected = self.expected.to_data()
-        if self.alternatives:
-            expected["alternatives"] = [a.to_data() for a in self.alternatives]
+        expected = _expectation_data(self.expected, self.alternatives)
+        if self.by_retry:
+            expected["by_retry"] = {
+                name: _expectation_data(exp, alts) for name, exp, alts in self.by_retry
+            }
         return {
             "vector": FORMAT,
             "id": self.id,
@@ -301,9 +330,10 @@ class Vector:
     def from_data(cls, data: Any, where: str) -> Vector:
         if not isinstance(data, Mapping):
             raise VectorError(f"{where}: expected a JSON object")
-        if data.get("vector") != FORMAT or type(data.get("vector")) is not int:
+        if data.get("vector") not in READ_FORMATS or type(data.get("vector")) is not int:
             raise VectorError(
-                f"{where}: vector format {_show(data.get('vector'))}, expected {FORMAT}"
+                f"{where}: vector format {_show(data.get('vector'))}, expected one of "
+                f"{', '.join(map(str, READ_FORMATS))}"
             )
         vid, revision = data.get("id"), data.get("revision")
         if not isinstance(vid, str) or revision not in REVISIONS:
@@ -317,15 +347,41 @@ class Vector:
         if scenario.cancel.startswith("step:"):
             raise VectorError(f"{where}.scenario.cancel: step:<k> is not portable")
         raw = data.get("expected")
-        expected = Expectation.from_data(raw, f"{where}.expected", revision)
-        alts = raw.get("alternatives", []) if isinstance(raw, Mapping) else []
-        if not isinstance(alts, list):
-            raise VectorError(f"{where}.expected.alternatives: expected a list")
-        alternatives = tuple(
-            Expectation.from_data(a, f"{where}.expected.alternatives[{i}]", revision)
-            for i, a in enumerate(alts)
+        expected, alternatives = _expectations_from(raw, f"{where}.expected", revision)
+        per = raw.get("by_retry", {}) if isinstance(raw, Mapping) else {}
+        known = load_contract().retry_names
+        if not isinstance(per, Mapping) or not all(name in known for name in per):
+            raise VectorError(
+                f"{where}.expected.by_retry: expected an object keyed by {', '.join(known)}"
+            )
+        by_retry = tuple(
+            (name, *_expectations_from(per[name], f"{where}.expected.by_retry.{name}", revision))
+            for name in known
+            if name in per
         )
-        return cls(vid, revision, scenario, expected, alternatives)
+        return cls(vid, revision, scenario, expected, alternatives, by_retry)
+
+
+def _expectation_data(exp: Expectation, alternatives: Sequence[Expectation]) -> dict[str, Any]:
+    data = exp.to_data()
+    if alternatives:
+        data["alternatives"] = [a.to_data() for a in alternatives]
+    return data
+
+
+def _expectations_from(
+    raw: Any, where: str, revision: str
+) -> tuple[Expectation, tuple[Expectation, ...]]:
+    """An expectation object and its ``alternatives``."""
+    expected = Expectation.from_data(raw, where, revision)
+    alts = raw.get("alternatives", [])
+    if not isinstance(alts, list):
+        raise VectorError(f"{where}.alternatives: expected a list")
+    alternatives = tuple(
+        Expectation.from_data(a, f"{where}.alternatives[{i}]", revision)
+        for i, a in enumerate(alts)
+    )
+    return expected, alternatives
 
 
 def _reject_constant(name: str) -> Any:
@@ -468,7 +524,7 @@ async def alternatives(
     alternative path is the reference's prefix, the MAY step, and the witness's suffix.
     """
     s = obs.scenario
-    state = initial_state(table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam)
+    state = _entry_state(table, obs)
     events = [p.event for p in obs.path]
     found: list[Expectation] = []
     for i, step in enumerate(obs.path):
@@ -480,7 +536,7 @@ async def alternatives(
             skipped = SKIPPED_STAGE.get(reference.dest or "")
             if skipped is None:
                 raise VectorError(
-                    f"MAY transition #{t.index + 1} skips state {reference.dest!r}, which has no "
+                    f"MAY transition t{t.index} skips state {reference.dest!r}, which has no "
                     "witness rule in toolcancel.vectors.SKIPPED_STAGE"
                 )
             witness, j = await _witness(obs, table, factory, clock, i, alt_state, skipped)
@@ -488,6 +544,19 @@ async def alternatives(
             found.append(expectation(witness, [path]))
         state = after
     return found
+
+
+def _entry_state(table: RevisionContract, obs: Observation) -> CallState:
+    """The machine state the registry of ``obs`` began its call in."""
+    s = obs.scenario
+    return initial_state(
+        table,
+        entry_caller(s),
+        has_agent=s.agent,
+        approval_seam=s.approval_seam,
+        retry=obs.retry,
+        wrappers=s.around_count,
+    )
 
 
 async def _witness(
@@ -503,15 +572,13 @@ async def _witness(
     answers = [getattr(s, skipped)] + [a for a in APPROVALS if a != getattr(s, skipped)]
     for answer in answers:
         sibling = replace(s, **{skipped: answer})
-        run_ = obs if sibling == s else await Harness(sibling, factory, clock).run()
+        run_ = obs if sibling == s else await Harness(sibling, factory, clock, obs.retry).run()
         if run_.result is None or run_.problems:
             continue
         head = [p.occurrence for p in run_.path[: i + 1]]
         if head != [p.occurrence for p in obs.path[: i + 1]]:
             continue
-        state = initial_state(
-            table, entry_caller(s), has_agent=s.agent, approval_seam=s.approval_seam
-        )
+        state = _entry_state(table, obs)
         for j, p in enumerate(run_.path):
             state = choices(table, state, p.occurrence)[-1][1]
             if j > i and state == target:
@@ -558,9 +625,15 @@ def dedupe_key(obs: Observation, exp: Expectation) -> Key:
 async def _batch(
     configs: Sequence[Scenario], factory: RegistryFactory, clock: VirtualClock
 ) -> list[dict[str, Any]]:
-    """First occurrence of every key within one batch, in enumeration order."""
+    """First occurrence of every key within one batch, in enumeration order.
+
+    A scenario whose wrapper retries is also run under every other retry behaviour (D11); its
+    full key is the tuple of every behaviour's key, so two scenarios alike under the default but
+    not under another behaviour are both kept."""
     table = load_contract().revision(configs[0].revision)
-    seen: set[Key] = set()
+    contract = table.contract
+    others = [b for b in contract.retry_names if b != contract.default_retry]
+    seen: set[tuple[Key, ...]] = set()
     out: list[dict[str, Any]] = []
     for config in configs:
         first = await Harness(config, factory, clock).run()
@@ -570,11 +643,30 @@ async def _batch(
         for obs in runs:
             exp = expectation(obs)
             key = dedupe_key(obs, exp)
-            if key in seen:
+            full = [key]
+            per: list[tuple[str, Expectation, list[Expectation]]] = []
+            if obs.scenario.retries:
+                for retry in others:
+                    other = await Harness(obs.scenario, factory, clock, retry).run()
+                    other_exp = expectation(other)
+                    full.append(dedupe_key(other, other_exp))
+                    per.append(
+                        (retry, other_exp, await alternatives(other, table, factory, clock))
+                    )
+            if tuple(full) in seen:
                 continue
-            seen.add(key)
+            seen.add(tuple(full))
             alts = await alternatives(obs, table, factory, clock)
-            out.append({"key": key, "scenario": obs.scenario, "expected": exp, "alts": alts})
+            out.append(
+                {
+                    "key": key,
+                    "full": tuple(full),
+                    "scenario": obs.scenario,
+                    "expected": exp,
+                    "alts": alts,
+                    "by_retry": per,
+                }
+            )
     return out
 
 
@@ -623,20 +715,44 @@ def generate(
 
 
 def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
+    """Number the vectors in enumeration order.  A vector kept only because a retry behaviour
+    other than the default tells it apart (its default key was seen) is numbered after all the
+    others, so adding retry behaviours never renumbered the vectors that were already there."""
     seen: set[Key] = set()
-    out: list[Vector] = []
+    seen_full: set[tuple[Key, ...]] = set()
+    firsts: list[dict[str, Any]] = []
+    extras: list[dict[str, Any]] = []
     for batch in batches:
         for item in batch:
+            if item["full"] in seen_full:
+                continue
+            seen_full.add(item["full"])
             if item["key"] in seen:
+                extras.append(item)
                 continue
             seen.add(item["key"])
-            expected, others = _merge_alternatives(item["expected"], item["alts"])
-            out.append(
-                Vector(
-                    f"{revision}-{len(out) + 1:05d}", revision, item["scenario"], expected, others
-                )
+            firsts.append(item)
+    out: list[Vector] = []
+    for item in firsts + extras:
+        expected, others = _merge_alternatives(item["expected"], item["alts"])
+        default = _expectation_data(expected, others)
+        by_retry = []
+        for retry, exp, alts in item["by_retry"]:
+            mine, my_others = _merge_alternatives(exp, alts)
+            if _expectation_data(mine, my_others) != default:
+                by_retry.append((retry, mine, my_others))
+        out.append(
+            Vector(
+                f"{revision}-{len(out) + 1:05d}",
+                revision,
+                item["scenario"],
+                expected,
+                others,
+                tuple(by_retry),
             )
+        )
     return out
+
 
 
 def render(vectors: Iterable[Vector]) -> str:
@@ -755,17 +871,39 @@ def schema() -> dict[str, Any]:
                 "required": required,
                 "properties": {
                     **expectation_props,
-                    "alternatives": {
-                        "description": "Other outcomes the contract allows (a MAY point), each "
-                        "with the paths that lead to it.",
-                        "type": "array",
-                        "items": {"$ref": "#/$defs/alternative"},
+                    "alternatives": {"$ref": "#/$defs/alternatives"},
+                    "by_retry": {
+                        "description": "For a retry behaviour (D11) under which the scenario "
+                        "ends otherwise than under the contract's default "
+                        f"({load_contract().default_retry}): what an implementation declaring "
+                        "it must do instead (the expected fields and alternatives above).",
+                        "type": "object",
+                        "additionalProperties": False,
+                        "properties": {
+                            name: {"$ref": "#/$defs/retry_expectation"}
+                            for name in load_contract().retry_names
+                        },
                     },
                 },
             },
         },
         "$defs": {
             "scenario": scenario,
+            "alternatives": {
+                "description": "Other outcomes the contract allows (a MAY point), each with the "
+                "paths that lead to it.",
+                "type": "array",
+                "items": {"$ref": "#/$defs/alternative"},
+            },
+            "retry_expectation": {
+                "type": "object",
+                "additionalProperties": False,
+                "required": required,
+                "properties": {
+                    **expectation_props,
+                    "alternatives": {"$ref": "#/$defs/alternatives"},
+                },
+            },
             "alternative": {
                 "type": "object",
                 "additionalProperties": False,

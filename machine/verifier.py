@@ -23,6 +23,7 @@ Violations come with a reproducer that runs as written.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import json
@@ -222,11 +223,13 @@ class Violation:
     rule: str
     scenario: Scenario
     explanation: str
+    retry: str | None = None  # the registry's retry behaviour in that run (D11)
 
     def reproducer(self) -> str:
+        retry = "" if self.retry is None else f", retry={self.retry!r}"
         return (
             "from toolcancel.scenario import Scenario, run_scenario\n"
-            f"obs = run_scenario({self.scenario.as_code()})\n"
+            f"obs = run_scenario({self.scenario.as_code()}{retry})\n"
             "print(obs.result.to_json() if obs.result else obs.error)\n"
             "print([(p.source, p.event, p.dest) for p in obs.path])"
         )
@@ -237,13 +240,15 @@ class Checked:
     violations: list[Violation] = field(default_factory=list)
     rules: set[str] = field(default_factory=set)
 
+    retry: str | None = None
+
     def fail(self, rule: str, scenario: Scenario, why: str) -> None:
-        self.violations.append(Violation(rule, scenario, why))
+        self.violations.append(Violation(rule, scenario, why, self.retry))
 
 
 def check(obs: Observation, table: RevisionContract) -> Checked:
     """Every check of the module docstring, for one observed run."""
-    out = Checked()
+    out = Checked(retry=obs.retry)
     s = obs.scenario
     if obs.error is not None or obs.result is None:
         out.fail("R31", s, f"execute() did not return a result: {obs.error!r}")
@@ -294,6 +299,8 @@ def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> No
         entry,  # type: ignore[arg-type]
         has_agent=s.agent,
         approval_seam=s.approval_seam,
+        retry=obs.retry,
+        wrappers=s.around_count if obs.around is None else obs.around,
     )
     j = 0
     for occ in events:
@@ -312,9 +319,9 @@ def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> No
                 rule,
                 s,
                 f"at step {j + 1} ({occ.event} in {taken[j].source}) the contract "
-                f"takes transition #{t.index + 1} to {t.dest or 'the same state'}"
+                f"takes transition t{t.index} to {t.dest or 'the same state'}"
                 f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
-                f" the registry took #{mine.transition + 1} to {mine.dest}",
+                f" the registry took t{mine.transition} to {mine.dest}",
             )
             return
         out.rules.update(t.rules)
@@ -357,7 +364,10 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
     if start is None:
         return
     settle = next(i for i, e in enumerate(log) if e[0] == "body_settle")
-    sources = [e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e)]
+    stack = _stack_at_first_body(obs)
+    sources = [
+        e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
+    ]
     if s.caller == "aborted" or s.cancel == "before_entry":
         return
     if not sources:
@@ -397,13 +407,37 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
             )
 
 
-def _reaches_body(s: Scenario, entry: tuple[Any, ...]) -> bool:
-    """Whether an abort source feeds the body's signal.  The caller always does (it cannot be
-    detached); a wrapper's signal only if no inner wrapper replaced or removed the slot."""
-    if entry[0] != "abort" or entry[1] == "caller":
+def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -> bool:
+    """Whether an abort source feeds the first body's signal.  The caller always does (it cannot
+    be detached); a wrapper's signal, or the timeout policy's deadline (the innermost wrapper),
+    only if that wrapper was running around the body (``stack``) and no wrapper inside it there
+    replaced or removed the slot."""
+    if entry[0] == "abort" and entry[1] == "caller":
         return True
-    i = entry[3]
-    return not any(w.startswith("replace") or w == "remove" for w in s.wrappers[i + 1 :])
+    i = len(s.wrappers) if entry[0] == "timer" else entry[3]
+    if i not in stack:
+        return False
+    inner = (s.wrappers[j] for j in stack if i < j < len(s.wrappers))
+    return not any(w.startswith("replace") or w == "remove" for w in inner)
+
+
+def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
+    """The around wrappers (by index) running when the first body started, from the path.
+
+    Which wrapper a ``next()`` hands out depends on the retry behaviour (D11): a cursor hands
+    out each wrapper once, in order; otherwise the chain goes on from the delegating wrapper."""
+    cursor = obs.retry == "cursor"
+    stack: list[int] = []
+    handed = 0
+    for p in obs.path:
+        if p.event == "wrapper_enter":
+            stack.append(handed if cursor else (stack[-1] + 1 if stack else 0))
+            handed += 1
+        elif p.event in ("wrapper_returned", "wrapper_raise"):
+            stack.pop()
+        elif p.event == "base_dispatch" and p.dest in ("body", "draining"):
+            break
+    return tuple(stack)
 
 
 _WITHOUT_CONTEXTS = frozenset(
@@ -486,6 +520,8 @@ class Tally:
     violation_count: int = 0
     turn_batches: int = 0
     turn_schedules: int = 0
+    by_retry: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Schedules run per retry behaviour, for the configurations where a wrapper retries."""
 
     def merge(self, other: Tally) -> None:
         self.configurations += other.configurations
@@ -498,53 +534,64 @@ class Tally:
         self.violations.extend(other.violations[: max(0, 20 - len(self.violations))])
         self.turn_batches += other.turn_batches
         self.turn_schedules += other.turn_schedules
+        self.by_retry.update(other.by_retry)
 
 
 async def _run_configs(
-    configs: Sequence[Scenario], factory: RegistryFactory, clock: VirtualClock
+    configs: Sequence[Scenario],
+    factory: RegistryFactory,
+    clock: VirtualClock,
+    retries: Sequence[str] | None = None,
 ) -> Tally:
+    """Check ``configs``; a configuration whose wrapper retries is checked under each of
+    ``retries`` (default: every retry behaviour of the contract, D11), the others once."""
     table = load_contract().revision(configs[0].revision) if configs else None
+    behaviours = tuple(retries or load_contract().retry_names)
     tally = Tally()
     # The uncancelled runs of the cooperative configurations that differ from the current one in
     # their post-execute decision at most (configurations() gives an uncooperative one after
-    # its cooperative twins).
-    twins: dict[Scenario, Observation] = {}
+    # its cooperative twins), per retry behaviour.
+    twins: dict[tuple[Scenario, str | None], Observation] = {}
     family: Scenario | None = None
     for config in configs:
         tally.configurations += 1
         matters = _uncancelled_matters(config)
-        twin = None
-        if not (config.cooperative or matters):
-            twin = twins.get(replace(config, cooperative=True))
-        if twin is not None:
-            # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and it
-            # is used only to choose the schedules.  (When something does abort -- the timer, an
-            # aborting wrapper signal -- an uncooperative body changes the path: it is run.)
-            first = twin
-        else:
-            first = await Harness(config, factory, clock).run()
         if config.cooperative:
             kin = replace(config, post=POSTS[0])
             if kin != family:
                 twins.clear()
                 family = kin
-            twins[config] = first
-        runs = [first] if matters else []
-        tally.pruned += 0 if runs else 1
-        kept, pruned = schedules(config, first)
-        tally.pruned += pruned
-        for cancel in kept:
-            runs.append(await Harness(config.with_cancel(cancel), factory, clock).run())
-        for obs in runs:
-            assert table is not None
-            tally.schedules += 1
-            result = check(obs, table)
-            tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
-            tally.transitions.update(p.transition for p in obs.path)
-            tally.rules |= result.rules
-            tally.violation_count += len(result.violations)
-            if len(tally.violations) < 20:
-                tally.violations.extend(result.violations[:1])
+        for retry in behaviours if config.retries else (None,):
+            twin = None
+            if not (config.cooperative or matters):
+                twin = twins.get((replace(config, cooperative=True), retry))
+            if twin is not None:
+                # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and
+                # it is used only to choose the schedules.  (When something does abort -- the
+                # timer, an aborting wrapper signal -- an uncooperative body changes the path.)
+                first = twin
+            else:
+                first = await Harness(config, factory, clock, retry).run()
+            if config.cooperative:
+                twins[(config, retry)] = first
+            runs = [first] if matters else []
+            tally.pruned += 0 if runs else 1
+            kept, pruned = schedules(config, first)
+            tally.pruned += pruned
+            for cancel in kept:
+                runs.append(await Harness(config.with_cancel(cancel), factory, clock, retry).run())
+            if retry is not None:
+                tally.by_retry[retry] += len(runs)
+            for obs in runs:
+                assert table is not None
+                tally.schedules += 1
+                result = check(obs, table)
+                tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
+                tally.transitions.update(p.transition for p in obs.path)
+                tally.rules |= result.rules
+                tally.violation_count += len(result.violations)
+                if len(tally.violations) < 20:
+                    tally.violations.extend(result.violations[:1])
     return tally
 
 
@@ -673,7 +720,7 @@ class Report:
             "rules_covered": len(t.rules & self.rule_ids),
             "rules_total": self.rules_total,
             "violations": t.violation_count,
-            "missing_transitions": [i + 1 for i in self.missing_transitions],
+            "missing_transitions": self.missing_transitions,
             "missing_rules": self.missing_rules,
             "first_violations": [
                 {"rule": v.rule, "explanation": v.explanation, "scenario": v.scenario.to_data()}
@@ -681,6 +728,7 @@ class Report:
             ],
             "seconds": round(self.seconds, 2),
             "workers": self.workers,
+            "retry_schedules": dict(sorted(t.by_retry.items())),
             "max_wrappers": self.max_wrappers,
             "max_calls": self.max_calls,
         }

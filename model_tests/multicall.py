@@ -349,6 +349,8 @@ class World:
             observer=setup.observer,
         )
         harness = Harness(scenario, self.factory, self.clock)
+        # the timeout policy wraps every tool of the setup, budgeted or not
+        harness.obs.around = len(setup.wrappers) + setup.timeout_policy
         if caller != "none":
             harness.caller = AbortController()
             harness.signals.append(("caller signal", harness.caller.signal))

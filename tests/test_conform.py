@@ -315,13 +315,13 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
         answers = [
             session.answer(json.dumps(msg))
             for msg in (
-                {"protocol": 1, "type": "vector", "id": "a", "revision": "revised",
+                {"protocol": 2, "type": "vector", "id": "a", "revision": "revised",
                  "scenario": {"revision": "revised"}},
-                {"protocol": 1, "type": "vector", "id": "b", "revision": "seed",
+                {"protocol": 2, "type": "vector", "id": "b", "revision": "seed",
                  "scenario": {"cancel": "step:2"}},
-                {"protocol": 1, "type": "vector", "id": "c", "revision": "seed",
+                {"protocol": 2, "type": "vector", "id": "c", "revision": "seed",
                  "scenario": {"body": "explode"}},
-                {"protocol": 2, "type": "vector", "id": "d"},
+                {"protocol": 1, "type": "vector", "id": "d"},
             )
         ]  # fmt: skip
     finally:
@@ -335,7 +335,7 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
             "scenario.body: 'explode' is not one of success, success_meta, bad_meta, throw, "
             "throw_structured, defer_success, defer_throw",
         ),
-        ("error", "d", "protocol 2; this adapter speaks 1"),
+        ("error", "d", "protocol 1; this adapter speaks 2"),
     ]
 
 
@@ -352,7 +352,7 @@ def _answer(v: Vector) -> dict[str, Any]:
     session = Session(ToolRegistry, REVISIONS)
     try:
         line = json.dumps(
-            {"protocol": 1, "type": "vector", "id": v.id, "revision": v.revision,
+            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
              "scenario": v.scenario.to_data()}
         )  # fmt: skip
         return session.answer(line)

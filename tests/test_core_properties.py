@@ -28,8 +28,12 @@ def test_the_docstring_states_the_conditions_we_check() -> None:
 
 @pytest.mark.rules("R28", "R12", "R17", "R19", "R20")
 def test_every_condition_holds_for_every_state_and_event() -> None:
+    """Every state, caller, outcome and event; the retry dimensions (D11) -- behaviour, wrapper
+    count, cursor position, a pending hand-out -- in full where they are read (the around
+    waterfall's states and events), else at their defaults."""
     names = ("state_i", "caller_i", "caller_aborted", "depth", "outcome_i", "invoked",
-             "event_i", "slot_aborted", "tool_found", "is_error", "passthrough")
+             "retry_i", "wrappers", "handed", "handing",
+             "event_i", "slot_aborted", "tool_found", "is_error", "passthrough")  # fmt: skip
     domains = (
         range(len(core._STATES)),
         range(3),
@@ -43,16 +47,34 @@ def test_every_condition_holds_for_every_state_and_event() -> None:
         (False, True),
         (False, True),
     )
+    around = {core._STATES.index(s) for s in ("around_before", "around_after")}
+    read_by = ("wrapper_enter", "base_dispatch", "redelegate", "wrapper_returned", "wrapper_raise")
+    waterfall = {core._EVENTS.index(e) for e in read_by}
+    cursor = core._RETRIES.index("cursor")
+    retrying = {  # per depth: the retry dimensions the preconditions allow (checked again below)
+        depth: [
+            (r, w, h, handing)
+            for r, w, h, handing in itertools.product(
+                range(len(core._RETRIES)), range(-1, 4), range(4), (False, True)
+            )
+            if (w == -1 or (h <= w and depth <= w)) and (depth <= h if r == cursor else h == 0)
+        ]
+        for depth in range(4)
+    }
+    default = [(0, -1, 0, False)]
     scope: dict[str, Any] = vars(core)
     checked = steps = 0
     for values in itertools.product(*domains):
-        env = dict(zip(names, values, strict=True))
-        if not all(eval(c, scope, env) for c in PRE):
-            continue
-        result = core.seed_step(*values)
-        checked += 1
-        steps += result is not None
-        env["__return__"] = result
-        for text, code in POST:
-            assert eval(code, scope, env), f"{text} fails for {env}"
+        extra = retrying[values[3]] if values[0] in around and values[6] in waterfall else default
+        for more in extra:
+            full = (*values[:6], *more, *values[6:])
+            env = dict(zip(names, full, strict=True))
+            if not all(eval(c, scope, env) for c in PRE):
+                continue
+            result = core.seed_step(*full)
+            checked += 1
+            steps += result is not None
+            env["__return__"] = result
+            for text, code in POST:
+                assert eval(code, scope, env), f"{text} fails for {env}"
     assert checked > 500_000 and steps > 10_000

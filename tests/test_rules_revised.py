@@ -458,7 +458,7 @@ async def test_thrown_values_carry_message_and_structured_ones_info() -> None:
 
 
 @pytest.mark.rules("R44", "R7")
-async def test_a_block_carries_a_message_derived_from_its_feedback() -> None:
+async def test_a_block_carries_its_feedback_as_the_message_nothing_stripped() -> None:
     h = revised()
     h.body("t")
 
@@ -467,8 +467,9 @@ async def test_a_block_carries_a_message_derived_from_its_feedback() -> None:
 
     h.post(post)
     call = await h.call("t", signal=controller()[1])
+    # The original keeps the feedback's text as it is: no "Error: " is stripped (issue 12).
     assert call.json == result(
-        "Error: the output leaked a secret", err("the output leaked a secret")
+        "Error: the output leaked a secret", err("Error: the output leaked a secret")
     )
 
 

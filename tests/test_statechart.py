@@ -6,7 +6,10 @@ disagree, one of them does not implement the contract file, so this module enume
 reachable space instead of sampling it:
 
 * every initial configuration (caller signal none / live / aborted x has an agent x has an
-  approval seam), for both revisions;
+  approval seam), for both revisions, with the around-wrapper count unknown; and, for a live
+  caller with an agent and a seam, every retry behaviour (D11) x a known count of 0, 1 or 2
+  wrappers (the retry and count only matter in the around states, which the other dimensions do
+  not reach differently);
 * from every reachable :class:`CallState` (breadth first; wrapper depth bounded by 2, which is
   enough to see every wrapper transition both nested and not), every event with every combination
   of the data fields that event declares in ``contract.toml`` (the others keep their defaults);
@@ -30,6 +33,7 @@ from toolcancel import load_contract
 from toolcancel.contract import RevisionContract, Transition
 from toolcancel.core import (
     GUARDS,
+    UNKNOWN,
     CallerSignal,
     CallState,
     Occurrence,
@@ -58,13 +62,22 @@ def occurrences(table: RevisionContract) -> list[Occurrence]:
 
 def starts(table: RevisionContract, *, valid_only: bool) -> list[CallState]:
     required = table.contract.revision_info[table.name].get("caller_signal") == "required"
-    return [
+    plain = [
         initial_state(table, caller, has_agent=agent, approval_seam=seam)
         for caller in CALLERS
         if not (valid_only and required and caller == "none")
         for agent in (False, True)
         for seam in (False, True)
     ]
+    retrying = [
+        initial_state(
+            table, "live", has_agent=True, approval_seam=True, retry=retry, wrappers=wrappers
+        )
+        for retry in table.contract.retry_names
+        for wrappers in range(MAX_DEPTH + 1)
+    ]
+    assert all(s.wrappers == UNKNOWN for s in plain)
+    return plain + retrying
 
 
 def alternatives_for(table: RevisionContract, state: str, event: str) -> list[Transition]:

@@ -108,6 +108,8 @@ def test_observation_lines_say_what_the_registry_did(revision: str) -> None:
             "agent": scenario.agent,
             "approval_seam": scenario.approval_seam,
             "revision": revision,
+            "retry": "reenter",
+            "wrappers": scenario.around_count,
         }
         assert events.count("body_start") == obs.body_starts == events.count("body_settle")
         assert events.count("result") == events.count("notify") == 1
@@ -429,7 +431,7 @@ def _validates(schema: dict[str, Any], line: Any) -> bool:
     def ok(value: Any, rule: dict[str, Any]) -> bool:
         if "$ref" in rule:
             rule = defs[rule["$ref"].rsplit("/", 1)[1]]
-        kinds = {"object": dict, "string": str, "boolean": bool}
+        kinds = {"object": dict, "string": str, "boolean": bool, "integer": int}
         if "type" in rule and type(value) is not kinds[rule["type"]]:
             return False
         if "const" in rule and (value != rule["const"] or type(value) is bool):

@@ -27,6 +27,12 @@ def register(sub: Any) -> None:
         "--revision", default="seed", help="contract revision: seed (default) or revised"
     )
     p.add_argument("--self", dest="self_", action="store_true", help="run our own Python adapter")
+    p.add_argument(
+        "--retry",
+        choices=load_contract().retry_names,
+        help="with --self: the retry behaviour our registry runs and declares (D11; default: "
+        "the contract's default)",
+    )
     p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the shipped ones)")
     p.add_argument(
         "--timeout",
@@ -53,7 +59,9 @@ def run(args: argparse.Namespace) -> int:
         raise CliError("--timeout must be a positive number of seconds")
     if not args.timeout <= MAX_TIMEOUT:
         raise CliError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
-    command = self_command() if args.self_ else list(args.adapter)
+    if args.retry and not args.self_:
+        raise CliError("--retry is for --self; an adapter declares its retry behaviour itself")
+    command = self_command(args.retry) if args.self_ else list(args.adapter)
     report = conform(command, args.revision, vectors_path=args.vectors, timeout=args.timeout)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
@@ -66,7 +74,7 @@ def table(report: Report) -> str:
     d = report.to_json()
     lines = [
         f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors",
-        f"  adapter: {report.implementation}",
+        f"  adapter: {report.implementation} (declares retry {report.retry})",
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  first failing vector",
     ]
     for rule, t in report.by_rule().items():

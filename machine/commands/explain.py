@@ -36,6 +36,12 @@ def register(sub: Any) -> None:
                    help="also draw the contract diagram with this path highlighted, as SVG")
     p.add_argument("--mermaid", type=Path, metavar="FILE",
                    help="also write the highlighted diagram as Mermaid text")
+    p.add_argument(
+        "--retry",
+        choices=load_contract().retry_names,
+        help="for a vector id or scenario: the retry behaviour of next() to run it under (D11; "
+        "default: the contract's default); a trace says its own on call_entry",
+    )
     p.add_argument("--json", action="store_true", help="print the explanation as JSON")
     p.set_defaults(func=run)
 
@@ -69,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
 def _resolve(args: argparse.Namespace) -> tuple[str, Explanation, str | None]:
     path = Path(args.target)
     if path.exists():
-        return _from_file(path, args.call)
+        return _from_file(path, args.call, args.retry)
     match = _VECTOR_ID.match(args.target)
     if match is None:
         raise CliError(f"{args.target}: no such file, and not a vector id like seed-00042")
@@ -77,22 +83,27 @@ def _resolve(args: argparse.Namespace) -> tuple[str, Explanation, str | None]:
     load_contract().revision(revision)
     for vector in shipped_vectors(revision):
         if vector.get("id") == args.target:
-            return _from_scenario(vector["scenario"], f"vector {args.target}")
+            return _from_scenario(vector["scenario"], f"vector {args.target}", args.retry)
     raise CliError(f"{args.target}: no such vector in the shipped {revision} vectors")
 
 
-def _from_scenario(data: Any, where: str) -> tuple[str, Explanation, str | None]:
+def _from_scenario(
+    data: Any, where: str, retry: str | None = None
+) -> tuple[str, Explanation, str | None]:
     try:
         scenario = Scenario.from_data(data, f"{where}: scenario")
     except ScenarioError as exc:
         raise CliError(str(exc)) from None
-    obs = run_scenario(scenario)
+    obs = run_scenario(scenario, retry=retry)
     table = load_contract().revision(scenario.revision)
     result = obs.result.to_json() if obs.result is not None else None
-    return f"{where}: {scenario.as_code()}", Explanation(table, obs.path), result
+    under = f" (retry: {retry})" if retry else ""
+    return f"{where}: {scenario.as_code()}{under}", Explanation(table, obs.path), result
 
 
-def _from_file(path: Path, call: str | None) -> tuple[str, Explanation, str | None]:
+def _from_file(
+    path: Path, call: str | None, retry: str | None = None
+) -> tuple[str, Explanation, str | None]:
     if path.is_dir():
         raise CliError(f"{path}: is a directory, not a scenario or trace file")
     try:
@@ -130,8 +141,8 @@ def _from_file(path: Path, call: str | None) -> tuple[str, Explanation, str | No
     if json_depth(data) > MAX_DEPTH:
         raise CliError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
     if isinstance(data, dict) and "scenario" in data:
-        return _from_scenario(data["scenario"], f"{path}")
-    return _from_scenario(data, f"{path}")
+        return _from_scenario(data["scenario"], f"{path}", retry)
+    return _from_scenario(data, f"{path}", retry)
 
 
 def _from_trace(path: Path, call: str | None) -> tuple[str, Explanation, str | None]:

@@ -100,6 +100,9 @@ def _table(report: Report) -> str:
         f"   (+{d['pruned_equivalent']:,} pruned as equivalent)",
         f"  distinct paths        {d['paths']:>10,}",
         f"  turn batches          {d['turn_batches']:>10,}   ({d['turn_schedules']:,} schedules)",
+        "  retry behaviours      "
+        + ", ".join(f"{name} {n:,}" for name, n in d["retry_schedules"].items())
+        + " schedules (configurations whose wrapper retries, D11)",
         f"  transitions covered   {d['transitions_covered']:>6} of {d['transitions_total']}",
         f"  rules exercised       {d['rules_covered']:>6} of {d['rules_total']}",
         f"  violations            {d['violations']:>10,}",
@@ -108,7 +111,7 @@ def _table(report: Report) -> str:
     if report.missing_transitions:
         lines.append(
             "  transitions never taken: "
-            + ", ".join(f"#{i + 1}" for i in report.missing_transitions)
+            + ", ".join(f"t{i}" for i in report.missing_transitions)
         )
     if report.missing_rules:
         lines.append("  rules never exercised: " + ", ".join(report.missing_rules))
