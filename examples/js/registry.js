@@ -72,7 +72,12 @@ export const TEXTS = Object.freeze({
   unreachable_approval: 'unreachable variant in ApprovalOutcome: {value}',
   unprintable: '<unprintable thrown value>',
   tool_timeout: 'Error: tool call timed out after {ms}ms',
+  blocked_without_feedback: 'tool result blocked by post-execute policy',
+  non_text_feedback: '[{type} content]',
 });
+
+/** D11: what a wrapper's second next() runs.  This registry is the original's "cursor". */
+export const RETRY = 'cursor';
 
 /** `TEXTS.x` with its `{placeholders}` filled in. */
 const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
@@ -303,11 +308,13 @@ class Results {
   blocked(feedback, contexts) {
     const result = { content: feedback, isError: true }; // R7: no error key (seed)
     if (this.revision !== 'seed') {
-      const text = feedback
-        .filter((b) => b !== null && typeof b === 'object' && b.type === 'text')
-        .map((b) => (typeof b.text === 'string' ? b.text : ''))
-        .join('');
-      result.error = { message: withoutErrorPrefix(text) }; // R44
+      // R44, as the original derives it: a line per feedback block, nothing stripped
+      const lines = feedback.map((b) =>
+        b?.type === 'text' && typeof b.text === 'string'
+          ? b.text
+          : fill(TEXTS.non_text_feedback, { type: b?.type }),
+      );
+      result.error = { message: lines.join('\n') || TEXTS.blocked_without_feedback };
     }
     return withContexts(result, contexts);
   }
@@ -673,6 +680,8 @@ class Call {
       agent: this.agent !== undefined,
       approval_seam: this.stages.approval !== undefined,
       revision: this.registry.revision,
+      retry: RETRY,
+      wrappers: this.stages.around.length,
     });
     if (!this.entry()) return this.publish(r.argsNotSerializable()); // R11.2: final route
     this.event('args_valid');
