@@ -38,7 +38,7 @@
 //   snapshot(value) -> a deep-frozen lossless copy, or throws NotSerializableError    (R11, R30)
 //   canonicalJson(value) -> text                                                         (R1.4)
 //   ToolError(message, code), ToolNotFoundError, RegistryUsageError, NotSerializableError,
-//   TimeoutReason, TEXTS, REVISIONS
+//   TimeoutReason, TEXTS, REVISIONS, RETRY ('cursor': this registry's retry behaviour, D11)
 //
 // A result is a plain object: {content, isError, error?, additionalContexts?, meta?} (R1).
 // The execution view `exec` that hooks and bodies receive is a plain object too:
@@ -48,8 +48,9 @@
 // The around waterfall's next() is, as in the original, a cursor over one listener list per
 // call: `next = () => (listeners.shift() ?? base)(...)`.  A wrapper that calls next() a second
 // time (a retry, D11) therefore goes on from where the cursor stands -- after a full first pass,
-// straight to base dispatch, skipping the inner wrappers.  Calling next() while the same
-// wrapper's previous next() is still pending fails (D11).
+// straight to base dispatch, skipping the inner wrappers (contract.toml's retry behaviour
+// "cursor").  Calling next() while the same wrapper's previous next() is still pending fails
+// (D11).  The trace's call_entry line records the behaviour and the call's wrapper count.
 
 // ================================================================================================
 // 1. Model-visible texts (contract.toml [texts]; byte for byte)
