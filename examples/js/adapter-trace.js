@@ -352,12 +352,14 @@ async function main() {
     ? (level, message, error) => console.error(`[${level}] ${message}`, error ?? '')
     : () => {};
   const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
-  // protocol 2: the hello declares the registry's retry behaviour (D11), the vectors judge by it
+  // protocol 2: the hello declares the conformance level (the full trace) and the registry's
+  // retry behaviour (D11); every vector is judged by that behaviour's expectation
   send({
     protocol: PROTOCOL,
     type: 'hello',
     implementation: IMPLEMENTATION,
     revisions: REVISIONS,
+    level: 'trace',
     retry: RETRY,
   });
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
