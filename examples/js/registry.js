@@ -899,7 +899,8 @@ class Call {
   }
 
   /** Base dispatch: C2, lookup, the body with the fused signal, the body-level check (R17, R18).
-   *  Never throws: its result is normalized (R16.1). */
+   *  Its result is normalized: a body's throw becomes a result (R16.1).  It throws only when a
+   *  wrapper left something other than a signal in the slot (the wrapper's usage error). */
   async baseDispatch() {
     const r = this.results;
     const exec = this.exec;
@@ -949,16 +950,18 @@ class Call {
     return result;
   }
 
-  /** Trace only: an abort of F while the body ran becomes visible when the body settles.  F
-   *  carries the reason of whichever source aborted it first (R21): W's means fused_abort. */
+  /** Trace only: an abort of F while the body ran becomes visible when the body settles. */
   noticeAbortAtSettle(fused) {
     if (!this.onTrace) return;
     const F = fused.signal;
     const C = this.caller;
-    // W may itself relay C's reason (a deadline derived from C): that is the caller's abort
-    const byCaller = C?.aborted && F.reason === C.reason;
-    if (F?.aborted && !fused.bornAborted && !byCaller) this.emit('fused_abort');
-    if (!this.callerNoticed && this.caller?.aborted) {
+    if (F?.aborted && !fused.bornAborted) {
+      // F carries the reason of whichever source aborted it first (R21).  A W that relays C's
+      // reason (a deadline derived from C) aborted because C did: that is the caller's abort.
+      const byCaller = C?.aborted && F.reason === C.reason;
+      if (!byCaller) this.emit('fused_abort');
+    }
+    if (!this.callerNoticed && C?.aborted) {
       this.callerNoticed = true;
       this.emit('caller_abort');
     }
