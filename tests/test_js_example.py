@@ -7,6 +7,7 @@ implementations are judged by.  Running the full vector set through the example'
 the real protocol, keeps the two honest with each other: a vector the example fails is either a
 bug in the example or a place where the vectors and the contract disagree.
 
+It also runs the example's own ``node --test`` unit tests (the API edges no vector reaches).
 It needs Node.js >= 20 on PATH and is skipped, saying so, without it.  The whole set takes a few
 seconds (the adapter runs well over a thousand vectors per second).
 """
@@ -38,6 +39,19 @@ def node() -> str:
     if not major.isdigit() or int(major) < 20:
         pytest.skip(f"node {version} found at {found}: examples/js needs Node.js >= 20")
     return found
+
+
+def test_the_javascript_registry_passes_its_own_unit_tests() -> None:
+    """``node --test`` on ``examples/js``: the API edges the vectors cannot see (usage errors,
+    snapshot refusals, listener hygiene, observer containment, concurrent ``next()``)."""
+    run = subprocess.run(
+        [node(), "--test", str(ADAPTER.parent)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
