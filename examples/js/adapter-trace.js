@@ -13,9 +13,9 @@
 
 import * as readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import { RETRY, REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
 
-export const PROTOCOL = 1;
+export const PROTOCOL = 2;
 export const IMPLEMENTATION = 'toolcancel examples/js registry.js (cursor next())';
 
 // ------------------------------------------------------------------------------------------------
@@ -352,7 +352,16 @@ async function main() {
     ? (level, message, error) => console.error(`[${level}] ${message}`, error ?? '')
     : () => {};
   const send = (message) => process.stdout.write(`${JSON.stringify(message)}\n`);
-  send({ protocol: PROTOCOL, type: 'hello', implementation: IMPLEMENTATION, revisions: REVISIONS });
+  // protocol 2: the hello declares the conformance level (the full trace) and the registry's
+  // retry behaviour (D11); every vector is judged by that behaviour's expectation
+  send({
+    protocol: PROTOCOL,
+    type: 'hello',
+    implementation: IMPLEMENTATION,
+    revisions: REVISIONS,
+    level: 'trace',
+    retry: RETRY,
+  });
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {
     if (line.trim() !== '') send(await answer(line, { log }));

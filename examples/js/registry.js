@@ -38,7 +38,7 @@
 //   snapshot(value) -> a deep-frozen lossless copy, or throws NotSerializableError    (R11, R30)
 //   canonicalJson(value) -> text                                                         (R1.4)
 //   ToolError(message, code), ToolNotFoundError, RegistryUsageError, NotSerializableError,
-//   TimeoutReason, TEXTS, REVISIONS
+//   TimeoutReason, TEXTS, REVISIONS, RETRY ('cursor': this registry's retry behaviour, D11)
 //
 // A result is a plain object: {content, isError, error?, additionalContexts?, meta?} (R1).
 // The execution view `exec` that hooks and bodies receive is a plain object too:
@@ -48,8 +48,9 @@
 // The around waterfall's next() is, as in the original, a cursor over one listener list per
 // call: `next = () => (listeners.shift() ?? base)(...)`.  A wrapper that calls next() a second
 // time (a retry, D11) therefore goes on from where the cursor stands -- after a full first pass,
-// straight to base dispatch, skipping the inner wrappers.  Calling next() while the same
-// wrapper's previous next() is still pending fails (D11).
+// straight to base dispatch, skipping the inner wrappers (contract.toml's retry behaviour
+// "cursor").  Calling next() while the same wrapper's previous next() is still pending fails
+// (D11).  The trace's call_entry line records the behaviour and the call's wrapper count.
 
 // ================================================================================================
 // 1. Model-visible texts (contract.toml [texts]; byte for byte)
@@ -72,7 +73,12 @@ export const TEXTS = Object.freeze({
   unreachable_approval: 'unreachable variant in ApprovalOutcome: {value}',
   unprintable: '<unprintable thrown value>',
   tool_timeout: 'Error: tool call timed out after {ms}ms',
+  blocked_without_feedback: 'tool result blocked by post-execute policy',
+  non_text_feedback: '[{type} content]',
 });
+
+/** D11: what a wrapper's second next() runs.  This registry is the original's "cursor". */
+export const RETRY = 'cursor';
 
 /** `TEXTS.x` with its `{placeholders}` filled in. */
 const fill = (template, values) => template.replace(/\{(\w+)\}/g, (_, key) => values[key]);
@@ -303,11 +309,13 @@ class Results {
   blocked(feedback, contexts) {
     const result = { content: feedback, isError: true }; // R7: no error key (seed)
     if (this.revision !== 'seed') {
-      const text = feedback
-        .filter((b) => b !== null && typeof b === 'object' && b.type === 'text')
-        .map((b) => (typeof b.text === 'string' ? b.text : ''))
-        .join('');
-      result.error = { message: withoutErrorPrefix(text) }; // R44
+      // R44, as the original derives it: a line per feedback block, nothing stripped
+      const lines = feedback.map((b) =>
+        b?.type === 'text' && typeof b.text === 'string'
+          ? b.text
+          : fill(TEXTS.non_text_feedback, { type: b?.type }),
+      );
+      result.error = { message: lines.join('\n') || TEXTS.blocked_without_feedback };
     }
     return withContexts(result, contexts);
   }
@@ -673,6 +681,8 @@ class Call {
       agent: this.agent !== undefined,
       approval_seam: this.stages.approval !== undefined,
       revision: this.registry.revision,
+      retry: RETRY,
+      wrappers: this.stages.around.length,
     });
     if (!this.entry()) return this.publish(r.argsNotSerializable()); // R11.2: final route
     this.event('args_valid');
@@ -889,7 +899,8 @@ class Call {
   }
 
   /** Base dispatch: C2, lookup, the body with the fused signal, the body-level check (R17, R18).
-   *  Never throws: its result is normalized (R16.1). */
+   *  Its result is normalized: a body's throw becomes a result (R16.1).  It throws only when a
+   *  wrapper left something other than a signal in the slot (the wrapper's usage error). */
   async baseDispatch() {
     const r = this.results;
     const exec = this.exec;
@@ -939,16 +950,18 @@ class Call {
     return result;
   }
 
-  /** Trace only: an abort of F while the body ran becomes visible when the body settles.  F
-   *  carries the reason of whichever source aborted it first (R21): W's means fused_abort. */
+  /** Trace only: an abort of F while the body ran becomes visible when the body settles. */
   noticeAbortAtSettle(fused) {
     if (!this.onTrace) return;
     const F = fused.signal;
     const C = this.caller;
-    // W may itself relay C's reason (a deadline derived from C): that is the caller's abort
-    const byCaller = C?.aborted && F.reason === C.reason;
-    if (F?.aborted && !fused.bornAborted && !byCaller) this.emit('fused_abort');
-    if (!this.callerNoticed && this.caller?.aborted) {
+    if (F?.aborted && !fused.bornAborted) {
+      // F carries the reason of whichever source aborted it first (R21).  A W that relays C's
+      // reason (a deadline derived from C) aborted because C did: that is the caller's abort.
+      const byCaller = C?.aborted && F.reason === C.reason;
+      if (!byCaller) this.emit('fused_abort');
+    }
+    if (!this.callerNoticed && C?.aborted) {
       this.callerNoticed = true;
       this.emit('caller_abort');
     }
