@@ -26,7 +26,7 @@ from toolcancel.vectors import REVISIONS
 JS = Path(__file__).resolve().parent.parent / "examples" / "js"
 ADAPTERS = {
     "self": lambda: self_command(),
-    "self-outcome": lambda: self_command("outcome"),
+    "self-outcome": lambda: self_command(level="outcome"),
     "js-trace": lambda: ["node", str(JS / "adapter-trace.js")],
     "js-outcome": lambda: ["node", str(JS / "adapter-outcome.js")],
 }
