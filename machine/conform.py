@@ -46,9 +46,8 @@ import json
 import os
 import signal
 import sys
-import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +57,7 @@ from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
 from .coverage import CHECKED, NONE, decidable, rule_status
 from .errors import ToolcancelError
+from .fileio import STRICT, write_text
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
@@ -260,19 +260,9 @@ class Report:
             yield json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
     def write_report(self, path: str | Path) -> None:
-        """Write :meth:`verdict_lines` to ``path``: to a temporary file in the same directory,
-        moved into place, so a failed write leaves no partial report."""
-        target = Path(path)
-        fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", dir=target.parent or ".")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                for line in self.verdict_lines():
-                    f.write(line + "\n")
-            os.replace(tmp, target)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        """Write :meth:`verdict_lines` to ``path``, atomically
+        (:func:`toolcancel.fileio.write_text`: a failed write leaves no partial report)."""
+        write_text(path, "".join(line + "\n" for line in self.verdict_lines()))
         self.report_path = str(path)
 
     def to_json(self) -> dict[str, Any]:
@@ -1395,14 +1385,22 @@ async def run_vectors(
     timeout: float = 10.0,
     window: int = WINDOW,
     hello_timeout: float = HELLO_TIMEOUT,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
+    ``progress(judged, total)`` is called after each answer.
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
     with subreaper():
         return await _run_vectors(
-            command, vectors, revision, timeout=timeout, window=window, hello_timeout=hello_timeout
+            command,
+            vectors,
+            revision,
+            timeout=timeout,
+            window=window,
+            hello_timeout=hello_timeout,
+            progress=progress,
         )
 
 
@@ -1414,6 +1412,7 @@ async def _run_vectors(
     timeout: float,
     window: int,
     hello_timeout: float,
+    progress: Callable[[int, int], None] | None,
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
@@ -1494,6 +1493,8 @@ async def _run_vectors(
                 )
                 continue
             report.judgements.append(judge.judge(v, answer))
+            if progress is not None:
+                progress(len(report.judgements), len(vectors))
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
@@ -1512,14 +1513,10 @@ def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:
     return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
-    try:
-        answer = json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+    try:  # the shared strict reader: no NaN, no key twice in one object
+        answer = STRICT.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise AdapterDied(f"the answer is not JSON: {quote(line)}") from None
     if json_depth(answer) > ANSWER_DEPTH:
         raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
@@ -1564,6 +1561,7 @@ def conform(
     timeout: float = 10.0,
     hello_timeout: float = HELLO_TIMEOUT,
     only: Sequence[str] = (),
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``), or only
     those ``only`` selects (:func:`select`)."""
@@ -1575,7 +1573,14 @@ def conform(
     if only:
         vectors = select(vectors, only, revision)
     return asyncio.run(
-        run_vectors(command, vectors, revision, timeout=timeout, hello_timeout=hello_timeout)
+        run_vectors(
+            command,
+            vectors,
+            revision,
+            timeout=timeout,
+            hello_timeout=hello_timeout,
+            progress=progress,
+        )
     )
 
 

@@ -477,21 +477,27 @@ def test_a_listener_leak_the_callers_abort_consumes_is_beyond_a_black_box(
     assert report.coverage()["R22"][0] == "outcome"
 
 
+HELP = " (see toolcancel conform --help)"
+
+
 @pytest.mark.parametrize(
     ("args", "message"),
     [
         (
             ["--self", "--hello-timeout", "0"],
-            "--hello-timeout must be a positive number of seconds",
+            "--hello-timeout must be a positive number of seconds" + HELP,
         ),
-        (["--self", "--hello-timeout", "1e9"], "--hello-timeout must be at most 86,400 seconds"),
+        (
+            ["--self", "--hello-timeout", "1e9"],
+            "--hello-timeout must be at most 86,400 seconds" + HELP,
+        ),
         (
             ["--self", "--report", "/nonexistent/dir/verdicts.jsonl"],
-            "cannot write the report /nonexistent/dir/verdicts.jsonl: no such directory",
+            "/nonexistent/dir/verdicts.jsonl: cannot write there: /nonexistent/dir does not exist",
         ),
         (
             ["--level", "outcome", "--adapter", "x"],
-            "--level is for --self; an adapter declares its level in its hello",
+            "--level is for --self; an adapter declares its level in its hello" + HELP,
         ),
     ],
 )

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any
 
-from ..cli import CliError
+from ..cli import Progress, UsageError, clip
 from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
 from ..coverage import CHECKED, NONE, OUTCOME
+from ..fileio import check_destination
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
@@ -35,7 +35,9 @@ def register(sub: Any) -> None:
         help="with --self: the retry behaviour our registry runs and declares (D11; default: "
         "the contract's default)",
     )
-    p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the shipped ones)")
+    p.add_argument(
+        "--vectors", metavar="FILE", help="a vectors file (- for stdin; default: the shipped ones)"
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -77,40 +79,46 @@ def register(sub: Any) -> None:
         metavar="CMD",
         help="the adapter command and its arguments; must come last",
     )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown by default: a bar on a terminal, else a line every "
+        "10 s; TOOLCANCEL_PROGRESS=0 in the environment also turns it off)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
     if args.self_ == bool(args.adapter):
-        raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
+        raise UsageError("give exactly one of --self and --adapter CMD [ARGS...]")
     for name in ("timeout", "hello_timeout"):
         value = getattr(args, name)
         option = "--" + name.replace("_", "-")
         if not value > 0:
-            raise CliError(f"{option} must be a positive number of seconds")
+            raise UsageError(f"{option} must be a positive number of seconds")
         if not value <= MAX_TIMEOUT:
-            raise CliError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
-    if args.report and not Path(args.report).resolve().parent.is_dir():
-        raise CliError(f"cannot write the report {args.report}: no such directory")
+            raise UsageError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
     if args.retry and not args.self_:
-        raise CliError("--retry is for --self; an adapter declares its retry behaviour itself")
+        raise UsageError("--retry is for --self; an adapter declares its retry behaviour itself")
     if args.adapter and args.level != "trace":
-        raise CliError("--level is for --self; an adapter declares its level in its hello")
-    command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
-    report = conform(
-        command,
-        args.revision,
-        vectors_path=args.vectors,
-        timeout=args.timeout,
-        hello_timeout=args.hello_timeout,
-        only=args.only or (),
-    )
+        raise UsageError("--level is for --self; an adapter declares its level in its hello")
     if args.report:
-        try:
-            report.write_report(args.report)
-        except OSError as exc:
-            raise CliError(f"cannot write the report {args.report}: {exc.strerror}") from None
+        check_destination(args.report)  # refused before the run, not after it
+    command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
+    with Progress("conform", "vectors", enabled=not (args.json or args.quiet)) as progress:
+        report = conform(
+            command,
+            args.revision,
+            vectors_path=args.vectors,
+            timeout=args.timeout,
+            hello_timeout=args.hello_timeout,
+            only=args.only or (),
+            progress=progress.update,
+        )
+    if args.report:
+        report.write_report(args.report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -132,7 +140,7 @@ def table(report: Report) -> str:
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
     for rule, (status, why) in coverage.items():
-        title = report.titles.get(rule, "")[:38]
+        title = clip(report.titles.get(rule, ""), 38)
         t = tally.get(rule)
         passed, failed = (t.passed, t.failed) if t else (0, 0)
         said = STATUS[status] + (f" ({why})" if why else "")
