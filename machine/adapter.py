@@ -221,14 +221,19 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
         registry = base(**options)
         execute, register = registry.execute, registry.register
 
-        async def timed(*args: Any, **kwargs: Any) -> Any:
+        def timed(*args: Any, **kwargs: Any) -> Any:
             signal = kwargs.get("signal")
             listeners["before"] = signal.listener_count if signal is not None else 0
-            try:
-                return await execute(*args, **kwargs)
-            finally:
-                settled.append({"bodies_started": len(starts), "bodies_settled": settles()})
-                listeners["after"] = signal.listener_count if signal is not None else 0
+            pending = execute(*args, **kwargs)  # entry happens at the call (P0)
+
+            async def settle() -> Any:
+                try:
+                    return await pending
+                finally:
+                    settled.append({"bodies_started": len(starts), "bodies_settled": settles()})
+                    listeners["after"] = signal.listener_count if signal is not None else 0
+
+            return settle()
 
         def watched(name: str, body: Any, **kw: Any) -> Any:
             async def seen(args: Any, view: Any) -> Any:
