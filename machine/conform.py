@@ -474,7 +474,9 @@ class Judge:
                 expected="a trace the contract accepts",
                 observed=f"event {verdict.event_index}: {verdict.seen}",
             )
-        occurrences = [self.occurrence(x) for x in trace if x["event"] in self.events]
+        occurrences = _through_the_slot(
+            [self.occurrence(x) for x in trace if x["event"] in self.events]
+        )
         path = tuple(o.event for o in occurrences)
         exp = next((e for e in self.expectations(v) if path in e.paths), None)
         if exp is None:
@@ -1017,6 +1019,23 @@ def _common(a: Sequence[str], b: Sequence[str]) -> int:
             break
         n += 1
     return n
+
+
+def _through_the_slot(occs: list[Occurrence]) -> list[Occurrence]:
+    """The trace's contract events, each ``fused_abort`` that is at once followed by a
+    ``caller_abort`` read as that caller abort.
+
+    When the slot holds a signal derived from the caller's (the timeout policy's deadline), the
+    caller's abort reaches the body's fused signal through the slot first, in the same
+    synchronous step: a registry may well name it ``fused_abort`` and then record the caller's.
+    Both take the body to draining, so the two namings decide the same; the listed paths name it
+    as the reference does (``caller_abort``), and which reason the body saw is judged by R21."""
+    out: list[Occurrence] = []
+    for i, o in enumerate(occs):
+        if o.event == "fused_abort" and i + 1 < len(occs) and occs[i + 1].event == "caller_abort":
+            continue
+        out.append(o)
+    return out
 
 
 def _not_earlier(listed: Sequence[str], seen: Sequence[str]) -> bool:

@@ -519,3 +519,27 @@ def test_an_abort_noticed_too_late_or_too_early_fails(seed: list[Vector]) -> Non
     passed, rule, why = _verdict(v, early)
     assert (passed, rule) == (False, "R2")
     assert "the trace has caller_abort where the contract has body_ok" in why
+
+
+@pytest.mark.rules("R21", "R27")
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_caller_abort_seen_through_a_derived_slot_signal_may_be_named_fused_abort_first(
+    revision: str,
+) -> None:
+    """The timeout policy's deadline listens on the caller's signal, so the caller's abort
+    reaches the body's relay through the slot first: a registry may write ``fused_abort`` and
+    then ``caller_abort`` where the reference writes ``caller_abort`` (both take the body to
+    draining).  A ``fused_abort`` with no caller abort after it is still judged as before."""
+    vectors = shipped_vectors(revision)
+    v = _find(vectors, timeout="budget", cancel="gate:body", wrappers=(), body="success")
+    answer = _answer(v)
+    events = [line["event"] for line in answer["trace"]]
+    at = events.index("caller_abort")
+    fused = {"trace": 1, "call": "c1", "event": "fused_abort"}
+    both = copy.deepcopy(answer)
+    both["trace"].insert(at, fused)
+    both["observed"]["settled_at"] += 1
+    assert _verdict(v, both)[:2] == (True, None)
+    alone = copy.deepcopy(answer)
+    alone["trace"][at] = fused
+    assert _verdict(v, alone)[0] is False
