@@ -5,39 +5,155 @@ pre-execute policy or approval waits, while around-dispatch wrappers wait, while
 while post-execute policy waits.  The contract (``toolcancel/spec/CONTRACT.md``) says what happens
 at each of those moments; :class:`ToolRegistry` implements it over asyncio, driven by a pure
 per-call machine compiled from ``toolcancel/spec/contract.toml``.
+
+Importing the package is cheap: every public name is imported from its module on first use
+(:pep:`562`), so ``import toolcancel`` neither loads asyncio and the trace checker nor compiles
+the contract.
 """
 
-from .checker import Checker, Verdict, check_file, check_lines
-from .contract import Contract, RevisionContract, load_contract, load_contract_file
-from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
-from .deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
-from .errors import (
-    ContractError,
-    ContractViolation,
-    NotSerializable,
-    RegistryUsageError,
-    TaskCancelled,
-    ToolcancelError,
-)
-from .registry import (
-    Accept,
-    Allow,
-    Approval,
-    ApprovalRequest,
-    Ask,
-    Block,
-    Deny,
-    Execution,
-    InFlight,
-    StagedCall,
-    ToolDefinition,
-    ToolRegistry,
-)
-from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
-from .scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
-from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
-from .timeout_policy import TOOL_TIMEOUT, install_timeout_policy
-from .trace import TraceError, TraceEvent, TraceRecorder, read_traces
+from __future__ import annotations
+
+import importlib
+import sys
+import types
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .checker import Checker, Verdict, check_file, check_lines
+    from .contract import Contract, RevisionContract, load_contract, load_contract_file
+    from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
+    from .deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
+    from .errors import (
+        ContractError,
+        ContractViolation,
+        NotSerializable,
+        RegistryUsageError,
+        TaskCancelled,
+        ToolcancelError,
+    )
+    from .registry import (
+        Accept,
+        Allow,
+        Approval,
+        ApprovalRequest,
+        Ask,
+        Block,
+        Deny,
+        Execution,
+        InFlight,
+        StagedCall,
+        ToolDefinition,
+        ToolRegistry,
+    )
+    from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
+    from .scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
+    from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
+    from .timeout_policy import TOOL_TIMEOUT, install_timeout_policy
+    from .trace import TraceError, TraceEvent, TraceRecorder, read_traces
+
+_LAZY: dict[str, str] = {
+    "Checker": "checker",
+    "Verdict": "checker",
+    "check_file": "checker",
+    "check_lines": "checker",
+    "Contract": "contract",
+    "RevisionContract": "contract",
+    "load_contract": "contract",
+    "load_contract_file": "contract",
+    "CallMachine": "core",
+    "CallState": "core",
+    "Occurrence": "core",
+    "PathStep": "core",
+    "choices": "core",
+    "step": "core",
+    "Deadline": "deadline",
+    "TimeoutReason": "deadline",
+    "checked_hint": "deadline",
+    "deadline": "deadline",
+    "timeout_of": "deadline",
+    "ContractError": "errors",
+    "ContractViolation": "errors",
+    "NotSerializable": "errors",
+    "RegistryUsageError": "errors",
+    "TaskCancelled": "errors",
+    "ToolcancelError": "errors",
+    "Accept": "registry",
+    "Allow": "registry",
+    "Approval": "registry",
+    "ApprovalRequest": "registry",
+    "Ask": "registry",
+    "Block": "registry",
+    "Deny": "registry",
+    "Execution": "registry",
+    "InFlight": "registry",
+    "StagedCall": "registry",
+    "ToolDefinition": "registry",
+    "ToolRegistry": "registry",
+    "ErrorInfo": "results",
+    "FrozenDict": "results",
+    "ToolError": "results",
+    "ToolOutput": "results",
+    "ToolResult": "results",
+    "LogEntry": "scheduler",
+    "ToolCallRequest": "scheduler",
+    "TurnLog": "scheduler",
+    "TurnScheduler": "scheduler",
+    "AbortController": "signals",
+    "AbortError": "signals",
+    "AbortSignal": "signals",
+    "SignalTimeoutError": "signals",
+    "TOOL_TIMEOUT": "timeout_policy",
+    "install_timeout_policy": "timeout_policy",
+    "TraceError": "trace",
+    "TraceEvent": "trace",
+    "TraceRecorder": "trace",
+    "read_traces": "trace",
+}
+"""Public name -> the module (under ``toolcancel``) that defines it."""
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        if name == "__version__":
+            from .cli import version
+
+            return version()
+        raise AttributeError(f"module 'toolcancel' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next access is a plain global lookup
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
+
+class _Package(types.ModuleType):
+    """The package's module type: ``toolcancel.deadline`` is the function, as it always was.
+
+    A submodule import binds the submodule on its package, and ``toolcancel.deadline`` is also a
+    module; with lazy names the function would lose to it, so this one name is a property that
+    ignores the import system's binding.
+    """
+
+    @property
+    def deadline(self) -> Any:
+        from .deadline import deadline
+
+        return deadline
+
+    @deadline.setter
+    def deadline(self, value: Any) -> None:
+        if not isinstance(value, types.ModuleType):
+            raise AttributeError("toolcancel.deadline is read-only")
+
+
+sys.modules[__name__].__class__ = _Package
+# A module has no ``__module__``; through its class this one would have "toolcancel", and tools
+# that walk ``thing.__module__`` up to the package (CrossHair's option lookup) would loop.
+globals()["__module__"] = None
+
 
 __all__ = [
     "TOOL_TIMEOUT",

@@ -1373,17 +1373,19 @@ class Checker:
     def check_traces(self, traces: Traces, source: str = "<trace>") -> list[Verdict]:
         return [self.check_call(call, events, source) for call, events in traces.items()]
 
-    def check_file(self, path: str | Path) -> list[Verdict]:
+    def check_file(
+        self, path: str | Path, progress: Callable[[int, int], None] | None = None
+    ) -> list[Verdict]:
         """Read and check a trace file in one pass (``TraceError`` for unusable input).
 
         Verdicts come in the order the calls first appear.  Memory grows with the number of
         calls, not of events; the garbage collector is paused (see :func:`gc_paused`).
         """
-        source = str(path)
+        source = "<stdin>" if str(path) == "-" else str(path)
         runs: dict[str, CallRun] = {}
         begin, feed = self.begin, self.feed
         with gc_paused():
-            for batch in iter_batches(path, self.table.contract):
+            for batch in iter_batches(path, self.table.contract, progress):
                 for ev in batch:
                     call = ev.data["call"]
                     run = runs.get(call)
@@ -1400,6 +1402,38 @@ class Checker:
         return self.check_traces(parse_lines(lines, source, self.table.contract), source)
 
 
+class RecordedRevisionChecker(Checker):
+    """Checks each call against the revision its own ``call_entry`` records (``toolcancel check``
+    without ``--revision``); an unknown revision there is unusable input naming the line."""
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self._checkers: dict[str, Checker] = {self.table.name: self}
+        self._owner: dict[int, Checker] = {}
+
+    def begin(self, entry: TraceEvent, source: str, call_id: str | None = None) -> CallRun:
+        revision = entry.data["revision"]
+        checker = self._checkers.get(revision)
+        if checker is None:
+            if revision not in self.table.contract.revisions:
+                raise TraceError(
+                    source,
+                    entry.line,
+                    f"unknown contract revision {revision!r} in call_entry; choose one of "
+                    f"{', '.join(self.table.contract.revisions)}",
+                )
+            checker = self._checkers[revision] = Checker(revision, self.table.contract)
+        run = Checker.begin(checker, entry, source, call_id)
+        self._owner[id(run)] = checker
+        return run
+
+    def feed(self, run: CallRun, ev: TraceEvent) -> None:
+        Checker.feed(self._owner[id(run)], run, ev)
+
+    def finish(self, run: CallRun) -> Verdict:
+        return Checker.finish(self._owner.pop(id(run)), run)
+
+
 def check_file(path: str | Path, revision: str | None = None) -> list[Verdict]:
     """The verdict on every call of a trace file, against ``revision`` (default: seed)."""
     return Checker(revision).check_file(path)
@@ -1412,4 +1446,13 @@ def check_lines(
     return Checker(revision).check_lines(lines, source)
 
 
-__all__ = ["Automaton", "Checker", "Death", "Verdict", "check_file", "check_lines", "describe"]
+__all__ = [
+    "Automaton",
+    "Checker",
+    "Death",
+    "RecordedRevisionChecker",
+    "Verdict",
+    "check_file",
+    "check_lines",
+    "describe",
+]

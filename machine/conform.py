@@ -35,7 +35,7 @@ import os
 import signal
 import sys
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
@@ -44,6 +44,7 @@ from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
 from .errors import ToolcancelError
+from .fileio import STRICT
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
@@ -760,8 +761,10 @@ async def run_vectors(
     *,
     timeout: float = 10.0,
     window: int = WINDOW,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Send every vector to the adapter, judge every answer; restart the adapter as needed."""
+    """Send every vector to the adapter, judge every answer; restart the adapter as needed.
+    ``progress(judged, total)`` is called after each answer."""
     adapter = Adapter(command, timeout)
     await adapter.start()
     judge = Judge(revision, adapter.retry)
@@ -832,6 +835,8 @@ async def run_vectors(
                 )
                 continue
             report.judgements.append(judge.judge(v, answer))
+            if progress is not None:
+                progress(len(report.judgements), len(vectors))
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
@@ -849,14 +854,10 @@ def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:
     return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
-    try:
-        answer = json.loads(line, parse_constant=_reject_constant)
-    except (ValueError, RecursionError):
+    try:  # the shared strict reader: no NaN, no key twice in one object
+        answer = STRICT.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
         raise AdapterDied(f"the answer is not JSON: {quote(line)}") from None
     if json_depth(answer) > ANSWER_DEPTH:
         raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
@@ -879,6 +880,7 @@ def conform(
     *,
     vectors_path: str | Path | None = None,
     timeout: float = 10.0,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
@@ -886,7 +888,9 @@ def conform(
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
-    return asyncio.run(run_vectors(command, vectors, revision, timeout=timeout))
+    return asyncio.run(
+        run_vectors(command, vectors, revision, timeout=timeout, progress=progress)
+    )
 
 
 def self_command(retry: str | None = None) -> list[str]:

@@ -61,6 +61,11 @@ class Outcome:
     route: str = "post"
     code: str | None = None
     revisions: frozenset[str] = frozenset()
+    cancellation: bool = False
+    """The outcome is a cancellation: a success reaching it becomes this outcome's result."""
+    authored_by: str = "registry"
+    """Who writes the result: ``registry`` (it builds or normalizes it) or ``wrapper`` (an
+    around wrapper's own result, passed on as is)."""
 
 
 @dataclass(frozen=True)
@@ -244,9 +249,71 @@ def _opt(
     return _need(entry, key, kind, where)
 
 
+class _Read(dict[str, Any]):
+    """A table that remembers which keys the loader looked at: a key it never looked at is
+    unknown (a typo, or a field this loader does not implement), and refused."""
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.seen: set[str] = set()
+
+    def __getitem__(self, key: str) -> Any:
+        self.seen.add(key)
+        return super().__getitem__(key)
+
+    def get(self, key: str, default: Any = None) -> Any:
+        self.seen.add(key)
+        return super().get(key, default)
+
+    def __contains__(self, key: object) -> bool:
+        if isinstance(key, str):
+            self.seen.add(key)
+        return super().__contains__(key)
+
+
+_FREE_FORM: Final = frozenset({"texts", "revision"})
+"""Top-level tables whose keys are names chosen by the contract (texts, revisions)."""
+
+
+def _tracked(data: Mapping[str, Any]) -> _Read:
+    """``data`` with its top level, its [contract] table and every [[array]] entry tracked."""
+    out = _Read(data)
+    for key, value in data.items():
+        if key in _FREE_FORM:
+            continue
+        if isinstance(value, dict):
+            dict.__setitem__(out, key, _Read(value))
+        elif isinstance(value, list):
+            dict.__setitem__(out, key, [_Read(v) if isinstance(v, dict) else v for v in value])
+    return out
+
+
+def _refuse_unknown_keys(data: _Read, source: str) -> None:
+    def check(table: _Read, where: str) -> None:
+        unknown = [k for k in table if k not in table.seen]
+        if unknown:
+            raise ContractError(
+                f"{where}: unknown key {_show(unknown[0])} (this loader reads "
+                f"{', '.join(sorted(table.seen))})"
+            )
+
+    check(data, source)
+    for key, value in dict.items(data):
+        if isinstance(value, _Read):
+            check(value, f"{source} [{key}]")
+        elif isinstance(value, list):
+            for i, entry in enumerate(value):
+                if isinstance(entry, _Read):
+                    check(entry, f"{source} {key} #{i + 1}")
+
+
 def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
-    """Build a :class:`Contract` from parsed TOML, checking every cross-reference."""
+    """Build a :class:`Contract` from parsed TOML, checking every cross-reference and refusing
+    keys the loader does not read."""
+    data = _tracked(data)
     head = _need(data, "contract", dict, source)
+    _opt(head, "name", str, None, f"{source} [contract]")  # documentation, but typed
+    _opt(head, "format", int, None, f"{source} [contract]")
     revisions = _strs(_need(head, "revisions", list, f"{source} [contract]"), source)
     all_revs = frozenset(revisions)
 
@@ -308,6 +375,8 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             route=_opt(e, "route", str, "post", f"{source} outcome #{i + 1}"),
             code=_opt(e, "code", str, None, f"{source} outcome #{i + 1}"),
             revisions=revs(e, f"{source} outcome #{i + 1}"),
+            cancellation=_opt(e, "cancellation", bool, False, f"{source} outcome #{i + 1}"),
+            authored_by=_opt(e, "authored_by", str, "registry", f"{source} outcome #{i + 1}"),
         )
         for i, e in enumerate(entries("outcome"))
     )
@@ -386,6 +455,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         rules=rules,
     )
     _check_references(contract)
+    _refuse_unknown_keys(data, source)
     return contract
 
 
@@ -423,6 +493,11 @@ def _check_references(c: Contract) -> None:
             raise ContractError(f"{c.source}: outcome {o.name!r} cites unknown rule {o.rule!r}")
         if o.route not in ("post", "final"):
             raise ContractError(f"{c.source}: outcome {o.name!r} has route {o.route!r}")
+        if o.authored_by not in ("registry", "wrapper"):
+            raise ContractError(
+                f"{c.source}: outcome {o.name!r} has authored_by {o.authored_by!r}; "
+                "choose registry or wrapper"
+            )
     rows = {(p.row, r) for p in c.precedence for r in p.revisions}
     for p in c.precedence:
         for r in p.rules:
@@ -505,6 +580,7 @@ def load_contract_file(path: str | Path) -> Contract:
         raise ContractError(f"{p}: cannot read the contract file ({exc.strerror})") from None
     if len(raw) > MAX_CONTRACT_BYTES:
         raise ContractError(f"{p}: larger than {MAX_CONTRACT_BYTES:,} bytes; not a contract file")
+    raw = raw.removeprefix(b"\xef\xbb\xbf")  # a byte-order mark is not TOML, but harmless
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -514,6 +590,10 @@ def load_contract_file(path: str | Path) -> Contract:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ContractError(f"{p}: not valid TOML ({exc})") from None
+    except ValueError as exc:  # an integer longer than Python converts
+        if "integer string conversion" not in str(exc):
+            raise
+        raise ContractError(f"{p}: not valid TOML (a number with more than 4,300 digits)") from None
     except RecursionError:
         raise ContractError(f"{p}: TOML nested deeper than {MAX_CONTRACT_DEPTH} levels") from None
     if _toml_depth(data) > MAX_CONTRACT_DEPTH:

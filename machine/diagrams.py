@@ -59,6 +59,7 @@ __all__ = [
     "dot_source",
     "draw",
     "edge_id",
+    "have_dot",
     "mermaid_source",
     "mermaid_text",
     "precedence_markdown",
@@ -80,13 +81,20 @@ _DIGEST_COMMENT = "<!-- toolcancel-dot-sha256: {} -->"
 _DIGEST_RE = re.compile(r"<!-- toolcancel-dot-sha256: ([0-9a-f]{64}) -->")
 
 
+def have_dot() -> bool:
+    """Whether Graphviz's ``dot`` program is on PATH (SVG needs it; DOT and Mermaid do not)."""
+    import shutil
+
+    return shutil.which("dot") is not None
+
+
 class GraphvizMissing(ToolcancelError):
     """Graphviz's ``dot`` program is not installed, so no SVG can be rendered."""
 
     def __init__(self) -> None:
         super().__init__(
-            "Graphviz `dot` was not found on PATH, so no SVG was rendered "
-            "(install it: apt-get install graphviz)"
+            "SVG needs Graphviz's `dot` program, which is not on PATH; install Graphviz "
+            "(apt-get install graphviz, brew install graphviz, or https://graphviz.org/download/)"
         )
 
 

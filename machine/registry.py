@@ -30,7 +30,7 @@ from collections.abc import Awaitable, Callable, Generator, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from .contract import Contract, RevisionContract
+from .contract import Contract, RevisionContract, load_contract
 from .core import CallMachine, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
@@ -501,7 +501,8 @@ def _waterfall(
     return listeners[i](*args, lambda: _waterfall(listeners, args, base, i + 1))
 
 
-_CANCELLATIONS: Final = frozenset({"aborted", "aborted_before_dispatch"})
+_CANCELLATIONS: Final = frozenset(o.name for o in load_contract().outcomes if o.cancellation)
+"""The outcomes contract.toml declares ``cancellation = true``."""
 
 
 class StagedCall(Protocol):

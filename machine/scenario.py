@@ -563,16 +563,14 @@ def _throwing_observer(view: Execution, result: ToolResult) -> None:
 async def _idle() -> None:
     """Let every task run until all are blocked (on a gate, or done).
 
-    Reads the loop's ready queue: acceptable here because the harness only ever runs on
-    asyncio's own event loop, and it turns "wait a bit" into a deterministic condition.
+    The virtual clock the harness runs on knows that moment: it is when the loop would wait
+    (:meth:`VirtualClock.idle`).  A deterministic condition instead of "wait a bit", read through
+    the clock rather than the loop's private ready queue.
     """
-    loop = asyncio.get_running_loop()
-    await asyncio.sleep(0)  # one full loop iteration: due timers move to the ready queue
-    for _ in range(10_000):
-        if not loop._ready:  # type: ignore[attr-defined]
-            return
-        await asyncio.sleep(0)
-    raise RuntimeError("the call keeps the loop busy without ever waiting (livelock)")
+    clock = VirtualClock.of(asyncio.get_running_loop())
+    if clock is None:
+        raise ScenarioError("the scenario harness runs on virtual time (toolcancel.virtual_time)")
+    await clock.idle()
 
 
 def run_scenario(

@@ -33,6 +33,7 @@ is stale.
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -42,6 +43,20 @@ from typing import Any, Final, NamedTuple, TypeVar, cast
 
 from .contract import Contract, load_contract
 from .errors import ToolcancelError
+from .fileio import (
+    STRICT,
+    InputError,
+    decode_json,
+    input_size,
+    line_batches,
+    open_input,
+    reject_constant,
+    show,
+    source_name,
+)
+from .fileio import json_depth as _json_depth
+from .fileio import json_error_text as json_error_text
+from .fileio import value_error_text as value_error_text
 from .results import canonical_json
 
 FORMAT_VERSION: Final = 1
@@ -299,66 +314,31 @@ def _json_type(value: Any) -> str:
     return _JSON_NAMES.get(type(value), type(value).__name__)
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-_decoder = json.JSONDecoder(parse_constant=_reject_constant)
+_decoder = json.JSONDecoder(parse_constant=reject_constant)
 _scan: Callable[[str, int], tuple[Any, int]] = getattr(_decoder, "scan_once")  # noqa: B009
-"""The JSON scanner itself: one C call per line (``raw_decode`` adds a Python frame)."""
+"""The JSON scanner itself: one C call per line (``raw_decode`` adds a Python frame).  It keeps
+the last value of a repeated key, so the fast path takes a line only when it has exactly one
+``:`` per field (no key twice, nothing nested); any other line goes through the strict decoder of
+:mod:`toolcancel.fileio`, which refuses a repeated key."""
 
 
 def json_depth(value: Any) -> int:
     """Nesting depth of decoded JSON (a scalar is 0), without recursion.
 
     Counting stops a level past :data:`MAX_DEPTH`: a deeper value reports at least that."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            items: Iterable[Any] = v.values()
-        elif isinstance(v, list):
-            items = v
-        else:
-            continue
-        deepest = max(deepest, d)
-        if d <= MAX_DEPTH:
-            stack.extend((item, d + 1) for item in items)
-    return deepest
+    return _json_depth(value, MAX_DEPTH)
 
 
-
-def json_error_text(exc: json.JSONDecodeError) -> str:
-    """What is wrong where, for an error message: ``Expecting ',' delimiter at column 7``."""
-    return f"{exc.msg.removesuffix(' at')} at column {exc.colno}"
-
-
-def value_error_text(exc: ValueError) -> str:
-    """Why the JSON decoder refused a value it could scan (a constant such as NaN, or an
-    integer longer than Python converts), in words for an error message."""
-    if "integer string conversion" in str(exc):
-        return "a number with more than 4,300 digits"
-    return str(exc)
-
-
-def decode_line(text: str, source: str, line: int) -> Any:
-    """The JSON value of one line of text (``TraceError`` naming the line if it is not JSON)."""
-    if text[:1].isspace():
-        text = text.lstrip()
-    try:
-        value, end = _decoder.raw_decode(text)
-    except json.JSONDecodeError as exc:
-        raise TraceError(source, line, f"not valid JSON ({json_error_text(exc)})") from None
-    except ValueError as exc:
-        raise TraceError(source, line, f"not valid JSON ({value_error_text(exc)})") from None
-    except RecursionError:
-        raise TraceError(source, line, f"JSON nested deeper than {MAX_DEPTH} levels") from None
-    rest = text[end:]
-    if rest and not rest.isspace():
-        column = end + len(rest) - len(rest.lstrip()) + 1
-        raise TraceError(source, line, f"not valid JSON (extra data at column {column})")
-    return value
+def decode_line(text: str, source: str, line: int, *, truncated: bool = False) -> Any:
+    """The JSON value of one line of text (``TraceError`` naming the line if it is not JSON,
+    repeats a key or nests too deeply; ``truncated``: the file's last line, without newline)."""
+    return decode_json(
+        text,
+        f"{source}:{line}",
+        max_depth=MAX_DEPTH,
+        truncated=truncated,
+        error=lambda _where, message: TraceError(source, line, message),
+    )
 
 
 def _valid(obj: Any, specs: Mapping[str, _Spec], text: str | None = None) -> str | None:
@@ -420,7 +400,7 @@ def validate(obj: Any, source: str, line: int, contract: Contract | None = None)
         raise TraceError(source, line, f'"event" must be a string, got {_json_type(event)}')
     spec = specs.get(event)
     if spec is None:
-        raise TraceError(source, line, f"unknown event {event!r}")
+        raise TraceError(source, line, f"unknown event {show(event)}")
     if type(obj.get("call")) is not str:
         if "call" not in obj:
             raise TraceError(source, line, 'missing "call" (the call id)')
@@ -432,7 +412,7 @@ def validate(obj: Any, source: str, line: int, contract: Contract | None = None)
             raise TraceError(
                 source,
                 line,
-                f"unknown field {key!r} on a {event} line (extensions must start with x_)",
+                f"unknown field {show(key)} on a {event} line (extensions must start with x_)",
             )
     for name, kind, values, required in spec.fields:
         if name not in obj:
@@ -451,7 +431,7 @@ def validate(obj: Any, source: str, line: int, contract: Contract | None = None)
                 source,
                 line,
                 f"field {name!r} of {event} must be one of {', '.join(sorted(values))}; "
-                f"got {value!r}",
+                f"got {show(value)}",
             )
         if kind is int and cast(int, value) < 0:
             raise TraceError(source, line, f"field {name!r} of {event} must not be negative")
@@ -471,13 +451,13 @@ def entry_error(source: str, ev: TraceEvent, first_line: int | None) -> TraceErr
         return TraceError(
             source,
             ev.line,
-            f"a second call_entry for call {call!r} (the first is on line {first_line}); "
+            f"a second call_entry for call {show(call)} (the first is on line {first_line}); "
             "give concurrent calls distinct ids",
         )
     return TraceError(
         source,
         ev.line,
-        f"call {call!r} starts with {ev.event}; the first line of every call is call_entry",
+        f"call {show(call)} starts with {ev.event}; the first line of every call is call_entry",
     )
 
 
@@ -513,18 +493,15 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-_CHUNK: Final = 1 << 22
-
-
 def read_traces(path: str | Path, contract: Contract | None = None) -> Traces:
-    """Parse a trace file into per-call event lists with their line numbers.
+    """Parse a trace file (``-``: stdin) into per-call event lists with their line numbers.
 
     Raises :class:`TraceError` naming the file (and line) for anything unreadable: the file
     itself, bytes that are not UTF-8, a line that is not JSON, not an object, not a known event
     with well-typed fields, another format version, a line or nesting over the limits, a call
     whose first line is not its ``call_entry``, a file cut in the middle of a line.
     """
-    source = str(path)
+    source = source_name(path)
     calls: Traces = {}
     with gc_paused():
         for batch in iter_batches(path, contract):
@@ -532,80 +509,85 @@ def read_traces(path: str | Path, contract: Contract | None = None) -> Traces:
     return calls
 
 
-def iter_batches(path: str | Path, contract: Contract | None = None) -> Iterator[list[TraceEvent]]:
+def read_trace_bytes(raw: bytes, source: str, contract: Contract | None = None) -> Traces:
+    """:func:`read_traces` of a trace already read into memory (e.g. from stdin), named
+    ``source`` in messages."""
+    import io
+
+    calls: Traces = {}
+    try:
+        for batch in _batches(io.BytesIO(raw), source, _specs(contract), contract):
+            group(batch, source, calls)
+    except InputError as exc:
+        raise _trace_error(source, exc) from None
+    return calls
+
+
+def _tell(progress: Callable[[int, int], None], size: int, done: int) -> None:
+    progress(done, size)
+
+
+def _trace_error(source: str, exc: InputError) -> TraceError:
+    line = exc.where.removeprefix(source).removeprefix(":")
+    return TraceError(source, int(line) if line.isdigit() else None, exc.message)
+
+
+def iter_batches(
+    path: str | Path,
+    contract: Contract | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> Iterator[list[TraceEvent]]:
     """The validated events of a trace file, in file order, a list per chunk read.
 
     Raises :class:`TraceError` as :func:`read_traces` does (except for the call_entry rule,
     which needs the calls: see :func:`group`), at the latest when the batch holding the bad line
-    is due.
+    is due.  ``progress(bytes_read, file_size)`` follows the reading of a regular file.
 
     Why it reads the way it does: a trace may hold millions of lines, and the checker promises
     linear time at well over 200,000 events a second.  So the file is read in large chunks split
-    at newlines, each line is parsed by the JSON scanner directly and validated by a fast path
-    that builds no message; only a line that fails is parsed again slowly, to say exactly why.
-    Batches (not single events) are yielded so the consumer pays one generator step per chunk.
+    at newlines (:func:`toolcancel.fileio.line_batches`, the reader every command shares), each
+    line is parsed by the JSON scanner directly and validated by a fast path that builds no
+    message; only a line that fails is parsed again slowly, to say exactly why.  Batches (not
+    single events) are yielded so the consumer pays one generator step per chunk.
     """
-    source = str(path)
+    source = source_name(path)
     try:
-        f = open(path, "rb")  # closed by the with below; open errors must name the file
+        with open_input(path) as f:
+            size = input_size(f) if progress is not None else None
+            tell = None
+            if progress is not None and size is not None:
+                tell = functools.partial(_tell, progress, size)
+            yield from _batches(f, source, _specs(contract), contract, tell)
+    except InputError as exc:
+        raise _trace_error(source, exc) from None
     except OSError as exc:
         raise TraceError(source, None, f"cannot read the trace ({exc.strerror})") from None
-    with f:
-        try:
-            yield from _batches(f, source, _specs(contract), contract)
-        except OSError as exc:
-            raise TraceError(source, None, f"cannot read the trace ({exc.strerror})") from None
+
+
+def _no_repeated_key(line: str) -> bool:
+    """Whether no object of ``line`` (valid JSON) names a key twice."""
+    try:
+        STRICT.decode(line)
+    except ValueError:
+        return False
+    return True
 
 
 def _batches(
-    f: Any, source: str, specs: Mapping[str, _Spec], contract: Contract | None
+    f: Any,
+    source: str,
+    specs: Mapping[str, _Spec],
+    contract: Contract | None,
+    progress: Callable[[int], None] | None = None,
 ) -> Iterator[list[TraceEvent]]:
     scan = _scan
     valid = _valid
     new_event = tuple.__new__
-    n = 0
     seen = False
-    carry = b""
-    while True:
-        chunk = f.read(_CHUNK)
-        data = carry + chunk if carry else chunk
-        if not chunk:
-            if not data:
-                break
-            body, carry, last = data, b"", True  # the file does not end with a newline
-        else:
-            cut = data.rfind(b"\n")
-            if cut < 0:
-                if len(data) > MAX_LINE_BYTES:
-                    raise TraceError(source, n + 1, f"line longer than {MAX_LINE_BYTES:,} bytes")
-                carry = data
-                continue
-            body, carry, last = data[: cut + 1], data[cut + 1 :], False
-            if len(carry) > MAX_LINE_BYTES:
-                raise TraceError(
-                    source, n + body.count(b"\n") + 1, f"line longer than {MAX_LINE_BYTES:,} bytes"
-                )
-        not_utf8 = None
-        try:
-            text = body.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            # Read the lines before the bad one first: the first bad line is the one named.
-            at = n + body.count(b"\n", 0, exc.start) + 1
-            good = body.rfind(b"\n", 0, exc.start) + 1
-            column = exc.start - good + 1
-            not_utf8 = TraceError(
-                source, at, f"not UTF-8 text (byte 0x{body[exc.start]:02x} at column {column})"
-            )
-            text, last = body[:good].decode("utf-8"), False
-        lines = text.split("\n")
-        if not last:
-            lines.pop()  # the empty piece after the final newline
-        if n + len(lines) > MAX_LINES:
-            raise TraceError(source, MAX_LINES + 1, f"more than {MAX_LINES:,} lines")
-        if lines and max(map(len, lines)) * 4 > MAX_LINE_BYTES:  # a UTF-8 char has <= 4 bytes
-            for i, line in enumerate(lines, n + 1):
-                if len(line.encode("utf-8")) > MAX_LINE_BYTES:
-                    raise TraceError(source, i, f"line longer than {MAX_LINE_BYTES:,} bytes")
+    batches = line_batches(
+        f, source, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_LINES, progress=progress
+    )
+    for n, lines, last in batches:
         batch: list[TraceEvent] = []
         add = batch.append
         cut_off = n + len(lines) if last else -1  # the number of a line the file cuts off
@@ -617,27 +599,18 @@ def _batches(
                     obj = _MISSING
             except (StopIteration, ValueError, RecursionError):
                 obj = _MISSING
-            event = None if obj is _MISSING else valid(obj, specs, line)
+            event = None
+            if type(obj) is dict and (line.count(":") == len(obj) or _no_repeated_key(line)):
+                event = valid(obj, specs, line)
             if event is not None:
                 add(new_event(TraceEvent, (n, event, obj)))
                 continue
             if not line or line.isspace():
                 continue
-            try:
-                obj = decode_line(line, source, n)
-            except TraceError:
-                if n == cut_off:
-                    raise TraceError(
-                        source, n, "the file ends in the middle of this line (truncated)"
-                    ) from None
-                raise
+            obj = decode_line(line, source, n, truncated=n == cut_off)
             add(validate(obj, source, n, contract))
-        if not_utf8 is not None:
-            raise not_utf8
         seen = seen or bool(batch)
         yield batch
-        if last:
-            break
     if not seen:
         raise TraceError(source, None, "the file holds no trace lines")
 

@@ -39,11 +39,9 @@ Where vectors come from, and why it is this way:
 
 from __future__ import annotations
 
-import itertools
+import functools
 import json
-import os
-import tempfile
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
 from importlib import resources
 from pathlib import Path
@@ -71,7 +69,6 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
-from .trace import json_depth, json_error_text, value_error_text
 from .verifier import configurations
 from .virtual_time import VirtualClock, run
 
@@ -384,68 +381,61 @@ def _expectations_from(
     return expected, alternatives
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def decode_vector_line(raw: bytes, where: str, *, last: bool = False) -> Any:
     """The JSON value of one line of a vectors file (``VectorError`` naming ``where`` if it is
-    not UTF-8, not JSON, or nested deeper than :data:`MAX_DEPTH`).  ``last``: the line the file
-    ends without a newline, named as truncated if it does not parse."""
+    not UTF-8, not JSON, repeats a key, or nests deeper than :data:`MAX_DEPTH`).  ``last``: the
+    line the file ends without a newline, named as truncated if it does not parse."""
+    from .fileio import InputError, decode_json, utf8_text
+
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise VectorError(
-            f"{where}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
-        ) from None
-    try:
-        value = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        if last and (exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated")):
-            raise VectorError(
-                f"{where}: the file ends in the middle of this line (truncated)"
-            ) from None
-        raise VectorError(f"{where}: not JSON ({json_error_text(exc)})") from None
-    except ValueError as exc:  # NaN, Infinity, an integer of more than 4,300 digits
-        raise VectorError(f"{where}: not JSON ({value_error_text(exc)})") from None
-    except RecursionError:
-        raise VectorError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels") from None
-    if json_depth(value) > MAX_DEPTH:
-        raise VectorError(f"{where}: JSON nested deeper than {MAX_DEPTH} levels")
-    return value
+        text = utf8_text(raw, where)
+    except InputError as exc:
+        raise VectorError(f"{where}: {exc.message}") from None
+    return decode_json(text, where, max_depth=MAX_DEPTH, truncated=last, error=_vector_error)
+
+
+def _vector_error(where: str, message: str) -> VectorError:
+    return VectorError(f"{where}: {message}")
 
 
 def load_vectors(path: str | Path) -> list[Vector]:
-    """Parse a vectors file; a bad line raises :class:`VectorError` naming file and line.
+    """Parse a vectors file (``-``: stdin); a bad line raises :class:`VectorError` naming file
+    and line.
 
     A vectors file is untrusted input: a line holds at most :data:`MAX_LINE_BYTES` bytes of
     UTF-8 JSON nesting at most :data:`MAX_DEPTH` levels, a file has at most :data:`MAX_VECTORS`
-    lines and at least one vector, and no id appears twice.
+    lines and at least one vector, and no id appears twice.  It is read by the shared reader of
+    :mod:`toolcancel.fileio`.
     """
-    p = Path(path)
+    from .fileio import InputError, decode_json, line_batches, open_input, source_name
+
+    p = source_name(path)
     out: list[Vector] = []
     ids: dict[str, int] = {}
     try:
-        with p.open("rb") as f:
-            for n in itertools.count(1):
-                raw = f.readline(MAX_LINE_BYTES + 2)
-                if not raw:
-                    break
-                if n > MAX_VECTORS:
-                    raise VectorError(f"{p}:{n}: more than {MAX_VECTORS:,} lines")
-                ends = raw.endswith(b"\n")
-                if len(raw) - ends > MAX_LINE_BYTES:
-                    raise VectorError(f"{p}:{n}: line longer than {MAX_LINE_BYTES:,} bytes")
-                if not raw.strip():
-                    continue
-                data = decode_vector_line(raw, f"{p}:{n}", last=not ends)
-                vector = Vector.from_data(data, f"{p}:{n}")
-                if vector.id in ids:
-                    raise VectorError(
-                        f"{p}:{n}: vector id {vector.id!r} already used on line {ids[vector.id]}"
+        with open_input(path) as f:
+            batches = line_batches(
+                f, p, max_line_bytes=MAX_LINE_BYTES, max_lines=MAX_VECTORS
+            )
+            for before, lines, last in batches:
+                for n, line in enumerate(lines, before + 1):
+                    if not line.strip():
+                        continue
+                    truncated = last and n == before + len(lines)
+                    data = decode_json(
+                        line, f"{p}:{n}", max_depth=MAX_DEPTH, truncated=truncated,
+                        error=_vector_error,
                     )
-                ids[vector.id] = n
-                out.append(vector)
+                    vector = Vector.from_data(data, f"{p}:{n}")
+                    if vector.id in ids:
+                        raise VectorError(
+                            f"{p}:{n}: vector id {_show(vector.id)} already used on line "
+                            f"{ids[vector.id]}"
+                        )
+                    ids[vector.id] = n
+                    out.append(vector)
+    except InputError as exc:
+        raise VectorError(str(exc)) from None
     except OSError as exc:
         raise VectorError(f"{p}: cannot read ({exc.strerror})") from None
     if not out:
@@ -700,18 +690,27 @@ def generate(
     workers: int = 1,
     factory: RegistryFactory = ToolRegistry,
     configs: Iterable[Scenario] | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> list[Vector]:
-    """The vectors of ``revision``: deduplicated, in enumeration order, numbered from 1."""
+    """The vectors of ``revision``: deduplicated, in enumeration order, numbered from 1.
+    ``progress(done, total)`` is called with the configurations run so far."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
     space = list(configurations(revision) if configs is None else configs)
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
+
+    def counted(results: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
+        for i, result in enumerate(results, 1):
+            if progress is not None:
+                progress(min(i * _BATCH, len(space)), len(space))
+            yield result
+
     if workers <= 1 or len(batches) <= 1:
         results: Iterable[list[dict[str, Any]]] = map(_run_batch, batches)
-        return _number(revision, results)
+        return _number(revision, counted(results))
     import multiprocessing
 
     with multiprocessing.get_context("fork").Pool(workers) as pool:
-        return _number(revision, pool.imap(_run_batch, batches))
+        return _number(revision, counted(pool.imap(_run_batch, batches)))
 
 
 def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
@@ -935,39 +934,34 @@ def schema_text() -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def expected_files(revisions: Sequence[str], workers: int) -> dict[str, str]:
-    """File name -> fresh text, for every file ``toolcancel vectors`` owns."""
+def expected_files(
+    revisions: Sequence[str],
+    workers: int,
+    progress: Callable[[int, int, str], None] | None = None,
+) -> dict[str, str]:
+    """File name -> fresh text, for every file ``toolcancel vectors`` owns.
+    ``progress(done, total, revision)`` follows each revision's generation."""
     files = {SCHEMA_NAME: schema_text()}
     for revision in revisions:
-        files[f"{revision}.jsonl"] = render(generate(revision, workers=workers))
+        step = None if progress is None else functools.partial(_tell, progress, revision)
+        files[f"{revision}.jsonl"] = render(generate(revision, workers=workers, progress=step))
     return files
 
 
+def _tell(progress: Callable[[int, int, str], None], revision: str, done: int, total: int) -> None:
+    progress(done, total, revision)
+
+
 def write(directory: str | Path, files: Mapping[str, str]) -> list[Path]:
-    """Write every file atomically: a temporary file in ``directory``, then ``os.replace``, so
-    an interrupted or failed run leaves each file old or new, never half-written (``OSError``
-    propagates; the temporary file is removed)."""
+    """Write every file atomically with :func:`toolcancel.fileio.write_text` (each file old or
+    new, never half-written; a device or FIFO in the way is refused, ``OutputError``)."""
+    from .fileio import write_text
+
     d = Path(directory)
-    d.mkdir(parents=True, exist_ok=True)
     written = []
     for name, text in files.items():
-        path = d / name
-        try:
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=d)
-        except OSError as exc:
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-                f.write(text)
-            os.chmod(tmp, 0o644)
-            os.replace(tmp, path)
-        except OSError as exc:
-            Path(tmp).unlink(missing_ok=True)
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        written.append(path)
+        write_text(d / name, text, mkdir=True)
+        written.append(d / name)
     return written
 
 

@@ -464,8 +464,11 @@ def _check_contexts(obs: Observation, out: Checked) -> None:
         out.fail("R29", obs.scenario, f"contexts {list(got)}, the contract says {list(expected)}")
 
 
-_AUTHORED_BY_WRAPPERS = frozenset({"wrapper_success", "wrapper_error"})
-"""Outcomes whose result a wrapper wrote; the registry does not re-normalize them (R44)."""
+_AUTHORED_BY_WRAPPERS = frozenset(
+    o.name for o in load_contract().outcomes if o.authored_by == "wrapper"
+)
+"""Outcomes whose result a wrapper wrote (``authored_by = "wrapper"`` in contract.toml); the
+registry does not re-normalize them (R44)."""
 
 
 def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked) -> None:

@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import weakref
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
@@ -51,6 +52,14 @@ __all__ = ["VirtualClock", "run"]
 T = TypeVar("T")
 
 _ABSENT = object()
+
+MAX_BUSY_TURNS = 10_000
+"""Loop iterations with work ready that :meth:`VirtualClock.idle` waits through before it calls
+the loop livelocked (something keeps scheduling work without ever waiting)."""
+
+_CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, VirtualClock] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 class VirtualClock:
@@ -70,6 +79,43 @@ class VirtualClock:
             )
         self._now = float(start)
         self._autojump_threshold = float(autojump_threshold)
+        self._idle_waiters: list[asyncio.Future[None]] = []
+        self._busy_turns = 0
+
+    @staticmethod
+    def of(loop: asyncio.AbstractEventLoop) -> VirtualClock | None:
+        """The clock ``loop`` runs on (inside :meth:`patch_loop`), or None."""
+        return _CLOCKS.get(loop)
+
+    def idle(self) -> asyncio.Future[None]:
+        """A future that is done the next time the loop would wait: every task is blocked (on a
+        future, a gate, a timer), nothing is ready to run and no I/O is ready.  Virtual time does
+        not move for it.  If the loop runs :data:`MAX_BUSY_TURNS` iterations with work ready
+        before that, the future fails with ``RuntimeError`` (a livelock).
+
+        This is what the scenario harness means by "let every task run until all are blocked";
+        the loop's own wait (:meth:`patch_loop`'s hook on its selector) is the one place that
+        knows, so nothing reads the loop's private ready queue.
+        """
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        if not self._idle_waiters:
+            self._busy_turns = 0
+        self._idle_waiters.append(future)
+        return future
+
+    def _wake_idle(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_result(None)
+
+    def _livelocked(self) -> None:
+        waiters, self._idle_waiters = self._idle_waiters, []
+        for future in waiters:
+            if not future.done():
+                future.set_exception(
+                    RuntimeError("the loop keeps busy without ever waiting (livelock)")
+                )
 
     def __repr__(self) -> str:
         return f"<VirtualClock time={self._now!r}>"
@@ -90,6 +136,17 @@ class VirtualClock:
 
     def _autojumping(self, real_select: Callable[..., Any]) -> Callable[..., Any]:
         def select(timeout: float | None = None) -> Any:
+            if self._idle_waiters:
+                if timeout is not None and timeout <= 0:  # work is ready: not idle yet
+                    self._busy_turns += 1
+                    if self._busy_turns > MAX_BUSY_TURNS:
+                        self._livelocked()
+                    return real_select(timeout)
+                events = real_select(0)
+                if events:
+                    return events
+                self._wake_idle()  # the loop would wait: every task is blocked
+                return []
             if timeout is None or not math.isfinite(timeout) or timeout <= 0:
                 return real_select(timeout)
             events = real_select(min(timeout, self._autojump_threshold))
@@ -123,11 +180,17 @@ class VirtualClock:
         real_select: Callable[..., Any] = selector.select
         loop.time = self.time  # type: ignore[method-assign]
         selector.select = self._autojumping(real_select)
+        saved_clock = _CLOCKS.get(loop)
+        _CLOCKS[loop] = self
         try:
             yield
         finally:
             _restore(loop, "time", saved_time)
             _restore(selector, "select", saved_select)
+            if saved_clock is None:
+                _CLOCKS.pop(loop, None)
+            else:
+                _CLOCKS[loop] = saved_clock
 
 
 def _restore(obj: object, name: str, saved: object) -> None:

@@ -119,7 +119,8 @@ def test_the_revision_option_selects_the_contract(
 ) -> None:
     path = write(tmp_path / "r.jsonl", record(Scenario(revision="revised", cancel="gate:pre")))
     assert check(capsys, "--revision", "revised", str(path))[0] == 0
-    code, out, err = check(capsys, str(path))  # the default is seed
+    assert check(capsys, str(path))[0] == 0  # by default, the revision the call_entry records
+    code, out, err = check(capsys, "--revision", "seed", str(path))
     assert (code, out) == (2, "")
     assert err == (
         f"toolcancel check: {path}:1: call 'c1' was recorded under the 'revised' contract, but "
@@ -127,6 +128,23 @@ def test_the_revision_option_selects_the_contract(
     )
     code, _, err = check(capsys, "--revision", "v9", str(path))
     assert code == 2 and err.count("\n") == 1 and "unknown contract revision 'v9'" in err
+    tokyo = tmp_path / "tokyo.jsonl"
+    tokyo.write_text(path.read_text("utf-8").replace('"revised"', '"tokyo"'), "utf-8")
+    code, _, err = check(capsys, str(tokyo))
+    assert code == 2 and err == (
+        f"toolcancel check: {tokyo}:1: unknown contract revision 'tokyo' in call_entry; "
+        "choose one of seed, revised\n"
+    )
+
+
+def test_a_trace_on_stdin_is_checked(tmp_path: Path) -> None:
+    path = write(tmp_path / "t.jsonl", record(Scenario(cancel="gate:body")))
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolcancel", "check", "-"],
+        input=path.read_text("utf-8"), capture_output=True, text=True, check=False,
+    )
+    assert (proc.returncode, proc.stderr) == (0, "")
+    assert proc.stdout == "c1: conforming\n1 call: 1 conforming, 0 violations\n"
 
 
 def test_a_call_with_no_result_is_a_violation_not_unusable_input(
@@ -186,11 +204,11 @@ def test_missing_files_and_directories_are_unusable_input(
     code, _, err = check(capsys, str(missing))
     assert code == 2
     assert (
-        err == f"toolcancel check: {missing}: cannot read the trace (No such file or directory)\n"
+        err == f"toolcancel check: {missing}: cannot read (No such file or directory)\n"
     )
     code, _, err = check(capsys, str(tmp_path))
     assert code == 2
-    assert err == f"toolcancel check: {tmp_path}: cannot read the trace (Is a directory)\n"
+    assert err == f"toolcancel check: {tmp_path}: is a directory, not a file\n"
 
 
 def test_unusable_input_wins_over_violations_and_the_other_files_are_still_checked(

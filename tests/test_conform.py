@@ -266,7 +266,7 @@ def test_bad_options_are_one_line_and_exit_2(
     args: list[str], message: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     code, _, err = run_cli(args, capsys)
-    assert (code, err) == (2, f"toolcancel conform: {message}\n")
+    assert (code, err) == (2, f"toolcancel conform: {message} (see toolcancel conform --help)\n")
 
 
 def test_an_unknown_revision_is_exit_2(capsys: pytest.CaptureFixture[str]) -> None:

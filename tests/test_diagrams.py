@@ -518,7 +518,9 @@ def test_check_flags_a_tampered_svg_and_regenerating_leaves_a_fresh_one_alone(
     monkeypatch.chdir(tmp_path)
     assert run_cli("--revision", "seed") == 0
     svg = tmp_path / "diagrams" / "contract-seed.svg"
-    assert (tmp_path / "spec" / "PRECEDENCE.md").exists()
+    # Not a source checkout: everything goes into --out, nothing into ./spec/.
+    assert (tmp_path / "diagrams" / "PRECEDENCE.md").exists()
+    assert not (tmp_path / "spec").exists()
     assert not (tmp_path / "diagrams" / "contract-revised.dot").exists()
     capsys.readouterr()
 
@@ -550,8 +552,9 @@ def test_without_dot_the_text_formats_are_written_and_one_line_says_how_to_get_s
     assert run_cli() == 0
     err = capsys.readouterr().err
     assert sorted(p.name for p in (tmp_path / "diagrams").iterdir()) == sorted(
-        f"contract-{r}.{x}" for r in REVISIONS for x in ("dot", "mmd")
-    )
+        [*(f"contract-{r}.{x}" for r in REVISIONS for x in ("dot", "mmd")),
+         "PRECEDENCE.md", "SCENARIOS.md"]
+    )  # fmt: skip
     assert err.count("\n") == 1 and "apt-get install graphviz" in err
     assert run_cli("--check") == 1
     assert _stale(capsys.readouterr().out) == sorted(
@@ -590,7 +593,7 @@ def test_an_interrupted_write_leaves_the_old_file_and_no_temporary(
     def refuse(src: str, dst: str) -> None:
         raise PermissionError(13, "Permission denied", dst)
 
-    monkeypatch.setattr("toolcancel.commands.diagram.os.replace", refuse)
+    monkeypatch.setattr("toolcancel.fileio.os.replace", refuse)
     assert run_cli("--revision", "seed") == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Permission denied" in err and "Traceback" not in err

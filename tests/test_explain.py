@@ -96,3 +96,96 @@ def test_bad_targets_get_one_line_and_exit_2(args: list[str], message: str) -> N
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
     assert "Traceback" not in proc.stderr
+
+
+# ------------------------------------------------------------------------------------------------
+# A recorded call that breaks the contract: explain says so exactly as check does, and exits 1
+# ------------------------------------------------------------------------------------------------
+
+
+def _explain_and_check(
+    path: Path, capsys: pytest.CaptureFixture[str]
+) -> tuple[int, str, int, str]:
+    code = main(["explain", str(path)])
+    out, err = capsys.readouterr()
+    assert err == "", err
+    check_code = main(["check", str(path)])
+    check_out, _ = capsys.readouterr()
+    return code, out, check_code, check_out
+
+
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the_rule(
+    revision: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The violating traces of the test suite: test_checker.py's single-event edits of recorded
+    # calls (deletions, duplications, swaps), each of which check rejects with a rule.
+    from test_checker import EDIT_SCENARIOS, edits, record
+    from toolcancel.checker import Checker
+    from toolcancel.commands.check import render
+    from toolcancel.trace import encode_line
+
+    checker = Checker(revision)
+    violating = 0
+    for name, base in EDIT_SCENARIOS.items():
+        original = record(Scenario(**{**base.to_data(), "revision": revision}))
+        for what, edited in edits(original):
+            if checker.check_lines(edited)[0].conforming:
+                continue
+            violating += 1
+            path = tmp_path / "edited.jsonl"
+            path.write_text("".join(encode_line(ln) + "\n" for ln in edited), "utf-8")
+            code, out, check_code, check_out = _explain_and_check(path, capsys)
+            assert (code, check_code) == (1, 1), (name, what, out)
+            verdict = checker.check_file(path)[0]
+            block = render(verdict)
+            assert block in check_out
+            assert out.endswith(block + "\n"), (name, what, out)
+            assert f"violation of {verdict.rule} " in out
+    assert violating > 100
+
+
+def test_explain_flags_a_success_result_next_to_an_aborted_outcome(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    recorder = TraceRecorder()
+
+    async def go() -> None:
+        registry = ToolRegistry(trace=recorder)
+        stop = asyncio.Event()
+
+        @registry.tool("t")
+        async def body(args: object, call: object) -> object:
+            await stop.wait()
+            return [{"type": "text", "text": "late"}]
+
+        caller = AbortController()
+        task = asyncio.create_task(registry.execute("t", {}, signal=caller.signal))
+        await asyncio.sleep(0)
+        caller.abort()
+        stop.set()
+        await task
+
+    asyncio.run(go())
+    lines = recorder.lines
+    for ln in lines:  # the registry's answer was ABORTED; pretend it let the late success through
+        if ln["event"] == "result":
+            ln["result"] = {"content": [{"type": "text", "text": "late"}], "isError": False}
+    path = tmp_path / "late.jsonl"
+    recorder.write(path)
+    code, out, check_code, check_out = _explain_and_check(path, capsys)
+    assert (code, check_code) == (1, 1)
+    assert "Outcome: aborted" in out and "does NOT conform" in out
+    rule_line = next(ln for ln in check_out.splitlines() if "violation of" in ln)
+    assert rule_line in out
+
+
+def test_explain_reads_stdin_and_writes_a_drawing_to_stdout(tmp_path: Path) -> None:
+    scenario = json.dumps({"revision": "seed", "cancel": "gate:body"})
+    proc = subprocess.run(
+        [sys.executable, "-m", "toolcancel", "explain", "-", "--mermaid", "-"],
+        input=scenario, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("---\ntitle: ") and "stateDiagram-v2" in proc.stdout
+    assert "Outcome: aborted" in proc.stderr  # the explanation moves out of the drawing's way

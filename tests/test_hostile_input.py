@@ -204,10 +204,6 @@ EXPLAIN_TRACE_CASES: dict[str, tuple[Build, int | None]] = {
         lambda _: (json.dumps({**trace_lines()[1], "call": "zz"}) + "\n").encode(),
         1,
     ),
-    "a trace the contract does not allow": (
-        lambda _: trace_text(trace_lines()[:2] + trace_lines()[4:]).encode(),
-        None,
-    ),
 }
 CONTRACT_CASES: dict[str, tuple[Build, int | None]] = {
     "missing": (lambda _: MISSING, None),
@@ -320,6 +316,20 @@ def test_every_command_answers_hostile_input_with_one_line_and_exit_2(
     assert leftovers(out) == []  # nothing written, not even a temporary file
 
 
+def test_a_trace_the_contract_does_not_allow_is_a_violation_for_explain_not_unusable_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    target = tmp_path / "trace.jsonl"
+    target.write_text(trace_text(trace_lines()[:2] + trace_lines()[4:]), "utf-8")
+    out = tmp_path / "out"
+    out.mkdir()
+    code, stdout, err = run_main(_argv_explain_trace(target, out), capsys)
+    assert code == 1, (stdout, err)  # what check says: a violation, with its rule
+    assert "does NOT conform" in stdout and "violation of R" in stdout
+    assert the_line(err).startswith("toolcancel explain: nothing drawn")
+    assert leftovers(out) == []
+
+
 # ------------------------------------------------------------------------------------------------
 # Unknown revisions and bad option values
 # ------------------------------------------------------------------------------------------------
@@ -351,7 +361,7 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["verify", "--max-wrappers", "9"], "--max-wrappers: invalid choice: 9"),
     (["verify", "--frobnicate"], "unrecognized arguments: --frobnicate"),
     (["check", "--revision", "tokyo", "TRACE"], "unknown contract revision 'tokyo'"),
-    (["check"], "check: error: the following arguments are required"),
+    (["check"], "check: the following arguments are required"),
     (["vectors", "--revision", "tokyo", "--out", "OUT"], "unknown contract revision 'tokyo'"),
     (["vectors", "--workers", "0", "--out", "OUT"], "--workers must be at least 1"),
     (["vectors", "--workers", "-3", "--out", "OUT"], "--workers must be at least 1"),
@@ -374,7 +384,8 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["explain", "TWO", "--call", "zz"], "TWO: no call 'zz'"),
     (["explain", "BADREV"], "BADREV:1: unknown contract revision 'tokyo'"),
     (["explain", "SCENARIO", "--svg", "OUT"], "OUT: is a directory"),
-    (["explain", "SCENARIO", "--mermaid", "FILE/x.mmd"], "FILE/x.mmd: no such directory"),
+    (["explain", "SCENARIO", "--mermaid", "FILE/x.mmd"],
+     "FILE/x.mmd: cannot write there: FILE is not a directory"),
     ([], "the following arguments are required: COMMAND"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
 ]  # fmt: skip
@@ -400,7 +411,9 @@ def test_unknown_revisions_and_bad_option_values_are_one_line_and_exit_2(
     # Were an option not refused, vectors would generate: make that fast, and visible below.
     import toolcancel.commands.vectors as command
 
-    monkeypatch.setattr(command, "expected_files", lambda revisions, workers: {"x.jsonl": "x\n"})
+    monkeypatch.setattr(
+        command, "expected_files", lambda revisions, workers, **_: {"x.jsonl": "x\n"}
+    )
     monkeypatch.chdir(tmp_path)
     code, _, err = run_main([real(a) for a in argv], capsys)
     assert code == 2, err
@@ -529,13 +542,13 @@ def test_vectors_writes_atomically(
     import toolcancel.commands.vectors as command
 
     monkeypatch.setattr(
-        command, "expected_files", lambda revisions, workers: {"seed.jsonl": "new\n" * 1000}
+        command, "expected_files", lambda revisions, workers, **_: {"seed.jsonl": "new\n" * 1000}
     )
     old = tmp_path / "seed.jsonl"
     old.write_text("old\n", "utf-8")
     code, _, err = run_main(["vectors", "--revision", "seed", "--out", str(tmp_path)], capsys)
     assert code == 2
-    assert the_line(err) == f"toolcancel vectors: cannot write {old}: No space left on device"
+    assert the_line(err) == f"toolcancel vectors: {old}: cannot write (No space left on device)"
     assert leftovers(tmp_path) == ["seed.jsonl"] and old.read_text("utf-8") == "old\n"
 
 
@@ -571,7 +584,7 @@ def test_diagram_writes_atomically(
             "--precedence", str(out / "PRECEDENCE.md")]  # fmt: skip
     code, _, err = run_main(argv, capsys)
     assert code == 2
-    assert the_line(err) == f"toolcancel diagram: cannot write {old}: No space left on device"
+    assert the_line(err) == f"toolcancel diagram: {old}: cannot write (No space left on device)"
     assert leftovers(out) == ["contract-seed.dot"] and old.read_text("utf-8") == "old\n"
 
 

@@ -1,11 +1,18 @@
 """The wheel is what users get: it must import, ship the contract, and run a call from a
-fresh virtual environment that has nothing but the wheel and its declared dependencies."""
+fresh virtual environment that has nothing but the wheel and its declared dependencies -- and
+the documented commands must work there: ``diagram`` (DOT and Mermaid with no system binary),
+``explain --mermaid`` without Graphviz's ``dot``, ``explain --svg`` with it (and one line saying
+how to get it without).  Building it prints no packaging warning."""
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 import subprocess
 import sys
 import venv
+import xml.etree.ElementTree as ET
 import zipfile
 from pathlib import Path
 
@@ -30,15 +37,75 @@ print(asyncio.run(reg.execute("greet", {"who": "wheel"}, signal=ctl.signal)).to_
 """
 
 
+NOISE = re.compile(r"\b[A-Z]\w*Warning\b|^\s*WARNING\b(?!: Location 'file:)")
+"""A packaging warning in build output -- a Python warning category (SetuptoolsDeprecationWarning,
+BuildBackendWarning) or build's ``WARNING`` lines: what a deprecated license table or an unlisted
+package prints.  Not distutils' lowercase log lines ("warning: install_lib: byte-compiling is
+disabled"), nor the "WARNING: Location 'file:...' is ignored" of this machine's pip config."""
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("dist")
-    subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(ROOT)],
-        check=True,
+    build = subprocess.run(
+        [sys.executable, "-m", "build", "--wheel", "--outdir", str(out), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=False,
     )
+    assert build.returncode == 0, build.stdout + build.stderr
+    noise = [ln for ln in (build.stdout + build.stderr).splitlines() if NOISE.search(ln)]
+    assert noise == [], "\n".join(noise)  # e.g. a deprecated license table, a missing package
     (found,) = out.glob("toolcancel-*.whl")
     return found
+
+
+@pytest.fixture(scope="module")
+def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh virtual environment with the wheel and its dependencies; its bin directory."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", str(wheel)],
+                   check=True)  # fmt: skip
+    return env_dir / "bin"
+
+
+def _run(
+    bin_dir: Path, cwd: Path, *argv: str, dot: bool = True
+) -> subprocess.CompletedProcess[str]:
+    """The installed command, from ``cwd``; ``dot=False``: with a PATH that has no Graphviz."""
+    path = os.environ["PATH"] if dot else str(bin_dir)
+    env = {**os.environ, "PATH": path}
+    return subprocess.run([str(bin_dir / "toolcancel"), *argv], capture_output=True, text=True,
+                          cwd=cwd, env=env, check=False)  # fmt: skip
+
+
+def test_the_development_install_of_a_clean_clone_prints_no_packaging_warning(
+    tmp_path: Path,
+) -> None:
+    # What scripts/dev-env runs, minus the dev tools (the point is our project's build):
+    # an editable install of a copy of the tracked files into a fresh venv.
+    clone = tmp_path / "clone"
+    files = subprocess.run(["git", "ls-files", "-z"], cwd=ROOT, capture_output=True,
+                           check=True).stdout.decode().split("\0")  # fmt: skip
+    for name in filter(None, files):
+        if (ROOT / name).is_file():
+            (clone / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(ROOT / name, clone / name)
+    dev_env = (ROOT / "scripts" / "dev-env").read_text("utf-8")
+    (line,) = [ln.strip() for ln in dev_env.splitlines() if "pip install --quiet -e" in ln]
+    env_dir = tmp_path / "venv"
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    command = line.replace(".venv/bin/python", str(env_dir / "bin" / "python"))
+    command = command.replace("-e '.[dev]'", "--no-deps -e .")
+    # as dev-env does first: a current pip shows the build backend's warnings
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", "--upgrade", "pip"],
+                   check=True, capture_output=True)  # fmt: skip
+    done = subprocess.run(["bash", "-c", command], cwd=clone, capture_output=True, text=True,
+                          check=False)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    noise = [ln for ln in (done.stdout + done.stderr).splitlines() if NOISE.search(ln)]
+    assert noise == [], "\n".join(noise)
 
 
 def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path) -> None:
@@ -50,19 +117,66 @@ def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path)
         "toolcancel/commands/verify.py",
         "toolcancel/spec/contract.toml",
         "toolcancel/spec/CONTRACT.md",
+        "toolcancel/spec/vectors/seed.jsonl",
+        "toolcancel/spec/vectors/revised.jsonl",
+        "toolcancel/spec/vectors/README.md",
     ):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "model_tests/", "machine/")) for n in names)
 
 
-def test_fresh_venv_imports_the_wheel_and_runs_a_call(wheel: Path, tmp_path: Path) -> None:
-    env_dir = tmp_path / "venv"
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    py = env_dir / "bin" / "python"
-    subprocess.run([py, "-m", "pip", "install", "-q", str(wheel)], check=True)
-    out = subprocess.run([py, "-c", SMOKE], check=True, capture_output=True, text=True,
-                         cwd=tmp_path)
+def test_fresh_venv_imports_the_wheel_and_runs_a_call(installed: Path, tmp_path: Path) -> None:
+    out = subprocess.run([installed / "python", "-c", SMOKE], check=True, capture_output=True,
+                         text=True, cwd=tmp_path)  # fmt: skip
     assert out.stdout.strip() == '{"content":[{"text":"hi wheel","type":"text"}],"isError":false}'
-    cli = subprocess.run([env_dir / "bin" / "toolcancel", "--help"], capture_output=True,
-                         text=True, cwd=tmp_path)
+    cli = _run(installed, tmp_path, "--help")
     assert cli.returncode == 0 and "verify" in cli.stdout
+    version = _run(installed, tmp_path, "--version")
+    assert (version.returncode, version.stdout) == (0, "toolcancel 0.1.0\n")
+
+
+def test_diagram_from_the_wheel_writes_every_text_format_without_dot(
+    installed: Path, tmp_path: Path
+) -> None:
+    done = _run(installed, tmp_path, "diagram", dot=False)
+    assert done.returncode == 0, done.stderr
+    drawn = tmp_path / "diagrams"
+    names = sorted(p.name for p in drawn.iterdir())
+    assert names == sorted(
+        [*(f"contract-{r}.{x}" for r in ("seed", "revised") for x in ("dot", "mmd")),
+         "PRECEDENCE.md", "SCENARIOS.md"]
+    )  # fmt: skip
+    assert (drawn / "contract-seed.dot").read_text("utf-8").startswith("// Generated")
+    assert "stateDiagram-v2" in (drawn / "contract-seed.mmd").read_text("utf-8")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["diagrams"]  # no ./spec/, no README
+    line = done.stderr.strip()
+    assert done.stderr.count("\n") == 1 and "apt-get install graphviz" in line, done.stderr
+
+
+def test_explain_from_the_wheel_draws_mermaid_without_dot_and_svg_with_it(
+    installed: Path, tmp_path: Path
+) -> None:
+    mermaid = _run(installed, tmp_path, "explain", "seed-00042", "--mermaid", "path.mmd", dot=False)
+    assert mermaid.returncode == 0, mermaid.stderr
+    assert "Outcome: " in mermaid.stdout
+    assert "stateDiagram-v2" in (tmp_path / "path.mmd").read_text("utf-8")
+
+    no_dot = _run(installed, tmp_path, "explain", "seed-00042", "--svg", "path.svg", dot=False)
+    assert no_dot.returncode == 2 and no_dot.stdout == ""
+    assert no_dot.stderr.count("\n") == 1 and "install Graphviz" in no_dot.stderr
+    assert not (tmp_path / "path.svg").exists()
+
+    if shutil.which("dot") is None:
+        pytest.skip("Graphviz's dot is not installed here (scripts/dev-env installs it)")
+    svg = _run(installed, tmp_path, "explain", "seed-00042", "--svg", "path.svg")
+    assert svg.returncode == 0, svg.stderr
+    root = ET.fromstring((tmp_path / "path.svg").read_bytes())
+    assert root.tag == "{http://www.w3.org/2000/svg}svg"
+
+
+def test_vectors_from_the_wheel_never_write_into_the_installed_package(
+    installed: Path, tmp_path: Path
+) -> None:
+    done = _run(installed, tmp_path, "vectors", "--revision", "seed")
+    assert done.returncode == 2 and "give --out DIR" in done.stderr
+    assert done.stderr.count("\n") == 1

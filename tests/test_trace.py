@@ -373,8 +373,8 @@ def test_an_empty_trace_is_refused(tmp_path: Path, content: str, message: str) -
 
 def test_missing_files_and_directories_are_refused_naming_them(tmp_path: Path) -> None:
     missing = tmp_path / "nope.jsonl"
-    assert read_error(missing) == f"{missing}: cannot read the trace (No such file or directory)"
-    assert read_error(tmp_path) == f"{tmp_path}: cannot read the trace (Is a directory)"
+    assert read_error(missing) == f"{missing}: cannot read (No such file or directory)"
+    assert read_error(tmp_path) == f"{tmp_path}: is a directory, not a file"
 
 
 # ------------------------------------------------------------------------------------------------

@@ -272,7 +272,7 @@ def test_every_outcome_and_transition_of_the_table_is_reached(committed: list[Ve
 @pytest.mark.parametrize(
     ("doctor", "message"),
     [
-        (lambda line: "{not json", "not JSON"),
+        (lambda line: "{not json", "not valid JSON"),
         (
             lambda line: line.replace('"vector":2', '"vector":3'),
             "vector format 3, expected one of 1, 2",
@@ -396,7 +396,7 @@ def test_the_readme_documents_every_value_of_the_vocabulary() -> None:
     ("args", "message"),
     [
         (["--revision", "head"], "unknown contract revision 'head'; choose one of seed, revised"),
-        (["--workers", "0"], "--workers must be at least 1"),
+        (["--workers", "0"], "--workers must be at least 1 (see toolcancel vectors --help)"),
     ],
 )
 def test_bad_vectors_options_are_one_line_and_exit_2(

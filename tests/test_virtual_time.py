@@ -284,3 +284,45 @@ def test_patch_loop_refuses_a_loop_without_a_selector() -> None:
     not_a_selector_loop = cast("asyncio.AbstractEventLoop", object())
     with pytest.raises(TypeError), VirtualClock().patch_loop(not_a_selector_loop):
         pass
+
+
+def test_idle_is_done_when_every_task_is_blocked_and_time_has_not_moved() -> None:
+    clock = VirtualClock()
+    log: list[str] = []
+
+    async def worker(gate: asyncio.Event) -> None:
+        for i in range(5):
+            log.append(f"step {i}")
+            await asyncio.sleep(0)
+        await gate.wait()  # blocked from here on
+        log.append("released")
+
+    async def main() -> None:
+        assert VirtualClock.of(asyncio.get_running_loop()) is clock
+        gate = asyncio.Event()
+        timer = asyncio.get_running_loop().call_later(5.0, log.append, "timer")
+        task = asyncio.ensure_future(worker(gate))
+        await clock.idle()
+        assert log == [f"step {i}" for i in range(5)] and clock.time() == 0.0
+        gate.set()
+        await clock.idle()
+        assert log[-1] == "released" and task.done() and clock.time() == 0.0
+        timer.cancel()
+
+    run(main(), clock=clock)
+
+
+def test_idle_reports_a_loop_that_never_waits_as_a_livelock() -> None:
+    clock = VirtualClock()
+
+    async def spin() -> None:
+        while True:
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        task = asyncio.ensure_future(spin())
+        with pytest.raises(RuntimeError, match="livelock"):
+            await clock.idle()
+        task.cancel()
+
+    run(main(), clock=clock)

@@ -10,12 +10,13 @@ the other files are still checked and reported.
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import textwrap
 from typing import Any
 
-from ..checker import Checker, Verdict
-from ..cli import complain
+from ..checker import Checker, RecordedRevisionChecker, Verdict
+from ..cli import Progress, UsageError, complain
 from ..contract import load_contract
 from ..trace import TraceError
 
@@ -43,29 +44,47 @@ def register(sub: Any) -> None:
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.jsonl)")
+    p.add_argument(
+        "traces", nargs="+", metavar="TRACE", help="trace files (.jsonl; - for stdin)"
+    )
     p.add_argument(
         "--revision",
-        default="seed",
-        help="contract revision the traces claim to follow: seed (default) or revised",
+        default=None,
+        help="check every call against this contract revision (seed or revised); by default "
+        "each call is checked against the revision its call_entry line records",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per call (JSON Lines)")
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown for a trace that takes more than 2 s: a bar on a "
+        "terminal, else a line every 10 s; TOOLCANCEL_PROGRESS=0 also turns it off)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    load_contract().revision(args.revision)  # an unknown revision: one clear line, exit 2
-    checker = Checker(args.revision)
+    if args.revision is None:
+        checker: Checker = RecordedRevisionChecker()
+    else:
+        load_contract().revision(args.revision)  # an unknown revision: one clear line, exit 2
+        checker = Checker(args.revision)
+    if args.traces.count("-") > 1:
+        raise UsageError("stdin (-) can be read only once")
     unusable = 0
     verdicts: list[Verdict] = []
     several = len(args.traces) > 1
+    progress = Progress("check", "MiB", enabled=not args.quiet)
     for path in args.traces:
         try:
-            found = checker.check_file(path)
+            found = checker.check_file(path, functools.partial(_in_mib, progress, path))
         except TraceError as exc:
+            progress.close()
             unusable += 1
             complain("check", str(exc))
             continue
+        progress.close()
         verdicts.extend(found)
         for v in found:
             if args.json:
@@ -80,6 +99,10 @@ def run(args: argparse.Namespace) -> int:
     if unusable:
         return 2
     return 0 if all(v.conforming for v in verdicts) else 1
+
+
+def _in_mib(progress: Progress, path: str, done: int, total: int) -> None:
+    progress.update(done >> 20, total >> 20, path)
 
 
 def render(v: Verdict, with_file: bool = False) -> str:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from ..cli import CliError
+from ..cli import Progress, UsageError, clip
 from ..conform import PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
 
@@ -33,7 +33,9 @@ def register(sub: Any) -> None:
         help="with --self: the retry behaviour our registry runs and declares (D11; default: "
         "the contract's default)",
     )
-    p.add_argument("--vectors", metavar="FILE", help="a vectors file (default: the shipped ones)")
+    p.add_argument(
+        "--vectors", metavar="FILE", help="a vectors file (- for stdin; default: the shipped ones)"
+    )
     p.add_argument(
         "--timeout",
         type=float,
@@ -48,21 +50,35 @@ def register(sub: Any) -> None:
         metavar="CMD",
         help="the adapter command and its arguments; must come last",
     )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown by default: a bar on a terminal, else a line every "
+        "10 s; TOOLCANCEL_PROGRESS=0 in the environment also turns it off)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
     if args.self_ == bool(args.adapter):
-        raise CliError("give exactly one of --self and --adapter CMD [ARGS...]")
+        raise UsageError("give exactly one of --self and --adapter CMD [ARGS...]")
     if not args.timeout > 0:
-        raise CliError("--timeout must be a positive number of seconds")
+        raise UsageError("--timeout must be a positive number of seconds")
     if not args.timeout <= MAX_TIMEOUT:
-        raise CliError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
+        raise UsageError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
     if args.retry and not args.self_:
-        raise CliError("--retry is for --self; an adapter declares its retry behaviour itself")
+        raise UsageError("--retry is for --self; an adapter declares its retry behaviour itself")
     command = self_command(args.retry) if args.self_ else list(args.adapter)
-    report = conform(command, args.revision, vectors_path=args.vectors, timeout=args.timeout)
+    with Progress("conform", "vectors", enabled=not (args.json or args.quiet)) as progress:
+        report = conform(
+            command,
+            args.revision,
+            vectors_path=args.vectors,
+            timeout=args.timeout,
+            progress=progress.update,
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -78,7 +94,7 @@ def table(report: Report) -> str:
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  first failing vector",
     ]
     for rule, t in report.by_rule().items():
-        title = report.titles.get(rule, "")[:38]
+        title = clip(report.titles.get(rule, ""), 38)
         lines.append(
             f"  {rule:<9} {title:<38} {t.passed:>7,} {t.failed:>7,}  {t.first_failure or '-'}"
         )

@@ -12,24 +12,30 @@ exists, parses as XML, and embeds the SHA-256 of exactly the DOT that is generat
 regeneration leaves a fresh SVG untouched, so two machines with different Graphviz versions do not
 fight over it.
 
-Every file is written to a temporary file in its own directory and moved into place with
-``os.replace``: an interrupted run leaves each file either old or new, never half-written.
+Every file is written by :func:`toolcancel.fileio.write_text`: to a temporary file in its own
+directory, then moved into place, so an interrupted run leaves each file either old or new, never
+half-written; a destination that is a device, FIFO, socket or directory is refused before any
+work.
+
+Where the files go: in a source checkout (the current directory holds ``spec/contract.toml`` and
+``pyproject.toml``) the repository's layout -- ``diagrams/``, ``spec/PRECEDENCE.md``,
+``spec/SCENARIOS.md`` and the Mermaid blocks of ``README.md``.  Anywhere else everything goes into
+the ``--out`` directory (default ``./diagrams``, created and announced), so the command never
+creates ``./spec/`` or edits a README that is not the project's.
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..cli import CliError
+from ..cli import CliError, UsageError
 from ..contract import Contract, load_contract, load_contract_file
+from ..fileio import check_destination, is_stream, write_text
 
 SUFFIXES = (".dot", ".svg", ".mmd")
 PREFIX = "contract-"
@@ -42,17 +48,19 @@ def register(sub: Any) -> None:
         description="Write diagrams/contract-<revision>.{dot,svg,mmd} (Graphviz DOT and SVG, "
         "Mermaid stateDiagram-v2) and PRECEDENCE.md, all generated from the contract file. "
         "With --check, write nothing and exit 1 listing every stale file.",
-        epilog="Where PRECEDENCE.md goes: next to the contract it describes. For the shipped "
-        "contract that is spec/PRECEDENCE.md under the current directory (the repository's "
-        "layout, like the default diagrams/); with --contract PATH it is PRECEDENCE.md in "
-        "PATH's directory; --precedence FILE overrides both. "
-        "SVG needs Graphviz's dot (apt-get install graphviz); without it the text formats are "
-        "still written. Exit codes: 0 done or fresh, 1 stale (--check), 2 bad input.",
+        epilog="Where the files go: in a source checkout of toolcancel (the current directory "
+        "holds spec/contract.toml and pyproject.toml), the repository's layout: diagrams/, "
+        "spec/PRECEDENCE.md, spec/SCENARIOS.md and README.md's Mermaid blocks. Anywhere else, "
+        "everything goes into --out (default ./diagrams). With --contract PATH, PRECEDENCE.md "
+        "goes next to PATH; --precedence FILE overrides all of these. "
+        "DOT and Mermaid need nothing but this package; SVG needs Graphviz's dot (apt-get "
+        "install graphviz, brew install graphviz); without it the text formats are still "
+        "written. Exit codes: 0 done or fresh, 1 stale (--check), 2 bad input.",
     )
     p.add_argument(
         "--out",
         type=Path,
-        default=Path("diagrams"),
+        default=None,
         metavar="DIR",
         help="directory for the drawings (default: ./diagrams)",
     )
@@ -93,17 +101,16 @@ class Planned:
     """For an SVG: the DOT it must be drawn from."""
 
 
+def in_checkout() -> bool:
+    """Whether the current directory is a source checkout of toolcancel (the repository's
+    layout is then where the generated files belong)."""
+    return Path("spec/contract.toml").is_file() and Path("pyproject.toml").is_file()
+
+
 def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], list[Path]]:
     """The files to generate, and the orphaned drawings of revisions the contract no longer has
     (only looked for when drawing all revisions)."""
-    try:
-        from .. import diagrams
-    except ModuleNotFoundError as exc:
-        if exc.name != "graphviz":
-            raise
-        raise CliError(
-            "needs the graphviz Python package (pip install graphviz, or toolcancel[dev])"
-        ) from None
+    from .. import diagrams
 
     if args.revision == "all":
         revisions = list(contract.revisions)
@@ -113,7 +120,7 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         raise CliError(
             f"unknown revision {args.revision!r}; choose {', '.join(contract.revisions)} or all"
         )
-    out: Path = args.out
+    out: Path = args.out if args.out is not None else Path("diagrams")
     planned: list[Planned] = []
     for name in revisions:
         drawing = diagrams.draw(contract.revision(name))
@@ -128,7 +135,7 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(
             Planned(_precedence_path(args).with_name("SCENARIOS.md"), build_scenarios_markdown())
         )
-    readme = _readme(Path("README.md"), planned)
+    readme = _readme(Path("README.md"), planned) if in_checkout() else None
     if readme is not None:
         planned.append(readme)
     orphans: list[Path] = []
@@ -169,7 +176,9 @@ def _precedence_path(args: argparse.Namespace) -> Path:
         return Path(args.precedence)
     if args.contract is not None:
         return Path(args.contract).parent / "PRECEDENCE.md"
-    return Path("spec") / "PRECEDENCE.md"
+    if in_checkout():
+        return Path("spec") / "PRECEDENCE.md"
+    return (args.out if args.out is not None else Path("diagrams")) / "PRECEDENCE.md"
 
 
 def _read(path: Path) -> str | None:
@@ -210,42 +219,13 @@ def _problem(item: Planned) -> str | None:
     return None if current == item.text else "differs from the contract"
 
 
-def _write_atomic(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` (UTF-8, ``\\n`` newlines) in one ``os.replace``."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    except OSError as exc:
-        raise OSError(exc.errno, exc.strerror, str(path)) from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException as exc:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        if isinstance(exc, OSError):  # name the file being written, not the temporary one
-            raise OSError(exc.errno, exc.strerror, str(path)) from None
-        raise
-
-
-def _writable(path: Path) -> None:
-    """Refuse, before anything is written, a destination that cannot become a file."""
-    if path.is_dir():
-        raise CliError(f"{path}: is a directory; cannot write the file there")
-    for parent in path.parents:
-        if parent.exists():
-            if not parent.is_dir():
-                raise CliError(f"{path}: {parent} is not a directory")
-            break
-
-
 def run(args: argparse.Namespace) -> int:
+    for option, value in (("--out", args.out), ("--precedence", args.precedence)):
+        if is_stream(value):
+            raise UsageError(
+                f"{option} cannot be - (stdout): diagram writes a set of files; print one "
+                "drawing with `toolcancel explain TARGET --mermaid -`"
+            )
     contract = load_contract() if args.contract is None else load_contract_file(args.contract)
     planned, orphans = _plan(args, contract)
     if args.check:
@@ -269,7 +249,7 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
     from ..diagrams import GraphvizMissing, render_svg
 
     for item in planned:  # a destination that cannot be a file: say so before any work
-        _writable(item.path)
+        check_destination(item.path, mkdir=True)
     # Render everything before writing anything: a failure leaves the old set intact.
     contents: list[tuple[Path, str]] = []
     missing_dot: GraphvizMissing | None = None
@@ -289,15 +269,19 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
             except GraphvizMissing as exc:
                 missing_dot = exc
         not_rendered += 1
+    made: set[Path] = set()
+    for path, text in contents:
+        if not path.parent.is_dir() and path.parent not in made:
+            print(f"created directory {path.parent}")
+            made.add(path.parent)
+        write_text(path, text, mkdir=True)
+        print(f"wrote {path}")
     try:
-        for path, text in contents:
-            _write_atomic(path, text)
-            print(f"wrote {path}")
         for path in orphans:
             path.unlink()
             print(f"removed {path} (no such revision in the contract)")
     except OSError as exc:
-        raise CliError(f"cannot write {exc.filename}: {exc.strerror}") from None
+        raise CliError(f"{exc.filename}: cannot remove ({exc.strerror})") from None
     unchanged = len(planned) - len(contents) - not_rendered
     if unchanged:
         print(f"unchanged: {unchanged} file(s)")

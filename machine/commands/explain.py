@@ -4,17 +4,32 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import tempfile
+import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..cli import CliError
+from ..cli import CliError, UsageError, complain
 from ..contract import load_contract
 from ..explain import Explanation, shipped_vectors
+from ..fileio import (
+    STRICT,
+    check_destination,
+    decode_json,
+    is_stream,
+    read_bytes,
+    show,
+    source_name,
+    utf8_text,
+    write_text,
+)
+from ..results import canonical_json
 from ..scenario import Scenario, ScenarioError, run_scenario
-from ..trace import MAX_DEPTH, json_depth, json_error_text, value_error_text
+from ..trace import MAX_DEPTH
+from .check import render
+
+if TYPE_CHECKING:
+    from ..checker import Verdict
 
 _VECTOR_ID = re.compile(r"^(?P<revision>[a-z]+)-\d+$")
 MAX_INPUT = 1 << 20
@@ -28,14 +43,19 @@ def register(sub: Any) -> None:
         description="Print a call's path: every state, event and transition with the rules it "
         "applies (id and one line of text), then the outcome and the precedence row that "
         "decided it. TARGET is a vector id (e.g. seed-00042), a scenario JSON file, or a trace "
-        "JSONL file (use --call to pick one call). Exit 2 on unusable input.",
+        "JSONL file (use --call to pick one call). A recorded call is also checked: one that "
+        "does not conform gets the first violation exactly as `toolcancel check` shows it. "
+        "Exit 0 explained, 1 the call violates the contract, 2 unusable input.",
     )
-    p.add_argument("target", help="vector id, scenario .json file, or trace .jsonl file")
+    p.add_argument(
+        "target", help="vector id, scenario .json file, or trace .jsonl file (- for stdin)"
+    )
     p.add_argument("--call", help="the call id to explain, for a trace with several calls")
-    p.add_argument("--svg", type=Path, metavar="FILE",
-                   help="also draw the contract diagram with this path highlighted, as SVG")
-    p.add_argument("--mermaid", type=Path, metavar="FILE",
-                   help="also write the highlighted diagram as Mermaid text")
+    p.add_argument("--svg", metavar="FILE",
+                   help="also draw the contract diagram with this path highlighted, as SVG "
+                   "(needs Graphviz's dot; - for stdout)")
+    p.add_argument("--mermaid", metavar="FILE",
+                   help="also write the highlighted diagram as Mermaid text (- for stdout)")
     p.add_argument(
         "--retry",
         choices=load_contract().retry_names,
@@ -47,35 +67,67 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    if is_stream(args.svg) and is_stream(args.mermaid):
+        raise UsageError("only one of --svg and --mermaid can be - (stdout)")
     for out in (args.svg, args.mermaid):
         if out is not None:
-            _check_destination(out)  # before any work: a bad path is one line, nothing written
-    header, explanation, result = _resolve(args)
+            check_destination(out)  # before any work: a bad path is one line, nothing written
+    if args.svg is not None:
+        from ..diagrams import GraphvizMissing, have_dot
+
+        if not have_dot():
+            raise GraphvizMissing()
+    header, explanation, result, verdict = _resolve(args)
+    # With a drawing on stdout, the explanation goes to stderr so stdout holds only the drawing.
+    report = sys.stderr if is_stream(args.svg) or is_stream(args.mermaid) else sys.stdout
+    violation = verdict is not None and not verdict.conforming
     if args.json:
-        data = explanation.to_data()
+        data: dict[str, Any] = (
+            explanation.to_data() if explanation is not None else {"steps": None}
+        )
         data["target"] = header
         data["result"] = json.loads(result) if result else None
-        print(json.dumps(data, indent=2))
+        data["verdict"] = verdict.to_json() if verdict is not None else None
+        print(json.dumps(data, indent=2), file=report)
     else:
-        print(header)
-        print("\n".join(explanation.lines()))
+        print(header, file=report)
+        if explanation is not None:
+            print("\n".join(explanation.lines()), file=report)
         if result:
-            print(f"Result: {result}")
+            print(f"Result: {result}", file=report)
+        if violation:
+            assert verdict is not None
+            print(
+                "\nThis call does NOT conform to the contract; `toolcancel check` reports:",
+                file=report,
+            )
+            print(render(verdict), file=report)
     if args.svg or args.mermaid:
-        from ..diagrams import draw
+        if explanation is None:
+            complain(
+                "explain",
+                "nothing drawn: the call's events are not a path of the contract",
+            )
+        else:
+            from ..diagrams import draw
 
-        drawing = draw(explanation.table, explanation.path)
-        if args.svg:
-            _write(args.svg, drawing.svg())
-        if args.mermaid:
-            _write(args.mermaid, drawing.mermaid)
-    return 0
+            drawing = draw(explanation.table, explanation.path)
+            if args.svg:
+                write_text(args.svg, drawing.svg())
+            if args.mermaid:
+                write_text(args.mermaid, drawing.mermaid)
+    return 1 if violation else 0
 
 
-def _resolve(args: argparse.Namespace) -> tuple[str, Explanation, str | None]:
+Resolved = tuple[str, "Explanation | None", "str | None", "Verdict | None"]
+"""Header, the step-by-step explanation (None: the events are no path of the contract), the
+result, and the checker's verdict (for a recorded trace; None otherwise)."""
+
+
+def _resolve(args: argparse.Namespace) -> Resolved:
     path = Path(args.target)
-    if path.exists():
-        return _from_file(path, args.call, args.retry)
+    if is_stream(args.target) or path.exists():
+        return _from_file(args.target, args.call, args.retry)
     match = _VECTOR_ID.match(args.target)
     if match is None:
         raise CliError(f"{args.target}: no such file, and not a vector id like seed-00042")
@@ -87,9 +139,7 @@ def _resolve(args: argparse.Namespace) -> tuple[str, Explanation, str | None]:
     raise CliError(f"{args.target}: no such vector in the shipped {revision} vectors")
 
 
-def _from_scenario(
-    data: Any, where: str, retry: str | None = None
-) -> tuple[str, Explanation, str | None]:
+def _from_scenario(data: Any, where: str, retry: str | None = None) -> Resolved:
     try:
         scenario = Scenario.from_data(data, f"{where}: scenario")
     except ScenarioError as exc:
@@ -98,104 +148,65 @@ def _from_scenario(
     table = load_contract().revision(scenario.revision)
     result = obs.result.to_json() if obs.result is not None else None
     under = f" (retry: {retry})" if retry else ""
-    return f"{where}: {scenario.as_code()}{under}", Explanation(table, obs.path), result
+    header = f"{where}: {scenario.as_code()}{under}"
+    return header, Explanation(table, obs.path), result, None
 
 
-def _from_file(
-    path: Path, call: str | None, retry: str | None = None
-) -> tuple[str, Explanation, str | None]:
-    if path.is_dir():
-        raise CliError(f"{path}: is a directory, not a scenario or trace file")
-    try:
-        with path.open("rb") as f:
-            raw = f.read(MAX_INPUT + 1)
-    except OSError as exc:
-        raise CliError(f"{path}: cannot read ({exc.strerror})") from None
-    if len(raw) > MAX_INPUT:
-        raise CliError(f"{path}: larger than {MAX_INPUT:,} bytes; explain one scenario or call")
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
-        raise CliError(
-            f"{path}:{line}: not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {column})"
-        ) from None
+def _from_file(target: str, call: str | None, retry: str | None = None) -> Resolved:
+    name = source_name(target)
+    raw = read_bytes(target, MAX_INPUT, "scenario or call: explain one scenario or call")
+    text = utf8_text(raw, name)
     if not text.strip():
-        raise CliError(f"{path}: empty file")
+        raise CliError(f"{name}: empty file")
     first = text.lstrip().splitlines()[0]
     try:
-        head = json.loads(first, parse_constant=_reject_constant)
+        head = STRICT.decode(first)
     except (ValueError, RecursionError):
         head = None
     if isinstance(head, dict) and "trace" in head:
-        return _from_trace(path, call)
-    try:
-        data = json.loads(text, parse_constant=_reject_constant)
-    except json.JSONDecodeError as exc:
-        raise CliError(f"{path}:{exc.lineno}: not JSON ({json_error_text(exc)})") from None
-    except ValueError as exc:  # NaN, Infinity, an integer of more than 4,300 digits
-        raise CliError(f"{path}: not JSON ({value_error_text(exc)})") from None
-    except RecursionError:
-        raise CliError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels") from None
-    if json_depth(data) > MAX_DEPTH:
-        raise CliError(f"{path}: JSON nested deeper than {MAX_DEPTH} levels")
+        return _from_trace(raw, name, call)
+    data = decode_json(text, name, max_depth=MAX_DEPTH)
     if isinstance(data, dict) and "scenario" in data:
-        return _from_scenario(data["scenario"], f"{path}", retry)
-    return _from_scenario(data, f"{path}", retry)
+        return _from_scenario(data["scenario"], name, retry)
+    return _from_scenario(data, name, retry)
 
 
-def _from_trace(path: Path, call: str | None) -> tuple[str, Explanation, str | None]:
+def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
+    from ..checker import Checker
     from ..explain import replay_trace
-    from ..trace import read_traces  # the trace reader names the file and line of bad input
+    from ..trace import read_trace_bytes  # the trace reader names the file and line of bad input
 
-    calls = read_traces(path)
+    calls = read_trace_bytes(raw, name)
     if not calls:
-        raise CliError(f"{path}: the trace has no call")
+        raise CliError(f"{name}: the trace has no call")
     if call is None:
         if len(calls) > 1:
-            raise CliError(f"{path}: the trace has {len(calls)} calls; pick one with --call "
-                           f"({', '.join(list(calls)[:5])}...)")
+            more = ", ..." if len(calls) > 5 else ""
+            raise CliError(f"{name}: the trace has {len(calls)} calls; pick one with --call "
+                           f"({', '.join(show(c, 30) for c in list(calls)[:5])}{more})")
         call = next(iter(calls))
     if call not in calls:
-        raise CliError(f"{path}: no call {call!r} in the trace")
+        raise CliError(f"{name}: no call {show(call)} in the trace")
+    events = calls[call]
     try:
-        table, steps, result = replay_trace(calls[call], path)
+        table, steps, result = replay_trace(events, name)
     except RecursionError:
-        raise CliError(f"{path}: call {call!r} is too long to explain step by step") from None
-    return f"{path}, call {call}", Explanation(table, tuple(steps)), result
+        raise CliError(f"{name}: call {show(call)} is too long to explain step by step") from None
+    except CliError:
+        if not _known_revision(events):
+            raise
+        table, steps, result = None, None, None  # not a path of the contract: the verdict says why
+    revision = table.name if table is not None else events[0].data["revision"]
+    verdict = Checker(revision).check_traces({call: events}, name)[0]
+    if steps is None:
+        if verdict.conforming:  # cannot happen: the checker accepts only paths of the contract
+            raise CliError(f"{name}: call {show(call)} cannot be replayed")
+        result = next((canonical_json(e.data["result"]) for e in events if e.event == "result"),
+                      None)
+        return f"{name}, call {call}", None, result, verdict
+    assert table is not None
+    return f"{name}, call {call}", Explanation(table, tuple(steps)), result, verdict
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
-def _check_destination(path: Path) -> None:
-    """Refuse an output path that cannot be written, before anything is computed."""
-    if path.is_dir():
-        raise CliError(f"{path}: is a directory; give a file name")
-    if not path.resolve().parent.is_dir():
-        raise CliError(f"{path}: no such directory {path.resolve().parent}")
-
-
-def _write(path: Path, text: str) -> None:
-    """Write atomically (a temporary file in the same directory, then ``os.replace``): never a
-    half-written file, and the temporary file is removed on failure."""
-    _check_destination(path)
-    target = path.resolve()
-    try:
-        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
-    except OSError as exc:
-        raise CliError(f"{path}: cannot write ({exc.strerror})") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, target)
-    except OSError as exc:
-        Path(tmp).unlink(missing_ok=True)
-        raise CliError(f"{path}: cannot write ({exc.strerror})") from None
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
+def _known_revision(events: Any) -> bool:
+    return bool(events) and events[0].data.get("revision") in load_contract().revisions

@@ -7,9 +7,23 @@ import os
 import sys
 from typing import Any
 
-from ..cli import MAX_WORKERS, CliError
+from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
+from ..fileio import check_destination, is_stream
 from ..vectors import REVISIONS, SCHEMA_NAME, compare, expected_files, shipped_dir, write
+
+
+def _default_dir(check: bool) -> str:
+    """spec/vectors of the source checkout in the current directory; for --check alone, the
+    vectors shipped in the package.  Writing never defaults into the installed package."""
+    if os.path.isfile("spec/contract.toml") and os.path.isfile("pyproject.toml"):
+        return os.path.join("spec", "vectors")
+    if check:
+        return str(shipped_dir())
+    raise UsageError(
+        "give --out DIR: outside a source checkout of toolcancel there is no spec/vectors to "
+        "write (the vectors shipped in the installed package are never rewritten)"
+    )
 
 
 def register(sub: Any) -> None:
@@ -26,13 +40,26 @@ def register(sub: Any) -> None:
         default="all",
         help="contract revision: seed, revised or all (default: all)",
     )
-    p.add_argument("--out", metavar="DIR", help="directory (default: the shipped spec/vectors)")
+    p.add_argument(
+        "--out",
+        metavar="DIR",
+        help="directory to write to, or to compare with for --check (default: spec/vectors in "
+        "a source checkout; --check alone compares with the vectors shipped in the package, "
+        "which are never rewritten)",
+    )
     p.add_argument("--check", action="store_true", help="compare instead of writing")
     p.add_argument(
         "--workers",
         type=int,
-        default=min(2, os.cpu_count() or 1),
-        help="worker processes (default: 2)",
+        default=default_workers(),
+        help=f"worker processes (default: the CPUs available, here {default_workers()})",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown by default: a bar on a terminal, else a line every "
+        "10 s; TOOLCANCEL_PROGRESS=0 in the environment also turns it off)",
     )
     p.set_defaults(func=run)
 
@@ -44,13 +71,19 @@ def run(args: argparse.Namespace) -> int:
         load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
         revisions = (args.revision,)
     if args.workers < 1:
-        raise CliError("--workers must be at least 1")
+        raise UsageError("--workers must be at least 1")
     if args.workers > MAX_WORKERS:
-        raise CliError(f"--workers must be at most {MAX_WORKERS}")
-    directory = args.out or shipped_dir()
-    if not args.check and os.path.exists(directory) and not os.path.isdir(directory):
-        raise CliError(f"{directory}: not a directory")  # found before the long generation
-    files = expected_files(revisions, args.workers)
+        raise UsageError(f"--workers must be at most {MAX_WORKERS}")
+    if is_stream(args.out):
+        raise UsageError("--out is a directory (vectors are several files), not -")
+    directory = args.out or _default_dir(args.check)
+    if not args.check:  # found before the long generation
+        if os.path.exists(directory) and not os.path.isdir(directory):
+            raise CliError(f"{directory}: not a directory")
+        for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions)):
+            check_destination(os.path.join(directory, name), mkdir=True)
+    with Progress("vectors", "configurations", enabled=not args.quiet) as progress:
+        files = expected_files(revisions, args.workers, progress=progress.update)
     if args.check:
         problems = compare(directory, files)
         for problem in problems:
@@ -60,10 +93,7 @@ def run(args: argparse.Namespace) -> int:
                 what = "schema" if name == SCHEMA_NAME else f"{text.count(chr(10))} vectors"
                 print(f"{os.path.join(directory, name)}: up to date ({what})")
         return 1 if problems else 0
-    try:
-        written = write(directory, files)
-    except OSError as exc:
-        raise CliError(f"cannot write {exc.filename or directory}: {exc.strerror}") from None
+    written = write(directory, files)
     for path in written:
         text = files[path.name]
         what = "schema" if path.name == SCHEMA_NAME else f"{text.count(chr(10)):,} vectors"

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from ..cli import MAX_WORKERS, CliError
+from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
 
@@ -29,8 +29,8 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--workers",
         type=int,
-        default=min(2, os.cpu_count() or 1),
-        help="worker processes (default: 2)",
+        default=default_workers(),
+        help=f"worker processes (default: the CPUs available, here {default_workers()})",
     )
     p.add_argument(
         "--max-wrappers",
@@ -54,39 +54,37 @@ def register(sub: Any) -> None:
         help="instead, check that every deliberately broken registry of "
         "model_tests/mutants.py is caught (run from a source checkout)",
     )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown by default: a bar on a terminal, else a line every "
+        "10 s; TOOLCANCEL_PROGRESS=0 in the environment also turns it off)",
+    )
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision is one clear line, exit 2
     if args.workers < 1:
-        raise CliError("--workers must be at least 1")
+        raise UsageError("--workers must be at least 1")
     if args.workers > MAX_WORKERS:
-        raise CliError(f"--workers must be at most {MAX_WORKERS}")
-    tty = sys.stderr.isatty() and not args.json
+        raise UsageError(f"--workers must be at most {MAX_WORKERS}")
     if args.mutants:
         return _mutants(args)
-    report = verify(
-        args.revision,
-        workers=args.workers,
-        max_wrappers=args.max_wrappers,
-        max_calls=args.max_calls,
-        progress=_progress if tty else None,
-    )
-    if tty:
-        sys.stderr.write("\r" + " " * 60 + "\r")
+    with Progress("verify", "configurations", enabled=not (args.json or args.quiet)) as progress:
+        report = verify(
+            args.revision,
+            workers=args.workers,
+            max_wrappers=args.max_wrappers,
+            max_calls=args.max_calls,
+            progress=progress.update,
+        )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
     else:
         print(_table(report))
     return 1 if report.tally.violation_count else 0
-
-
-def _progress(done: int, total: int) -> None:
-    width = 30
-    filled = int(width * done / max(total, 1))
-    sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} configurations")
-    sys.stderr.flush()
 
 
 def _table(report: Report) -> str:
@@ -137,7 +135,9 @@ def _load_mutants() -> Any:
 def _mutants(args: argparse.Namespace) -> int:
     mutants = _load_mutants()
     rows = []
-    for mutant in mutants.MUTANTS:
+    progress = Progress("verify --mutants", "mutants", enabled=not (args.json or args.quiet))
+    for i, mutant in enumerate(mutants.MUTANTS):
+        progress.update(i, len(mutants.MUTANTS), mutant.name)
         with mutant.active() as factory:
             report = verify(
                 args.revision,
@@ -159,6 +159,7 @@ def _mutants(args: argparse.Namespace) -> int:
                 "explanation": first.explanation if first else None,
             }
         )
+    progress.close()
     killed = sum(r["killed"] for r in rows)
     if args.json:
         print(
