@@ -133,11 +133,16 @@ class Session:
             registry = base(trace=recorder, **options)
             execute = registry.execute
 
-            async def timed(*args: Any, **kwargs: Any) -> Any:
-                try:
-                    return await execute(*args, **kwargs)
-                finally:
-                    settled.append(len(recorder))
+            def timed(*args: Any, **kwargs: Any) -> Any:
+                pending = execute(*args, **kwargs)  # entry happens at the call (P0)
+
+                async def settle() -> Any:
+                    try:
+                        return await pending
+                    finally:
+                        settled.append(len(recorder))
+
+                return settle()
 
             registry.execute = timed  # type: ignore[method-assign]
             return registry

@@ -2,62 +2,120 @@
 
 The registry never hard-kills a body: it tells the body through its signal and awaits it.  A
 body that ignores its signal keeps its call pending (on purpose: the registry will not pretend
-the work stopped).  These helpers make the cooperative way the easy way:
+the work stopped).  These helpers make the cooperative way the easy way.
 
-* :func:`aborted` -- wait until a signal aborts (for bodies that wait on something else too);
-* :func:`cancellable` -- run an awaitable, and if the signal aborts first, cancel it, *await its
-  cancellation to the end* (so nothing it started outlives the body), and raise
-  :class:`~toolcancel.AbortError` carrying the signal's reason.  The body catches that and still
-  decides what to return: a partial result, a structured error, or re-raise.
+Each takes what to watch: an :class:`~toolcancel.AbortSignal`, ``None`` (nothing to watch), or
+-- recommended -- the call's execution view itself.  Given the view, a helper watches the view's
+``signal`` (the fused signal F during the body: the caller's abort and every wrapper deadline)
+*and* its ``call_signal``, which every call has and which task cancellation aborts even for a
+call made without a signal (CONTRACT.md, Python binding P1).
+
+* :func:`aborted` -- wait until it aborts (for bodies that wait on something else too);
+* :func:`throw_if_aborted` -- raise :class:`~toolcancel.AbortError` if it has aborted;
+* :func:`cancellable` -- run an awaitable, and if it aborts first, cancel the awaitable, *await
+  its cancellation to the end* (so nothing it started outlives the body), and raise
+  :class:`~toolcancel.AbortError`.
+
+The :class:`~toolcancel.AbortError` they raise says ``tool call aborted``, carries the code
+``ABORTED`` and keeps the signal's reason in ``.reason``.  A body that lets it propagate publishes
+exactly the contract's canonical ABORTED result (R3 applied to it gives R4's shape), whoever
+aborted.  A body that catches it may still decide: return a partial result (a success after an
+abort becomes ABORTED anyway unless the entry was pre-aborted, R18) or raise something more
+specific (an error the body raises is kept: R3, R19 -- more specific failures survive).
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from .signals import AbortError, AbortSignal
 
+if TYPE_CHECKING:
+    from .registry import Execution
+
+__all__ = ["MESSAGE", "aborted", "cancellable", "signals_of", "throw_if_aborted"]
+
 T = TypeVar("T")
 
+MESSAGE = "tool call aborted"
+"""The message of the :class:`AbortError` the helpers raise (R4's text without ``Error: ``)."""
 
-async def aborted(signal: AbortSignal) -> object:
-    """Wait until ``signal`` aborts; return its reason.  Returns at once if it already has."""
-    if signal.aborted:
-        return signal.reason
-    fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+def signals_of(watched: AbortSignal | Execution | None) -> tuple[AbortSignal, ...]:
+    """The signals a helper watches: the signal itself, or the view's slot and call signal."""
+    if watched is None:
+        return ()
+    if isinstance(watched, AbortSignal):
+        return (watched,)
+    slot, own = watched.signal, watched.call_signal
+    if slot is None or slot is own:
+        return (own,)
+    return (slot, own)
 
-    def wake(_: AbortSignal) -> None:
+
+def _first_reason(signals: tuple[AbortSignal, ...]) -> tuple[bool, object]:
+    for s in signals:
+        if s.aborted:
+            return True, s.reason
+    return False, None
+
+
+def throw_if_aborted(watched: AbortSignal | Execution | None) -> None:
+    """Raise :class:`AbortError` (``tool call aborted``, code ``ABORTED``) if it has aborted.
+
+    Unlike ``AbortSignal.throw_if_aborted()``, which raises the reason itself (whatever it is),
+    this always raises the one error the registry publishes as the canonical ABORTED; the reason
+    is kept in ``.reason``.
+    """
+    done, reason = _first_reason(signals_of(watched))
+    if done:
+        raise AbortError(MESSAGE, reason=reason)
+
+
+async def aborted(watched: AbortSignal | Execution | None) -> object:
+    """Wait until it aborts; return the reason.  Returns at once if it already has; with
+    ``None`` (nothing to watch) it waits forever."""
+    signals = signals_of(watched)
+    done, reason = _first_reason(signals)
+    if done:
+        return reason
+    fut: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+
+    def wake(signal: AbortSignal) -> None:
         if not fut.done():
-            fut.set_result(None)
+            fut.set_result(signal.reason)
 
-    signal.add_listener(wake)
+    for s in signals:
+        s.add_listener(wake)
     try:
-        await fut
+        return await fut
     finally:
-        signal.remove_listener(wake)
-    return signal.reason
+        for s in signals:
+            s.remove_listener(wake)
 
 
-async def cancellable(signal: AbortSignal | None, work: Awaitable[T]) -> T:
-    """Await ``work``; if ``signal`` aborts first, cancel it, wait for it to finish cancelling,
-    and raise :class:`AbortError` (``.reason`` is the signal's reason).
+async def cancellable(watched: AbortSignal | Execution | None, work: Awaitable[T]) -> T:
+    """Await ``work``; if ``watched`` aborts first, cancel it, wait for it to finish cancelling,
+    and raise :class:`AbortError` (``tool call aborted``; ``.reason`` is the signal's reason).
 
     ``work`` always settles before this returns or raises: cancellation is requested, never
     assumed.  If ``work`` ignores the cancellation and completes anyway, its result is returned
     -- the work did happen, and pretending otherwise would hide it.
     """
     task = asyncio.ensure_future(work)
-    if signal is None:
+    signals = signals_of(watched)
+    if not signals:
         return await task
-    if signal.aborted:
+    if _first_reason(signals)[0]:
         task.cancel()
     else:
+
         def stop(_: AbortSignal) -> None:
             task.cancel()
 
-        signal.add_listener(stop)
+        for s in signals:
+            s.add_listener(stop)
         try:
             await asyncio.wait([task])
         except asyncio.CancelledError:  # the body itself is being cancelled: take work along
@@ -65,11 +123,12 @@ async def cancellable(signal: AbortSignal | None, work: Awaitable[T]) -> T:
             await asyncio.wait([task])
             raise
         finally:
-            signal.remove_listener(stop)
+            for s in signals:
+                s.remove_listener(stop)
     try:
         return await task
     except asyncio.CancelledError:
-        if not signal.aborted:
+        done, reason = _first_reason(signals)
+        if not done:
             raise  # cancelled from elsewhere: not ours to translate
-        raise AbortError("the work was cancelled because its signal aborted",
-                         reason=signal.reason) from None
+        raise AbortError(MESSAGE, reason=reason) from None

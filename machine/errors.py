@@ -48,16 +48,30 @@ class NotSerializable(ToolcancelError):
         super().__init__(f"{path}: {why}")
 
 
-class TaskCancelled(ToolcancelError):
+class ToolError(Exception):
+    """A structured tool failure: the result carries ``error`` with this class's name and code.
+
+    Subclass it to give failures their own names; the name in the result is the class name.
+    """
+
+    def __init__(self, message: str, *, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+class TaskCancelled(ToolcancelError, ToolError):
     """The reason a call's signal aborts with when the asyncio task awaiting ``execute()`` is
     cancelled (``task.cancel()``, a failing ``TaskGroup`` sibling, ``asyncio.timeout``).
 
     ``message`` is the cancellation's own message, if it had one.  The call is then cancelled
-    cooperatively like any caller abort: CONTRACT.md, "Python binding".
+    cooperatively like any caller abort: CONTRACT.md, "Python binding".  A body that raises it
+    (``signal.throw_if_aborted()`` raises the reason itself) publishes an error with the code
+    ``ABORTED``; its text does not name the call (``call_id`` does).
     """
 
     def __init__(self, call_id: str, message: object = None) -> None:
         self.call_id = call_id
         self.message = message
         said = "" if message is None else f" ({message})"
-        super().__init__(f"call {call_id}: the task awaiting execute() was cancelled{said}")
+        ToolError.__init__(self, f"the task awaiting the tool call was cancelled{said}",
+                           code="ABORTED")

@@ -25,16 +25,16 @@ import itertools
 import logging
 import math
 import time
-import types
-from collections.abc import Awaitable, Callable, Generator, Sequence
+import warnings
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from .contract import Contract, RevisionContract, load_contract
-from .core import CallMachine, Occurrence, PathStep, revision_table
+from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
-from .results import Results, ToolResult, canonical_json, snapshot
+from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
@@ -105,6 +105,9 @@ class ApprovalRequest:
     agent: str
     reason: str | None
     signal: AbortSignal | None
+    call_signal: AbortSignal | None = None
+    """The call's own signal (P1): task cancellation aborts it even for a call without a caller
+    signal, where ``signal`` is absent.  A seam that waits should watch both."""
 
 
 Next = Callable[[], Awaitable[Any]]
@@ -127,6 +130,8 @@ class ToolDefinition:
     timeout_ms: float | None = None
     agent: str | None = None
     description: str = ""
+    parallel_safe: bool = False
+    """Whether a :class:`~toolcancel.TurnScheduler` may overlap this tool's calls with others."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +149,18 @@ class InFlight:
 
 
 _ABSENT: Final = object()
+
+DRAIN_WARNING: Final = 30.0
+"""Default of ``ToolRegistry(drain_warning=...)``: seconds a body may run on after its signal
+aborted before the registry logs it as not cooperating (P5)."""
+
+
+class InvalidBudget(ValueError, TypeError):
+    """A declared ``timeout_ms`` that is not a positive finite number (R32).
+
+    A ``ValueError`` as Python wants for a bad value of the right type, and a ``TypeError`` as
+    R32 says; the message is R32's with the Python name (``timeout_ms`` for ``timeoutMs``).
+    """
 
 
 class Execution:
@@ -225,14 +242,23 @@ class Execution:
         self.signal = None
 
     @property
-    def call_signal(self) -> AbortSignal | None:
-        """The call's signal -- what the contract calls the caller's signal C.
+    def call_signal(self) -> AbortSignal:
+        """The call's own signal (Python binding P1); every call has one.
 
         It follows the signal passed to ``execute()`` (aborting with its reason) and also aborts,
         with a :class:`~toolcancel.TaskCancelled` reason, when the task awaiting ``execute()`` is
-        cancelled.  ``None`` for a call made without a signal.  It is the slot's initial value.
+        cancelled.  For a call made with a signal it is what the contract calls the caller's
+        signal C, and the slot's initial value.  For a call made without one (seed, R26) it is
+        *not* C: the slot starts absent and no checkpoint reads it, but task cancellation still
+        aborts it, so a hook or body can stop.  The helpers of :mod:`toolcancel.cooperate`
+        watch it and the slot together when given the view.
         """
-        return self._call.caller
+        return self._call.own().signal
+
+    @property
+    def frozen(self) -> bool:
+        """Whether the view is frozen: its result was published and the slot is read-only."""
+        return self._frozen
 
     def defer_context(self, context: Any) -> None:
         """Attach a context to this call's result (kept in call order, before wrapper contexts).
@@ -274,9 +300,10 @@ class ToolRegistry:
     takes, and the observation events at the code points they describe.  Off, it costs one
     attribute test per emission point.  :class:`toolcancel.trace.TraceRecorder` collects lines.
 
-    ``drain_warning``, if given, is a number of seconds: a call whose body is still running that
-    long after its signal aborted is logged once, as a warning naming the call and its state.  The
-    registry keeps waiting -- it reports a body that does not cooperate, it never abandons it.
+    ``drain_warning`` is a number of seconds (default :data:`DRAIN_WARNING`, ``None`` turns it
+    off): a call whose body is still running that long after its signal aborted is logged once,
+    as a warning naming the call and its state.  The registry keeps waiting -- it reports a body
+    that does not cooperate, it never abandons it (only a second interrupt does, P7).
 
     ``retry`` is what an around wrapper's second ``next()`` does (CONTRACT.md D11): ``"reenter"``
     (the default: the rest of the chain runs again, every inner wrapper included), ``"cursor"``
@@ -292,7 +319,7 @@ class ToolRegistry:
         contract: Contract | None = None,
         on_step: StepTap | None = None,
         trace: TraceSink | None = None,
-        drain_warning: float | None = None,
+        drain_warning: float | None = DRAIN_WARNING,
         retry: str | None = None,
     ) -> None:
         if drain_warning is not None and not (
@@ -360,29 +387,60 @@ class ToolRegistry:
         timeout_ms: float | None = None,
         agent: str | None = None,
         description: str = "",
+        parallel_safe: bool = False,
     ) -> ToolDefinition:
         """Register a tool body, visible to every agent, or only to ``agent``.
 
-        A declared ``timeout_ms`` must be a positive finite number (R32).
+        A declared ``timeout_ms`` must be a positive finite number of milliseconds (R32): a
+        number that is not raises :class:`InvalidBudget` (a ``ValueError``, and the ``TypeError``
+        R32 asks for), anything else ``TypeError``.
+        ``parallel_safe=True`` lets a :class:`~toolcancel.TurnScheduler` overlap its calls.
         """
-        if timeout_ms is not None and (
-            isinstance(timeout_ms, bool)
-            or not isinstance(timeout_ms, (int, float))
-            or not math.isfinite(timeout_ms)
-            or timeout_ms <= 0
-        ):
-            raise TypeError(f'tool "{name}" timeoutMs must be a positive finite number')
+        if timeout_ms is not None:
+            if isinstance(timeout_ms, bool):
+                raise InvalidBudget(
+                    f'tool "{name}" timeout_ms must be a positive finite number '
+                    f"(milliseconds), not {timeout_ms!r}"
+                )
+            if not isinstance(timeout_ms, (int, float)):
+                raise TypeError(
+                    f"tool {name!r}: timeout_ms must be a number of milliseconds or None, "
+                    f"not {type(timeout_ms).__name__}"
+                )
+            if not math.isfinite(timeout_ms) or timeout_ms <= 0:
+                raise InvalidBudget(
+                    f'tool "{name}" timeout_ms must be a positive finite number '
+                    f"(milliseconds), not {timeout_ms!r}"
+                )
         if not callable(body):
-            raise TypeError(f'tool "{name}": the body must be an async callable')
-        definition = ToolDefinition(name, body, timeout_ms, agent, description)
+            raise TypeError(f"tool {name!r}: the body must be an async callable")
+        definition = ToolDefinition(
+            name, body, timeout_ms, agent, description, bool(parallel_safe)
+        )
         self._tools[(name, agent)] = definition
         return definition
 
-    def tool(self, name: str | None = None, **options: Any) -> Callable[[ToolBody], ToolBody]:
-        """Decorator form of :meth:`register`."""
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        timeout_ms: float | None = None,
+        agent: str | None = None,
+        description: str = "",
+        parallel_safe: bool = False,
+    ) -> Callable[[ToolBody], ToolBody]:
+        """Decorator form of :meth:`register` (the same options; the name defaults to the
+        function's)."""
 
         def decorate(body: ToolBody) -> ToolBody:
-            self.register(name or body.__name__, body, **options)
+            self.register(
+                name or body.__name__,
+                body,
+                timeout_ms=timeout_ms,
+                agent=agent,
+                description=description,
+                parallel_safe=parallel_safe,
+            )
             return body
 
         return decorate
@@ -419,7 +477,7 @@ class ToolRegistry:
 
     # -- execution ---------------------------------------------------------------------------
 
-    async def execute(
+    def execute(
         self,
         name: str,
         arguments: Any = None,
@@ -428,10 +486,17 @@ class ToolRegistry:
         call_id: str | None = None,
         agent: str | None = None,
         parent: str | None = None,
-    ) -> ToolResult:
-        """Run one tool call and return its frozen result (the object observers received).
+    ) -> PendingCall:
+        """Enter one tool call now; await what this returns for its frozen result.
 
-        If the task awaiting this is cancelled, the call's signal aborts (the reason is a
+        Entry (CONTRACT.md R11, Python binding P0) happens here, synchronously, as in the
+        original: the arguments are snapshotted, the caller signal is captured and the call is
+        listed in :meth:`in_flight`.  So ``task = create_task(registry.execute(...));
+        caller.abort()`` aborts a call that has entered: it is seen at C1.  The returned
+        :class:`PendingCall` is a coroutine (``await`` it, or hand it to ``create_task``);
+        pre-execute, the body and the rest run when it is first awaited.
+
+        If the task awaiting it is cancelled, the call's signal aborts (the reason is a
         :class:`~toolcancel.TaskCancelled`), the call runs on to its one published result -- a
         started body is still awaited -- and only then is ``CancelledError`` re-raised.
         """
@@ -439,7 +504,7 @@ class ToolRegistry:
             name, arguments, signal=signal, call_id=call_id, agent=agent, parent=parent
         )
         assert isinstance(call, _Call)
-        return await _guarded(call)
+        return PendingCall(call)
 
     def begin(
         self,
@@ -453,8 +518,10 @@ class ToolRegistry:
     ) -> StagedCall:
         """A call split into the scheduler's three stages (prepare, dispatch, finalize).
 
-        ``execute()`` is ``begin(...).run()``.  A turn scheduler uses the stages to run pre- and
-        post-execute one call at a time in model order while bodies overlap.
+        Entry happens here, synchronously, exactly as in :meth:`execute` (which is
+        ``begin(...)`` awaited through ``run()``).  A turn scheduler uses the stages to run pre-
+        and post-execute one call at a time in model order while bodies overlap.  A begun call
+        is listed in :meth:`in_flight` until ``finalize()`` publishes it: drive it to the end.
         """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
@@ -464,7 +531,7 @@ class ToolRegistry:
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
             )
-        return _Call(
+        call = _Call(
             self,
             name,
             {} if arguments is None else arguments,
@@ -473,6 +540,8 @@ class ToolRegistry:
             agent,
             parent,
         )
+        call.enter()
+        return call
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
@@ -565,19 +634,11 @@ class _Call:
         self.name = name
         self.raw_arguments = arguments
         self.call_id = call_id
-        # The call signal C (Python binding): follows the given signal, and aborts when the task
-        # awaiting execute() is cancelled.  Captured at entry, out of wrappers' reach (R11).  The
-        # listener on the given signal is removed when the call materializes (R22).
-        self.given = caller
+        self.given = caller  # the signal passed to execute(), if any; captured at entry
+        # The call signal's controller: made at entry for a call with a signal (it is C), and
+        # on first use for one without (most never need it).
         self.controller: AbortController | None = None
-        self.caller: AbortSignal | None = None
-        if caller is not None:
-            self.controller = AbortController()
-            self.caller = self.controller.signal
-            if caller.aborted:
-                self.controller.abort(caller.reason)
-            else:
-                caller.add_listener(self.follow)
+        self.caller: AbortSignal | None = None  # C: the call signal when a signal was given
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = 0.0  # loop time the machine entered its current state
@@ -588,24 +649,91 @@ class _Call:
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
+        self.machine: CallMachine  # made by enter(), once the caller signal is captured
+        self.trace = registry._trace  # the trace sink, or None (one test per emission point)
+        self.view = Execution(self, call_id, name, None, agent, parent, None)
+
+    def enter(self) -> None:
+        """Entry (R11), synchronous: snapshot the arguments, *then* capture the caller signal
+        and abortedAtEntry, list the call as in flight and leave the ``entry`` state.
+
+        The capture follows the snapshot (as in the original), so an abort while the arguments
+        are snapshotted is a pre-aborted entry, and one after it is a caller abort after entry.
+        No user code but a trace sink runs between the capture and the step out of ``entry``,
+        and that step is taken without offering a caller abort first: one seen there is offered
+        with the next event, after entry, as it happened after the capture.
+        """
+        registry = self.registry
+        try:
+            arguments: Any = snapshot(self.raw_arguments, "$.arguments")
+            invalid: BaseException | None = None
+        except (NotSerializable, RecursionError) as exc:
+            arguments, invalid = None, exc
+        self.view._arguments = arguments
+        # The call signal (Python binding P1): follows the given signal, and aborts when the
+        # task awaiting execute() is cancelled.  Captured here, out of wrappers' reach (R11).
+        # The listener on the given signal is removed when the call materializes (R22).  A call
+        # without a signal still has a call signal (task cancellation aborts it, P2), but it is
+        # not the contract's C: the machine sees no caller signal and the slot starts absent.
+        given = self.given
+        captured: CallerSignal = "none"
+        if given is not None:
+            own = self.own()
+            if given.aborted:
+                captured = "aborted"
+                own.abort(given.reason)
+            else:
+                captured = "live"
+                given.add_listener(self.follow)
+            self.caller = self.view._slot = own.signal
         self.machine = CallMachine(
             registry._table,
-            "none" if caller is None else ("aborted" if caller.aborted else "live"),
-            has_agent=agent is not None,
+            captured,
+            has_agent=self.agent is not None,
             approval_seam=registry._approval is not None,
             retry=registry._retry,
             wrappers=len(self.wrappers),
         )
-        self.trace = registry._trace  # the trace sink, or None (one test per emission point)
-        self.view = Execution(self, call_id, name, None, agent, parent, self.caller)
+        try:
+            self.clock = _clock_of(asyncio.get_running_loop())
+            self.entered = self.clock()
+        except RuntimeError:  # execute() called outside the loop that will await it
+            self.entered = -1.0  # prepare() takes that loop's clock
+        registry._in_flight[self] = None
+        if self.trace is not None:
+            self.emit(
+                "call_entry",
+                caller=captured,
+                agent=self.agent is not None,
+                approval_seam=self.machine.current.approval_seam,
+                revision=registry.revision,
+                retry=registry._retry,
+                wrappers=len(self.wrappers),
+            )
+        if invalid is not None:
+            log.warning("call %s: arguments not serializable: %s", self.call_id, invalid)
+            self.take(_plain("args_invalid"))
+            self.result = self.results.args_error()
+            return
+        self.take(_plain("args_valid"))
+        if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
+            self.result = self.results.cancellation(
+                self.machine.outcome or "aborted_before_dispatch"
+            )
 
     # -- the call signal and the awaiting task (Python binding) -------------------------------
+
+    def own(self) -> AbortController:
+        """The controller of the call signal (P1), made on first use."""
+        controller = self.controller
+        if controller is None:
+            controller = self.controller = AbortController()
+        return controller
 
     def follow(self, given: AbortSignal) -> None:
         """The given signal aborted: so does the call signal, with its reason."""
         given.remove_listener(self.follow)
-        assert self.controller is not None
-        self.controller.abort(given.reason)
+        self.own().abort(given.reason)
 
     def detach(self) -> None:
         """Take the call signal's listener off the given signal (idempotent)."""
@@ -615,26 +743,45 @@ class _Call:
     def task_cancelled(self, cancelled: asyncio.CancelledError) -> None:
         """The awaiting task was cancelled: abort the call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
-        if self.controller is not None:
-            message = cancelled.args[0] if cancelled.args else None
-            self.controller.abort(TaskCancelled(self.call_id, message))
-        # Without a signal (seed, R26) nothing can tell the call: it runs on to its result.
+        message = cancelled.args[0] if cancelled.args else None
+        self.own().abort(TaskCancelled(self.call_id, message))
+        # Without a caller signal (seed, R26) the call signal is not the contract's C: no
+        # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
+        # still running is watched like a draining one.
+        if self.caller is None and self.state == "body":
+            self.watch_draining()
+
+    def abandon(self, interrupt: BaseException) -> None:
+        """A second interrupt (P7): stop waiting for this call.  It leaves the contract: no
+        result is published, and whatever still runs of it is closed, not awaited."""
+        self.registry._in_flight.pop(self, None)
+        self.detach()
+        if self.watchdog is not None:
+            self.watchdog.cancel()
+        log.error(
+            "call %s (%s): abandoned in state %s after a second interrupt (%r); its body was "
+            "not awaited to quiescence and no result was published (Python binding P7)",
+            self.call_id,
+            self.name,
+            self.state,
+            interrupt,
+        )
 
     def status(self, now: float) -> InFlight:
         slot = self.view._slot
-        aborted = (self.caller is not None and self.caller.aborted) or (
-            slot is not None and slot.aborted
-        )
-        return InFlight(self.call_id, self.name, self.state, now - self.entered, aborted)
+        own = self.controller
+        aborted = (own is not None and own.signal.aborted) or (slot is not None and slot.aborted)
+        seconds = now - self.entered if self.entered >= 0 else 0.0  # entered outside the loop
+        return InFlight(self.call_id, self.name, self.state, seconds, aborted)
 
-    def failed(self, exc: BaseException, where: str, level: int = logging.INFO) -> None:
+    def failed(self, exc: BaseException, where: str, level: int = logging.WARNING) -> None:
         """A hook, the approval seam, a wrapper, the body or an observer raised ``exc``.
 
-        Every failure is logged with the call id.  A ``CancelledError`` raised by one of them is
-        that component's failure like any other (the task awaiting execute() was not cancelled:
-        that case never reaches user code).  ``KeyboardInterrupt`` and ``SystemExit`` are also
-        recorded as the component's failure, so the call still publishes exactly once; then they
-        are re-raised (Python binding).
+        Every failure is logged with the call id, as a warning (P6).  A ``CancelledError``
+        raised by one of them is that component's failure like any other (the task awaiting
+        execute() was not cancelled: that case never reaches user code).  ``KeyboardInterrupt``
+        and ``SystemExit`` are also recorded as the component's failure, so the call still
+        publishes exactly once; then they are re-raised (Python binding).
         """
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and self.interrupt is None:
             self.interrupt = exc
@@ -674,8 +821,8 @@ class _Call:
             self.entered = self.clock()
             if state == "draining":
                 self.watch_draining()
-            elif before == "draining" and self.watchdog is not None:
-                self.watchdog.cancel()
+            elif before in _BODY_STATES and self.watchdog is not None:
+                self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
         tap = self.registry._on_step
         if tap is not None:
             tap(self.view, machine.path[-1])
@@ -716,32 +863,17 @@ class _Call:
         return await self.finalize()
 
     async def prepare(self) -> bool:
-        """Entry, pre-execute, approval, guards.  True when the call goes on to dispatch."""
-        r = self.results
-        self.clock = _clock_of(asyncio.get_running_loop())
-        self.entered = self.clock()
-        self.registry._in_flight[self] = None
-        if self.trace is not None:
-            self.emit(
-                "call_entry",
-                caller=self.machine.current.caller,
-                agent=self.agent is not None,
-                approval_seam=self.machine.current.approval_seam,
-                revision=self.registry.revision,
-                retry=self.registry._retry,
-                wrappers=len(self.wrappers),
-            )
-        try:
-            self.view._arguments = snapshot(self.raw_arguments, "$.arguments")
-        except (NotSerializable, RecursionError) as exc:
-            log.info("call %s: arguments not serializable: %s", self.call_id, exc)
-            self.offer("args_invalid")
-            self.result = r.args_error()
-            return False
-        outcome = self.offer("args_valid")
-        if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
-            self.result = r.cancellation(outcome or "aborted_before_dispatch")
-            return False
+        """Pre-execute, approval, guards (entry happened in ``begin()``).  True when the call
+        goes on to dispatch."""
+        if self.state != "pre_policy":
+            if self.state != "finalizing":
+                raise RegistryUsageError(
+                    f"call {self.call_id}: prepare() comes once, right after begin()"
+                )
+            return False  # entry ended the call: invalid arguments, or a revised pre-abort
+        if self.entered < 0:  # entered outside the loop: take its clock now
+            self.clock = _clock_of(asyncio.get_running_loop())
+            self.entered = self.clock()
         pending = await self.pre_policy()
         if pending is None:
             return True
@@ -758,7 +890,7 @@ class _Call:
 
     async def finalize(self) -> ToolResult:
         """Post-execute and C4 (unless the result is on the final route), then publish."""
-        if self.state in ("around_before", "materialized"):
+        if self.state in ("pre_policy", "around_before", "materialized"):
             raise RegistryUsageError(
                 f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
             )
@@ -826,6 +958,7 @@ class _Call:
             self.agent,
             decision.reason,
             self.view.signal,
+            self.own().signal,
         )
         if self.trace is not None:
             self.emit("stage_enter", stage="approval")
@@ -924,11 +1057,8 @@ class _Call:
         try:
             result = await self.wrappers[i](self.view, next_)
             await await_forgotten()
-            if not isinstance(result, ToolResult):
-                raise TypeError(
-                    f"around-dispatch wrapper returned {type(result).__name__}; "
-                    "expected a ToolResult"
-                )
+            if result is not last:
+                result = _wrapper_result(result, self.wrappers[i], i, self.registry.revision)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
@@ -1090,6 +1220,8 @@ class _Call:
 
 _NO_RESULT: Final = ToolResult(())
 
+_BODY_STATES: Final = frozenset({"body", "draining"})
+
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",
     "approval": "approval_raise",
@@ -1127,6 +1259,79 @@ def _plain(event: str) -> Occurrence:
     return found
 
 
+def _wrapper_result(value: Any, wrapper: Any, i: int, revision: str) -> ToolResult:
+    """What around-dispatch wrapper ``i`` returned, as the result it authored (R16).
+
+    A wrapper may return a :class:`ToolResult` or, as wrappers of the original return object
+    literals, a mapping with the result's JSON fields (``content``, ``isError``, ``error``,
+    ``additionalContexts``, ``meta``).  Anything else is refused with a ``TypeError`` naming the
+    wrapper (an around failure, R16).  Revised: an ``error`` without a message gets R44's, the
+    result's text without ``Error: ``.
+    """
+    if isinstance(value, ToolResult):
+        result = value
+    elif isinstance(value, Mapping):
+        result = _result_from_data(value, _name_of(wrapper, i))
+    else:
+        raise TypeError(
+            f"around-dispatch wrapper {_name_of(wrapper, i)} returned {type(value).__name__}; "
+            "expected a ToolResult or a mapping with its fields (content, isError, ...)"
+        )
+    e = result.error
+    if revision == "revised" and e is not None and not e.message:
+        message = result.text.removeprefix("Error: ")
+        result = ToolResult(
+            result.content,
+            result.is_error,
+            ErrorInfo(e.name, e.code, message),
+            result.contexts,
+            result.meta,
+            result.revision,
+        )
+    return result
+
+
+_RESULT_FIELDS: Final = frozenset({"content", "isError", "error", "additionalContexts", "meta"})
+
+
+def _result_from_data(data: Mapping[Any, Any], who: str) -> ToolResult:
+    """A result from its JSON fields (either revision's ``error`` shape), or a ``TypeError``."""
+
+    def refuse(why: str) -> TypeError:
+        return TypeError(f"around-dispatch wrapper {who} returned a mapping that {why}")
+
+    unknown = set(data) - _RESULT_FIELDS
+    if unknown:
+        raise refuse(f"has unknown fields {sorted(map(str, unknown))}")
+    content = data.get("content")
+    if not isinstance(content, (list, tuple)):
+        raise refuse("has no content list")
+    is_error = data.get("isError", False)
+    if not isinstance(is_error, bool):
+        raise refuse("has a non-boolean isError")
+    error = None
+    raw = data.get("error")
+    if raw is not None:
+        if not isinstance(raw, Mapping):
+            raise refuse("has an error that is not a mapping")
+        info = raw.get("info", raw)
+        if not isinstance(info, Mapping):
+            raise refuse("has an error.info that is not a mapping")
+        name, code, message = info.get("name"), info.get("code"), raw.get("message")
+        if not all(v is None or isinstance(v, str) for v in (name, code, message)):
+            raise refuse("has error fields that are not strings")
+        error = ErrorInfo(name, code, message)
+    contexts = data.get("additionalContexts", ())
+    if not isinstance(contexts, (list, tuple)):
+        raise refuse("has additionalContexts that are not a list")
+    return ToolResult(tuple(content), is_error, error, tuple(contexts), data.get("meta"))
+
+
+def _name_of(wrapper: Any, i: int) -> str:
+    name = getattr(wrapper, "__qualname__", None) or type(wrapper).__name__
+    return f"{i} ({name})"
+
+
 def _describe(value: Any) -> str:
     """JSON text of an unexpected value when it has one, else its repr."""
     try:
@@ -1135,9 +1340,12 @@ def _describe(value: Any) -> str:
         return repr(value)
 
 
-@types.coroutine
-def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
+def _guarded(
+    call: _Call, cancelled: asyncio.CancelledError | None = None
+) -> Generator[Any, None, ToolResult]:
     """Run ``call`` in the awaiting task, so that cancelling that task never reaches user code.
+
+    A plain generator: :meth:`PendingCall.__await__` returns it, and the task drives it.
 
     The pipeline is driven by hand, the way a task drives a coroutine.  Every future it waits on
     is handed to the task as a *stand-in* future that completes when the real one does: when the
@@ -1146,10 +1354,31 @@ def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
     pipeline goes on to its one published result -- repeated cancellations only wait again
     (R27) -- and the first ``CancelledError`` is raised at the end.  The task's cancellation count
     is left as ``cancel()`` made it, so ``asyncio.timeout`` and ``TaskGroup`` recognise their own.
+    ``cancelled`` is a cancellation that arrived before the task first ran the call.
+
+    One exception (P7, ``asyncio.Runner``'s convention): a cancellation that arrives while a
+    ``KeyboardInterrupt`` or ``SystemExit`` propagates -- ``asyncio.run()`` tearing down after a
+    second Ctrl-C -- abandons the call: it is logged, closed and the cancellation raised at once.
     """
+    if cancelled is not None:
+        call.task_cancelled(cancelled)
     pipeline = call.run()
-    cancelled: asyncio.CancelledError | None = None
     throw: BaseException | None = None
+
+    def on_cancel(exc: asyncio.CancelledError) -> None:
+        nonlocal cancelled
+        interrupt = _interrupt_of(exc)
+        if interrupt is not None:
+            call.abandon(interrupt)
+            try:
+                pipeline.close()
+            except RuntimeError as closing:  # a body that ignores GeneratorExit too
+                log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
+            raise exc
+        if cancelled is None:
+            cancelled = exc
+            call.task_cancelled(exc)
+
     while True:
         try:
             pending = pipeline.send(None) if throw is None else pipeline.throw(throw)
@@ -1163,9 +1392,7 @@ def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
             try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
                 yield pending
             except asyncio.CancelledError as exc:
-                if cancelled is None:
-                    cancelled = exc
-                    call.task_cancelled(exc)
+                on_cancel(exc)
             except GeneratorExit:
                 pipeline.close()
                 raise
@@ -1179,9 +1406,7 @@ def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
                 yield stand_in
             except asyncio.CancelledError as exc:
                 stand_in.release()
-                if cancelled is None:
-                    cancelled = exc
-                    call.task_cancelled(exc)
+                on_cancel(exc)
                 continue  # still waiting on the real future: hand the task a fresh stand-in
             except GeneratorExit:
                 stand_in.release()
@@ -1191,6 +1416,122 @@ def _guarded(call: _Call) -> Generator[Any, None, ToolResult]:
                 stand_in.release()
                 throw = exc
             break
+
+
+def _interrupt_of(exc: BaseException) -> BaseException | None:
+    """The ``KeyboardInterrupt`` or ``SystemExit`` propagating while ``exc`` was raised, if any:
+    the context of the cancellation asyncio's teardown sends after a second interrupt."""
+    seen = 0
+    context = exc.__context__
+    while context is not None and seen < 32:
+        if isinstance(context, (KeyboardInterrupt, SystemExit)):
+            return context
+        context = context.__context__
+        seen += 1
+    return None
+
+
+class PendingCall(Coroutine[Any, Any, ToolResult]):
+    """What :meth:`ToolRegistry.execute` returns: a call that has *entered*, as a coroutine.
+
+    ``await`` it, or hand it to ``asyncio.create_task``/``TaskGroup.create_task``/``wait_for``:
+    the pipeline (pre-execute onwards) runs in the task that first awaits it.  Until then the
+    call is listed by :meth:`ToolRegistry.in_flight` (state ``pre_policy``), and a caller abort
+    is seen at C1.  A task cancelled before it first ran the call cancels the call like any
+    task cancellation (P2): it still publishes its one result.
+
+    A pending call that is garbage-collected or closed without ever being awaited leaves the
+    contract: no hook runs and nothing is published.  It is dropped from ``in_flight()`` and,
+    unless it was closed explicitly, a ``RuntimeWarning`` names it, as for an unawaited
+    coroutine.
+    """
+
+    __slots__ = ("_call", "_closed", "_driver")
+
+    def __init__(self, call: _Call) -> None:
+        self._call = call
+        self._driver: Generator[Any, None, ToolResult] | None = None
+        self._closed = False
+
+    @property
+    def call_id(self) -> str:
+        return self._call.call_id
+
+    @property
+    def view(self) -> Execution:
+        """The call's execution view (its ``state``, ``path``, ``call_signal``)."""
+        return self._call.view
+
+    @property
+    def __name__(self) -> str:  # what asyncio shows for a task running this call
+        return f"ToolRegistry.execute:{self._call.call_id}"
+
+    def _start(
+        self, cancelled: asyncio.CancelledError | None = None
+    ) -> Generator[Any, None, ToolResult]:
+        if self._driver is not None or self._closed:
+            raise RuntimeError(
+                f"call {self._call.call_id}: cannot await a call twice, or after close()"
+            )
+        self._driver = driver = _guarded(self._call, cancelled)
+        return driver
+
+    def __await__(self) -> Generator[Any, None, ToolResult]:
+        if self._driver is None and not self._closed:  # _start() inlined: the common path
+            self._driver = driver = _guarded(self._call)
+            return driver
+        return self._start()
+
+    def send(self, value: Any) -> Any:
+        driver = self._driver
+        if driver is None:
+            driver = self._start()
+        return driver.send(value)
+
+    def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
+        driver = self._driver
+        if driver is None:
+            exc = typ if isinstance(typ, BaseException) else (typ() if val is None else val)
+            if isinstance(exc, asyncio.CancelledError):  # the task was cancelled before it ran
+                return self._start(exc).send(None)
+            self._drop()
+            raise exc
+        if val is None and tb is None:
+            return driver.throw(typ)
+        return driver.throw(typ, val, tb)  # pragma: no cover - the deprecated signature
+
+    def close(self) -> None:
+        if self._driver is None:
+            if not self._closed:
+                self._closed = True
+                self._drop()
+            return
+        self._driver.close()
+
+    def _drop(self) -> None:
+        call = self._call
+        if call.state != "materialized" and call in call.registry._in_flight:
+            call.registry._in_flight.pop(call, None)
+            call.detach()
+            log.warning(
+                "call %s (%s) entered but was never awaited: nothing ran, nothing was published",
+                call.call_id,
+                call.name,
+            )
+
+    def __del__(self) -> None:
+        if self._driver is None and not self._closed:
+            call = self._call
+            warnings.warn(
+                f"call {call.call_id} ({call.name!r}) was entered by execute() but never awaited",
+                RuntimeWarning,
+                stacklevel=2,
+                source=self,
+            )
+            self._drop()
+
+    def __repr__(self) -> str:
+        return f"<PendingCall {self._call.call_id} {self._call.name!r} in {self._call.state}>"
 
 
 class _StandIn(asyncio.Future[None]):

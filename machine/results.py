@@ -22,6 +22,7 @@ from typing import Any
 
 from .contract import RevisionContract
 from .errors import NotSerializable
+from .errors import ToolError as ToolError  # defined there since signals.AbortError is one
 
 
 class FrozenDict(Mapping[str, Any]):
@@ -300,17 +301,6 @@ class ToolOutput:
 
     content: Sequence[Any]
     meta: Any = None
-
-
-class ToolError(Exception):
-    """A structured tool failure: the result carries ``error`` with this class's name and code.
-
-    Subclass it to give failures their own names; the name in the result is the class name.
-    """
-
-    def __init__(self, message: str, *, code: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def thrown_message(value: BaseException, unprintable: str) -> str:

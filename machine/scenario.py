@@ -9,6 +9,12 @@ wall-clock timers (time is virtual; only the timeout policy's timer uses it).
 Cancellation points:
 
 * ``never``;  ``before_entry`` (the caller signal is aborted before ``execute()``);
+* ``in_entry`` -- abort while ``execute()`` snapshots the arguments (the arguments are a mapping
+  whose iteration aborts the caller): entry captures the signal after the snapshot, so this is
+  a pre-aborted entry (R11);
+* ``after_call`` -- abort right after ``execute()`` returned, before its awaitable is awaited
+  (``create_task(registry.execute(...)); caller.abort()``): the call has entered (Python binding
+  P0), so this is a caller abort after entry;
 * ``gate:<name>`` -- abort the caller while the call waits at that gate, then release it
   (gates: ``pre``, ``approval``, ``w<i>_before``, ``w<i>_after``, ``body``, ``post``);
 * ``step:<k>`` -- abort synchronously right after the call's k-th transition (counting every
@@ -26,7 +32,9 @@ The same vocabulary is what language-neutral vectors are written in.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Mapping
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Final
 
@@ -204,7 +212,7 @@ class Scenario:
 
 
 def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
-    if cancel in ("never", "before_entry", "after"):
+    if cancel in ("never", "before_entry", "in_entry", "after_call", "after"):
         return cancel, None
     kind, _, arg = cancel.partition(":")
     if kind == "gate" and arg:
@@ -212,7 +220,8 @@ def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
     if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
         return kind, int(arg)
     raise ScenarioError(
-        f"cancel: {_show(cancel)} is not never, before_entry, after, gate:<name> or step:<k>"
+        f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
+        "gate:<name> or step:<k>"
     )
 
 
@@ -488,6 +497,10 @@ class Harness:
 
     async def run(self) -> Observation:
         """Run the scenario to quiescence, releasing gates one at a time."""
+        with quiet_failures():
+            return await self._run()
+
+    async def _run(self) -> Observation:
         s, obs = self.s, self.obs
         if s.caller != "none":
             self.caller = AbortController()
@@ -498,15 +511,18 @@ class Harness:
             self.abort_caller()
         reg = self.build()
         args: Any = {"q": "x"} if s.args == "ok" else {"q": {1, 2}}
-        self.task = asyncio.ensure_future(
-            reg.execute(
-                TOOL_NAME if s.tool_known else "no_such_tool",
-                args,
-                signal=None if self.caller is None else self.caller.signal,
-                call_id="c1",
-                agent="agent" if s.agent else None,
-            )
+        if s.cancel == "in_entry":
+            args = _AbortingArguments(args, self.abort_caller)
+        call = reg.execute(
+            TOOL_NAME if s.tool_known else "no_such_tool",
+            args,
+            signal=None if self.caller is None else self.caller.signal,
+            call_id="c1",
+            agent="agent" if s.agent else None,
         )
+        if s.cancel == "after_call":
+            self.abort_caller()
+        self.task = asyncio.ensure_future(call)
         while True:
             await _idle()
             if not self.waiting:
@@ -554,6 +570,37 @@ class Harness:
             assert self.task is not None
             if self.task.done():
                 self.obs.problem("R27", "the call settled while its body was still running")
+
+
+class _AbortingArguments(Mapping[str, Any]):
+    """Arguments whose snapshot aborts the caller: ``abort`` runs as entry iterates them."""
+
+    def __init__(self, data: Mapping[str, Any], abort: Callable[[], None]) -> None:
+        self.data = data
+        self.abort = abort
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Any:
+        self.abort()
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@contextlib.contextmanager
+def quiet_failures() -> Iterator[None]:
+    """Silence the registry's failure log (P6) while a scenario runs: its hooks fail by design,
+    and a model check runs them by the hundred thousand."""
+    logger = logging.getLogger("toolcancel.registry")
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
 
 
 def _throwing_observer(view: Execution, result: ToolResult) -> None:

@@ -9,7 +9,9 @@ overlap:
 * **Groups.**  Calls are grouped in model order: consecutive non-exclusive calls form one group
   whose bodies may overlap (at most ``max_concurrency`` dispatches in flight); an exclusive call
   is a group of its own, a barrier that starts after every earlier call is committed and finishes
-  before any later call is prepared.
+  before any later call is prepared.  As in the original, a call is exclusive unless its tool was
+  registered ``parallel_safe=True`` (the safe default: one at a time); a request's ``exclusive``
+  flag, when given, overrides the tool's declaration.
 * **One policy lane.**  ``prepare()`` (entry, pre-execute, approval, guards) and ``finalize()``
   (post-execute, materialization, notification) are awaited by the scheduler itself, one call at
   a time: prepares in model order, finalizes in model order.  Only ``dispatch()`` (the around
@@ -28,24 +30,31 @@ overlap:
   ``context`` entries after all of the turn's results, in commit order; the ``tool/result`` entry
   itself carries none (model APIs want a turn's tool results contiguous).
 
-Cancel a turn through its signal.  Cancelling the ``run_turn`` task itself is not a cancellation
-path: the scheduler still waits for started dispatches (quiescence) before the cancellation
-propagates, and nothing tells those bodies to stop unless the turn signal is aborted too.
+Cancel a turn through its signal, or by cancelling the task awaiting ``run_turn``
+(``task.cancel()``, ``asyncio.timeout``, a ``TaskGroup`` sibling): as for ``execute()``
+(CONTRACT.md, Python binding P2), that aborts the turn -- the calls' signal aborts with a
+:class:`~toolcancel.TaskCancelled` reason, nothing more is prepared, started calls are drained and
+committed, unstarted ones get their synthetic pair -- and only then is ``CancelledError`` re-raised,
+with the task's cancellation count untouched. The turn runs in a task of its own behind a shield, so
+no hook or body ever sees the awaiting task's cancellation.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from .errors import NotSerializable
-from .registry import StagedCall, ToolRegistry
+from .errors import NotSerializable, TaskCancelled
+from .registry import StagedCall, ToolRegistry, _interrupt_of
 from .results import ToolResult, canonical_json, snapshot
-from .signals import AbortSignal
+from .signals import AbortController, AbortSignal
 
 __all__ = ["LogEntry", "ToolCallRequest", "TurnLog", "TurnScheduler"]
+
+_log = logging.getLogger("toolcancel.scheduler")
 
 LogKind = Literal["tool/call", "tool/result", "context"]
 
@@ -55,13 +64,15 @@ class ToolCallRequest:
     """One tool call as the model asked for it.
 
     ``exclusive`` makes the call a barrier: it runs alone, after every earlier call of the turn
-    is committed and before any later call is prepared.
+    is committed and before any later call is prepared.  ``None`` (the default) follows the
+    tool: exclusive unless it was registered ``parallel_safe=True``; ``False`` lets the call
+    overlap whatever its tool declares.
     """
 
     call_id: str
     name: str
     arguments: Any = None
-    exclusive: bool = False
+    exclusive: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,13 +146,15 @@ def call_payload(request: ToolCallRequest) -> dict[str, Any]:
         return {"name": request.name, "argumentsError": str(exc)}
 
 
-def group_calls(calls: Sequence[ToolCallRequest]) -> list[list[int]]:
+def group_calls(
+    calls: Sequence[ToolCallRequest], exclusive: Sequence[bool] | None = None
+) -> list[list[int]]:
     """Indices of ``calls`` grouped in model order: runs of non-exclusive calls, and each
-    exclusive call alone."""
+    exclusive call alone.  ``exclusive[i]`` says whether call ``i`` is (default: its flag)."""
     groups: list[list[int]] = []
     run: list[int] = []
     for i, call in enumerate(calls):
-        if call.exclusive:
+        if call.exclusive if exclusive is None else exclusive[i]:
             if run:
                 groups.append(run)
                 run = []
@@ -185,8 +198,42 @@ class TurnScheduler:
             raise ValueError(f"call ids of a turn must be unique: {ids!r}")
         if not isinstance(signal, AbortSignal):
             raise TypeError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        turn = _Turn(self, batch, signal, agent, TurnLog() if log is None else log)
-        await turn.run()
+        stop = AbortController()  # the turn's own signal: follows ``signal``, and task cancellation
+
+        def follow(given: AbortSignal) -> None:
+            stop.abort(given.reason)
+
+        if signal.aborted:
+            stop.abort(signal.reason)
+        else:
+            signal.add_listener(follow)
+        turn = _Turn(self, batch, stop.signal, agent, TurnLog() if log is None else log)
+        inner = asyncio.ensure_future(turn.run())
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            while not inner.done():
+                try:
+                    await asyncio.shield(inner)
+                except asyncio.CancelledError as exc:
+                    if inner.done() and inner.cancelled():
+                        raise  # the turn's own task was cancelled from elsewhere: a bug
+                    interrupt = _interrupt_of(exc)
+                    if interrupt is not None:  # a second interrupt (P7): stop waiting
+                        _log.error(
+                            "turn abandoned after a second interrupt (%r): its started calls "
+                            "are abandoned with it (Python binding P7)",
+                            interrupt,
+                        )
+                        raise
+                    if cancelled is None:
+                        cancelled = exc
+                        message = exc.args[0] if exc.args else None
+                        stop.abort(TaskCancelled("turn", message))
+        finally:
+            signal.remove_listener(follow)
+        inner.result()  # the turn's own failure, if any (a bug)
+        if cancelled is not None:
+            raise cancelled
         return turn.log
 
 
@@ -210,8 +257,15 @@ class _Turn:
         self.started: set[int] = set()
         self.accepted: list[tuple[str, Any]] = []
 
+    def exclusive(self, request: ToolCallRequest) -> bool:
+        """Whether ``request`` runs alone: its own flag, else its tool's declaration."""
+        if request.exclusive is not None:
+            return request.exclusive
+        tool = self.registry.definition(request.name, self.agent)
+        return tool is None or not tool.parallel_safe
+
     async def run(self) -> None:
-        for group in group_calls(self.calls):
+        for group in group_calls(self.calls, [self.exclusive(c) for c in self.calls]):
             await self.run_group(group)  # prepares nothing once the turn is aborted
         skipped = self.registry.results.skipped()
         for i, request in enumerate(self.calls):

@@ -50,6 +50,8 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from .errors import ToolError
+
 __all__ = [
     "AbortController",
     "AbortError",
@@ -61,18 +63,24 @@ __all__ = [
 logger = logging.getLogger("toolcancel.signals")
 
 
-class AbortError(Exception):
+class AbortError(ToolError):
     """The default abort reason, like the DOM's ``DOMException("AbortError")``.
 
     ``throw_if_aborted`` also raises one to carry a reason that is not an
     exception (the DOM can throw any value; Python can only raise
     exceptions).  The original value is then kept in ``reason``.
+
+    It is a structured tool error with the code ``ABORTED``: a tool body that
+    raises one publishes an error result carrying ``{name: "AbortError", code:
+    "ABORTED"}`` (R3).  The helpers of :mod:`toolcancel.cooperate` raise it with
+    the message ``tool call aborted``, so that result is exactly R4's.
     """
 
     name = "AbortError"
 
     def __init__(self, *args: object, reason: object = None) -> None:
-        super().__init__(*args)
+        Exception.__init__(self, *args)
+        self.code = "ABORTED"
         self.reason = reason
 
 

@@ -28,7 +28,7 @@ from typing import Any
 
 from .registry import Accept, Allow, Deny, Execution, Next, PostDecision, PreDecision, ToolRegistry
 from .results import ToolResult, text_block
-from .scenario import _idle
+from .scenario import _idle, quiet_failures
 from .scheduler import ToolCallRequest, TurnScheduler
 from .signals import AbortController
 from .virtual_time import VirtualClock, run
@@ -137,6 +137,10 @@ class TurnHarness:
         self.obs.notified[view.call_id] = self.obs.notified.get(view.call_id, 0) + 1
 
     async def run(self) -> TurnObservation:
+        with quiet_failures():
+            return await self._run()
+
+    async def _run(self) -> TurnObservation:
         reg = ToolRegistry(revision=self.t.revision)
         reg.add_pre_execute(self.pre)
         reg.add_post_execute(self.post)

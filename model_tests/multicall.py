@@ -314,23 +314,24 @@ class World:
     ) -> CallRun | None:
         """Start one call on ``setup``'s registry; None when the registry refused it.
 
-        ``caller="aborted"`` aborts the caller after the call was handed to ``execute()`` but
-        before it ran: the abort lands while the call is in ``entry``.  A revised registry must
-        refuse a call without a caller signal (R40); the environment checks that here.
+        ``caller="aborted"`` aborts the caller just before the call is handed to ``execute()``,
+        which enters it at once (Python binding P0): a pre-aborted entry.  (An abort after
+        ``execute()`` returned is an abort after entry, one the tap arms like any other.)  A
+        revised registry must refuse a call without a caller signal (R40) before entry: its
+        ``execute()`` raises; the environment checks that here.
         """
         call_id = f"c{len(self.calls) + len(self.refused) + 1}"
         if caller == "none" and setup.revision == "revised":
             self.refused.append(call_id)
-            refused = self.loop.create_task(
-                setup.registry.execute(TOOL_NAMES[tool], {"q": "x"}, call_id=call_id)
+            try:
+                refused = setup.registry.execute(TOOL_NAMES[tool], {"q": "x"}, call_id=call_id)
+            except RegistryUsageError:
+                return None
+            refused.close()
+            raise AssertionError(
+                f"R40: the revised registry {setup.name} entered call {call_id} without a "
+                "caller signal instead of refusing it"
             )
-            self.settle()
-            if not (refused.done() and isinstance(refused.exception(), RegistryUsageError)):
-                raise AssertionError(
-                    f"R40: the revised registry {setup.name} ran call {call_id} without a "
-                    f"caller signal instead of refusing it ({refused!r})"
-                )
-            return None
         scenario = Scenario(
             revision=setup.revision,
             caller=caller,
@@ -355,6 +356,15 @@ class World:
             harness.caller = AbortController()
             harness.signals.append(("caller signal", harness.caller.signal))
         call_args: Any = {"q": "x"} if args == "ok" else {"q": {1, 2}}
+        # Registered before execute() enters the call, so the tap sees its first transition.
+        run = CallRun(call_id, setup, harness, tool, None)  # type: ignore[arg-type]
+        run.running = [None] * (len(setup.wrappers) + 1)
+        self.calls[call_id] = run
+        if caller == "aborted":
+            assert harness.caller is not None
+            self.hit(run, "caller", "entry")
+            run.pre_aborted = True
+            harness.caller.abort(CallerReason("aborted before entry"))
         task = self.loop.create_task(
             setup.registry.execute(
                 TOOL_NAMES[tool],
@@ -364,15 +374,7 @@ class World:
                 agent="agent" if agent else None,
             )
         )
-        run = CallRun(call_id, setup, harness, tool, task)
-        run.running = [None] * (len(setup.wrappers) + 1)
-        harness.task = task
-        self.calls[call_id] = run
-        if caller == "aborted":
-            assert harness.caller is not None
-            self.hit(run, "caller", "entry")
-            run.pre_aborted = True
-            harness.caller.abort(CallerReason("aborted before entry"))
+        run.task = harness.task = task
         self.settle()
         return run
 

@@ -66,7 +66,9 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "wrong_type": {
         "pre": re.compile(r"Error: pre-execute returned 'yes'; expected Allow, Deny or Ask"),
         "approval": thrown('unreachable variant in ApprovalOutcome: "yes"'),
-        "wrapper_after": re.compile(r"Error: around-dispatch wrapper returned dict; expected a "),
+        "wrapper_after": re.compile(
+            r"Error: around-dispatch wrapper \d+ \(\S+\) returned a mapping that has unknown fields"
+        ),
         "body": re.compile(r"Error: a tool body must return a list of content blocks or a "),
         "post": re.compile(r"Error: post-execute returned None; expected Accept or Block"),
     },
@@ -188,8 +190,8 @@ class Plant:
                 view.signal = upstream
         if await self.at("wrapper_after"):
             self.throw()
-            if self.kind == "wrong_type":
-                return {"content": []}
+            if self.kind == "wrong_type":  # a mapping, but not of a result's fields (P9)
+                return {"text": "done"}
             if self.kind == "non_json":
                 return self.registry.results.success([{"type": "text", "text": {1, 2}}])
             if self.kind == "next_twice":

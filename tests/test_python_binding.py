@@ -207,7 +207,7 @@ async def test_a_failing_task_group_sibling_cancels_the_call_cooperatively() -> 
 
 
 @pytest.mark.rules("R26")
-async def test_without_a_signal_task_cancellation_cannot_reach_the_call() -> None:
+async def test_without_a_signal_task_cancellation_tells_only_the_call_signal() -> None:
     rig = Rig("body")
     task = rig.start(None)
     await rig.gate.reached()
@@ -217,18 +217,29 @@ async def test_without_a_signal_task_cancellation_cannot_reach_the_call() -> Non
     rig.gate.open()
     with pytest.raises(asyncio.CancelledError):
         await task
-    # R26: only a wrapper's signal can cause ABORTED; the call ran to its own result.
+    # R26: only a wrapper's signal can cause ABORTED; a body ignoring its call signal (P1) ran to
+    # its own result (tests/test_binding_entry.py has one that watches it).
     assert [r.to_json() for r in rig.published] == [ok("done")]
 
 
-async def test_a_task_cancelled_before_the_call_began_publishes_nothing() -> None:
-    rig = Rig("pre")
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+async def test_a_task_cancelled_before_it_first_ran_the_call_still_publishes_it(
+    revision: str,
+) -> None:
+    # execute() entered the call when it was called (P0): a cancellation delivered before the
+    # task's first step is a caller abort after entry, like any other (P2).
+    rig = Rig("pre", revision)
     _, signal = controller()
     task = rig.start(signal)
-    task.cancel()  # delivered before execute() runs a single line
+    assert [c.state for c in rig.registry.in_flight()] == ["pre_policy"]
+    task.cancel()
+    await rig.gate.reached()
+    rig.gate.open()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert rig.ran == [] and rig.published == []
+    code = "ABORTED" if revision == "seed" else "ABORTED_BEFORE_DISPATCH"
+    assert [r.error.code if r.error else None for r in rig.published] == [code]
+    assert "body_start" not in rig.ran and "post" in rig.ran  # seen at C1: the post route
     assert rig.registry.in_flight() == []
 
 

@@ -749,8 +749,10 @@ async def test_a_wrapper_returning_a_non_result_fails_the_stage() -> None:
 
     h.registry.add_around(around)
     call = await h.call("t")
-    assert call.json == expected(
-        "Error: around-dispatch wrapper returned list; expected a ToolResult"
+    assert call.json == expected(  # P9: the message names the wrapper
+        "Error: around-dispatch wrapper 0 "
+        "(test_a_wrapper_returning_a_non_result_fails_the_stage.<locals>.around) returned list; "
+        "expected a ToolResult or a mapping with its fields (content, isError, ...)"
     )
     assert call.step("around_raised").outcome == "around_error"
 

@@ -166,7 +166,7 @@ async def play(
     def notified(view: Execution, result: ToolResult) -> None:
         played.events.append(("notified", view.call_id))
 
-    h.registry.register("t", body)
+    h.registry.register("t", body, parallel_safe=True)
     h.registry.add_pre_execute(pre)
     h.registry.add_post_execute(post)
     h.registry.add_observer(notified)
@@ -273,7 +273,7 @@ async def test_policy_and_commits_stay_in_model_order_while_bodies_settle_in_rev
         events.append(("body-end", view.call_id))
         return [text(f"ok {view.call_id}")]
 
-    h.registry.register("t", body)
+    h.registry.register("t", body, parallel_safe=True)
     h.registry.add_pre_execute(pre)
     h.registry.add_post_execute(post)
     calls = [ToolCallRequest(f"c{i}", "t", {"i": i}) for i in range(3)]
@@ -320,7 +320,7 @@ async def test_contexts_are_logged_after_every_result_and_results_carry_none() -
     async def post(view: Execution, result: ToolResult, next_: Any) -> Accept:
         return Accept(contexts=[{"post": view.call_id}] if view.call_id == "c2" else [])
 
-    h.registry.register("t", body)
+    h.registry.register("t", body, parallel_safe=True)
     h.registry.add_post_execute(post)
     calls = [ToolCallRequest(f"c{i}", "t", {"contexts": k}) for i, k in enumerate([0, 2, 1])]
     task = asyncio.create_task(
@@ -489,7 +489,7 @@ async def test_a_pre_stage_failure_skips_post_execute_in_the_scheduler_too() -> 
     async def body(arguments: Any, view: Execution) -> Any:
         return [text(f"ok {view.call_id}")]
 
-    h.registry.register("t", body)
+    h.registry.register("t", body, parallel_safe=True)
     h.registry.add_pre_execute(pre)
     h.registry.add_post_execute(post)
     calls = [ToolCallRequest(f"c{i}", "t") for i in range(3)]
