@@ -19,6 +19,12 @@ What the environment observes, besides the registry's own trace (``observed`` in
   races its body settles before the body does);
 * ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did.
 
+``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
+without a trace, and each answer carries only what a user of the registry sees -- the result or
+the exception, each body's signal at start and at settle, what had started and settled when
+``execute()`` settled, the notifications and whether each carried the very object returned, and
+listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
+
 ``--mutant NAME`` wraps a deliberately broken registry of ``model_tests/mutants.py`` (imported
 from the current directory, i.e. a source checkout), to prove that conform catches each one.
 
@@ -44,11 +50,14 @@ from .errors import ToolcancelError
 from .registry import ToolRegistry
 from .scenario import Harness, RegistryFactory, Scenario
 from .trace import TraceRecorder
-from .vectors import REVISIONS, body_signals
+from .vectors import REVISIONS, body_signals, classify_reason
 from .virtual_time import VirtualClock
 
 PROTOCOL: Final = 2
-"""Version of the adapter protocol (the ``protocol`` field of every message)."""
+"""Version of the adapter protocol this adapter's hello declares (the ``protocol`` field of
+every message).  It answers each vector in the version the vector came in, 1 or 2."""
+PROTOCOLS: Final = (1, 2)
+LEVELS: Final = ("trace", "outcome")
 
 
 def _implementation() -> str:
@@ -68,14 +77,27 @@ class AdapterError(ToolcancelError):
 
 
 class Session:
-    """Runs vectors one at a time on one virtual-time loop and answers each."""
+    """Runs vectors one at a time on one virtual-time loop and answers each.
+
+    ``level`` ``trace`` answers with the registry's trace and what the environment saw;
+    ``outcome`` answers as a black box: only what a user of the registry observes.  ``retry`` is
+    the behaviour of a wrapper's second ``next()`` the registry runs (D11; default: the
+    contract's).
+    """
 
     def __init__(
-        self, factory: RegistryFactory, revisions: tuple[str, ...], retry: str | None = None
+        self,
+        factory: RegistryFactory,
+        revisions: tuple[str, ...],
+        retry: str | None = None,
+        level: str = "trace",
     ) -> None:
+        if level not in LEVELS:
+            raise AdapterError(f"level {level!r} is not one of {', '.join(LEVELS)}")
         self.factory = factory
         self.revisions = revisions
         self.retry = load_contract().default_retry if retry is None else retry
+        self.level = level
         self.clock = VirtualClock()
         self.loop = asyncio.new_event_loop()
         self._patch = self.clock.patch_loop(self.loop)
@@ -91,25 +113,33 @@ class Session:
             "type": "hello",
             "implementation": IMPLEMENTATION,
             "revisions": list(self.revisions),
+            "level": self.level,
             "retry": self.retry,
         }
 
     def answer(self, line: str) -> dict[str, Any]:
         """The answer to one input line: an ``outcome``, or an ``error`` naming the problem."""
         vid: Any = None
+        version = PROTOCOL
         try:
             msg = json.loads(line)
             if not isinstance(msg, dict):
                 raise AdapterError("expected a JSON object")
             vid = msg.get("id")
+            if msg.get("protocol") in PROTOCOLS:
+                version = msg["protocol"]
             scenario = self.parse(msg)
-            return self.loop.run_until_complete(self.run(vid, scenario))
+            run = self.run if self.level == "trace" else self.run_outcome
+            answer = self.loop.run_until_complete(run(vid, scenario))
+            answer["protocol"] = version
+            return answer
         except (ValueError, RecursionError, ToolcancelError) as exc:
-            return {"protocol": PROTOCOL, "type": "error", "id": vid, "message": str(exc)}
+            return {"protocol": version, "type": "error", "id": vid, "message": str(exc)}
 
     def parse(self, msg: Mapping[str, Any]) -> Scenario:
-        if msg.get("protocol") != PROTOCOL:
-            raise AdapterError(f"protocol {msg.get('protocol')!r}; this adapter speaks {PROTOCOL}")
+        if msg.get("protocol") not in PROTOCOLS:
+            speaks = " or ".join(map(str, PROTOCOLS))
+            raise AdapterError(f"protocol {msg.get('protocol')!r}; this adapter speaks {speaks}")
         if msg.get("type") != "vector":
             raise AdapterError(f"message type {msg.get('type')!r}; expected 'vector'")
         if not isinstance(msg.get("id"), str):
@@ -123,6 +153,9 @@ class Session:
         if scenario.cancel.startswith("step:"):
             raise AdapterError("cancel step:<k> is not part of the portable language")
         return scenario
+
+    async def run_outcome(self, vid: str, scenario: Scenario) -> dict[str, Any]:
+        return await _run_outcome(self, vid, scenario)
 
     async def run(self, vid: str, scenario: Scenario) -> dict[str, Any]:
         recorder = TraceRecorder()
@@ -167,6 +200,82 @@ class Session:
                 "raised": raised,
             },
         }
+
+
+async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[str, Any]:
+    """A black-box answer: the result or the exception, each body's signal at start and at
+    settle, what had started and settled when ``execute()`` settled, the notifications and
+    whether each carried the very object returned, and listener counts on the caller's signal
+    before ``execute()`` and after it settled.  No trace: the registry is built without one."""
+    starts: list[dict[str, Any]] = []
+    settled: list[dict[str, int]] = []
+    listeners: dict[str, int] = {}
+    base = session.factory
+    harness: Harness | None = None
+
+    def settles() -> int:
+        assert harness is not None
+        return sum(1 for e in harness.obs.log if e[0] == "body_settle")
+
+    def factory(**options: Any) -> ToolRegistry:
+        registry = base(**options)
+        execute, register = registry.execute, registry.register
+
+        async def timed(*args: Any, **kwargs: Any) -> Any:
+            signal = kwargs.get("signal")
+            listeners["before"] = signal.listener_count if signal is not None else 0
+            try:
+                return await execute(*args, **kwargs)
+            finally:
+                settled.append({"bodies_started": len(starts), "bodies_settled": settles()})
+                listeners["after"] = signal.listener_count if signal is not None else 0
+
+        def watched(name: str, body: Any, **kw: Any) -> Any:
+            async def seen(args: Any, view: Any) -> Any:
+                starts.append(signal_state(view.signal))
+                return await body(args, view)
+
+            return register(name, seen, **kw)
+
+        registry.execute = timed  # type: ignore[method-assign]
+        registry.register = watched  # type: ignore[method-assign]
+        return registry
+
+    harness = Harness(scenario, factory, session.clock, session.retry)
+    obs = await harness.run()
+    hung = any("neither finished nor waited" in what for _, what in obs.problems)
+    raised = None
+    if obs.error is not None:
+        raised = f"{type(obs.error).__name__}: {obs.error}"
+    elif obs.result is None:
+        raised = "execute() neither returned nor raised: the call hangs"
+    at_settle = body_signals(obs)
+    observed: dict[str, Any] = {
+        "raised": raised,
+        "notifications": len(obs.notified),
+        "notified_same": all(r is obs.result for r in obs.notified),
+        "bodies": [
+            {"start": start, "settle": at_settle[i] if i < len(at_settle) else None}
+            for i, start in enumerate(starts)
+        ],
+        "settled": settled[0] if settled and not hung else None,
+    }
+    if scenario.caller != "none":
+        observed["listeners"] = listeners
+    return {
+        "protocol": PROTOCOL,
+        "type": "outcome",
+        "id": vid,
+        "result": None if obs.result is None else obs.result.to_data(),
+        "observed": observed,
+    }
+
+
+def signal_state(signal: Any) -> dict[str, Any]:
+    """``{"aborted", "reason"}`` of a body's signal now (``reason`` classified, null when the
+    signal is absent or not aborted)."""
+    aborted = signal is not None and bool(signal.aborted)
+    return {"aborted": aborted, "reason": classify_reason(signal.reason) if aborted else None}
 
 
 def serve(session: Session, stdin: IO[str], stdout: IO[str]) -> None:
@@ -217,6 +326,12 @@ def main(argv: list[str] | None = None) -> int:
         choices=load_contract().retry_names,
         help="the retry behaviour of next() the registry runs and the hello declares (D11)",
     )
+    parser.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="trace",
+        help="conformance level to declare and answer at (default trace; outcome: a black box)",
+    )
     args = parser.parse_args(argv)
     revisions = REVISIONS if args.revision == "all" else (args.revision,)
     try:
@@ -224,7 +339,7 @@ def main(argv: list[str] | None = None) -> int:
             factory: RegistryFactory = ToolRegistry
             if args.mutant:
                 factory = stack.enter_context(_mutant(args.mutant))
-            session = Session(factory, revisions, args.retry)
+            session = Session(factory, revisions, args.retry, args.level)
             stack.callback(session.close)
             serve(session, sys.stdin, sys.stdout)
     except AdapterError as exc:

@@ -1,7 +1,9 @@
 """``toolcancel conform``: run the conformance vectors against any implementation, via an adapter.
 
 The runner starts the adapter as a child process (an argument list, never a shell), reads its
-hello, sends it the vectors of one revision as JSON Lines and judges every answer:
+hello -- which declares the protocol version, the conformance level (``trace`` or ``outcome``)
+and the retry behaviour -- sends it the vectors of one revision as JSON Lines and judges every
+answer against the vector's expectation for that retry behaviour.  At trace level:
 
 1. the answer is a well-formed ``outcome`` for that vector (else a protocol failure);
 2. ``execute()`` did not settle while a body was still running (R27, from ``settled_at``);
@@ -12,16 +14,26 @@ hello, sends it the vectors of one revision as JSON Lines and judges every answe
    the closest allowed path;
 5. the result equals the expected result (canonical JSON), the body started as often as expected,
    each body's signal looked as expected when it settled (R21) and the adapter's observer was
-   notified exactly as often as expected (R31).
+   notified exactly as often as expected (R31), with the very result (when reported), and the
+   caller's signal kept no listener (R22, when reported).
 
-The first failing step is the vector's verdict.  The report counts, for every rule id, the vectors
-that exercised it and passed and the vectors that failed citing it, with the first failing vector.
+At outcome level (:meth:`Judge.judge_outcome`) there is no trace: steps 3 and 4 give way to the
+body's signal at each start (checkpoint C2, R17; the seed's pre-aborted entry, R25), and R27 is
+judged from what had started and settled when ``execute()`` settled.
 
-Robustness, not timing: every answer is awaited with a timeout (``--timeout``, default 10 s) only
-so that a hung adapter cannot hang the run.  A timeout, an exit or a line that is not a valid
-answer fails that one vector with a clear message; the adapter is then killed and restarted, and
-the run goes on with the next vector.  Vectors are sent ahead in a small window so the adapter
-never waits for the runner; after a restart the unanswered ones are sent again.
+The first failing step is the vector's verdict (its rule, the step, expected and observed in
+brief).  The report counts, for every rule id, the vectors that exercised it and passed and the
+vectors that failed citing it, gives every rule a status from :mod:`toolcancel.coverage` and
+what the run showed (checked, checked at outcome level only, not checked and why), and groups
+failures into families (:meth:`Report.families`).
+
+Robustness, not timing: the hello is awaited ``--hello-timeout`` (default 60 s: start-up on a
+loaded machine is slow) and every answer ``--timeout`` (default 10 s), only so that a hung adapter
+cannot hang the run.  A timeout, an exit (seen at once, even when a child of the adapter holds its
+stdout) or a line that is not a valid answer fails that one vector with a clear message; the
+adapter's whole session is then killed and reaped (the runner is its subreaper) and the adapter
+restarted, and the run goes on with the next vector.  Vectors are sent ahead in a small window so
+the adapter never waits for the runner; after a restart the unanswered ones are sent again.
 """
 
 from __future__ import annotations
@@ -43,8 +55,9 @@ from typing import Any, Final
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
+from .coverage import CHECKED, NONE, decidable, rule_status
 from .errors import ToolcancelError
-from .fileio import STRICT
+from .fileio import STRICT, write_text
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
 from .vectors import (
@@ -60,8 +73,18 @@ from .vectors import (
 PROTOCOL: Final = 2
 """The adapter protocol this runner speaks; it also accepts an adapter of :data:`PROTOCOLS`."""
 PROTOCOLS: Final = (1, 2)
-"""Version 2 added the hello's ``retry`` (D11); a version-1 adapter is judged as declaring the
-contract's default retry behaviour, which is what version-1 vectors assumed."""
+"""Version 2 added the hello's ``retry`` (D11) and ``level``; a version-1 adapter is judged as
+declaring the contract's default retry behaviour, which is what version-1 vectors assumed, at
+level ``trace``."""
+LEVELS: Final = ("trace", "outcome")
+"""Conformance levels a protocol-2 hello declares (default ``trace``): the full trace, or only
+what a user of the registry sees."""
+HELLO_TIMEOUT: Final = 60.0
+"""Default seconds to wait for the hello (start-up), separate from the per-answer timeout."""
+EXIT_GRACE: Final = 0.5
+"""Seconds an exited adapter's last line may take to arrive before its exit counts."""
+REAP_TIMEOUT: Final = 5.0
+"""Seconds to wait for a killed adapter's pipes to close before closing them on our side."""
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
 LINE_LIMIT: Final = 64 << 20
@@ -76,7 +99,12 @@ STDERR_TAIL: Final = 4096
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
+_SLOT_WRAPPERS: Final = frozenset({"replace_live", "replace_aborting", "replace_aborted", "remove"})
 _ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
+FEATURE_SHARE: Final = 0.75
+"""A family's shared scenario feature is shown when at most this share of the run has it."""
+FEATURES: Final = 4
+"""At most this many features per family (the rarest in the run first)."""
 PROTOCOL_RULE: Final = "protocol"
 """The pseudo rule id under which adapter failures (hang, crash, garbage, refusal) count."""
 
@@ -99,6 +127,9 @@ class Judgement:
     rules: frozenset[str] = frozenset()  # rules the vector exercised (when it passed)
     rule: str | None = None
     explanation: str = ""
+    step: str = ""  # the judging step that failed (answer, quiescence, trace, path, result, ...)
+    expected: str = ""  # in brief, what that step wanted
+    observed: str = ""  # in brief, what the answer showed
 
 
 @dataclass
@@ -106,6 +137,26 @@ class RuleTally:
     passed: int = 0
     failed: int = 0
     first_failure: str | None = None
+
+
+@dataclass(frozen=True)
+class Family:
+    """Failures that cite the same rule at the same judging step, and the scenario features they
+    all share (values every one of them has, where the run's vectors differ)."""
+
+    rule: str
+    step: str
+    ids: tuple[str, ...]
+    features: tuple[str, ...]  # shared by every failure, rare in the run: "caller=aborted"
+    example: str  # the first failure's explanation
+
+    def line(self) -> str:
+        shared = ", ".join(self.features) or "no distinctive feature"
+        n = len(self.ids)
+        return (
+            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
+            f"e.g. {self.example}"
+        )
 
 
 @dataclass
@@ -118,6 +169,11 @@ class Report:
     restarts: int = 0
     titles: dict[str, str] = field(default_factory=dict)
     retry: str = ""  # the retry behaviour the adapter declared (D11)
+    level: str = "trace"
+    protocol: int = 1
+    seen: frozenset[str] = frozenset()  # optional observations some answer carried
+    scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
+    report_path: str | None = None  # where --report wrote the verdicts, if it did
 
     @property
     def passed(self) -> int:
@@ -140,10 +196,83 @@ class Report:
                     t.first_failure = j.id
         return dict(sorted(tally.items(), key=lambda kv: _rule_order(kv[0])))
 
+    def coverage(self) -> dict[str, tuple[str, str]]:
+        """Every rule of the revision (and ``protocol`` if it failed): its status in this run --
+        ``checked``, ``outcome`` (checked at outcome level only) or ``none`` -- and why."""
+        tally = self.by_rule()
+        out: dict[str, tuple[str, str]] = {}
+        for rule in sorted({*self.titles, *tally}, key=_rule_order):
+            t = tally.get(rule, RuleTally())
+            if rule == PROTOCOL_RULE:
+                if t.failed:
+                    out[rule] = (CHECKED, "")
+                continue
+            out[rule] = rule_status(
+                rule, self.level, exercised=bool(t.passed or t.failed), seen=self.seen
+            )
+            if t.failed and out[rule][0] == NONE:  # a failure citing it is a check of it
+                out[rule] = (CHECKED, "")
+        return out
+
+    def unchecked(self) -> list[str]:
+        return [r for r, (status, _) in self.coverage().items() if status == NONE]
+
+    def families(self) -> list[Family]:
+        """Failures grouped by (rule, judging step), largest first, with the scenario features
+        they share: thousands of failures of one mistake read as one line."""
+        groups: dict[tuple[str, str], list[Judgement]] = {}
+        for j in self.judgements:
+            if not j.passed:
+                groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
+        share: collections.Counter[str] = collections.Counter()
+        for data in self.scenarios.values():
+            share.update(_features(data))
+        total = max(1, len(self.scenarios))
+        out = []
+        for (rule, step), js in groups.items():
+            shared: set[str] | None = None
+            for j in js:
+                mine = _features(self.scenarios.get(j.id, {}))
+                shared = mine if shared is None else shared & mine
+            # The features that set the family apart: shared by all of it, rare in the run.
+            rare = sorted(
+                (f for f in shared or () if share[f] / total <= FEATURE_SHARE),
+                key=lambda f: (share[f], f),
+            )[:FEATURES]
+            out.append(Family(rule, step, tuple(j.id for j in js), tuple(rare), js[0].explanation))
+        out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
+        return out
+
+    def verdict_lines(self) -> Iterator[str]:
+        """One JSON line per vector, in run order: the ``--report`` file."""
+        for j in self.judgements:
+            data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else "fail"}
+            if j.passed:
+                data["rules"] = sorted(j.rules, key=_rule_order)
+            else:
+                data |= {
+                    "rule": j.rule or PROTOCOL_RULE,
+                    "step": j.step or "answer",
+                    "expected": j.expected,
+                    "observed": j.observed,
+                    "explanation": j.explanation,
+                }
+            yield json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    def write_report(self, path: str | Path) -> None:
+        """Write :meth:`verdict_lines` to ``path``, atomically
+        (:func:`toolcancel.fileio.write_text`: a failed write leaves no partial report)."""
+        write_text(path, "".join(line + "\n" for line in self.verdict_lines()))
+        self.report_path = str(path)
+
     def to_json(self) -> dict[str, Any]:
-        return {
+        tally = self.by_rule()
+        coverage = self.coverage()
+        data: dict[str, Any] = {
             "revision": self.revision,
             "implementation": self.implementation,
+            "protocol": self.protocol,
+            "level": self.level,
             "retry": self.retry,
             "vectors": len(self.judgements),
             "passed": self.passed,
@@ -151,23 +280,63 @@ class Report:
             "by_rule": {
                 r: {
                     "title": self.titles.get(r, ""),
-                    "passed": t.passed,
-                    "failed": t.failed,
-                    "first_failure": t.first_failure,
+                    "passed": tally.get(r, RuleTally()).passed,
+                    "failed": tally.get(r, RuleTally()).failed,
+                    "first_failure": tally.get(r, RuleTally()).first_failure,
+                    "status": status,
+                    "why": why,
                 }
-                for r, t in self.by_rule().items()
+                for r, (status, why) in coverage.items()
             },
-            "failures": [
-                {"id": j.id, "rule": j.rule, "explanation": j.explanation}
+            "unchecked": [r for r, (status, _) in coverage.items() if status == NONE],
+            "families": [
+                {
+                    "rule": f.rule,
+                    "step": f.step,
+                    "count": len(f.ids),
+                    "features": list(f.features),
+                    "first": f.ids[0],
+                }
+                for f in self.families()
+            ],
+        }
+        if self.report_path is not None:
+            data["report"] = self.report_path
+        else:
+            data["failures"] = [
+                {
+                    "id": j.id,
+                    "rule": j.rule,
+                    "step": j.step or "answer",
+                    "expected": j.expected,
+                    "observed": j.observed,
+                    "explanation": j.explanation,
+                }
                 for j in self.judgements
                 if not j.passed
-            ][:20],
+            ]
+        data |= {
             "restarts": self.restarts,
             "seconds": round(self.seconds, 3),
             "vectors_per_second": round(len(self.judgements) / self.seconds)
             if self.seconds
             else None,
         }
+        return data
+
+
+def _features(scenario: Mapping[str, Any]) -> set[str]:
+    """A scenario's features for families: ``field=value``, and ``x in wrappers`` for each
+    wrapper behaviour (a list's members, not the list, are what failures share)."""
+    out = set()
+    for k, x in scenario.items():
+        if isinstance(x, list):
+            out |= {f"{m} in {k}" for m in x}
+            if not x:
+                out.add(f"no {k}")
+        else:
+            out.add(f"{k}={str(x).lower() if isinstance(x, bool) else x}")
+    return out
 
 
 def _rule_order(rule: str) -> tuple[int, int, str]:
@@ -192,7 +361,10 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str, retry: str | None = None) -> None:
+    def __init__(self, revision: str, retry: str | None = None, level: str = "trace") -> None:
+        self.level = level
+        self.seen: set[str] = set()  # optional observations some answer carried (listeners)
+        self._rules: dict[tuple[Any, ...], frozenset[str]] = {}
         self.checker = Checker(revision)
         self.retry = retry or self.checker.table.contract.default_retry
         self.table: RevisionContract = self.checker.table
@@ -218,17 +390,43 @@ class Judge:
             wrappers=s.around_count,
         )
 
-    def fail(self, v: Vector, rule: str, why: str) -> Judgement:
-        return Judgement(v.id, False, rule=rule, explanation=f"{v.id}: {why}")
+    def expectations(self, v: Vector) -> list[Expectation]:
+        """What the contract allows for ``v``: its expectation and alternatives (``run_vectors``
+        has already taken each vector's expectation for the declared retry behaviour)."""
+        return list(v.expectations())
+
+    def fail(
+        self,
+        v: Vector,
+        rule: str,
+        why: str,
+        *,
+        step: str = "answer",
+        expected: Any = "",
+        observed: Any = "",
+    ) -> Judgement:
+        return Judgement(
+            v.id,
+            False,
+            rule=rule,
+            explanation=f"{v.id}: {why}",
+            step=step,
+            expected=_brief(expected),
+            observed=_brief(observed),
+        )
 
     def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an ``outcome`` answer (its envelope is already checked)."""
+        if self.level == "outcome":
+            return self.judge_outcome(v, answer)
         shape = _answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
         trace: list[Any] = answer["trace"]
         result = answer["result"]
         observed = answer["observed"]
+        if any(line["event"] == "listener" for line in trace):
+            self.seen.add("listeners")
         starts = sum(1 for line in trace if line.get("event") == "body_start")
         settled_at = observed["settled_at"]
         if settled_at is not None:
@@ -243,18 +441,12 @@ class Judge:
                     "execute() settled while the tool body was still running (the trace shows "
                     f"{running} body_start without body_settle before execute() settled at "
                     f"trace line {settled_at}); the registry must await the body to quiescence.",
+                    step="quiescence",
+                    expected="no body running when execute() settled",
+                    observed=f"{running} body running",
                 )
         if result is None:
-            if settled_at is None:
-                return self.fail(
-                    v,
-                    "R27",
-                    f"execute() never settled ({observed['raised']}): the call neither finished "
-                    "nor waited at a gate.",
-                )
-            return self.fail(
-                v, "R31", f"execute() did not return a result: it raised {observed['raised']}."
-            )
+            return self._no_result(v, settled_at is not None, observed["raised"])
         entry = trace[0] if trace and isinstance(trace[0], dict) else {}
         if entry.get("event") == "call_entry":
             declared = entry.get("retry", self.retry)
@@ -278,26 +470,148 @@ class Judge:
                 v,
                 verdict.rule or PROTOCOL_RULE,
                 f"trace event {verdict.event_index} ({verdict.seen}): {verdict.explanation}",
+                step="trace",
+                expected="a trace the contract accepts",
+                observed=f"event {verdict.event_index}: {verdict.seen}",
             )
         occurrences = [self.occurrence(x) for x in trace if x["event"] in self.events]
         path = tuple(o.event for o in occurrences)
-        exp = next((e for e in v.expectations() if path in e.paths), None)
+        exp = next((e for e in self.expectations(v) if path in e.paths), None)
         if exp is None:
             exp = self.noticed_late(v, occurrences)
         if exp is None:
-            return self.fail(v, *self.diverged(v, path))
+            rule, why = self.diverged(v, path)
+            n = sum(len(e.paths) for e in self.expectations(v))
+            return self.fail(
+                v,
+                rule,
+                why,
+                step="path",
+                expected=f"one of {n} allowed path(s)",
+                observed=" > ".join(path),
+            )
+        return self._observables(v, exp, result, starts, observed, trace)
+
+    def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
+        """The verdict on an outcome-level answer: only what a registry's user observes."""
+        shape = _outcome_problem(answer)
+        if shape is not None:
+            return self.fail(v, PROTOCOL_RULE, shape)
+        result = answer["result"]
+        observed = answer["observed"]
+        if observed["listeners"] is not None and v.scenario.caller != "none":
+            self.seen.add("listeners")
+        bodies = observed["bodies"]
+        settled = observed["settled"]
+        if settled is not None:
+            started, done = settled["bodies_started"], settled["bodies_settled"]
+            if started > done:
+                return self.fail(
+                    v,
+                    "R27",
+                    f"execute() settled while {started - done} tool body invocation(s) were "
+                    "still running; the registry must await the body to quiescence.",
+                    step="quiescence",
+                    expected="no body running when execute() settled",
+                    observed=f"{started - done} body running",
+                )
+            if len(bodies) > started:
+                return self.fail(
+                    v,
+                    "R27",
+                    f"a body started after execute() settled ({len(bodies)} started in all, "
+                    f"{started} before it settled): the call must be quiescent when it settles.",
+                    step="quiescence",
+                    expected=f"{started} body start(s) in all",
+                    observed=f"{len(bodies)} body start(s)",
+                )
+        if result is None:
+            return self._no_result(v, settled is not None, observed["raised"])
+        exps = self.expectations(v)
+        exp = next((e for e in exps if _canonical(result) == e.result_json), exps[0])
+        starts = [b["start"] for b in bodies]
+        wanted = self.start_signals(v, exp)
+        if len(starts) == len(wanted) and starts != wanted:
+            i = next(i for i, (x, y) in enumerate(zip(starts, wanted, strict=True)) if x != y)
+            pre_aborted = entry_caller(v.scenario) == "aborted"
+            return self.fail(
+                v,
+                "R25" if pre_aborted else "R17",
+                f"body invocation {i + 1} started with a signal {_signals([starts[i]])}; it must "
+                f"start {_signals([wanted[i]])}"
+                + (
+                    " (a caller aborted at entry runs every stage and hands the body its "
+                    "aborted signal)"
+                    if pre_aborted
+                    else " (checkpoint C2 does not invoke the body once its signal is aborted)"
+                ),
+                step="body_start_signals",
+                expected=_signals(wanted),
+                observed=_signals(starts),
+            )
+        signals = [b["settle"] for b in bodies]
+        return self._observables(
+            v, exp, result, len(bodies), {**observed, "body_signals": signals}, None
+        )
+
+    def start_signals(self, v: Vector, exp: Expectation) -> list[dict[str, Any]]:
+        """What each body's signal must show when the body starts.  Checkpoint C2 invokes a
+        body only with a live signal -- except in the seed contract's pre-aborted entry (R25),
+        which disables every cancellation replacement, so the body starts with the signal it
+        also settles with (the caller's or a wrapper's aborted one)."""
+        if entry_caller(v.scenario) == "aborted" and not self.revised:
+            return [dict(b) for b in exp.body_signals]
+        return [{"aborted": False, "reason": None} for _ in exp.body_signals]
+
+    def _no_result(self, v: Vector, settled: bool, raised: Any) -> Judgement:
+        if not settled:
+            return self.fail(
+                v,
+                "R27",
+                f"execute() never settled ({raised}): the call neither finished "
+                "nor waited at a gate.",
+                step="quiescence",
+                expected="execute() settles",
+                observed="never settled",
+            )
+        return self.fail(
+            v,
+            "R31",
+            f"execute() did not return a result: it raised {raised}.",
+            step="result",
+            expected="a result",
+            observed=f"raised {raised}",
+        )
+
+    def _observables(
+        self,
+        v: Vector,
+        exp: Expectation,
+        result: Mapping[str, Any],
+        starts: int,
+        observed: Mapping[str, Any],
+        trace: Sequence[Mapping[str, Any]] | None,
+    ) -> Judgement:
+        """Result, body starts, body signals, notifications and listeners, in that order."""
         if _canonical(result) != exp.result_json:
-            return self.fail(v, *self.result_rule(v, exp, result))
+            rule, why = self.result_rule(v, exp, result)
+            return self.fail(
+                v, rule, why, step="result", expected=exp.result_json, observed=_canonical(result)
+            )
         if starts != exp.body_starts or len(observed["body_signals"]) != starts:
             rule = "R18"
             if starts > exp.body_starts and _aborted_before_dispatch(exp.paths[0]):
                 rule = "R28"
+            seen = "by the trace" if trace is not None else "by the adapter's report"
             return self.fail(
                 v,
                 rule,
-                f"the body started {starts} time(s) by the trace and "
+                f"the body started {starts} time(s) {seen} and "
                 f"{len(observed['body_signals'])} by the adapter's observation; the contract "
                 f"starts it {exp.body_starts} time(s) here.",
+                step="body_starts",
+                expected=exp.body_starts,
+                observed=starts,
             )
         if [dict(b) for b in exp.body_signals] != observed["body_signals"]:
             return self.fail(
@@ -306,6 +620,9 @@ class Judge:
                 f"when the body settled its signal was {_signals(observed['body_signals'])}; "
                 f"the fused signal must be {_signals(exp.body_signals)} (it aborts when the "
                 "caller or the slot's signal does, with the first source's reason).",
+                step="body_signals",
+                expected=_signals(exp.body_signals),
+                observed=_signals(observed["body_signals"]),
             )
         if observed["notifications"] != exp.notifications:
             return self.fail(
@@ -313,8 +630,38 @@ class Judge:
                 "R31",
                 f"observers were notified {observed['notifications']} time(s); the contract "
                 f"notifies exactly {exp.notifications} time(s).",
+                step="notifications",
+                expected=exp.notifications,
+                observed=observed["notifications"],
             )
-        return Judgement(v.id, True, rules=self.exercised(v, trace, starts))
+        if observed.get("notified_same") is False:
+            return self.fail(
+                v,
+                "R31",
+                "an observer was notified with another object than the one execute() "
+                "returned; the contract notifies the very result it returns.",
+                step="notified_same",
+                expected="the returned object",
+                observed="another object",
+            )
+        listeners = observed.get("listeners")
+        if listeners is not None and listeners["after"] != listeners["before"]:
+            return self.fail(
+                v,
+                "R22",
+                f"the caller's signal had {listeners['before']} listener(s) before execute() "
+                f"and {listeners['after']} after it settled; the registry must remove every "
+                "listener it added.",
+                step="listeners",
+                expected=listeners["before"],
+                observed=listeners["after"],
+            )
+        rules = (
+            self.exercised(v, trace, starts)
+            if trace is not None
+            else self.expected_rules(v, exp, starts, listeners is not None)
+        )
+        return Judgement(v.id, True, rules=rules)
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
 
@@ -341,7 +688,7 @@ class Judge:
         """
         rest = [o for o in trace if o.event not in _CANCEL_EVENTS]
         names = tuple(o.event for o in rest)
-        for exp in v.expectations():
+        for exp in self.expectations(v):
             for listed in exp.paths:
                 if tuple(e for e in listed if e not in _CANCEL_EVENTS) != names:
                     continue
@@ -379,7 +726,7 @@ class Judge:
         the fused signal's) abort.  Otherwise it is the rule of the contract's transition there.
         """
         exp, best = max(
-            ((e, p) for e in v.expectations() for p in e.paths),
+            ((e, p) for e in self.expectations(v) for p in e.paths),
             key=lambda ep: _common(ep[1], path),
         )
         k = _common(best, path)
@@ -497,7 +844,7 @@ class Judge:
         entry = _ENTRY_RULE[entry_caller(s)]
         if self.revised and entry == "R25":
             entry = "R42"  # the revised contract's pre-aborted entry short-circuits
-        extra = {"R1", "R10", entry, self.outcome_rule[v.expected.outcome]}
+        extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
         if starts:
             extra |= {"R21", "R27"}
         if any(line["event"] == "listener" for line in trace):
@@ -508,6 +855,138 @@ class Judge:
             extra.add("R44")  # the revised error shape of every result the checker saw
         return rules | extra
 
+    def static_rules(self, v: Vector) -> frozenset[str]:
+        """The rules ``v`` exercises by its expectation alone (for ``--only RULE``): those of the
+        transitions along its first path and what every answer is checked on."""
+        exp = self.expectations(v)[0]
+        rules = set(self._path_rules(v, exp)) | {"R1", "R10", "R31"}
+        rules |= {self._entry_rule(v), self.outcome_rule[exp.outcome]}
+        if exp.body_starts:
+            rules |= {"R17", "R21", "R27"}
+            if v.scenario.caller != "none":
+                rules.add("R22")
+        if self.revised:
+            rules.add("R44")
+        return frozenset(rules)
+
+    def _path_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
+        s = v.scenario
+        key = (entry_caller(s), s.agent, s.approval_seam, s.around_count, exp.paths[0], exp.outcome)
+        rules = self._rules.get(key)
+        if rules is None:
+            taken = self.transitions(v, exp.paths[0], exp.outcome) or []
+            rules = self._rules[key] = frozenset(r for t in taken for r in t.rules)
+        return rules
+
+    def _entry_rule(self, v: Vector) -> str:
+        entry = _ENTRY_RULE[entry_caller(v.scenario)]
+        return "R42" if self.revised and entry == "R25" else entry
+
+    def expected_rules(
+        self, v: Vector, exp: Expectation, starts: int, listeners: bool
+    ) -> frozenset[str]:
+        """The rules an outcome-level answer that matched ``exp`` was checked on: those of the
+        transitions along the expectation's first path, plus the result's and the body's, each
+        only as far as the outcome level decides it (:mod:`toolcancel.coverage`)."""
+        extra = {"R1", "R10", "R31", self._entry_rule(v), self.outcome_rule[exp.outcome]}
+        if starts:
+            extra |= {"R17", "R21", "R27"}
+        if listeners and v.scenario.caller != "none":
+            extra.add("R22")
+        if starts and _SLOT_WRAPPERS.intersection(v.scenario.wrappers):
+            extra.add("R23")  # the body's signals show what the slot carried
+        if self.revised:
+            extra.add("R44")
+        rules = self._path_rules(v, exp) | extra
+        return frozenset(r for r in rules if decidable(r, "outcome"))
+
+
+def _brief(value: Any) -> str:
+    """A value for a report line: text, cut at :data:`QUOTE` characters."""
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    return text if len(text) <= QUOTE else text[:QUOTE] + "…"
+
+
+_SIGNAL_KEYS: Final = frozenset({"aborted", "reason"})
+_REASONS: Final = (None, "caller", "wrapper", "timeout", "other")
+
+
+def _is_signal(b: Any) -> bool:
+    return (
+        isinstance(b, dict)
+        and b.keys() == _SIGNAL_KEYS
+        and isinstance(b["aborted"], bool)
+        and b["reason"] in _REASONS
+    )
+
+
+def _is_count(n: Any) -> bool:
+    return type(n) is int and n >= 0
+
+
+def _common_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the fields both levels share: result, notifications, raised and the
+    optional notified_same and listeners."""
+    result = answer.get("result", ...)
+    if result is ... or (result is not None and not isinstance(result, dict)):
+        return "the answer's result must be a result object (or null if execute() raised)"
+    observed = answer.get("observed")
+    if not isinstance(observed, dict):
+        return "the answer needs an observed object"
+    if not _is_count(observed.get("notifications")):
+        return "observed.notifications must be a non-negative integer"
+    raised = observed.get("raised", ...)
+    if raised is ... or (raised is not None and not isinstance(raised, str)):
+        return "observed.raised must be a string or null"
+    if type(observed.get("notified_same", True)) is not bool:
+        return "observed.notified_same must be true or false"
+    listeners = observed.get("listeners")
+    if listeners is not None and not (
+        isinstance(listeners, dict)
+        and listeners.keys() == {"before", "after"}
+        and all(_is_count(n) for n in listeners.values())
+    ):
+        return "observed.listeners must be {before, after} counts (or absent)"
+    return None
+
+
+def _outcome_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of an outcome-level answer, or None."""
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    observed = answer["observed"]
+    if "notified_same" not in observed:
+        return "observed.notified_same is required at outcome level"
+    bodies = observed.get("bodies")
+    if not isinstance(bodies, list) or not all(
+        isinstance(b, dict)
+        and b.keys() == {"start", "settle"}
+        and _is_signal(b["start"])
+        and (b["settle"] is None or _is_signal(b["settle"]))
+        for b in bodies
+    ):
+        return (
+            "observed.bodies must be a list of {start, settle} signal observations (settle "
+            "null for a body that never settled)"
+        )
+    settled = observed.get("settled", ...)
+    if settled is ... or (
+        settled is not None
+        and not (
+            isinstance(settled, dict)
+            and settled.keys() == {"bodies_started", "bodies_settled"}
+            and all(_is_count(n) for n in settled.values())
+            and settled["bodies_settled"] <= settled["bodies_started"] <= len(bodies)
+        )
+    ):
+        return (
+            "observed.settled must be {bodies_started, bodies_settled} when execute() settled "
+            "(or null if it never did)"
+        )
+    observed.setdefault("listeners", None)
+    return None
+
 
 def _answer_problem(answer: Mapping[str, Any]) -> str | None:
     trace, observed = answer.get("trace"), answer.get("observed")
@@ -515,31 +994,15 @@ def _answer_problem(answer: Mapping[str, Any]) -> str | None:
         return "the answer's trace must be a list of trace-line objects"
     if not all(isinstance(x.get("event"), str) for x in trace):
         return "every trace line needs a string event"
-    result = answer.get("result", ...)
-    if result is ... or (result is not None and not isinstance(result, dict)):
-        return "the answer's result must be a result object (or null if execute() raised)"
-    if not isinstance(observed, dict):
-        return "the answer needs an observed object"
-    n, sigs, at = (
-        observed.get("notifications"),
-        observed.get("body_signals"),
-        observed.get("settled_at", ...),
-    )
-    if type(n) is not int or n < 0:
-        return "observed.notifications must be a non-negative integer"
-    if not isinstance(sigs, list) or not all(
-        isinstance(b, dict)
-        and b.keys() == {"aborted", "reason"}
-        and isinstance(b["aborted"], bool)
-        and b["reason"] in (None, "caller", "wrapper", "timeout", "other")
-        for b in sigs
-    ):
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    assert isinstance(observed, dict)
+    sigs, at = observed.get("body_signals"), observed.get("settled_at", ...)
+    if not isinstance(sigs, list) or not all(_is_signal(b) for b in sigs):
         return "observed.body_signals must be a list of {aborted, reason} objects"
     if at is ... or (at is not None and (type(at) is not int or not 0 <= at <= len(trace))):
         return "observed.settled_at must be a trace length (or null if execute() never settled)"
-    raised = observed.get("raised", ...)
-    if raised is ... or (raised is not None and not isinstance(raised, str)):
-        return "observed.raised must be a string or null"
     return None
 
 
@@ -604,31 +1067,58 @@ class AdapterDied(Exception):
 class Adapter:
     """One running adapter process and its hello."""
 
-    def __init__(self, command: Sequence[str], timeout: float) -> None:
+    def __init__(
+        self, command: Sequence[str], timeout: float, hello_timeout: float = HELLO_TIMEOUT
+    ) -> None:
+        self.exited: asyncio.Future[Any] = asyncio.Future()  # replaced at each start
         self.command = list(command)
         self.timeout = timeout
+        self.hello_timeout = hello_timeout
         self.proc: asyncio.subprocess.Process | None = None
         self.hello: dict[str, Any] = {}
         self.stderr_tail = b""
         self._stderr_task: asyncio.Task[None] | None = None
 
+    @property
+    def protocol(self) -> int:
+        """The protocol version the adapter's hello declared (every message carries it)."""
+        return int(self.hello.get("protocol", PROTOCOL))
+
+    @property
+    def level(self) -> str:
+        """``trace`` or ``outcome``: what the adapter's answers carry (protocol 1: ``trace``)."""
+        return str(self.hello.get("level", "trace"))
+
+    @property
+    def retry(self) -> str:
+        """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
+        return str(self.hello.get("retry", load_contract().default_retry))
+
     async def start(self) -> None:
         """Start the adapter (an argument list: no shell ever sees it) and read its hello.
+
+        The hello is awaited ``hello_timeout`` seconds, not the per-answer ``timeout``: starting
+        a runtime and importing a registry takes much longer than answering one vector, above
+        all on a loaded machine.
 
         Its stderr is read by the runner, never passed through (an adapter that floods it, or
         prints a traceback, must not break the runner's one-line error promise); the last line
         is quoted when the adapter dies.
         """
         self.stderr_tail = b""
+        loop = asyncio.get_running_loop()
+        self.exited = loop.create_future()
+        exited = self.exited
         try:
-            self.proc = await asyncio.create_subprocess_exec(
+            transport, protocol = await loop.subprocess_exec(
+                lambda: _Protocol(exited, loop),
                 *self.command,
                 stdin=asyncio.subprocess.PIPE,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
-                limit=LINE_LIMIT,
                 start_new_session=True,
             )
+            self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             name = quote(self.command[0])
@@ -636,7 +1126,7 @@ class Adapter:
         assert self.proc.stderr is not None
         self._stderr_task = asyncio.ensure_future(self._read_stderr(self.proc.stderr))
         try:
-            line = await self.readline("the hello")
+            line = await self.readline("the hello", self.hello_timeout)
         except AdapterDied as exc:
             await self.stop()
             raise ConformError(f"the adapter sent no hello: {exc}") from None
@@ -651,29 +1141,11 @@ class Adapter:
         ):
             await self.stop()
             raise ConformError(f"the adapter's first line is not a hello: {quote(line)}")
-        if hello.get("protocol") not in PROTOCOLS or type(hello.get("protocol")) is not int:
+        problem = _hello_problem(hello)
+        if problem is not None:
             await self.stop()
-            raise ConformError(
-                f"the adapter speaks protocol {hello.get('protocol')!r}; this runner speaks "
-                f"{' and '.join(map(str, PROTOCOLS))}"
-            )
-        behaviours = load_contract().retry_names
-        if hello["protocol"] >= 2 and hello.get("retry") not in behaviours:
-            await self.stop()
-            raise ConformError(
-                f"the adapter's hello declares retry {hello.get('retry')!r}; a protocol-2 hello "
-                f"declares how next() retries: one of {', '.join(behaviours)} (README: D11)"
-            )
+            raise ConformError(problem)
         self.hello = hello
-
-    @property
-    def protocol(self) -> int:
-        return int(self.hello.get("protocol", PROTOCOL))
-
-    @property
-    def retry(self) -> str:
-        """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
-        return str(self.hello.get("retry", load_contract().default_retry))
 
     async def _read_stderr(self, stream: asyncio.StreamReader) -> None:
         while chunk := await stream.read(1 << 16):
@@ -687,16 +1159,33 @@ class Adapter:
         lines = [ln for ln in self.stderr_tail.splitlines() if ln.strip()]
         return f"; its stderr ends with: {quote(lines[-1])}" if lines else ""
 
-    async def readline(self, what: str) -> bytes:
+    async def readline(self, what: str, timeout: float | None = None) -> bytes:
+        """The adapter's next line, or :class:`AdapterDied` naming what went wrong.
+
+        Waits for the line or the adapter's own exit, whichever comes first: a child the
+        adapter forked may hold its stdout open long after the adapter died, so end of file
+        alone would only come with the timeout.
+        """
         assert self.proc is not None and self.proc.stdout is not None
+        limit = self.timeout if timeout is None else timeout
+        read: asyncio.Future[Any] = asyncio.ensure_future(self.proc.stdout.readline())
         try:
-            line = await asyncio.wait_for(self.proc.stdout.readline(), self.timeout)
-        except TimeoutError:
-            raise AdapterDied(
-                f"no answer for {what} within {self.timeout:g} s (the adapter hangs?)"
-            ) from None
+            done, _ = await asyncio.wait(
+                {read, self.exited}, timeout=limit, return_when=asyncio.FIRST_COMPLETED
+            )
+            if read not in done and self.exited.done():  # its last words may still be in flight
+                done, _ = await asyncio.wait({read}, timeout=EXIT_GRACE)
+            if read in done:
+                line: bytes = read.result()
+            elif self.exited.done():
+                line = b""
+            else:
+                raise AdapterDied(f"no answer for {what} within {limit:g} s (the adapter hangs?)")
         except (ValueError, asyncio.LimitOverrunError):
             raise AdapterDied(f"the answer for {what} is longer than {LINE_LIMIT} bytes") from None
+        finally:
+            if not read.done():
+                read.cancel()
         if not line:
             code = await self._exit_code()
             raise AdapterDied(
@@ -706,10 +1195,14 @@ class Adapter:
         return line
 
     async def _exit_code(self) -> int | None:
+        """The adapter's exit status, polled for up to a second: not ``wait()``, which (3.11)
+        waits for the pipes too, and a child of the adapter may hold them."""
         assert self.proc is not None
-        with contextlib.suppress(TimeoutError):
-            return await asyncio.wait_for(self.proc.wait(), 1.0)
-        return None
+        for _ in range(100):
+            if self.proc.returncode is not None:
+                break
+            await asyncio.sleep(0.01)
+        return self.proc.returncode
 
     def send(self, data: bytes) -> None:
         assert self.proc is not None and self.proc.stdin is not None
@@ -722,7 +1215,15 @@ class Adapter:
             await self.proc.stdin.drain()
 
     async def stop(self, *, graceful: bool = False) -> None:
-        """Close stdin and (unless it exits by itself) kill the adapter's process group."""
+        """Close stdin, let the adapter exit (if ``graceful``), then kill what is left of its
+        session -- the adapter and every process it started -- and reap the adapter.
+
+        The adapter leads its own session (``start_new_session``), so its process group id is
+        its pid: children it forked are in that group even after it exited, and a child that
+        moved to another group of the session is found by its session id.  Only a process that
+        starts a session of its own escapes; its copies of the pipes are then closed on our side
+        so the runner never waits for it.
+        """
         proc = self.proc
         if proc is None:
             return
@@ -732,21 +1233,143 @@ class Adapter:
                 proc.stdin.close()
         if graceful and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(proc.wait(), self.timeout)
-        if proc.returncode is None:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
+                await asyncio.wait_for(asyncio.shield(self.exited), self.timeout)
+        orphans = kill_session(proc.pid)
         # asyncio (3.11) reports the exit only once every pipe reached EOF, and a stdout paused
         # on an over-long line never does unless someone reads it: read what is left.
         if proc.stdout is not None:
             with contextlib.suppress(TimeoutError, ValueError, ConnectionError):
-                await asyncio.wait_for(_discard(proc.stdout), self.timeout)
-        await proc.wait()
+                await asyncio.wait_for(_discard(proc.stdout), REAP_TIMEOUT)
+        try:
+            await asyncio.wait_for(asyncio.shield(proc.wait()), REAP_TIMEOUT)
+        except TimeoutError:  # an escaped process holds a pipe: stop listening to it
+            transport = getattr(proc, "_transport", None)
+            for fd in (1, 2):
+                pipe = transport.get_pipe_transport(fd) if transport is not None else None
+                if pipe is not None:
+                    pipe.close()
+            await proc.wait()
+        await reap(orphans)
         task, self._stderr_task = self._stderr_task, None
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+
+
+def _hello_problem(hello: Mapping[str, Any]) -> str | None:
+    """Why a hello cannot be used, or None.  Protocol 1 means level ``trace`` and the contract's
+    default retry behaviour; protocol 2 declares its retry behaviour, and may declare its level
+    (default ``trace``)."""
+    version = hello.get("protocol")
+    if version not in PROTOCOLS or type(version) is not int:
+        return (
+            f"the adapter speaks protocol {version!r}; this runner speaks "
+            f"{' and '.join(map(str, PROTOCOLS))}"
+        )
+    if version == 1:
+        return None
+    behaviours = load_contract().retry_names
+    if hello.get("retry") not in behaviours:
+        return (
+            f"the adapter's hello declares retry {hello.get('retry')!r}; a protocol-2 hello "
+            f"declares how next() retries: one of {', '.join(behaviours)} (README: D11)"
+        )
+    if hello.get("level", "trace") not in LEVELS:
+        return (
+            f"the adapter's hello declares level {hello.get('level')!r}; a protocol-2 hello "
+            f"declares one of {', '.join(LEVELS)} (or none: trace)"
+        )
+    return None
+
+
+def session_members(sid: int) -> list[int]:
+    """Pids of the processes in session ``sid``, zombies included (Linux ``/proc``; elsewhere:
+    none)."""
+    found = []
+    with contextlib.suppress(OSError):
+        for name in os.listdir("/proc"):
+            if not name.isdigit():
+                continue
+            try:
+                with open(f"/proc/{name}/stat", "rb") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            fields = stat[stat.rindex(b")") + 2 :].split()
+            # fields: state ppid pgrp session ...
+            if int(fields[3]) == sid:
+                found.append(int(name))
+    return found
+
+
+def kill_session(leader: int) -> list[int]:
+    """SIGKILL the process group ``leader`` leads and every other process of its session;
+    the pids of the others (for :func:`reap`)."""
+    others = [pid for pid in session_members(leader) if pid != leader]
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(leader, signal.SIGKILL)
+    others += [pid for pid in session_members(leader) if pid not in others and pid != leader]
+    for pid in others:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    return others
+
+
+async def reap(pids: Sequence[int]) -> None:
+    """Collect the exit status of killed processes that were orphaned to us (we are their
+    subreaper, :func:`subreaper`), so none stays behind as a zombie; others are skipped."""
+    for pid in pids:
+        for _ in range(100):
+            try:
+                done, _status = os.waitpid(pid, os.WNOHANG)
+            except ChildProcessError:  # not ours (not orphaned to us, or already collected)
+                break
+            if done:
+                break
+            await asyncio.sleep(0.01)
+
+
+@contextlib.contextmanager
+def subreaper() -> Iterator[None]:
+    """While inside, processes orphaned below us are reparented to us rather than to init
+    (Linux ``PR_SET_CHILD_SUBREAPER``; elsewhere nothing), so :func:`reap` can collect a
+    forking adapter's children.  Init in a container may never reap them."""
+    prctl = None
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            import ctypes
+
+            prctl = ctypes.CDLL(None, use_errno=True).prctl
+    was = None
+    if prctl is not None:
+        flag = ctypes.c_int(0)
+        if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0:
+            was = flag.value
+            prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    try:
+        yield
+    finally:
+        if prctl is not None and was is not None:
+            prctl(_PR_SET_CHILD_SUBREAPER, was, 0, 0, 0)
+
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_PR_GET_CHILD_SUBREAPER: Final = 37
+
+
+class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
+    """asyncio's stream protocol, plus a future set when the process itself exits (3.11's
+    ``Process.wait()`` also waits for the pipes, which a forked child may hold)."""
+
+    def __init__(self, exited: asyncio.Future[Any], loop: asyncio.AbstractEventLoop) -> None:
+        super().__init__(limit=LINE_LIMIT, loop=loop)
+        self._exited = exited
+
+    def process_exited(self) -> None:
+        super().process_exited()
+        if not self._exited.done():
+            self._exited.set_result(None)
 
 
 async def _discard(stream: asyncio.StreamReader) -> None:
@@ -761,13 +1384,39 @@ async def run_vectors(
     *,
     timeout: float = 10.0,
     window: int = WINDOW,
+    hello_timeout: float = HELLO_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
-    ``progress(judged, total)`` is called after each answer."""
-    adapter = Adapter(command, timeout)
+    ``progress(judged, total)`` is called after each answer.
+
+    Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
+    and reaped, never orphaned (:meth:`Adapter.stop`)."""
+    with subreaper():
+        return await _run_vectors(
+            command,
+            vectors,
+            revision,
+            timeout=timeout,
+            window=window,
+            hello_timeout=hello_timeout,
+            progress=progress,
+        )
+
+
+async def _run_vectors(
+    command: Sequence[str],
+    vectors: Sequence[Vector],
+    revision: str,
+    *,
+    timeout: float,
+    window: int,
+    hello_timeout: float,
+    progress: Callable[[int, int], None] | None,
+) -> Report:
+    adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
-    judge = Judge(revision, adapter.retry)
+    judge = Judge(revision, adapter.retry, adapter.level)
     vectors = [v.for_retry(adapter.retry) for v in vectors]
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
@@ -777,7 +1426,8 @@ async def run_vectors(
             f"{', '.join(map(str, revisions)) or 'no revision'})"
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
-    report.retry = adapter.retry
+    report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
+    report.scenarios = {v.id: scenario_data(v.scenario) for v in vectors}
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
     lines = [_vector_message(v, adapter.protocol) for v in vectors]
@@ -801,7 +1451,13 @@ async def run_vectors(
             except AdapterDied as exc:
                 pending.popleft()
                 report.judgements.append(
-                    Judgement(v.id, False, rule=PROTOCOL_RULE, explanation=f"{v.id}: {exc}")
+                    Judgement(
+                        v.id,
+                        False,
+                        rule=PROTOCOL_RULE,
+                        explanation=f"{v.id}: {exc}",
+                        step="adapter",
+                    )
                 )
                 todo.extendleft(reversed(pending))
                 pending.clear()
@@ -818,6 +1474,7 @@ async def run_vectors(
                                 rule=PROTOCOL_RULE,
                                 explanation=f"{vectors[j].id}: the adapter could not be "
                                 f"restarted: {exc2}",
+                                step="adapter",
                             )
                         )
                     todo.clear()
@@ -831,6 +1488,7 @@ async def run_vectors(
                         rule=PROTOCOL_RULE,
                         explanation=f"{v.id}: the adapter could not run it: "
                         f"{str(answer.get('message'))[:QUOTE]}",
+                        step="adapter",
                     )
                 )
                 continue
@@ -840,6 +1498,7 @@ async def run_vectors(
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
+    report.seen = frozenset(judge.seen)
     return report
 
 
@@ -874,25 +1533,59 @@ def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, 
     return answer
 
 
+def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> list[Vector]:
+    """The vectors ``--only`` names: a vector id picks that vector, a rule id every vector whose
+    expected behaviour exercises the rule (the transitions of its paths, the result's rule and
+    what every answer is checked on).  An id or rule that selects nothing is an error."""
+    ids = {v.id for v in vectors}
+    judge = Judge(revision)
+    wanted: set[str] = set()
+    for item in only:
+        if item in ids:
+            wanted.add(item)
+            continue
+        if item not in judge.titles:
+            raise ConformError(f"--only {item}: neither a vector id of the run nor a rule id")
+        picked = {v.id for v in vectors if item in judge.static_rules(v)}
+        if not picked:
+            raise ConformError(f"--only {item}: no vector of the run exercises {item}")
+        wanted |= picked
+    return [v for v in vectors if v.id in wanted]
+
+
 def conform(
     command: Sequence[str],
     revision: str,
     *,
     vectors_path: str | Path | None = None,
     timeout: float = 10.0,
+    hello_timeout: float = HELLO_TIMEOUT,
+    only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``)."""
+    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``), or only
+    those ``only`` selects (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
+    if only:
+        vectors = select(vectors, only, revision)
     return asyncio.run(
-        run_vectors(command, vectors, revision, timeout=timeout, progress=progress)
+        run_vectors(
+            command,
+            vectors,
+            revision,
+            timeout=timeout,
+            hello_timeout=hello_timeout,
+            progress=progress,
+        )
     )
 
 
-def self_command(retry: str | None = None) -> list[str]:
-    """The command of our own adapter (``--self``), running retry behaviour ``retry``."""
-    return [sys.executable, "-m", "toolcancel.adapter", *(("--retry", retry) if retry else ())]
+def self_command(retry: str | None = None, level: str = "trace") -> list[str]:
+    """The command of our own adapter (``--self``), running retry behaviour ``retry`` (default:
+    the contract's), at conformance level ``level``."""
+    command = [sys.executable, "-m", "toolcancel.adapter", *(("--retry", retry) if retry else ())]
+    return command if level == "trace" else [*command, "--level", level]

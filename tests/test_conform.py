@@ -211,7 +211,14 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
     assert code == 1
     assert (data["vectors"], data["passed"], data["failed"]) == (6, 5, 1)
     assert data["failures"] == [
-        {"id": bad, "rule": PROTOCOL_RULE, "explanation": f"{bad}: " + message.format(id=bad)}
+        {
+            "id": bad,
+            "rule": PROTOCOL_RULE,
+            "step": "adapter",
+            "expected": "",
+            "observed": "",
+            "explanation": f"{bad}: " + message.format(id=bad),
+        }
     ]
     assert data["restarts"] == 1
     assert data["by_rule"][PROTOCOL_RULE] == {
@@ -219,6 +226,8 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         "passed": 0,
         "failed": 1,
         "first_failure": bad,
+        "status": "checked",
+        "why": "",
     }
 
 
@@ -304,6 +313,9 @@ def test_an_error_answer_fails_that_vector_without_a_restart(
         {
             "id": sample[1].id,
             "rule": PROTOCOL_RULE,
+            "step": "adapter",
+            "expected": "",
+            "observed": "",
             "explanation": f"{sample[1].id}: the adapter could not run it: not today",
         }
     ]
@@ -321,7 +333,7 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
                  "scenario": {"cancel": "step:2"}},
                 {"protocol": 2, "type": "vector", "id": "c", "revision": "seed",
                  "scenario": {"body": "explode"}},
-                {"protocol": 1, "type": "vector", "id": "d"},
+                {"protocol": 3, "type": "vector", "id": "d"},
             )
         ]  # fmt: skip
     finally:
@@ -335,7 +347,7 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
             "scenario.body: 'explode' is not one of success, success_meta, bad_meta, throw, "
             "throw_structured, defer_success, defer_throw",
         ),
-        ("error", "d", "protocol 1; this adapter speaks 2"),
+        ("error", "d", "protocol 3; this adapter speaks 1 or 2"),
     ]
 
 

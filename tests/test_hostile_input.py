@@ -514,7 +514,14 @@ def test_after_its_hello_an_adapter_printing_garbage_costs_that_vector_not_the_r
     vid = json.loads(vector_lines()[0])["id"]
     assert (code, err) == (1, "")
     assert json.loads(out)["failures"] == [
-        {"id": vid, "rule": "protocol", "explanation": f"{vid}: the answer is not JSON: 'garbage'"}
+        {
+            "id": vid,
+            "rule": "protocol",
+            "step": "adapter",
+            "expected": "",
+            "observed": "",
+            "explanation": f"{vid}: the answer is not JSON: 'garbage'",
+        }
     ]
 
 
@@ -783,31 +790,33 @@ def test_fuzz_check_end_to_end(fuzz_file: Path, data: bytes) -> None:
 
 
 @functools.cache
-def _answers() -> tuple[Judge, list[tuple[Any, dict[str, Any]]]]:
-    """A judge, and valid adapter answers from our own adapter for a few vectors."""
-    session = Session(ToolRegistry, REVISIONS)
+def _answers(level: str = "trace") -> tuple[Judge, list[tuple[Any, dict[str, Any]]]]:
+    """A judge, and valid adapter answers from our own adapter for a few vectors (protocol 1 at
+    trace level, 2 at outcome level)."""
+    session = Session(ToolRegistry, REVISIONS, level=level)
+    protocol = 1 if level == "trace" else 2
     try:
         vectors = shipped_vectors("seed")[:40:8]
         found = []
         for v in vectors:
-            message = {"protocol": 1, "type": "vector", "id": v.id, "revision": v.revision,
-                       "scenario": v.scenario.to_data()}  # fmt: skip
+            message = {"protocol": protocol, "type": "vector", "id": v.id,
+                       "revision": v.revision, "scenario": v.scenario.to_data()}  # fmt: skip
             found.append((v, session.answer(json.dumps(message))))
     finally:
         session.close()
-    return Judge("seed"), found
+    return Judge("seed", level=level), found
 
 
 @FUZZ
-@given(data=st.data())
-def test_fuzz_the_judge_of_adapter_answers_never_crashes(data: st.DataObject) -> None:
+@given(data=st.data(), level=st.sampled_from(["trace", "outcome"]))
+def test_fuzz_the_judge_of_adapter_answers_never_crashes(data: st.DataObject, level: str) -> None:
     """What an adapter prints after its hello: a protocol failure or a verdict, never a crash."""
-    judge, answers = _answers()
+    judge, answers = _answers(level)
     vector, answer = data.draw(st.sampled_from(answers))
     doc = data.draw(mutated(answer))
     line = data.draw(damaged((json.dumps(doc) + "\n").encode()))
     try:
-        parsed = _parse_answer(line, vector.id)
+        parsed = _parse_answer(line, vector.id, 1 if level == "trace" else 2)
     except conform_module.AdapterDied as exc:
         assert "\n" not in str(exc)
         return

@@ -7,8 +7,10 @@ import json
 from typing import Any
 
 from ..cli import Progress, UsageError, clip
-from ..conform import PROTOCOL_RULE, Report, conform, self_command
+from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
+from ..coverage import CHECKED, NONE, OUTCOME
+from ..fileio import check_destination
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
@@ -43,6 +45,33 @@ def register(sub: Any) -> None:
         metavar="S",
         help="seconds to wait for each answer before the adapter counts as hung (default 10)",
     )
+    p.add_argument(
+        "--hello-timeout",
+        type=float,
+        default=HELLO_TIMEOUT,
+        metavar="S",
+        help="seconds to wait for the adapter's hello at each start (default "
+        f"{HELLO_TIMEOUT:g}); --timeout is for answers only",
+    )
+    p.add_argument(
+        "--level",
+        choices=LEVELS,
+        default="trace",
+        help="with --self: run our adapter at this conformance level (default trace); an "
+        "--adapter declares its level in its hello",
+    )
+    p.add_argument(
+        "--only",
+        nargs="+",
+        metavar="RULE|ID",
+        help="run only these vectors (ids) and the vectors that exercise these rules",
+    )
+    p.add_argument(
+        "--report",
+        metavar="FILE",
+        help="write one JSON line per vector (id, verdict, rule, failing step, expected and "
+        "observed in brief) to FILE",
+    )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
         "--adapter",
@@ -64,21 +93,32 @@ def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision: one line, exit 2
     if args.self_ == bool(args.adapter):
         raise UsageError("give exactly one of --self and --adapter CMD [ARGS...]")
-    if not args.timeout > 0:
-        raise UsageError("--timeout must be a positive number of seconds")
-    if not args.timeout <= MAX_TIMEOUT:
-        raise UsageError(f"--timeout must be at most {MAX_TIMEOUT:,} seconds")
+    for name in ("timeout", "hello_timeout"):
+        value = getattr(args, name)
+        option = "--" + name.replace("_", "-")
+        if not value > 0:
+            raise UsageError(f"{option} must be a positive number of seconds")
+        if not value <= MAX_TIMEOUT:
+            raise UsageError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
     if args.retry and not args.self_:
         raise UsageError("--retry is for --self; an adapter declares its retry behaviour itself")
-    command = self_command(args.retry) if args.self_ else list(args.adapter)
+    if args.adapter and args.level != "trace":
+        raise UsageError("--level is for --self; an adapter declares its level in its hello")
+    if args.report:
+        check_destination(args.report)  # refused before the run, not after it
+    command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
     with Progress("conform", "vectors", enabled=not (args.json or args.quiet)) as progress:
         report = conform(
             command,
             args.revision,
             vectors_path=args.vectors,
             timeout=args.timeout,
+            hello_timeout=args.hello_timeout,
+            only=args.only or (),
             progress=progress.update,
         )
+    if args.report:
+        report.write_report(args.report)
     if args.json:
         print(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
     else:
@@ -86,31 +126,36 @@ def run(args: argparse.Namespace) -> int:
     return 0 if report.failed == 0 else 1
 
 
+STATUS = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
+
+
 def table(report: Report) -> str:
     d = report.to_json()
+    tally = report.by_rule()
+    coverage = report.coverage()
     lines = [
-        f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors",
-        f"  adapter: {report.implementation} (declares retry {report.retry})",
-        f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  first failing vector",
+        f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors, "
+        f"{report.level} level",
+        f"  adapter: {report.implementation} (protocol {report.protocol}, retry {report.retry})",
+        f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
-    for rule, t in report.by_rule().items():
+    for rule, (status, why) in coverage.items():
         title = clip(report.titles.get(rule, ""), 38)
-        lines.append(
-            f"  {rule:<9} {title:<38} {t.passed:>7,} {t.failed:>7,}  {t.first_failure or '-'}"
-        )
+        t = tally.get(rule)
+        passed, failed = (t.passed, t.failed) if t else (0, 0)
+        said = STATUS[status] + (f" ({why})" if why else "")
+        lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
     rate = d["vectors_per_second"]
+    unchecked = len(d["unchecked"])
+    rules = sum(1 for r in coverage if r != PROTOCOL_RULE)
     lines.append(
-        f"  {d['passed']:,} passed, {d['failed']:,} failed"
-        f"  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
+        f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
+        f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
     )
-    failures = [j for j in report.judgements if not j.passed]
-    if failures:
-        lines += ["", "first failure per rule:"]
-        seen: set[str] = set()
-        for j in failures:
-            rule = j.rule or PROTOCOL_RULE
-            if rule in seen:
-                continue
-            seen.add(rule)
-            lines.append(f"  [{rule}] {j.explanation}")
+    families = report.families()
+    if families:
+        lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
+        lines += [f"  {f.line()}" for f in families]
+    if report.report_path:
+        lines += ["", f"every verdict: {report.report_path}"]
     return "\n".join(lines)
