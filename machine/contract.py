@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import ContractError
+from .fileio import json_depth
 
 
 @dataclass(frozen=True)
@@ -547,24 +548,6 @@ MAX_CONTRACT_DEPTH: Final = 16
 """Deepest nesting of tables and arrays a contract file may have (the real one nests 3 deep)."""
 
 
-def _toml_depth(value: Any) -> int:
-    """Nesting depth of parsed TOML (a scalar is 0), without recursion."""
-    deepest = 0
-    stack = [(value, 1)]
-    while stack:
-        v, d = stack.pop()
-        if isinstance(v, dict):
-            items: Any = v.values()
-        elif isinstance(v, list):
-            items = v
-        else:
-            continue
-        deepest = max(deepest, d)
-        if d <= MAX_CONTRACT_DEPTH:
-            stack.extend((item, d + 1) for item in items)
-    return deepest
-
-
 def load_contract_file(path: str | Path) -> Contract:
     """Load and validate a contract file from a path (used to check edited copies).
 
@@ -596,7 +579,7 @@ def load_contract_file(path: str | Path) -> Contract:
         raise ContractError(f"{p}: not valid TOML (a number with more than 4,300 digits)") from None
     except RecursionError:
         raise ContractError(f"{p}: TOML nested deeper than {MAX_CONTRACT_DEPTH} levels") from None
-    if _toml_depth(data) > MAX_CONTRACT_DEPTH:
+    if json_depth(data, MAX_CONTRACT_DEPTH) > MAX_CONTRACT_DEPTH:  # TOML nests as JSON does
         raise ContractError(f"{p}: TOML nested deeper than {MAX_CONTRACT_DEPTH} levels")
     return parse_contract(data, str(p))
 
