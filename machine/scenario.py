@@ -93,6 +93,10 @@ OBSERVERS: Final = ("none", "throws")
 
 TOOL_NAME: Final = "tool"
 BUDGET_MS: Final = 100
+HOLD_S: Final = 86_400.0
+"""Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
+longer than any grace period a registry might give a body before abandoning it, which R27
+forbids.  The registry's drain warning (30 s by default) fires within it and only logs."""
 DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
 POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
 BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
@@ -294,6 +298,7 @@ class Harness:
         self.aborting: list[tuple[int, AbortController]] = []
         self.signals: list[tuple[str, AbortSignal]] = []
         self.task: asyncio.Task[ToolResult] | None = None
+        self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -449,6 +454,7 @@ class Harness:
         self.obs.body_pending = True
         self.log("body_start", self.steps)
         signal = view.signal
+        self.body_signal = signal
         if s.body.startswith("defer_"):
             for ctx in DEFERRED:
                 view.defer_context(ctx)
@@ -570,6 +576,38 @@ class Harness:
             assert self.task is not None
             if self.task.done():
                 self.obs.problem("R27", "the call settled while its body was still running")
+            elif self.body_signal is not None and self.body_signal.aborted:
+                await self.hold()
+
+    async def hold(self) -> None:
+        """Hold an uncooperative body whose signal aborted for :data:`HOLD_S` virtual seconds:
+        however long it runs on, the call must keep waiting for it (R27, quiescence)."""
+        clock = self.clock or VirtualClock.of(asyncio.get_running_loop())
+        if clock is None:
+            raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
+        clock.advance(HOLD_S)
+        await _idle()
+        assert self.task is not None
+        elsewhere = [g for g in self.waiting if g != "body"]
+        if self.task.done() or elsewhere:
+            went = "settled" if self.task.done() else f"went on to gate {elsewhere[0]}"
+            self.obs.problem(
+                "R27",
+                f"the call {went} within {HOLD_S:,.0f} s after its body's signal aborted, while "
+                "the body (which ignores its signal) was still running",
+            )
+        # The body goes on ignoring its signal for as long as the rest of the call moves: a
+        # call that went on is driven through its other gates first, so that an adapter's
+        # ``settled_at`` shows it settling before its body (the driving rule of the vectors).
+        for _ in range(100):
+            elsewhere = [g for g in self.waiting if g != "body"]
+            if not elsewhere:
+                break
+            await self.at_gate(elsewhere[0])
+            fut = self.waiting.get(elsewhere[0])
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            await _idle()
 
 
 class _AbortingArguments(Mapping[str, Any]):

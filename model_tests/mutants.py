@@ -11,6 +11,7 @@ They live with the tests, not in the installed library.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -72,6 +73,62 @@ def _races_body() -> Iterator[None]:
         return self.results.aborted()  # the body is abandoned, still running
 
     with mock.patch.object(_Call, "base_dispatch", racing):
+        yield
+
+
+GRACE_S = 300.0
+"""How long :func:`_abandons_after_grace` waits for a draining body before giving up on it."""
+
+
+@contextlib.contextmanager
+def _abandons_after_grace() -> Iterator[None]:
+    """Waits for a body only ``GRACE_S`` seconds after its (fused) signal aborted, then stops
+    waiting, leaves it running and goes on as if it had failed: ABORTED is published while the
+    body still runs.  The "grace period" R27 forbids: the registry awaits the body, however long
+    it ignores its signal."""
+    import asyncio
+
+    real_definition = ToolRegistry.definition
+
+    def graced(body: Any) -> Any:
+        async def run(args: Any, view: Any) -> Any:
+            loop = asyncio.get_running_loop()
+            task = asyncio.ensure_future(body(args, view))
+            signal = view.signal
+            if signal is None:
+                return await task
+            given_up: asyncio.Future[None] = loop.create_future()
+            timers: list[asyncio.TimerHandle] = []
+
+            def give_up() -> None:
+                if not given_up.done():
+                    given_up.set_result(None)
+
+            def on_abort(_: AbortSignal) -> None:
+                timers.append(loop.call_later(GRACE_S, give_up))
+
+            if signal.aborted:
+                on_abort(signal)
+            else:
+                signal.add_listener(on_abort)
+            try:
+                await asyncio.wait([task, given_up], return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                signal.remove_listener(on_abort)
+                for timer in timers:
+                    timer.cancel()
+            if task.done():
+                return task.result()
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())  # nobody awaits it
+            raise TimeoutError(f"the body ignored its aborted signal for {GRACE_S:g} s")
+
+        return run
+
+    def definition(self: Any, name: str, agent: str | None = None) -> Any:
+        found = real_definition(self, name, agent)
+        return None if found is None else dataclasses.replace(found, body=graced(found.body))
+
+    with mock.patch.object(ToolRegistry, "definition", definition):
         yield
 
 
@@ -201,6 +258,9 @@ def _loses_contexts_on_abort() -> Iterator[None]:
 
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
+    Mutant("abandons_after_grace", "R27",
+           f"abandons a body ignoring its aborted signal after {GRACE_S:g} s",
+           _abandons_after_grace),
     Mutant("no_recheck_after_pre", "R13", "skips the recheck after pre-policy",
            _no_recheck_after_pre),
     Mutant("no_recheck_before_body", "R17", "skips the recheck before the body",

@@ -313,6 +313,12 @@ class ContractMachine(RuleBasedStateMachine):
         things happen to a call between its deadline's arming and its expiry.)"""
         self.world.advance_clock(ms)
 
+    @rule()
+    def a_day_passes(self) -> None:
+        """A day of virtual time passes: every armed deadline fires, and a body that ignores its
+        aborted signal is still awaited (R27 allows no grace period)."""
+        self.world.advance_clock(86_400_000)
+
     # -- invariants: the contract, after every step ---------------------------------------------
 
     def _finished(self) -> Iterator[tuple[CallRun, Observation]]:
@@ -340,6 +346,11 @@ class ContractMachine(RuleBasedStateMachine):
         for run in self.world.calls.values():
             assert not (run.done and run.harness.obs.body_pending), (
                 f"R27: call {run.call_id} has its result while its body still runs [{_hint(run)}]"
+            )
+            elsewhere = [g for g in run.harness.waiting if g != "body"]
+            assert not (elsewhere and run.harness.obs.body_pending), (
+                f"R27: call {run.call_id} went on to gate {elsewhere[0]} while its body still "
+                f"runs [{_hint(run)}]"
             )
             for rule_id, what in run.harness.obs.problems:
                 assert rule_id != "R27", f"R27: call {run.call_id}: {what} [{_hint(run)}]"

@@ -130,6 +130,7 @@ KILLERS = {
     # A scenario shape each mutant's broken guarantee shows in, so the fast suite runs a few
     # hundred vectors instead of thousands (the slow test runs them all).
     "races_body": lambda s: s.cancel == "gate:body" and not s.cooperative,
+    "abandons_after_grace": lambda s: s.cancel == "gate:body" and not s.cooperative,
     "no_recheck_after_pre": lambda s: s.cancel in ("gate:pre", "gate:approval"),
     "no_recheck_before_body": lambda s: s.cancel.endswith("_before"),
     "keeps_late_success": lambda s: s.cancel == "gate:post" or s.cancel.endswith("_after"),
@@ -146,7 +147,20 @@ KILLERS = {
 }
 
 
-@pytest.mark.parametrize(("name", "rule"), _mutants())
+TRACE_BLIND = {
+    # mutant: why conform at trace level does not see it (the outcome level does:
+    # tests/test_conform_report.py).  A trace-level answer says when execute() settled in trace
+    # lines, so R27 is judged against the registry's own body_settle line: a registry that stops
+    # waiting for its body writes that line when it stops, and the trace looks quiescent.
+    "abandons_after_grace": "its trace claims body_settle when it stops waiting (issue 14, 6)",
+}
+
+
+def _trace_visible_mutants() -> list[tuple[str, str]]:
+    return [(name, rule) for name, rule in _mutants() if name not in TRACE_BLIND]
+
+
+@pytest.mark.parametrize(("name", "rule"), _trace_visible_mutants())
 def test_each_mutant_fails_conform_citing_its_rule(
     name: str, rule: str, seed: list[Vector]
 ) -> None:
@@ -165,7 +179,7 @@ REVISED_RULE = {"R13": "R43"}
 
 @pytest.mark.slow
 @pytest.mark.parametrize("revision", REVISIONS)
-@pytest.mark.parametrize(("name", "rule"), _mutants())
+@pytest.mark.parametrize(("name", "rule"), _trace_visible_mutants())
 def test_each_mutant_fails_the_full_suite_citing_its_rule(
     name: str, rule: str, revision: str
 ) -> None:

@@ -420,6 +420,7 @@ def test_a_forking_adapter_leaves_no_process_behind_and_no_traceback(
 OUTCOME_KILLERS = {
     # mutant: (a scenario shape that shows it to a black box, the rule conform cites)
     "races_body": (lambda s: s.cancel == "gate:body" and not s.cooperative, "R27"),
+    "abandons_after_grace": (lambda s: s.cancel == "gate:body" and not s.cooperative, "R27"),
     "no_recheck_after_pre": (lambda s: s.cancel in ("gate:pre", "gate:approval"), "R13"),
     "no_recheck_before_body": (lambda s: s.cancel.endswith("_before"), "R28"),
     "keeps_late_success": (lambda s: s.cancel == "gate:post", "R28"),

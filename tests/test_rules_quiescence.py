@@ -68,6 +68,32 @@ async def test_an_uncooperative_body_keeps_the_call_pending_after_cancellation()
 
 
 @pytest.mark.rules("R27")
+async def test_a_day_after_the_abort_the_call_still_waits_and_warned_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # No grace period: however long a body ignores its aborted signal, the call waits for it.
+    # The drain warning (30 s by default) only logs, once, and the registry keeps waiting.
+    h = Harness()
+    gate = Gate()
+    body = h.body("t", gate=gate)
+    c, signal = controller()
+    task = h.start("t", signal=signal, call_id="c-stubborn")
+    await gate.reached()
+    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+        c.abort()
+        await asyncio.sleep(86_400)  # virtual time: a day
+        await until_idle()
+        assert not task.done(), "execute() stopped waiting for a body that ignores its signal"
+        assert h.notified == [] and body.finished == 0
+        assert [i.state for i in h.registry.in_flight()] == ["draining"]
+        gate.open()
+        call = await task
+    assert call.json == aborted()
+    warnings = [r for r in caplog.records if "still running" in r.getMessage()]
+    assert len(warnings) == 1 and "c-stubborn" in warnings[0].getMessage()
+
+
+@pytest.mark.rules("R27")
 @pytest.mark.parametrize("stage", ["pre", "approval", "around-before", "around-after", "post"])
 async def test_every_hook_is_awaited_after_cancellation(stage: str) -> None:
     h = Harness()

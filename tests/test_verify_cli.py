@@ -7,8 +7,12 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
+from toolcancel.contract import load_contract
+from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.verifier import check
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -43,7 +47,7 @@ def test_verify_mutants_kills_every_mutant_and_names_a_rule() -> None:
     proc = tc("verify", "--mutants", "--max-wrappers", "1", "--json")
     data = json.loads(proc.stdout)
     assert proc.returncode == 0, data
-    assert data["killed"] == data["total"] == 10
+    assert data["killed"] == data["total"] == 11
     for row in data["mutants"]:
         assert row["killed"] and row["rule"], row
 
@@ -90,3 +94,37 @@ def test_verify_max_calls_out_of_range_is_one_line_and_exit_2(value: str) -> Non
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "--max-calls" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def _mutant(name: str) -> object:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from model_tests.mutants import MUTANTS
+    finally:
+        sys.path.pop(0)
+    return next(m for m in MUTANTS if m.name == name)
+
+
+@pytest.mark.parametrize(
+    "scenario",
+    [
+        Scenario(cooperative=False, cancel="gate:body"),
+        Scenario(cooperative=False, timeout="timer_first"),
+        Scenario(cooperative=False, wrappers=("replace_aborting",)),
+        Scenario(revision="revised", cooperative=False, cancel="gate:body", timeout="budget"),
+    ],
+)
+def test_the_harness_holds_an_uncooperative_body_a_day_and_sees_a_grace_period(
+    scenario: Scenario,
+) -> None:
+    # Blind spot 1 of issue 14: the harness lets a day of virtual time pass while it holds a
+    # body that ignores its aborted signal, so a registry that gives up after 300 s is seen.
+    table = load_contract().revision(scenario.revision)
+    real = run_scenario(scenario)
+    assert real.problems == [] and check(real, table).violations == []
+    mutant: Any = _mutant("abandons_after_grace")
+    with mutant.active() as factory:
+        broken = run_scenario(scenario, factory)
+    found = check(broken, table).violations
+    assert found and found[0].rule == "R27", found
+    assert "86,400 s" in found[0].explanation

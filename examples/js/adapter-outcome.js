@@ -22,6 +22,8 @@ const POST = { accept: { kind: 'accept' },
   accept_contexts: { kind: 'accept', contexts: [note('from post-execute')] },
   block: { kind: 'block', feedback: [text('Error: blocked by post-execute')], contexts: [note('from block')] } };
 
+const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its signal aborted
+
 async function run(s) {
   const timers = new VirtualClock(), waiting = new Map(), aborting = [], bodies = [], notified = [];
   const gate = (name, signal) => new Promise((resolve) => {
@@ -68,7 +70,7 @@ async function run(s) {
   if (s.timeout !== 'absent') installTimeoutPolicy(reg); // innermost wrapper
   if (s.tool_known) reg.register({ name: 'tool', timeoutMs: s.timeout === 'absent' ? undefined : 100,
     async execute(_args, exec) {
-      const signal = exec.signal, body = { start: state(signal), settle: null };
+      const signal = exec.signal, body = { start: state(signal), settle: null, signal };
       bodies.push(body);
       if (s.body.startsWith('defer_')) ['deferred 1', 'deferred 2'].forEach((t) => exec.deferContext(note(t)));
       try { await gate('body', s.cooperative ? signal : undefined); } finally { body.settle = state(signal); }
@@ -102,12 +104,22 @@ async function run(s) {
       if (s.timeout === 'timer_first') { timers.advance(101); await settle(); }
     }
     if (s.cancel === `gate:${g}`) abortCaller();
+    if (g === 'body' && !s.cooperative && bodies.at(-1).signal?.aborted) {
+      // Hold the body a day after its signal aborted (R27: no grace period); drive first any
+      // gate a registry that stopped waiting went on to, so `settled` shows it.
+      timers.advance(HOLD_MS); await settle();
+      for (let o; (o = [...waiting.keys()].find((k) => k !== 'body')) !== undefined;) {
+        if (s.cancel === `gate:${o}`) abortCaller();
+        waiting.get(o)(); await settle();
+      }
+    }
     waiting.get(g)?.();
   }
   if (settled === null) raised = 'execute() never settled';
   if (s.cancel === 'after') { abortCaller(); await settle(); }
   const same = notified.every((r) => r === result);
-  return { result, observed: { raised, notifications: notified.length, notified_same: same, bodies, settled,
+  return { result, observed: { raised, notifications: notified.length, notified_same: same,
+    bodies: bodies.map(({ start, settle }) => ({ start, settle })), settled,
     ...(caller ? { listeners } : {}) } };
 }
 

@@ -41,6 +41,7 @@ const WRAPPERS = [
   'remove', 'short_success', 'short_error', 'throw_before', 'throw_after', 'retry',
 ];
 const BUDGET_MS = 100;
+const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its signal aborted (R27)
 
 /** Throws a message naming the field when a scenario does not fit the language. */
 function checkScenario(s) {
@@ -137,6 +138,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
   const aborting = []; // controllers of replace_aborting wrappers, in creation order
   const waiting = new Map(); // gate name -> release()
   let notifications = 0;
+  let bodySignal; // the signal the latest body invocation received
 
   /** Wait at gate `name` until the driver releases it (or, given a signal, it aborts). */
   const gate = (name, signal) =>
@@ -232,6 +234,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
       timeoutMs: s.timeout === 'absent' ? undefined : BUDGET_MS,
       async execute(_args, exec) {
         const signal = exec.signal;
+        bodySignal = signal;
         if (s.body.startsWith('defer_')) {
           exec.deferContext(note('deferred 1'));
           exec.deferContext(note('deferred 2'));
@@ -310,6 +313,17 @@ export async function runScenario(s, { log = () => {} } = {}) {
       }
     }
     if (s.cancel === `gate:${g}`) abortCaller();
+    if (g === 'body' && !s.cooperative && bodySignal?.aborted) {
+      // Hold the body a day after its signal aborted (R27: no grace period); drive first any
+      // gate a registry that stopped waiting went on to, so `settled_at` shows it.
+      clock.advance(HOLD_MS);
+      await settle();
+      for (let o; (o = [...waiting.keys()].find((k) => k !== 'body')) !== undefined;) {
+        if (s.cancel === `gate:${o}`) abortCaller();
+        waiting.get(o)();
+        await settle();
+      }
+    }
     waiting.get(g)?.();
   }
   if (settledAt === null) raised = 'execute() never settled';
