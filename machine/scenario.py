@@ -263,6 +263,7 @@ class Observation:
     block_contexts: tuple[Any, ...] = ()
     caller_listeners_after: int = 0
     leaked_signals: list[str] = field(default_factory=list)
+    post_steps: int | None = None  # transitions taken when post-execute was first called
 
     def problem(self, rule: str, what: str) -> None:
         """Record a contract breach the environment saw directly (rule id, explanation)."""
@@ -477,6 +478,8 @@ class Harness:
 
     async def post_hook(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
         self.log("post_in", result)
+        if self.obs.post_steps is None:
+            self.obs.post_steps = self.steps
         await self.gate("post")
         p = self.s.post
         self.log("post", p)

@@ -11,8 +11,13 @@ asyncio registry through the scenario harness, and checks what happened (:func:`
   recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
   contract required names the rule.
 * **rules the machine cannot see**, checked on the environment's own record: exactly one frozen
-  notification of the returned object (R31); no result while a body runs (R27); no body after a
-  cancellation before C2, no success after one before C4 (R28); the body's signal aborted, with the
+  notification of the returned object (R31); no result while a body runs, even one held a day
+  after its signal aborted (R27); no body after a cancellation before C2, no success reaching
+  post-execute after one before C3 nor the caller after one before C4 (R28); what the pre-policy
+  stage ends in -- ABORTED, the denial, the final-route error, whether the guards ran -- from the
+  hooks' decisions and when the caller aborted (R5, R13-R15, R43); arguments that are not JSON
+  (R11); a call nothing cancels ending as its body or an unknown tool says (R2, R3, R6, R7); the
+  body's signal aborted, with the
   first source's reason, whenever the caller or a wrapper aborted while it ran (R21); no listener
   left on any signal (R22); slots restored (R23); the approval seam gets the caller's signal
   (R24); contexts kept, ordered and dropped as R29 says; TOOL_TIMEOUT when the timer fired first
@@ -249,8 +254,10 @@ class Checked:
         self.violations.append(Violation(rule, scenario, why, self.retry))
 
 
-def check(obs: Observation, table: RevisionContract) -> Checked:
-    """Every check of the module docstring, for one observed run."""
+def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
+    """Every check of the module docstring, for one observed run.  ``replay=False`` leaves out
+    the path replay, the one check that reads the transition table (``verify --spec-mutants``
+    judges a registry driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
     if obs.error is not None or obs.result is None:
@@ -263,8 +270,11 @@ def check(obs: Observation, table: RevisionContract) -> Checked:
         out.rules.add("R24")
     _check_notification(obs, out)
     _check_listeners(obs, out)
-    _check_replay(obs, table, out)
+    if replay:
+        _check_replay(obs, table, out)
     _check_no_late_start_or_success(obs, out)
+    _check_pre_stage(obs, table, out)
+    _check_after_dispatch(obs, table, out)
     _check_fused_signal(obs, out)
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
@@ -363,6 +373,155 @@ def _check_no_late_start_or_success(obs: Observation, out: Checked) -> None:
     assert obs.result is not None
     if before_c4 and not obs.result.is_error:
         out.fail("R28", s, "the caller aborted before checkpoint C4, yet the result is a success")
+
+
+def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What reaches post-execute and the caller, from the prose alone, where nothing aborted or
+    the caller did: arguments that are not JSON (R11), no success past C3 once the caller aborted
+    after entry (R28), and a call nothing cancels, with no wrapper, ending as its body (or an
+    unknown tool) says, post-execute's decision applied (R2, R3, R6, R7)."""
+    s, log = obs.scenario, obs.log
+    r = obs.result
+    assert r is not None
+    kinds = [e[0] for e in log]
+    post_i = kinds.index("post_in") if "post_in" in kinds else None
+    if s.args == "not_serializable":
+        rule = table.contract.outcome("args_error").rule
+        out.rules.add(rule)
+        if "pre" in kinds or post_i is not None or r.text != table.texts["args_not_serializable"]:
+            out.fail(rule, s, f"arguments that are not JSON must end the call at entry with "
+                     f"{table.texts['args_not_serializable']!r}, got {r.text!r}")
+        return
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+    steps = obs.post_steps
+    if after_entry and post_i is not None and abort_i is not None and steps is not None and (
+        log[abort_i][2] < steps  # before the transition into post-execute: C3 (around_settled)
+    ):
+        post_in = log[post_i][1]
+        if not post_in.is_error:
+            out.fail("R28", s, "the caller aborted before checkpoint C3, yet post-execute "
+                     f"received a success ({post_in.text!r})")
+    untouched = (
+        s.caller in ("none", "live")
+        and s.cancel in ("never", "after")
+        and not s.wrappers
+        and s.timeout != "timer_first"
+        and s.pre == "allow"
+        and s.guard == "none"
+    )
+    if not untouched:
+        return
+    name = "tool" if s.tool_known else "no_such_tool"
+    body: str | None
+    if not s.tool_known:
+        body, error, rule = table.texts["unknown_tool"].format(name=name), True, "R6"
+    elif s.body in ("throw", "throw_structured", "defer_throw"):
+        body, error, rule = None, True, "R3"  # its text is R3's own check
+    else:
+        body, error, rule = "done", False, "R2"
+    post_in = log[post_i][1] if post_i is not None else None
+    if post_in is None:
+        out.fail(rule, s, "nothing cancelled the call, yet post-execute did not run")
+        return
+    if error != post_in.is_error or (body is not None and post_in.text != body):
+        out.fail(rule, s, f"nothing cancelled the call, yet post-execute received "
+                 f"{post_in.text!r} (error: {post_in.is_error})")
+    if s.post == "accept" and s.body != "bad_meta" and r.text != post_in.text:
+        out.fail("R7", s, f"post-execute accepted {post_in.text!r}, the caller got {r.text!r}")
+
+
+def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What the pre-policy stage must end in, from the prose alone (R5, R13-R15, R43): which
+    result reaches post-execute (or that none does), and whether the guards ran.
+
+    Written from CONTRACT.md and the environment's record, not from the transition table: the
+    harness knows what each hook decided and whether the caller aborted before the decision that
+    C1 (revised: R43) looks at -- pre-execute's, or approval's when the seam was asked."""
+    s, log = obs.scenario, obs.log
+    kinds = [e[0] for e in log]
+    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    if table.name == "revised" and pre_aborted and s.args == "ok":
+        out.rules.add("R42")
+        assert obs.result is not None
+        if "pre" in kinds or obs.result.text != table.texts["aborted_before_dispatch"]:
+            out.fail("R42", s, "a pre-aborted call must stop after entry with "
+                     f"{table.texts['aborted_before_dispatch']!r}, got {obs.result.text!r}")
+        return
+    if "pre" not in kinds:
+        return  # the call stopped at entry (args_error)
+    asked = "approval" in kinds
+    decisive = kinds.index("approval" if asked else "pre")
+    guard_i = kinds.index("guard") if "guard" in kinds else None
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+
+    def before(i: int | None) -> bool:
+        """The caller aborted (after entry) before log entry ``i`` -- a hook's decision."""
+        return after_entry and i is not None and abort_i is not None and abort_i < i
+
+    name, texts = "tool", table.texts
+    answer = s.approval if asked else None
+    raised = s.pre in ("throw", "throw_structured") or answer == "throw"
+    denial: str | None = None  # the R5 reason of a denial, if the decisions make one
+    if not raised:
+        if s.pre == "deny":
+            denial = "policy refused the call"
+        elif s.pre == "ask" and not s.approval_seam:
+            denial = "needs a human"
+        elif s.pre == "ask" and not s.agent:
+            denial = texts["ask_without_agent"].format(name=name)
+        elif answer in ("rejected", "cancelled", "unavailable"):
+            denial = texts[f"approval_{answer}"].format(name=name)
+    guards = not raised and denial is None and (s.pre == "allow" or answer == "approved")
+    final = None  # post-execute must not run: the R3 error on the final route
+    expect: object  # the text post-execute must receive; final: none; ...: not judged here
+    if table.name == "seed":
+        if before(decisive):
+            rule, expect, guards = "R13", texts["aborted"], False  # C1 beats all (rows 2, 3)
+        elif raised:
+            rule, expect = "R14", final
+        elif denial is not None:
+            rule, expect = "R5", "Error: " + denial
+        elif guards and s.guard == "throw":  # C1': cancelled when the guard threw?
+            rule, expect = "R14", texts["aborted"] if before(guard_i) else final
+        elif guards and s.guard == "deny" and not before(guard_i):
+            rule, expect = "R15", "Error: guard refused the call"
+        else:
+            rule, expect = "R15", ...
+    else:
+        if raised or (guards and s.guard == "throw"):
+            rule, expect = "R43", final  # (d) a pre-policy failure beats cancellation
+        elif answer == "cancelled" and before(decisive):
+            rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
+        elif denial is not None:
+            rule, expect = "R43", "Error: " + denial  # (b) denials beat cancellation
+        elif guards and s.guard == "deny":
+            rule, expect = "R43", "Error: guard refused the call"  # (b)
+        elif guards and before(guard_i):
+            rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
+        else:
+            rule, expect = "R43", ...
+    out.rules.add(rule)
+    if (guard_i is not None) != guards:
+        out.fail(
+            rule,
+            s,
+            f"the guards {'ran' if guard_i is not None else 'did not run'}, but they must"
+            f"{'' if guards else ' not'} here",
+        )
+    if expect is ...:
+        return  # on to dispatch: the later checks judge the rest
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    assert obs.result is not None
+    if expect is final:
+        if post_in is not None or not obs.result.is_error:
+            out.fail(rule, s, "a pre-stage exception must be the R3 error on the final route "
+                     f"(post-execute got {post_in.text if post_in else None!r}, the result is "
+                     f"{obs.result.text!r})")
+    elif post_in is None or post_in.text != expect:
+        got = "no result (post-execute did not run)" if post_in is None else repr(post_in.text)
+        out.fail(rule, s, f"post-execute must receive {expect!r}, it got {got}")
 
 
 def _check_fused_signal(obs: Observation, out: Checked) -> None:
@@ -553,6 +712,7 @@ async def _run_configs(
     factory: RegistryFactory,
     clock: VirtualClock,
     retries: Sequence[str] | None = None,
+    replay: bool = True,
 ) -> Tally:
     """Check ``configs``; a configuration whose wrapper retries is checked under each of
     ``retries`` (default: every retry behaviour of the contract, D11), the others once."""
@@ -596,7 +756,7 @@ async def _run_configs(
             for obs in runs:
                 assert table is not None
                 tally.schedules += 1
-                result = check(obs, table)
+                result = check(obs, table, replay=replay)
                 tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
                 tally.transitions.update(p.transition for p in obs.path)
                 tally.rules |= result.rules
@@ -606,10 +766,12 @@ async def _run_configs(
     return tally
 
 
-def run_batch(configs: Sequence[Scenario], factory: RegistryFactory = ToolRegistry) -> Tally:
-    """Check a batch of configurations on one virtual-time loop."""
+def run_batch(
+    configs: Sequence[Scenario], factory: RegistryFactory = ToolRegistry, *, replay: bool = True
+) -> Tally:
+    """Check a batch of configurations on one virtual-time loop (``replay``: see :func:`check`)."""
     clock = VirtualClock()
-    return run(_run_configs(configs, factory, clock), clock=clock)
+    return run(_run_configs(configs, factory, clock, replay=replay), clock=clock)
 
 
 JOB_CONFIGURATIONS = 200

@@ -23,7 +23,7 @@ def register(sub: Any) -> None:
         "it against the pure machine and every rule. Exit 1 on any violation.",
     )
     p.add_argument(
-        "--revision", default="seed", help="contract revision: seed (default) or revised"
+        "--revision", default=None, help="contract revision: seed (default) or revised"
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
@@ -35,10 +35,11 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--max-wrappers",
         type=int,
-        default=MAX_WRAPPERS,
+        default=None,
         choices=range(0, 4),
         metavar="N",
-        help=f"bound on around wrappers per call (0-3, default {MAX_WRAPPERS})",
+        help=f"bound on around wrappers per call (0-3, default {MAX_WRAPPERS}; "
+        "0 with --spec-mutants)",
     )
     p.add_argument(
         "--max-calls",
@@ -55,6 +56,13 @@ def register(sub: Any) -> None:
         "model_tests/mutants.py is caught (run from a source checkout)",
     )
     p.add_argument(
+        "--spec-mutants",
+        action="store_true",
+        help="instead, perturb the contract's transition table one row at a time and report "
+        "every perturbation no table-independent check notices (both revisions unless "
+        "--revision is given; default bound --max-wrappers 0)",
+    )
+    p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -66,12 +74,20 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     load_contract().revision(args.revision)  # an unknown revision is one clear line, exit 2
+    revisions = [args.revision] if args.revision else ["seed", "revised"]
+    if args.revision is None:
+        args.revision = "seed"
+    args.revisions = revisions
+    if args.max_wrappers is None:
+        args.max_wrappers = 0 if args.spec_mutants else MAX_WRAPPERS
     if args.workers < 1:
         raise UsageError("--workers must be at least 1")
     if args.workers > MAX_WORKERS:
         raise UsageError(f"--workers must be at most {MAX_WORKERS}")
     if args.mutants:
         return _mutants(args)
+    if args.spec_mutants:
+        return _spec_mutants(args)
     with Progress("verify", "configurations", enabled=not (args.json or args.quiet)) as progress:
         report = verify(
             args.revision,
@@ -178,3 +194,38 @@ def _mutants(args: argparse.Namespace) -> int:
             )
         print(f"  killed {killed} of {len(rows)}")
     return 0 if killed == len(rows) else 1
+
+
+def _spec_mutants(args: argparse.Namespace) -> int:
+    import time
+
+    from ..specmutants import run_all, summarize
+
+    bound = args.max_wrappers
+    start = time.perf_counter()
+    with Progress(
+        "verify --spec-mutants", "perturbations", enabled=not (args.json or args.quiet)
+    ) as progress:
+        verdicts = run_all(
+            args.revisions, max_wrappers=bound, workers=args.workers, progress=progress.update
+        )
+    summary = summarize(verdicts, time.perf_counter() - start, bound)
+    data = summary.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        c = data["counts"]
+        print(
+            f"toolcancel verify --spec-mutants — {', '.join(args.revisions)}; up to {bound} "
+            "around wrapper(s) per call; table-independent checks only"
+        )
+        print(
+            f"  perturbations {data['total']}: killed {c['killed']}, stopped {c['stopped']} "
+            f"(no applying candidate), unreached {c['unreached']}, surviving {c['surviving']}, "
+            f"crashed {c['crashed']}"
+            f"   ({data['seconds']:.0f} s on {args.workers} worker(s))"
+        )
+        for row in data["perturbations"]:
+            if row["status"] in ("surviving", "unreached", "crashed"):
+                print(f"  {row['status'].upper():<9} {row['revision']:<7} {row['what']}")
+    return 1 if data["counts"]["surviving"] or data["counts"]["crashed"] else 0

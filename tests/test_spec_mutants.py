@@ -1,0 +1,89 @@
+"""verify --spec-mutants: perturbations of the transition table, judged by the table-independent
+checks alone (toolcancel.specmutants).  The full run is ``toolcancel verify --spec-mutants``;
+here a handful of known perturbations, each of which must be killed at a small bound."""
+
+from __future__ import annotations
+
+import pytest
+from toolcancel.contract import load_contract
+from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.specmutants import Perturbation, judge, perturbations
+from toolcancel.verifier import check
+
+
+def _index(revision: str, event: str, guard: str | None = None, outcome: str | None = None) -> int:
+    """The index of the non-alternative row of ``revision`` for ``event`` (with ``guard`` and
+    ``outcome``, when given): looked up, so the tests survive rows being added."""
+    rows = [
+        t
+        for t in load_contract().revision(revision).transitions
+        if event in t.events
+        and not t.alternative
+        and (guard is None or any(name == guard for name, _ in t.guards))
+        and (outcome is None or t.outcome == outcome)
+    ]
+    assert len(rows) == 1, rows
+    return rows[0].index
+
+
+def test_the_perturbations_are_every_single_row_change() -> None:
+    table = load_contract().revision("seed")
+    found = perturbations("seed")
+    rows = [t for t in table.transitions if not t.alternative]
+    assert sum(p.kind == "delete" for p in found) == len(rows)
+    assert sum(p.kind == "guard" for p in found) == sum(len(t.guards) for t in rows)
+    assert sum(p.kind == "outcome" for p in found) == 2 * sum(t.outcome is not None for t in rows)
+    assert len({p.name for p in found}) == len(found)
+
+
+def test_a_perturbation_changes_one_row_and_keeps_every_index() -> None:
+    contract = load_contract()
+    i = _index("seed", "pre_deny", guard="cancelled_after_entry")
+    gone = Perturbation("seed", "delete", i).apply(contract)
+    assert [t.index for t in gone.transitions] == [
+        t.index for t in contract.transitions if t.index != i
+    ]
+    flipped = Perturbation("seed", "outcome", i, outcome="denied").apply(contract)
+    changed = [(a, b) for a, b in zip(contract.transitions, flipped.transitions, strict=True)
+               if a != b]
+    assert [(a.outcome, b.outcome) for a, b in changed] == [("aborted", "denied")]
+    assert load_contract().revision("seed").transitions[i].outcome == "aborted"  # not mutated
+
+
+KNOWN = [
+    # (revision, kind, event, guard of the row, outcome of the row, change)
+    # Issue 14's example: the seed's "deny after cancellation is ABORTED" (R13, D2) deleted --
+    # the revised contract's reading -- passed verify, conform and vectors --check.
+    ("seed", "delete", "pre_deny", "cancelled_after_entry", None, {}),
+    ("seed", "outcome", "pre_deny", "cancelled_after_entry", None, {"outcome": "denied"}),
+    ("seed", "outcome", "pre_deny", None, "denied", {"outcome": None}),
+    ("revised", "outcome", "pre_deny", None, "denied", {"outcome": "aborted"}),
+    ("seed", "guard", "pre_deny", "cancelled_after_entry", None,
+     {"guard": "cancelled_after_entry"}),
+]
+
+
+@pytest.mark.parametrize(("revision", "kind", "event", "guard", "outcome", "change"), KNOWN)
+def test_a_known_perturbation_is_killed_by_a_table_independent_check(
+    revision: str,
+    kind: str,
+    event: str,
+    guard: str | None,
+    outcome: str | None,
+    change: dict[str, object],
+) -> None:
+    p = Perturbation(revision, kind, _index(revision, event, guard, outcome), **change)  # type: ignore[arg-type]
+    verdict = judge(p, max_wrappers=0)
+    assert verdict.status == "killed", (p.describe(load_contract().revision(revision)), verdict)
+    assert verdict.rule is not None
+
+
+def test_the_pre_stage_check_holds_for_the_real_registry_and_reads_no_table() -> None:
+    # The check behind the kills above: with the caller aborted before C1, a seed denial reaches
+    # post-execute as ABORTED (R13, D2); a revised one as the denial (R43 b).
+    for revision, text in (("seed", "Error: tool call aborted"),
+                           ("revised", "Error: policy refused the call")):
+        obs = run_scenario(Scenario(revision=revision, pre="deny", cancel="gate:pre"))
+        post_in = next(e[1] for e in obs.log if e[0] == "post_in")
+        assert post_in.text == text
+        assert check(obs, load_contract().revision(revision), replay=False).violations == []
