@@ -4,7 +4,9 @@ A scenario fixes every hook's behaviour from a fixed vocabulary (what pre-execut
 approval answers, what each around wrapper does, what the body does, what post-execute decides)
 and a *cancellation point*.  Every wait is a named **gate**; gates are released one at a time in
 the order the call reaches them, so a scenario runs the same way every time -- no sleeps, no
-wall-clock timers (time is virtual; only the timeout policy's timer uses it).
+wall-clock timers (time is virtual; only the timeout policy's timer uses it -- and the hold: an
+uncooperative body whose signal aborted is held a day of virtual time, :data:`HOLD_S`, and the
+call must still be waiting for it, R27).
 
 Cancellation points:
 
