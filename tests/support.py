@@ -335,3 +335,28 @@ def controller() -> tuple[AbortController, AbortSignal]:
     """A fresh caller controller and its signal."""
     c = AbortController()
     return c, c.signal
+
+
+# ------------------------------------------------------------------------------------------------
+# Running ``toolcancel conform`` from a test
+# ------------------------------------------------------------------------------------------------
+
+
+def write_sample(tmp_path: Any, vectors: Sequence[Any], name: str = "sample.jsonl") -> Any:
+    """A vectors file of ``vectors`` (toolcancel Vector objects) in ``tmp_path``."""
+    path = tmp_path / name
+    path.write_text("".join(v.to_line() + "\n" for v in vectors), encoding="utf-8")
+    return path
+
+
+def run_cli(args: list[str], capsys: Any) -> tuple[int, Any, str]:
+    """``toolcancel conform ARGS``: its exit code, its stdout (parsed when JSON), its stderr."""
+    from toolcancel.cli import main
+
+    code = main(["conform", *args])
+    out, err = capsys.readouterr()
+    try:
+        data: Any = json.loads(out)
+    except ValueError:
+        data = out
+    return code, data, err

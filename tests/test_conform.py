@@ -22,8 +22,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import run_cli, write_sample
 from toolcancel.adapter import Session
-from toolcancel.cli import main
 from toolcancel.conform import PROTOCOL_RULE, Judge, Report, run_vectors
 from toolcancel.registry import ToolRegistry
 from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
@@ -31,22 +31,6 @@ from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 MUTANTS = ROOT / "model_tests" / "mutants.py"
-
-
-def write_sample(tmp_path: Path, vectors: list[Vector], name: str = "sample.jsonl") -> Path:
-    path = tmp_path / name
-    path.write_text("".join(v.to_line() + "\n" for v in vectors), encoding="utf-8")
-    return path
-
-
-def run_cli(args: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, Any, str]:
-    code = main(["conform", *args])
-    out, err = capsys.readouterr()
-    try:
-        data: Any = json.loads(out)
-    except ValueError:
-        data = out
-    return code, data, err
 
 
 @pytest.fixture(scope="module")
