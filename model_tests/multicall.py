@@ -221,9 +221,15 @@ class World:
                 task.cancel()
             if pending:
                 self.loop.run_until_complete(_idle())
-            for task in pending:
+            # Every call's failure is retrieved here, not left to the garbage collector: a
+            # task collected with its exception unread logs a traceback at whatever moment the
+            # collector runs, and on Python 3.11.7 that formatting re-enters ``ast.parse`` and
+            # breaks a parse already under way (CPython gh-106905) -- Hypothesis parses source
+            # while it sets up the next run, so a mutant's crashed call crashed the next test.
+            made = [run.task for run in self.calls.values() if run.task is not None]
+            for task in {*pending, *made}:
                 if task.done() and not task.cancelled():
-                    task.exception()  # retrieved: a cancelled call's failure is not news
+                    task.exception()  # the failure the run reported (or a cancelled call's)
         finally:
             self.loop.close()
             self._patch.close()
