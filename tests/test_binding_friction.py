@@ -8,6 +8,7 @@ import asyncio
 import inspect
 import logging
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -306,6 +307,10 @@ RUNNER_SCRIPT = textwrap.dedent(
     import asyncio, logging, signal
     from toolcancel import AbortController, ToolRegistry
 
+    # Ctrl-C as a terminal delivers it.  A process started in the background by a shell without
+    # job control (as CI may start the suite) inherits SIGINT *ignored*; Python then installs
+    # no handler, asyncio.run() none either, and the interrupts below would never arrive.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     logging.basicConfig(level=logging.ERROR, format="%(message)s")
     registry = ToolRegistry()
     ran = []
@@ -343,6 +348,8 @@ def test_a_second_ctrl_c_gets_out_of_asyncio_run() -> None:
         text=True,
         timeout=60,
         env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        # the worst case, always: started with SIGINT ignored, like a background job's child
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),
     )
     assert done.stdout.strip() == "interrupted ['started', 'draining']", done.stderr
     assert "c1 (stubborn): abandoned in state draining" in done.stderr
