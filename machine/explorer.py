@@ -218,7 +218,7 @@ def encode_path(table: RevisionContract, path: Sequence[PathStep]) -> str:
     return "".join(out)
 
 
-class _Table:
+class Interned:
     """Values interned to their index in first-seen order (results, scenario values)."""
 
     def __init__(self) -> None:
@@ -233,7 +233,7 @@ class _Table:
         return n
 
 
-def _scenario_code(data: dict[str, Any], values: dict[str, _Table]) -> str:
+def _scenario_code(data: dict[str, Any], values: dict[str, Interned]) -> str:
     fields = "".join(_code(values[f](json.dumps(data[f]))) for f in SCENARIO_FIELDS)
     wrappers = "".join(_code(values["wrappers"](json.dumps(w))) for w in data["wrappers"])
     return f"{fields}{wrappers}"
@@ -261,8 +261,8 @@ def build_vectors(
     contract: Contract,
     revision: str,
     vectors: Sequence[dict[str, Any]],
-    results: _Table,
-    values: dict[str, _Table],
+    results: Interned,
+    values: dict[str, Interned],
     progress: Callable[[int, int], None] | None = None,
 ) -> VectorSet:
     """Each vector as ``[number, scenario, path, result, other, retries]``: ``other`` is
@@ -635,8 +635,8 @@ def site_files(
 ) -> list[SiteFile]:
     """Every file of the site (``layout.js`` as a digest and the DOTs to draw it from)."""
     data = contract_data(contract, markdown)
-    results = _Table()
-    values = {f: _Table() for f in (*SCENARIO_FIELDS, "wrappers")}
+    results = Interned()
+    values = {f: Interned() for f in (*SCENARIO_FIELDS, "wrappers")}
     files: list[SiteFile] = []
     total = sum(len(v) for v in vectors.values())
     done = 0
