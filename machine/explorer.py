@@ -265,10 +265,10 @@ def build_vectors(
     values: dict[str, Interned],
     progress: Callable[[int, int], None] | None = None,
 ) -> VectorSet:
-    """Each vector as ``[number, scenario, path, result, other, retries]``: ``other`` is
-    ``[revision, path, result]`` of the same scenario under the other revision (or 0 when it is
-    not a call there), ``retries`` is ``[path, result]`` per retry behaviour in the contract's
-    order, for a scenario whose wrapper retries (else 0)."""
+    """Each vector as ``[id without "<revision>-", scenario, path, result, other, retries]``:
+    ``other`` is ``[revision, path, result]`` of the same scenario under the other revision (or 0
+    when it is not a call there), ``retries`` is ``[path, result]`` per retry behaviour in the
+    contract's order, for a scenario whose wrapper retries (else 0)."""
     table = contract.revision(revision)
     others = [r for r in contract.revisions if r != revision]
     other_table = contract.revision(others[0]) if others else table
@@ -300,10 +300,12 @@ def build_vectors(
                 retries.append(
                     0 if r is None else [encode_path(table, r.path), results(r.result or "null")]
                 )
-        number = int(str(vector["id"]).rsplit("-", 1)[1])
+        prefix = f"{revision}-"
+        if not str(vector["id"]).startswith(prefix):
+            raise ExplorerError(f"vector {vector['id']}: its id does not start with {prefix}")
         rows.append(
             [
-                number,
+                str(vector["id"]).removeprefix(prefix),
                 _scenario_code(data, values),
                 encode_path(table, run.path),
                 results(run.result or "null"),

@@ -196,11 +196,10 @@
   // Vectors
   // ---------------------------------------------------------------------------------------------
   const FIELDS = D.scenario.fields;
-  const pad = (n) => String(n).padStart(5, "0");
   const vectorCache = {};
   function vectorsOf(r) {
     if (vectorCache[r]) return vectorCache[r];
-    const list = VECTORS[r].rows.map((row) => ({ id: r + "-" + pad(row[0]), revision: r, row }));
+    const list = VECTORS[r].rows.map((row) => ({ id: r + "-" + row[0], revision: r, row }));
     vectorCache[r] = { list, byId: new Map(list.map((v) => [v.id, v])) };
     return vectorCache[r];
   }
@@ -815,7 +814,7 @@
       if (a.dataset.compare) { setView("compare", true); return comparePanel(a.dataset.compare); }
       if (a.dataset.example) return openExample(a.dataset.example);
       if (a.dataset.viewLink) { setView(a.dataset.viewLink, true); return precedencePanel(Number(a.dataset.row)); }
-      if (a.dataset.ruleOpen) { $("#rule-text").innerHTML = ruleHtml(a.dataset.ruleOpen, true); }
+      if (a.dataset.ruleOpen) { $("#rule-text").innerHTML = ruleHtml(a.dataset.ruleOpen, true); $("#rule-text").scrollIntoView(); }
     });
   }
 
