@@ -137,7 +137,7 @@
         const next = [];
         const seen = new Set();
         for (const b of branches) {
-          for (const [t, s2] of choices(r, b.s, o)) {
+          for (const [t, s2] of choices(r, b.s, o).reverse()) {  // the reference's first
             const key = JSON.stringify(s2);
             if (seen.has(key)) continue;
             seen.add(key);
@@ -153,7 +153,7 @@
         branches = next;
       } else if (line.event === "result" && line.result) {
         const res = line.result;
-        const code = res.error && typeof res.error === "object" ? res.error.code : undefined;
+        const code = resultCode(r, res);
         const agree = branches.filter((b) => {
           const k = b.s.outcome && D.outcomes[b.s.outcome];
           return k && res.isError === k.is_error && (!k.code || code === k.code);
@@ -170,6 +170,13 @@
     }
     const result = lines.find((l) => l.event === "result");
     return { revision: r, steps: branches[0].steps, result: result ? result.result : null };
+  }
+
+  // A result's error code: error.code, or error.info.code under a revision with R44's error shape.
+  function resultCode(r, res) {
+    let error = res && typeof res.error === "object" ? res.error : null;
+    if (error && D.revisions[r].rules.includes("R44")) error = typeof error.info === "object" ? error.info : null;
+    return error && typeof error.code === "string" ? error.code : undefined;
   }
 
   function parseTrace(text) {
@@ -230,7 +237,8 @@
     const steps = pathOf(v);
     const out = [v.id, "outcome:" + (steps.length ? steps[steps.length - 1].outcome : "")];
     const res = resultOf(v.row[3]);
-    if (res.error && res.error.code) out.push("code:" + res.error.code);
+    const code = resultCode(v.revision, res);
+    if (code) out.push("code:" + code);
     for (const f of FIELDS) out.push(f + "=" + (f === "wrappers" ? sc.wrappers.join(",") || "none" : sc[f]));
     for (const rule of rulesOfPath(v.revision, steps)) out.push(rule);
     for (const st of steps) out.push("t" + st.t.i, st.event);
@@ -674,9 +682,26 @@
         p.deciders.map((i) => { const t = TABLES[r].byIndex.get(i); return "<a data-transition='t" + i + "-" + esc(t.sources[0]) + "'>t" + i + "</a>"; }).join(" ") + "</td><td>" +
         (p.vector ? "<a data-vector='" + p.vector + "'>" + p.vector + "</a>" : "<span class='muted'>none</span>") + "</td></tr>";
     }
-    h += "</table><div id='rule-text'></div>";
+    h += "</table><p class='muted'>Click a row to mark its transitions on the machine.</p><div id='rule-text'></div>";
     panel().innerHTML = h;
     document.body.classList.add("wide");
+    if (highlight) markDeciders(highlight);
+  }
+
+  // A precedence row's deciding transitions, marked on the drawing.
+  function markDeciders(row) {
+    clearMarks();
+    const p = precedenceRow(ui.rev, row);
+    ui.svg.classList.add("dim");
+    for (const i of p.deciders) {
+      const t = TABLES[ui.rev].byIndex.get(i);
+      for (const src of t.sources) {
+        const g = ui.edges.get("t" + i + "-" + src);
+        if (g) g.classList.add("onpath", "selected");
+        for (const st of [src, t.dest || src]) ui.nodes.get(st) && ui.nodes.get(st).classList.add("onpath");
+      }
+    }
+    for (const tr of document.querySelectorAll("#precedence tr[data-row]")) tr.style.background = Number(tr.dataset.row) === row ? "#fff4cc" : "";
   }
 
   function tracePanel() {
@@ -803,7 +828,11 @@
     });
     panel().addEventListener("click", (e) => {
       const a = e.target.closest("[data-vector],[data-transition],[data-state],[data-stage],[data-step],[data-compare],[data-example],[data-view-link],[data-rule-open],#back-to-search,#back-to-traces");
-      if (!a) return;
+      if (!a) {
+        const tr = e.target.closest("tr[data-row]");
+        if (tr) markDeciders(Number(tr.dataset.row));
+        return;
+      }
       if (a.id === "back-to-search") return setView("vectors");
       if (a.id === "back-to-traces") return setView("trace");
       if (a.dataset.vector) return openVector(a.dataset.vector);

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolcancel import load_contract
 from toolcancel.checker import Checker
 from toolcancel.explain import shipped_vectors
 from toolcancel.registry import ToolRegistry
@@ -33,6 +34,7 @@ from toolcancel.trace import TraceRecorder
 SITE = Path(__file__).resolve().parent.parent / "explorer"
 CHROMIUM = os.environ.get("TOOLCANCEL_CHROMIUM") or shutil.which("chromium")
 VIEWPORT = {"width": 1280, "height": 720}
+RETRIES = load_contract().retry_names
 
 try:
     from playwright.sync_api import Browser, Page, sync_playwright
@@ -127,8 +129,6 @@ def test_clicking_a_transition_shows_its_rules(page: Page) -> None:
     panel = page.locator("#panel")
     assert panel.locator("h2").inner_text() == "t30 base_dispatch"
     rules = panel.locator("details.rule").evaluate_all("els => els.map(e => e.dataset.rule)")
-    from toolcancel import load_contract
-
     t30 = next(t for t in load_contract().revision("seed").transitions if t.index == 30)
     assert rules == list(t30.rules)
     panel.locator("details.rule summary").first.click()
@@ -158,15 +158,36 @@ def _reference_trace(vector_id: str) -> list[dict[str, Any]]:
         return pool.submit(_record, vector_id).result()
 
 
-def _record(vector_id: str) -> list[dict[str, Any]]:
-    vector = next(v for v in shipped_vectors("seed") if v["id"] == vector_id)
+def _record(vector_id: str, retry: str | None = None) -> list[dict[str, Any]]:
+    revision = vector_id.split("-")[0]
+    vector = next(v for v in shipped_vectors(revision) if v["id"] == vector_id)
     recorder = TraceRecorder()
 
     def factory(**options: Any) -> ToolRegistry:
         return ToolRegistry(trace=recorder, **options)
 
-    run_scenario(Scenario.from_data(vector["scenario"]), factory)
+    run_scenario(Scenario.from_data(vector["scenario"]), factory, retry=retry)
     return recorder.lines
+
+
+def _sample() -> list[tuple[list[dict[str, Any]], list[int]]]:
+    """Reference traces of a spread of vectors (every retry behaviour for retrying ones), each
+    with the transitions the registry took."""
+    out = []
+    for revision in ("seed", "revised"):
+        vectors = shipped_vectors(revision)
+        retrying = [v for v in vectors if "retry" in v["scenario"]["wrappers"]]
+        for vector in [*vectors[::250], *retrying[:3]]:
+            retries = RETRIES if vector in retrying else (None,)
+            for retry in retries:
+                recorder = TraceRecorder()
+
+                def factory(recorder: TraceRecorder = recorder, **options: Any) -> ToolRegistry:
+                    return ToolRegistry(trace=recorder, **options)
+
+                obs = run_scenario(Scenario.from_data(vector["scenario"]), factory, retry=retry)
+                out.append((recorder.lines, [p.transition for p in obs.path]))
+    return out
 
 
 def test_a_violating_trace_stops_at_the_step_check_names(page: Page, tmp_path: Path) -> None:
@@ -178,7 +199,12 @@ def test_a_violating_trace_stops_at_the_step_check_names(page: Page, tmp_path: P
     trace = tmp_path / "broken.jsonl"
     trace.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
     open_site(page, "#trace")
-    page.set_input_files("#trace-file", str(trace))
+    dropped = page.evaluate_handle(
+        "text => { const dt = new DataTransfer();"
+        " dt.items.add(new File([text], 'broken.jsonl')); return dt; }",
+        trace.read_text(encoding="utf-8"),
+    )
+    page.dispatch_event("#drop", "drop", {"dataTransfer": dropped})  # as a file dropped on it
     page.wait_for_selector("#stepper:not([hidden])")
     page.click("#step-last")
     stopped = state(page)["violation"]
@@ -193,6 +219,19 @@ def test_a_violating_trace_stops_at_the_step_check_names(page: Page, tmp_path: P
     page.wait_for_selector("#stepper:not([hidden])")
     assert state(page)["violation"] is None
     assert page.locator(".ok-box").is_visible()
+
+
+def test_the_pages_table_replay_follows_the_reference_registry(page: Page) -> None:
+    """explorer.js ports core.py's guards and step: on real traces it takes the very transitions
+    the registry took (a guard ported wrong shows here, as a different step or a violation)."""
+    with ThreadPoolExecutor(1) as pool:
+        sample = pool.submit(_sample).result()
+    open_site(page, "#trace")
+    for lines, transitions in sample:
+        text = "".join(json.dumps(line) + "\n" for line in lines)
+        replayed = page.evaluate("t => window.TC_EXPLORER.replay(t)", text)
+        assert replayed.get("violation") is None, (lines[0], replayed.get("violation"))
+        assert [s["t"]["i"] for s in replayed["steps"]] == transitions, lines[0]
 
 
 def test_built_in_examples_show_checks_verdict(page: Page) -> None:
