@@ -158,6 +158,9 @@ def test_check_names_every_stale_file(tmp_path: Path, capsys: pytest.CaptureFixt
     (tmp_path / "a.js").write_text("new", encoding="utf-8")
     (tmp_path / "b.js").write_text("b", encoding="utf-8")
     assert explore_command._check(tmp_path, files[:2]) == 0
+    (tmp_path / "vectors-gone.js").write_text("", encoding="utf-8")
+    assert explore_command._check(tmp_path, files[:2]) == 1
+    assert "vectors-gone.js (no such revision in the contract)" in capsys.readouterr().out
 
 
 def test_bad_output_is_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

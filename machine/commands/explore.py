@@ -107,8 +107,15 @@ def _problem(out: Path, f: Any) -> str | None:
     return None if current == f.text else "differs from a fresh build"
 
 
+def _orphans(out: Path, files: list[Any]) -> list[Path]:
+    """Vectors of a revision the contract no longer has (the page would still list it)."""
+    names = {f.name for f in files}
+    return sorted(p for p in out.glob("vectors-*.js") if p.name not in names)
+
+
 def _check(out: Path, files: list[Any]) -> int:
     stale = [(f.name, why) for f in files if (why := _problem(out, f)) is not None]
+    stale += [(p.name, "no such revision in the contract") for p in _orphans(out, files)]
     if not stale:
         print(f"fresh: all {len(files)} files of {out} match the contract and the vectors")
         return 0
@@ -134,6 +141,12 @@ def _write(out: Path, files: list[Any]) -> int:
         write_text(path, text, mkdir=True)
         total += len(text.encode())
         print(f"wrote {path} ({len(text.encode()):,} bytes)")
+    try:
+        for path in _orphans(out, files):
+            path.unlink()
+            print(f"removed {path} (no such revision in the contract)")
+    except OSError as exc:
+        raise CliError(f"{exc.filename}: cannot remove ({exc.strerror})") from None
     unchanged = len(files) - len(contents)
     if unchanged:
         print(f"unchanged: {unchanged} file(s)")
