@@ -185,7 +185,7 @@ class Run:
     """One scenario run on the reference registry: its path and its canonical result."""
 
     path: tuple[PathStep, ...]
-    result: str | None
+    result: str
 
 
 def run_reference(
@@ -291,14 +291,14 @@ def build_vectors(
         if others:
             o = run_reference(data, others[0])
             if o is not None:
-                other = [others[0], encode_path(other_table, o.path), results(o.result or "null")]
+                other = [others[0], encode_path(other_table, o.path), results(o.result)]
         retries: Any = 0
         if any(w == "retry" for w in data["wrappers"]):
             retries = []
             for name in contract.retry_names:
                 r = run_reference(data, retry=name)
                 retries.append(
-                    0 if r is None else [encode_path(table, r.path), results(r.result or "null")]
+                    0 if r is None else [encode_path(table, r.path), results(r.result)]
                 )
         prefix = f"{revision}-"
         if not str(vector["id"]).startswith(prefix):
@@ -308,7 +308,7 @@ def build_vectors(
                 str(vector["id"]).removeprefix(prefix),
                 _scenario_code(data, values),
                 encode_path(table, run.path),
-                results(run.result or "null"),
+                results(run.result),
                 other,
                 retries,
             ]
