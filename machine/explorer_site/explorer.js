@@ -259,7 +259,7 @@
   // The drawing: one SVG per revision, the same layout in every view
   // ---------------------------------------------------------------------------------------------
   const ui = { rev: REVISIONS[0], view: "overview", svg: null, edges: new Map(), rows: new Map(), nodes: new Map(),
-    viewBox: null, full: null, steps: null, at: 0, stepInfo: null, selected: null };
+    viewBox: null, full: null, steps: null, at: 0, stepInfo: null };
 
   function mountSvg() {
     const host = $("#diagram");
@@ -395,7 +395,7 @@
   function transitionTitle(t) {
     return "t" + t.i + " " + t.events.join(", ");
   }
-  function transitionHtml(t, source) {
+  function transitionHtml(t) {
     const r = ui.rev;
     const dest = t.dest === null ? "(same state)" : t.dest;
     let h = "<h2>" + esc(transitionTitle(t)) + "</h2>";
@@ -423,6 +423,7 @@
       "<span class='muted'>none of the shipped vectors (see the vectors README: some transitions need a step:&lt;k&gt; cancellation point)</span>");
     return h;
   }
+  const backToSteps = () => (ui.steps ? "<p><a id='back-to-steps'>← back to the steps</a></p>" : "");
   function selectTransition(key) {
     const m = /^t(\d+)-(.+)$/.exec(key);
     if (!m) return;
@@ -433,8 +434,7 @@
     for (const el of ui.svg.querySelectorAll(".selected")) el.classList.remove("selected");
     const g = ui.edges.get(key);
     if (g) g.classList.add("selected");
-    ui.selected = key;
-    panel().innerHTML = transitionHtml(t, m[2]) + (ui.steps ? "<p><a id='back-to-steps'>← back to the steps</a></p>" : "");
+    panel().innerHTML = transitionHtml(t) + backToSteps();
     const back = $("#back-to-steps");
     if (back) back.onclick = () => renderStepPanel();
     if (location.hash !== "#transition=" + key) history.replaceState(null, "", "#transition=" + key);
@@ -461,7 +461,9 @@
       " → " + esc(t.dest || "same") + (t.outcome ? " / " + esc(t.outcome) : "") + "</li>";
     h += "<h3>Leaving it (tried in this order)</h3><ul>" + out.map((t) => li(t, name)).join("") + "</ul>";
     h += "<h3>Entering it</h3><ul>" + inc.map((t) => li(t, t.sources[0])).join("") + "</ul>";
-    panel().innerHTML = h;
+    panel().innerHTML = h + backToSteps();
+    const back = $("#back-to-steps");
+    if (back) back.onclick = () => renderStepPanel();
     history.replaceState(null, "", "#state=" + name);
   }
 
