@@ -17,9 +17,12 @@ import json
 import os
 import shutil
 import struct
+import threading
 import zlib
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -65,7 +68,8 @@ def page(browser: Browser) -> Iterator[Page]:
     pg.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     pg.on("pageerror", lambda e: errors.append(str(e)))
     pg.on("requestfailed", lambda r: errors.append(f"request failed: {r.url}"))
-    pg.on("request", lambda r: None if r.url.startswith(("file:", "data:")) else errors.append(
+    local = ("file:", "data:", "http://127.0.0.1:")
+    pg.on("request", lambda r: None if r.url.startswith(local) else errors.append(
         f"network request: {r.url}"
     ))
     yield pg
@@ -121,6 +125,26 @@ def _stage_names() -> list[str]:
     from toolcancel.explorer import STAGES
 
     return [name for name, _, _ in STAGES]
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        """No line per request on stderr."""
+
+
+def test_the_site_works_from_a_static_server_too(page: Page) -> None:
+    handler = partial(_Quiet, directory=str(SITE))
+    with ThreadingHTTPServer(("127.0.0.1", 0), handler) as server:
+        thread = threading.Thread(target=server.serve_forever, daemon=True)
+        thread.start()
+        try:
+            page.goto(f"http://127.0.0.1:{server.server_address[1]}/index.html#vector=revised-00004")
+            page.wait_for_selector("#step-count")
+            page.click("#step-last")
+            assert state(page)["at"] == state(page)["steps"]
+            assert page.locator("#step-result").is_visible()
+        finally:
+            server.shutdown()
 
 
 def test_clicking_a_transition_shows_its_rules(page: Page) -> None:
