@@ -101,12 +101,16 @@ def _argv_for(command: str, target: Path, tmp: Path) -> list[str]:
     if command == "diagram --precedence":
         return ["diagram", "--revision", "seed", "--out", str(tmp / "drawings"),
                 "--precedence", str(target)]  # fmt: skip
+    if command == "explore":  # the target sits where the site's data.js goes
+        return ["explore", "--out", str(target.parent)]
     assert command == "vectors"  # the target sits where seed.jsonl goes
     return ["vectors", "--revision", "seed", "--out", str(target.parent)]
 
 
-TARGET_NAME = {"diagram": "contract-seed.dot", "vectors": "seed.jsonl"}
-COMMANDS = ["explain --svg", "explain --mermaid", "diagram", "diagram --precedence", "vectors"]
+TARGET_NAME = {"diagram": "contract-seed.dot", "vectors": "seed.jsonl", "explore": "data.js"}
+COMMANDS = [
+    "explain --svg", "explain --mermaid", "diagram", "diagram --precedence", "vectors", "explore"
+]  # fmt: skip
 
 
 @pytest.mark.parametrize("kind", list(MAKERS))

@@ -120,6 +120,9 @@ def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path)
         "toolcancel/spec/vectors/seed.jsonl",
         "toolcancel/spec/vectors/revised.jsonl",
         "toolcancel/spec/vectors/README.md",
+        "toolcancel/explorer_site/index.html",
+        "toolcancel/explorer_site/explorer.js",
+        "toolcancel/explorer_site/explorer.css",
     ):
         assert needed in names, needed
     assert not any(n.startswith(("tests/", "model_tests/", "machine/")) for n in names)
@@ -151,6 +154,15 @@ def test_diagram_from_the_wheel_writes_every_text_format_without_dot(
     assert sorted(p.name for p in tmp_path.iterdir()) == ["diagrams"]  # no ./spec/, no README
     line = done.stderr.strip()
     assert done.stderr.count("\n") == 1 and "apt-get install graphviz" in line, done.stderr
+
+
+def test_explore_from_the_wheel_without_dot_is_one_line_and_writes_nothing(
+    installed: Path, tmp_path: Path
+) -> None:
+    done = _run(installed, tmp_path, "explore", "--out", "site", dot=False)
+    assert done.returncode == 2 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and "install Graphviz" in done.stderr
+    assert not (tmp_path / "site").exists()
 
 
 def test_explain_from_the_wheel_draws_mermaid_without_dot_and_svg_with_it(
