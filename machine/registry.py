@@ -35,6 +35,7 @@ from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_tabl
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
+from .runtime import Timer, Waiter, call_later, clock, on_trio
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
@@ -365,7 +366,7 @@ class ToolRegistry:
 
         Non-quiescence made visible: a call stuck in ``draining`` is a body ignoring its signal.
         """
-        now = asyncio.get_running_loop().time()
+        now = clock()()
         return [call.status(now) for call in self._in_flight]
 
     @property
@@ -643,7 +644,7 @@ class _Call:
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = 0.0  # loop time the machine entered its current state
         self.clock: Callable[[], float] = time.monotonic  # the event loop's, once running
-        self.watchdog: asyncio.TimerHandle | None = None  # the drain warning, while draining
+        self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
@@ -695,7 +696,7 @@ class _Call:
             wrappers=len(self.wrappers),
         )
         try:
-            self.clock = _clock_of(asyncio.get_running_loop())
+            self.clock = clock()
             self.entered = self.clock()
         except RuntimeError:  # execute() called outside the loop that will await it
             self.entered = -1.0  # prepare() takes that loop's clock
@@ -740,10 +741,10 @@ class _Call:
         if self.given is not None:
             self.given.remove_listener(self.follow)
 
-    def task_cancelled(self, cancelled: asyncio.CancelledError) -> None:
-        """The awaiting task was cancelled: abort the call signal, as the caller would have."""
+    def task_cancelled(self, message: str | None) -> None:
+        """The awaiting task was cancelled (``message``: the cancellation's, if any): abort the
+        call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
-        message = cancelled.args[0] if cancelled.args else None
         self.own().abort(TaskCancelled(self.call_id, message))
         # Without a caller signal (seed, R26) the call signal is not the contract's C: no
         # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
@@ -790,7 +791,7 @@ class _Call:
     def watch_draining(self) -> None:
         delay = self.registry._drain_warning
         if delay is not None and self.watchdog is None:
-            self.watchdog = asyncio.get_running_loop().call_later(delay, self.warn_draining)
+            self.watchdog = call_later(delay, self.warn_draining)
 
     def warn_draining(self) -> None:
         log.warning(
@@ -872,7 +873,7 @@ class _Call:
                 )
             return False  # entry ended the call: invalid arguments, or a revised pre-abort
         if self.entered < 0:  # entered outside the loop: take its clock now
-            self.clock = _clock_of(asyncio.get_running_loop())
+            self.clock = clock()
             self.entered = self.clock()
         pending = await self.pre_policy()
         if pending is None:
@@ -1012,7 +1013,7 @@ class _Call:
         self.offer("wrapper_enter")
         calls = 0
         pending = False  # a next() of this wrapper is running
-        forgotten: asyncio.Future[None] | None = None  # set when the wrapper left it running
+        forgotten: Waiter | None = None  # set when the wrapper left it running
         last: ToolResult | None = None
 
         async def next_() -> ToolResult:
@@ -1038,7 +1039,7 @@ class _Call:
             finally:
                 pending = False
                 if forgotten is not None:
-                    forgotten.set_result(None)
+                    forgotten.set()
 
         async def await_forgotten() -> None:
             """The wrapper settled while a next() it started (say in a task) still runs: a
@@ -1051,7 +1052,7 @@ class _Call:
                     self.call_id,
                     i,
                 )
-                forgotten = asyncio.get_running_loop().create_future()
+                forgotten = Waiter()
                 await forgotten
 
         try:
@@ -1241,13 +1242,6 @@ async def _accept() -> Accept:
     return _ACCEPT
 
 
-def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
-    """The loop's clock: ``time.monotonic`` itself when that is all ``loop.time()`` does (one
-    Python call less per state change), else the loop's own (a virtual clock, a test's)."""
-    own = getattr(loop.time, "__func__", None)
-    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
-
-
 _PLAIN: dict[str, Occurrence] = {}
 
 
@@ -1361,7 +1355,7 @@ def _guarded(
     second Ctrl-C -- abandons the call: it is logged, closed and the cancellation raised at once.
     """
     if cancelled is not None:
-        call.task_cancelled(cancelled)
+        call.task_cancelled(_message_of(cancelled))
     pipeline = call.run()
     throw: BaseException | None = None
 
@@ -1377,7 +1371,7 @@ def _guarded(
             raise exc
         if cancelled is None:
             cancelled = exc
-            call.task_cancelled(exc)
+            call.task_cancelled(_message_of(exc))
 
     while True:
         try:
@@ -1416,6 +1410,52 @@ def _guarded(
                 stand_in.release()
                 throw = exc
             break
+
+
+def _message_of(cancelled: asyncio.CancelledError) -> str | None:
+    return cancelled.args[0] if cancelled.args else None
+
+
+async def _shielded(call: _Call) -> ToolResult:
+    """Run ``call`` on trio so that cancelling the awaiting task never reaches user code.
+
+    trio's cancellation is a state of a scope, not an exception thrown once: every checkpoint
+    inside a cancelled scope raises again.  So the pipeline runs behind a shield, and a watcher
+    task, outside it, waits for the pipeline and is the one the cancellation reaches: it turns it
+    into the caller aborting (:meth:`_Call.task_cancelled`), once.  The pipeline goes on to its one
+    published result (R27), and then the cancellation is raised again by a checkpoint -- the scope
+    is still cancelled -- as ``_guarded`` re-raises it on asyncio.
+    """
+    import trio
+
+    settled = trio.Event()
+    cancelled = False
+
+    async def watch() -> None:
+        nonlocal cancelled
+        try:
+            await settled.wait()
+        except trio.Cancelled:
+            if not settled.is_set():
+                cancelled = True
+                call.task_cancelled(None)
+
+    failure: BaseException | None = None
+    result = _NO_RESULT
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(watch)
+        with trio.CancelScope(shield=True):
+            try:
+                result = await call.run()
+            except BaseException as exc:  # raised outside the nursery: not in an ExceptionGroup
+                failure = exc
+            finally:
+                settled.set()
+    if failure is not None:
+        raise failure
+    if cancelled:
+        await trio.lowlevel.checkpoint_if_cancelled()
+    return result
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:
@@ -1473,12 +1513,15 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        self._driver = driver = _guarded(self._call, cancelled)
+        if cancelled is None and on_trio():
+            self._driver = driver = _shielded(self._call).__await__()
+        else:
+            self._driver = driver = _guarded(self._call, cancelled)
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
-        if self._driver is None and not self._closed:  # _start() inlined: the common path
-            self._driver = driver = _guarded(self._call)
+        if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
+            self._driver = driver = _guarded(self._call)  # _start() inlined: the common path
             return driver
         return self._start()
 
