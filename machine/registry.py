@@ -20,10 +20,12 @@ from __future__ import annotations
 
 import asyncio
 import enum
+import importlib
 import inspect
 import itertools
 import logging
 import math
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
@@ -1416,46 +1418,64 @@ def _message_of(cancelled: asyncio.CancelledError) -> str | None:
     return cancelled.args[0] if cancelled.args else None
 
 
-async def _shielded(call: _Call) -> ToolResult:
-    """Run ``call`` on trio so that cancelling the awaiting task never reaches user code.
+async def _shielded(call: _Call, trio: bool) -> ToolResult:
+    """Run ``call`` under structured cancellation (trio, or anyio's cancel scopes on asyncio) so
+    that cancelling the awaiting task never reaches user code.
 
-    trio's cancellation is a state of a scope, not an exception thrown once: every checkpoint
-    inside a cancelled scope raises again.  So the pipeline runs behind a shield, and a watcher
-    task, outside it, waits for the pipeline and is the one the cancellation reaches: it turns it
-    into the caller aborting (:meth:`_Call.task_cancelled`), once.  The pipeline goes on to its one
-    published result (R27), and then the cancellation is raised again by a checkpoint -- the scope
-    is still cancelled -- as ``_guarded`` re-raises it on asyncio.
+    There, cancellation is a state of a scope, not an exception thrown once: every checkpoint in
+    a cancelled scope raises again (anyio on asyncio re-delivers it on every turn of the loop).
+    So the pipeline runs behind a shield, and a watcher task, outside it, waits for the pipeline
+    and is the one the cancellation reaches: it turns it into the caller aborting
+    (:meth:`_Call.task_cancelled`), once.  The pipeline goes on to its one published result
+    (R27) -- a body's own cancel scopes, inside the shield, work as they would anywhere -- and
+    then the cancellation is raised again by a checkpoint (the scope is still cancelled), as
+    ``_guarded`` re-raises it on asyncio.
     """
-    import trio
-
-    settled = trio.Event()
+    lib: Any = importlib.import_module("trio" if trio else "anyio")  # one API for both here
+    open_group = lib.open_nursery if trio else lib.create_task_group
+    cancelled_class: type[BaseException] = (
+        lib.Cancelled if trio else lib.get_cancelled_exc_class()
+    )
+    settled = lib.Event()
     cancelled = False
 
     async def watch() -> None:
         nonlocal cancelled
         try:
             await settled.wait()
-        except trio.Cancelled:
+        except cancelled_class:
             if not settled.is_set():
                 cancelled = True
                 call.task_cancelled(None)
 
     failure: BaseException | None = None
     result = _NO_RESULT
-    async with trio.open_nursery() as nursery:
-        nursery.start_soon(watch)
-        with trio.CancelScope(shield=True):
+    async with open_group() as group:
+        group.start_soon(watch)
+        with lib.CancelScope(shield=True):
             try:
                 result = await call.run()
-            except BaseException as exc:  # raised outside the nursery: not in an ExceptionGroup
+            except BaseException as exc:  # raised outside the group: not in an ExceptionGroup
                 failure = exc
             finally:
                 settled.set()
     if failure is not None:
         raise failure
     if cancelled:
-        await trio.lowlevel.checkpoint_if_cancelled()
+        await lib.lowlevel.checkpoint_if_cancelled()
     return result
+
+
+def _under_anyio() -> bool:
+    """Whether the current asyncio task runs inside an anyio cancel scope (anyio's asyncio
+    backend keeps a state per task it manages; no public API says so).  False unless that
+    backend is loaded: one dictionary look-up on a plain asyncio program."""
+    backend = sys.modules.get("anyio._backends._asyncio")
+    if backend is None:
+        return False
+    states = getattr(backend, "_task_states", None)
+    state = None if states is None else states.get(asyncio.current_task())
+    return state is not None and getattr(state, "cancel_scope", None) is not None
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:
@@ -1513,14 +1533,19 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        if cancelled is None and on_trio():
-            self._driver = driver = _shielded(self._call).__await__()
+        if cancelled is None and (on_trio() or _under_anyio()):
+            self._driver = driver = _shielded(self._call, on_trio()).__await__()
         else:
             self._driver = driver = _guarded(self._call, cancelled)
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
-        if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
+        if (
+            self._driver is None
+            and not self._closed
+            and asyncio._get_running_loop() is not None
+            and "anyio._backends._asyncio" not in sys.modules
+        ):
             self._driver = driver = _guarded(self._call)  # _start() inlined: the common path
             return driver
         return self._start()
