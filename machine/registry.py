@@ -135,6 +135,9 @@ class ToolDefinition:
     description: str = ""
     parallel_safe: bool = False
     """Whether a :class:`~toolcancel.TurnScheduler` may overlap this tool's calls with others."""
+    input_schema: Mapping[str, Any] | None = None
+    """The JSON Schema of the tool's arguments, as a model is shown it (MCP's ``inputSchema``);
+    ``None``: any object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -391,6 +394,7 @@ class ToolRegistry:
         agent: str | None = None,
         description: str = "",
         parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> ToolDefinition:
         """Register a tool body, visible to every agent, or only to ``agent``.
 
@@ -417,8 +421,13 @@ class ToolRegistry:
                 )
         if not callable(body):
             raise TypeError(f"tool {name!r}: the body must be an async callable")
+        if input_schema is not None and not isinstance(input_schema, Mapping):
+            raise TypeError(
+                f"tool {name!r}: input_schema must be a JSON Schema object (a mapping), "
+                f"not {type(input_schema).__name__}"
+            )
         definition = ToolDefinition(
-            name, body, timeout_ms, agent, description, bool(parallel_safe)
+            name, body, timeout_ms, agent, description, bool(parallel_safe), input_schema
         )
         self._tools[(name, agent)] = definition
         return definition
@@ -431,6 +440,7 @@ class ToolRegistry:
         agent: str | None = None,
         description: str = "",
         parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[ToolBody], ToolBody]:
         """Decorator form of :meth:`register` (the same options; the name defaults to the
         function's)."""
@@ -443,6 +453,7 @@ class ToolRegistry:
                 agent=agent,
                 description=description,
                 parallel_safe=parallel_safe,
+                input_schema=input_schema,
             )
             return body
 
@@ -450,6 +461,12 @@ class ToolRegistry:
 
     def unregister(self, name: str, *, agent: str | None = None) -> None:
         self._tools.pop((name, agent), None)
+
+    def definitions(self, agent: str | None = None) -> list[ToolDefinition]:
+        """Every tool ``agent`` can call (its own hide global ones of the same name), in
+        registration order."""
+        names = dict.fromkeys(n for n, owner in self._tools if owner is None or owner == agent)
+        return [d for n in names if (d := self.definition(n, agent)) is not None]
 
     def definition(self, name: str, agent: str | None = None) -> ToolDefinition | None:
         """The definition visible to ``agent`` (its own first, then the global one)."""
