@@ -1483,14 +1483,17 @@ async def _shielded(call: _Call, trio: bool) -> ToolResult:
     return result
 
 
+_ANYIO_ASYNCIO: Final = "anyio._backends._asyncio"
+
+
 def _under_anyio() -> bool:
-    """Whether the current asyncio task runs inside an anyio cancel scope (anyio's asyncio
-    backend keeps a state per task it manages; no public API says so).  False unless that
-    backend is loaded: one dictionary look-up on a plain asyncio program."""
-    backend = sys.modules.get("anyio._backends._asyncio")
-    if backend is None:
-        return False
-    states = getattr(backend, "_task_states", None)
+    """Whether the current asyncio task runs inside an anyio cancel scope.
+
+    anyio's asyncio backend keeps a state per task it manages (no public API says whether a
+    scope is active).  Only asked when that backend is loaded: a plain asyncio program pays one
+    dictionary look-up in ``sys.modules``.
+    """
+    states = getattr(sys.modules.get(_ANYIO_ASYNCIO), "_task_states", None)
     state = None if states is None else states.get(asyncio.current_task())
     return state is not None and getattr(state, "cancel_scope", None) is not None
 
@@ -1557,13 +1560,12 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
-        if (
-            self._driver is None
-            and not self._closed
-            and asyncio._get_running_loop() is not None
-            and "anyio._backends._asyncio" not in sys.modules
-        ):
-            self._driver = driver = _guarded(self._call)  # _start() inlined: the common path
+        if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
+            # _start() inlined: the common path, on asyncio
+            if _ANYIO_ASYNCIO in sys.modules and _under_anyio():
+                self._driver = driver = _shielded(self._call, False).__await__()
+            else:
+                self._driver = driver = _guarded(self._call)
             return driver
         return self._start()
 
