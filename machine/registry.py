@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import asyncio
 import enum
-import importlib
 import inspect
 import itertools
 import logging
@@ -37,7 +36,7 @@ from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_tabl
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
-from .runtime import Timer, Waiter, call_later, clock, on_trio
+from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
@@ -1435,52 +1434,10 @@ def _message_of(cancelled: asyncio.CancelledError) -> str | None:
     return cancelled.args[0] if cancelled.args else None
 
 
-async def _shielded(call: _Call, trio: bool) -> ToolResult:
-    """Run ``call`` under structured cancellation (trio, or anyio's cancel scopes on asyncio) so
-    that cancelling the awaiting task never reaches user code.
-
-    There, cancellation is a state of a scope, not an exception thrown once: every checkpoint in
-    a cancelled scope raises again (anyio on asyncio re-delivers it on every turn of the loop).
-    So the pipeline runs behind a shield, and a watcher task, outside it, waits for the pipeline
-    and is the one the cancellation reaches: it turns it into the caller aborting
-    (:meth:`_Call.task_cancelled`), once.  The pipeline goes on to its one published result
-    (R27) -- a body's own cancel scopes, inside the shield, work as they would anywhere -- and
-    then the cancellation is raised again by a checkpoint (the scope is still cancelled), as
-    ``_guarded`` re-raises it on asyncio.
-    """
-    lib: Any = importlib.import_module("trio" if trio else "anyio")  # one API for both here
-    open_group = lib.open_nursery if trio else lib.create_task_group
-    cancelled_class: type[BaseException] = (
-        lib.Cancelled if trio else lib.get_cancelled_exc_class()
-    )
-    settled = lib.Event()
-    cancelled = False
-
-    async def watch() -> None:
-        nonlocal cancelled
-        try:
-            await settled.wait()
-        except cancelled_class:
-            if not settled.is_set():
-                cancelled = True
-                call.task_cancelled(None)
-
-    failure: BaseException | None = None
-    result = _NO_RESULT
-    async with open_group() as group:
-        group.start_soon(watch)
-        with lib.CancelScope(shield=True):
-            try:
-                result = await call.run()
-            except BaseException as exc:  # raised outside the group: not in an ExceptionGroup
-                failure = exc
-            finally:
-                settled.set()
-    if failure is not None:
-        raise failure
-    if cancelled:
-        await lib.lowlevel.checkpoint_if_cancelled()
-    return result
+def _structured(call: _Call, trio: bool) -> Generator[Any, None, ToolResult]:
+    """Run ``call`` on trio, or under an anyio cancel scope on asyncio: behind a shield, the
+    scope's cancellation being the caller's abort (:func:`toolcancel.runtime.shielded`)."""
+    return shielded(call.run, call.task_cancelled, trio).__await__()
 
 
 _ANYIO_ASYNCIO: Final = "anyio._backends._asyncio"
@@ -1554,7 +1511,7 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
         if cancelled is None and (on_trio() or _under_anyio()):
-            self._driver = driver = _shielded(self._call, on_trio()).__await__()
+            self._driver = driver = _structured(self._call, on_trio())
         else:
             self._driver = driver = _guarded(self._call, cancelled)
         return driver
@@ -1563,7 +1520,7 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
         if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
             # _start() inlined: the common path, on asyncio
             if _ANYIO_ASYNCIO in sys.modules and _under_anyio():
-                self._driver = driver = _shielded(self._call, False).__await__()
+                self._driver = driver = _structured(self._call, False)
             else:
                 self._driver = driver = _guarded(self._call)
             return driver

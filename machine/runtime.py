@@ -1,7 +1,7 @@
 """The event loop a call runs on: asyncio's or trio's (anyio runs on one of the two).
 
-The registry and its helpers need four things from the loop -- its clock, timers, a one-shot
-wake-up to await, and (to keep task cancellation away from user code) to know which loop it is.
+The registry and its helpers need five things from the loop -- its clock, timers, a one-shot
+wake-up to await, a shielded run for structured cancellation, and to know which loop it is.
 asyncio has objects for them; trio has none of those objects.  So every module that needs one
 asks here.
 
@@ -13,10 +13,13 @@ imported, so a program that never imports trio never loads it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import sys
 import time
-from collections.abc import Callable, Generator
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Generator
+from typing import Any, Protocol, TypeVar
+
+T = TypeVar("T")
 
 
 class Timer(Protocol):
@@ -144,3 +147,51 @@ class Waiter:
             return (yield from self._future.__await__())
         yield from self._event.wait().__await__()
         return self._value
+
+
+async def shielded(
+    work: Callable[[], Awaitable[T]], on_cancel: Callable[[str | None], None], trio: bool
+) -> T:
+    """Run ``work()`` under structured cancellation (trio's, or anyio's cancel scopes on asyncio)
+    so that cancelling the awaiting task never reaches it; ``on_cancel`` hears of it instead.
+
+    There, cancellation is a state of a scope, not an exception thrown once: every checkpoint in
+    a cancelled scope raises again (anyio on asyncio re-delivers it on every turn of the loop).
+    So ``work`` runs behind a shield, and a watcher task, outside it, waits for ``work`` and is
+    the one the cancellation reaches: it calls ``on_cancel(None)`` (there is no message), once.
+    ``work`` goes on to its end -- its own cancel scopes, inside the shield, work as anywhere --
+    and then the cancellation is raised again by a checkpoint (the scope is still cancelled).
+    """
+    lib: Any = importlib.import_module("trio" if trio else "anyio")  # one API for both here
+    open_group = lib.open_nursery if trio else lib.create_task_group
+    cancelled_class: type[BaseException] = (
+        lib.Cancelled if trio else lib.get_cancelled_exc_class()
+    )
+    settled = lib.Event()
+    cancelled = False
+
+    async def watch() -> None:
+        nonlocal cancelled
+        try:
+            await settled.wait()
+        except cancelled_class:
+            if not settled.is_set():
+                cancelled = True
+                on_cancel(None)
+
+    failure: BaseException | None = None
+    result: T | None = None
+    async with open_group() as group:
+        group.start_soon(watch)
+        with lib.CancelScope(shield=True):
+            try:
+                result = await work()
+            except BaseException as exc:  # raised outside the group: not in an ExceptionGroup
+                failure = exc
+            finally:
+                settled.set()
+    if failure is not None:
+        raise failure
+    if cancelled:
+        await lib.lowlevel.checkpoint_if_cancelled()
+    return result  # type: ignore[return-value]

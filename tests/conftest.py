@@ -14,16 +14,18 @@ order), never with real time, so they give the same interleaving on every run.  
 * :func:`support.until_idle` can wait "until every other task is blocked" exactly, because virtual
   time only moves when nothing else can run.
 
-Why two backends: the registry runs on asyncio and on trio (anyio runs on either).  The rule
-tests (``test_rules_*.py``) run on both: each of their ``async def`` tests is parametrized with a
-``backend``, and on trio it runs with trio's own autojumping clock (``MockClock``), which gives
-the same two guarantees, in a nursery where :func:`support.spawn` starts tasks.
+Why two backends: the registry and the turn scheduler run on asyncio and on trio (anyio runs
+on either).  The rule tests (``test_rules_*.py``, and the scheduler's, ``test_scheduler.py``) run
+on both: each of their ``async def`` tests is parametrized with a ``backend``, and on trio it runs
+with trio's own autojumping clock (``MockClock``), which gives the same two guarantees, in a
+nursery where :func:`support.spawn` starts tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any
 
 import pytest
@@ -48,8 +50,10 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Run every ``async def`` rule test on each backend."""
     module = metafunc.module.__name__.rpartition(".")[2]
-    if module.startswith("test_rules_") and inspect.iscoroutinefunction(metafunc.function):
-        metafunc.fixturenames.append("backend")
+    rules = module.startswith("test_rules_") or module == "test_scheduler"
+    if rules and inspect.iscoroutinefunction(metafunc.function):
+        if "backend" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("backend")
         metafunc.parametrize("backend", BACKENDS)
 
 
@@ -125,4 +129,7 @@ def _run_on_trio(name: str, function: Any, arguments: dict[str, Any]) -> None:
                 "(a gate was never opened, or a call never settled)"
             )
 
+    # trio runs the tasks of each scheduling batch in a random order, on purpose; seeded, the
+    # order is the same on every run (pytest-trio seeds it too, under Hypothesis).
+    trio._core._run._r.seed(int(os.environ.get("TOOLCANCEL_TRIO_SEED", "0")))
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

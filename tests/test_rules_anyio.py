@@ -10,11 +10,14 @@ offers, and checks that the call settled only when the test opened the gate.
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 from support import Gate, Harness, aborted, controller, ok, spawn, until_idle
-from toolcancel import Allow, Execution
+from toolcancel import Allow, Execution, ToolCallRequest, TurnLog, TurnScheduler
 from toolcancel.cooperate import aborted as signal_aborted
+from toolcancel.results import canonical_json
 
 
 async def _open_later(gate: Gate, log: list[str], after: float = 10) -> None:
@@ -142,3 +145,24 @@ async def test_a_body_s_own_cancel_scope_still_works_under_an_outer_scope() -> N
     with anyio.move_on_after(100):
         call = await h.call("t", signal=signal)
     assert call.json == ok("own deadline")
+
+
+@pytest.mark.rules("R36", "R27")
+async def test_a_turn_in_a_cancelled_scope_drains_its_started_calls_and_skips_the_rest() -> None:
+    h = Harness()
+    gate = Gate()
+    body = h.body("t", gate=gate)
+    calls = [ToolCallRequest(f"c{i}", "t", exclusive=True) for i in range(2)]
+    log: list[str] = []
+    turn = TurnLog()
+    opener = spawn(_open_later(gate, log))
+    with anyio.move_on_after(5) as scope:
+        await TurnScheduler(h.registry).run_turn(calls, signal=controller()[1], log=turn)
+        log.append("returned")
+    await opener
+    assert scope.cancelled_caught and log == ["gate opened"]
+    assert body.calls == 1 and body.finished == 1  # c0 drained; c1 never prepared
+    results = [(e.call_id, e.payload) for e in turn if e.kind == "tool/result"]
+    assert [call_id for call_id, _ in results] == ["c0", "c1"]
+    assert json.loads(canonical_json(results[0][1])) == json.loads(aborted())
+    assert "skipped" in canonical_json(results[1][1])
