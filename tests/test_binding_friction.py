@@ -596,8 +596,9 @@ def test_definitions_are_what_an_agent_can_call_in_registration_order() -> None:
     reg.register("b", body, agent="x", description="x's own b")
     reg.register("b", body, description="the global b")
     reg.register("c", body, agent="y")
-    assert [(d.name, d.description) for d in reg.definitions()] == [("a", ""), ("b", "the global b")]
-    assert [(d.name, d.description) for d in reg.definitions("x")] == [("a", ""), ("b", "x's own b")]
+    described = {agent: [(d.name, d.description) for d in reg.definitions(agent)] for agent in "xz"}
+    assert described["z"] == [("a", ""), ("b", "the global b")]  # an agent with no tools of its own
+    assert described["x"] == [("a", ""), ("b", "x's own b")]
     assert [d.name for d in reg.definitions("y")] == ["a", "b", "c"]
 
 
