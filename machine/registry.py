@@ -1,4 +1,4 @@
-"""The asyncio tool registry: a thin driver of the per-call machine.
+"""The tool registry (asyncio, trio, anyio): a thin driver of the per-call machine.
 
 ``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
 pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-

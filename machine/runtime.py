@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import logging
 import sys
 import time
 from collections.abc import Awaitable, Callable, Generator
 from typing import Any, Protocol, TypeVar
 
 T = TypeVar("T")
+
+log = logging.getLogger("toolcancel.runtime")
 
 
 class Timer(Protocol):
@@ -94,7 +97,10 @@ class _TrioTimer:
             await trio.sleep(delay)
             callback, self._callback = self._callback, None
             if callback is not None:
-                callback()
+                try:
+                    callback()
+                except Exception:  # as asyncio's loop does: a failing callback is logged
+                    log.exception("toolcancel timer callback %r failed", callback)
 
     def cancel(self) -> None:
         self._callback = None
