@@ -1451,7 +1451,9 @@ def _under_anyio() -> bool:
     dictionary look-up in ``sys.modules``.
     """
     states = getattr(sys.modules.get(_ANYIO_ASYNCIO), "_task_states", None)
-    state = None if states is None else states.get(asyncio.current_task())
+    if states is None or asyncio._get_running_loop() is None:
+        return False
+    state = states.get(asyncio.current_task())
     return state is not None and getattr(state, "cancel_scope", None) is not None
 
 
