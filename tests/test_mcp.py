@@ -439,3 +439,20 @@ def test_the_example_server_over_stdio(backend: str, tmp_path: Path) -> None:
         if line.startswith("published ")
     ]
     assert published == [{"content": text("hi"), "isError": False}, ABORTED]
+
+
+def test_the_contract_fields_mcp_has_no_place_for_ride_in_meta() -> None:
+    aborted_result = ToolRegistry().results.cancellation("aborted", ({"note": "n"},))
+    assert wire(to_call_tool_result(aborted_result)) == {
+        "content": ABORTED["content"],
+        "isError": True,
+        "resultType": "complete",
+        "_meta": {
+            "toolcancel/error": ABORTED["error"],
+            "toolcancel/additionalContexts": [{"note": "n"}],
+        },
+    }
+    listed = ToolResult(({"type": "text", "text": "x"},), meta=[1, 2])
+    assert wire(to_call_tool_result(listed))["_meta"] == {"toolcancel/meta": [1, 2]}
+    mapped = ToolResult(({"type": "text", "text": "x"},), meta={"k": "v"})
+    assert to_call_tool_result(mapped).meta == {"k": "v"}
