@@ -3,7 +3,7 @@
 A caller hands a tool call to a registry with an abort signal.  Cancellation may arrive while
 pre-execute policy or approval waits, while around-dispatch wrappers wait, while the body runs, or
 while post-execute policy waits.  The contract (``toolcancel/spec/CONTRACT.md``) says what happens
-at each of those moments; :class:`ToolRegistry` implements it over asyncio, driven by a pure
+at each of those moments; :class:`ToolRegistry` implements it over asyncio or trio, driven by a pure
 per-call machine compiled from ``toolcancel/spec/contract.toml``.
 
 Importing the package is cheap: every public name is imported from its module on first use

@@ -19,11 +19,11 @@ original's service keeps an asked/cancelled audit pair for a cancelled question,
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .registry import Approval, ApprovalRequest
+from .runtime import Waiter
 from .signals import AbortSignal
 
 __all__ = ["ApprovalService", "AuditEntry"]
@@ -41,7 +41,7 @@ class AuditEntry:
 @dataclass(eq=False)
 class _Question:
     request: ApprovalRequest
-    future: asyncio.Future[Approval]
+    future: Waiter
     signals: tuple[AbortSignal, ...] = field(default=())
 
 
@@ -64,11 +64,12 @@ class ApprovalService:
             if s is not None and all(s is not t for t in watched):
                 watched.append(s)
         signals = tuple(watched)
-        future: asyncio.Future[Approval] = asyncio.get_running_loop().create_future()
+        future = Waiter()
         question = _Question(request, future, signals)
         if any(s.aborted for s in signals):
             self._resolve(question, Approval.CANCELLED, "the signal was already aborted")
-            return future.result()
+            answer: Approval = future.result()
+            return answer
 
         def on_abort(_: AbortSignal) -> None:
             self._resolve(question, Approval.CANCELLED, "the signal aborted")
@@ -79,7 +80,8 @@ class ApprovalService:
         try:
             if self._on_request is not None:
                 self._on_request(request)
-            return await future
+            answer = await future
+            return answer
         finally:
             for s in signals:
                 s.remove_listener(on_abort)
@@ -114,5 +116,5 @@ class ApprovalService:
     def _resolve(self, question: _Question, answer: Approval, detail: str = "") -> None:
         if question.future.done():
             return
-        question.future.set_result(answer)
+        question.future.set(answer)
         self.audit.append(AuditEntry(question.request.call_id, answer.value, detail))

@@ -30,6 +30,7 @@ import asyncio
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
+from .runtime import Waiter, on_trio
 from .signals import AbortError, AbortSignal
 
 if TYPE_CHECKING:
@@ -80,11 +81,10 @@ async def aborted(watched: AbortSignal | Execution | None) -> object:
     done, reason = _first_reason(signals)
     if done:
         return reason
-    fut: asyncio.Future[object] = asyncio.get_running_loop().create_future()
+    fut = Waiter()
 
     def wake(signal: AbortSignal) -> None:
-        if not fut.done():
-            fut.set_result(signal.reason)
+        fut.set(signal.reason)
 
     for s in signals:
         s.add_listener(wake)
@@ -103,6 +103,8 @@ async def cancellable(watched: AbortSignal | Execution | None, work: Awaitable[T
     assumed.  If ``work`` ignores the cancellation and completes anyway, its result is returned
     -- the work did happen, and pretending otherwise would hide it.
     """
+    if on_trio():
+        return await _cancellable_trio(signals_of(watched), work)
     task = asyncio.ensure_future(work)
     signals = signals_of(watched)
     if not signals:
@@ -132,3 +134,28 @@ async def cancellable(watched: AbortSignal | Execution | None, work: Awaitable[T
         if not done:
             raise  # cancelled from elsewhere: not ours to translate
         raise AbortError(MESSAGE, reason=reason) from None
+
+
+async def _cancellable_trio(signals: tuple[AbortSignal, ...], work: Awaitable[T]) -> T:
+    """:func:`cancellable` on trio: ``work`` runs in this task under a cancel scope the signals
+    cancel; trio's scope waits for it to unwind, and a cancellation from an enclosing scope
+    reaches it as it reaches the body."""
+    import trio
+
+    scope = trio.CancelScope()
+
+    def stop(_: AbortSignal) -> None:
+        scope.cancel()
+
+    if _first_reason(signals)[0]:
+        scope.cancel()
+    for s in signals:
+        s.add_listener(stop)
+    try:
+        with scope:
+            return await work
+    finally:
+        for s in signals:
+            s.remove_listener(stop)
+    # Only the signals cancel ``scope``: reached when it caught their cancellation.
+    raise AbortError(MESSAGE, reason=_first_reason(signals)[1])

@@ -27,9 +27,9 @@ The timer is an ordinary ``loop.call_later`` handle, so a virtual clock drives i
 
 from __future__ import annotations
 
-import asyncio
 import math
 
+from .runtime import Timer, call_later
 from .signals import AbortController, AbortSignal, SignalTimeoutError
 
 __all__ = ["Deadline", "TimeoutReason", "checked_hint", "deadline", "timeout_of"]
@@ -75,7 +75,7 @@ class Deadline:
         self.code = code
         self.ms = ms
         self._controller: AbortController | None = None
-        self._handle: asyncio.TimerHandle | None = None
+        self._handle: Timer | None = None
         self._upstream: AbortSignal | None = None
         self._fired = False
 
@@ -99,7 +99,7 @@ class Deadline:
         if upstream is not None:
             self._upstream = upstream
             upstream.add_listener(self._on_upstream)
-        self._handle = asyncio.get_running_loop().call_later(delay_s, self._on_timer)
+        self._handle = call_later(delay_s, self._on_timer)
 
     def _on_timer(self) -> None:
         self._handle = None

@@ -1,4 +1,4 @@
-"""The asyncio tool registry: a thin driver of the per-call machine.
+"""The tool registry (asyncio, trio, anyio): a thin driver of the per-call machine.
 
 ``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
 pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-
@@ -24,6 +24,7 @@ import inspect
 import itertools
 import logging
 import math
+import sys
 import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
@@ -35,6 +36,7 @@ from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_tabl
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
+from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink
 
@@ -132,6 +134,9 @@ class ToolDefinition:
     description: str = ""
     parallel_safe: bool = False
     """Whether a :class:`~toolcancel.TurnScheduler` may overlap this tool's calls with others."""
+    input_schema: Mapping[str, Any] | None = None
+    """The JSON Schema of the tool's arguments, as a model is shown it (MCP's ``inputSchema``);
+    ``None``: any object."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -365,7 +370,7 @@ class ToolRegistry:
 
         Non-quiescence made visible: a call stuck in ``draining`` is a body ignoring its signal.
         """
-        now = asyncio.get_running_loop().time()
+        now = clock()()
         return [call.status(now) for call in self._in_flight]
 
     @property
@@ -388,6 +393,7 @@ class ToolRegistry:
         agent: str | None = None,
         description: str = "",
         parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> ToolDefinition:
         """Register a tool body, visible to every agent, or only to ``agent``.
 
@@ -414,8 +420,13 @@ class ToolRegistry:
                 )
         if not callable(body):
             raise TypeError(f"tool {name!r}: the body must be an async callable")
+        if input_schema is not None and not isinstance(input_schema, Mapping):
+            raise TypeError(
+                f"tool {name!r}: input_schema must be a JSON Schema object (a mapping), "
+                f"not {type(input_schema).__name__}"
+            )
         definition = ToolDefinition(
-            name, body, timeout_ms, agent, description, bool(parallel_safe)
+            name, body, timeout_ms, agent, description, bool(parallel_safe), input_schema
         )
         self._tools[(name, agent)] = definition
         return definition
@@ -428,6 +439,7 @@ class ToolRegistry:
         agent: str | None = None,
         description: str = "",
         parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
     ) -> Callable[[ToolBody], ToolBody]:
         """Decorator form of :meth:`register` (the same options; the name defaults to the
         function's)."""
@@ -440,6 +452,7 @@ class ToolRegistry:
                 agent=agent,
                 description=description,
                 parallel_safe=parallel_safe,
+                input_schema=input_schema,
             )
             return body
 
@@ -447,6 +460,12 @@ class ToolRegistry:
 
     def unregister(self, name: str, *, agent: str | None = None) -> None:
         self._tools.pop((name, agent), None)
+
+    def definitions(self, agent: str | None = None) -> list[ToolDefinition]:
+        """Every tool ``agent`` can call (its own hide global ones of the same name), in
+        registration order."""
+        names = dict.fromkeys(n for n, owner in self._tools if owner is None or owner == agent)
+        return [d for n in names if (d := self.definition(n, agent)) is not None]
 
     def definition(self, name: str, agent: str | None = None) -> ToolDefinition | None:
         """The definition visible to ``agent`` (its own first, then the global one)."""
@@ -643,7 +662,7 @@ class _Call:
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = 0.0  # loop time the machine entered its current state
         self.clock: Callable[[], float] = time.monotonic  # the event loop's, once running
-        self.watchdog: asyncio.TimerHandle | None = None  # the drain warning, while draining
+        self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] = []
         self.merged = False  # True once deferred contexts can no longer attach (C3)
@@ -695,7 +714,7 @@ class _Call:
             wrappers=len(self.wrappers),
         )
         try:
-            self.clock = _clock_of(asyncio.get_running_loop())
+            self.clock = clock()
             self.entered = self.clock()
         except RuntimeError:  # execute() called outside the loop that will await it
             self.entered = -1.0  # prepare() takes that loop's clock
@@ -740,10 +759,10 @@ class _Call:
         if self.given is not None:
             self.given.remove_listener(self.follow)
 
-    def task_cancelled(self, cancelled: asyncio.CancelledError) -> None:
-        """The awaiting task was cancelled: abort the call signal, as the caller would have."""
+    def task_cancelled(self, message: str | None) -> None:
+        """The awaiting task was cancelled (``message``: the cancellation's, if any): abort the
+        call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
-        message = cancelled.args[0] if cancelled.args else None
         self.own().abort(TaskCancelled(self.call_id, message))
         # Without a caller signal (seed, R26) the call signal is not the contract's C: no
         # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
@@ -790,7 +809,7 @@ class _Call:
     def watch_draining(self) -> None:
         delay = self.registry._drain_warning
         if delay is not None and self.watchdog is None:
-            self.watchdog = asyncio.get_running_loop().call_later(delay, self.warn_draining)
+            self.watchdog = call_later(delay, self.warn_draining)
 
     def warn_draining(self) -> None:
         log.warning(
@@ -872,7 +891,7 @@ class _Call:
                 )
             return False  # entry ended the call: invalid arguments, or a revised pre-abort
         if self.entered < 0:  # entered outside the loop: take its clock now
-            self.clock = _clock_of(asyncio.get_running_loop())
+            self.clock = clock()
             self.entered = self.clock()
         pending = await self.pre_policy()
         if pending is None:
@@ -1012,7 +1031,7 @@ class _Call:
         self.offer("wrapper_enter")
         calls = 0
         pending = False  # a next() of this wrapper is running
-        forgotten: asyncio.Future[None] | None = None  # set when the wrapper left it running
+        forgotten: Waiter | None = None  # set when the wrapper left it running
         last: ToolResult | None = None
 
         async def next_() -> ToolResult:
@@ -1038,7 +1057,7 @@ class _Call:
             finally:
                 pending = False
                 if forgotten is not None:
-                    forgotten.set_result(None)
+                    forgotten.set()
 
         async def await_forgotten() -> None:
             """The wrapper settled while a next() it started (say in a task) still runs: a
@@ -1051,7 +1070,7 @@ class _Call:
                     self.call_id,
                     i,
                 )
-                forgotten = asyncio.get_running_loop().create_future()
+                forgotten = Waiter()
                 await forgotten
 
         try:
@@ -1241,13 +1260,6 @@ async def _accept() -> Accept:
     return _ACCEPT
 
 
-def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
-    """The loop's clock: ``time.monotonic`` itself when that is all ``loop.time()`` does (one
-    Python call less per state change), else the loop's own (a virtual clock, a test's)."""
-    own = getattr(loop.time, "__func__", None)
-    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
-
-
 _PLAIN: dict[str, Occurrence] = {}
 
 
@@ -1361,7 +1373,7 @@ def _guarded(
     second Ctrl-C -- abandons the call: it is logged, closed and the cancellation raised at once.
     """
     if cancelled is not None:
-        call.task_cancelled(cancelled)
+        call.task_cancelled(_message_of(cancelled))
     pipeline = call.run()
     throw: BaseException | None = None
 
@@ -1377,7 +1389,7 @@ def _guarded(
             raise exc
         if cancelled is None:
             cancelled = exc
-            call.task_cancelled(exc)
+            call.task_cancelled(_message_of(exc))
 
     while True:
         try:
@@ -1416,6 +1428,33 @@ def _guarded(
                 stand_in.release()
                 throw = exc
             break
+
+
+def _message_of(cancelled: asyncio.CancelledError) -> str | None:
+    return cancelled.args[0] if cancelled.args else None
+
+
+def _structured(call: _Call, trio: bool) -> Generator[Any, None, ToolResult]:
+    """Run ``call`` on trio, or under an anyio cancel scope on asyncio: behind a shield, the
+    scope's cancellation being the caller's abort (:func:`toolcancel.runtime.shielded`)."""
+    return shielded(call.run, call.task_cancelled, trio).__await__()
+
+
+_ANYIO_ASYNCIO: Final = "anyio._backends._asyncio"
+
+
+def _under_anyio() -> bool:
+    """Whether the current asyncio task runs inside an anyio cancel scope.
+
+    anyio's asyncio backend keeps a state per task it manages (no public API says whether a
+    scope is active).  Only asked when that backend is loaded: a plain asyncio program pays one
+    dictionary look-up in ``sys.modules``.
+    """
+    states = getattr(sys.modules.get(_ANYIO_ASYNCIO), "_task_states", None)
+    if states is None or asyncio._get_running_loop() is None:
+        return False
+    state = states.get(asyncio.current_task())
+    return state is not None and getattr(state, "cancel_scope", None) is not None
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:
@@ -1473,12 +1512,19 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        self._driver = driver = _guarded(self._call, cancelled)
+        if cancelled is None and (on_trio() or _under_anyio()):
+            self._driver = driver = _structured(self._call, on_trio())
+        else:
+            self._driver = driver = _guarded(self._call, cancelled)
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
-        if self._driver is None and not self._closed:  # _start() inlined: the common path
-            self._driver = driver = _guarded(self._call)
+        if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
+            # _start() inlined: the common path, on asyncio
+            if _ANYIO_ASYNCIO in sys.modules and _under_anyio():
+                self._driver = driver = _structured(self._call, False)
+            else:
+                self._driver = driver = _guarded(self._call)
             return driver
         return self._start()
 

@@ -43,13 +43,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from .errors import NotSerializable, TaskCancelled
-from .registry import StagedCall, ToolRegistry, _interrupt_of
+from .registry import StagedCall, ToolRegistry, _interrupt_of, _under_anyio
 from .results import ToolResult, canonical_json, snapshot
+from .runtime import on_trio, shielded
 from .signals import AbortController, AbortSignal
 
 __all__ = ["LogEntry", "ToolCallRequest", "TurnLog", "TurnScheduler"]
@@ -208,6 +209,16 @@ class TurnScheduler:
         else:
             signal.add_listener(follow)
         turn = _Turn(self, batch, stop.signal, agent, TurnLog() if log is None else log)
+
+        def task_cancelled(message: str | None) -> None:
+            stop.abort(TaskCancelled("turn", message))
+
+        if on_trio() or _under_anyio():  # structured cancellation: behind a shield
+            try:
+                await shielded(turn.run, task_cancelled, on_trio())
+            finally:
+                signal.remove_listener(follow)
+            return turn.log
         inner = asyncio.ensure_future(turn.run())
         cancelled: asyncio.CancelledError | None = None
         try:
@@ -227,8 +238,7 @@ class TurnScheduler:
                         raise
                     if cancelled is None:
                         cancelled = exc
-                        message = exc.args[0] if exc.args else None
-                        stop.abort(TaskCancelled("turn", message))
+                        task_cancelled(exc.args[0] if exc.args else None)
         finally:
             signal.remove_listener(follow)
         inner.result()  # the turn's own failure, if any (a bug)
@@ -277,8 +287,23 @@ class _Turn:
 
     async def run_group(self, group: list[int]) -> None:
         """Start, drain and commit one group (see the module doc for the order of things)."""
+        if not on_trio():
+            await self.run_lane(group, _AsyncioLane())
+            return
+        import trio
+
+        failure: BaseException | None = None
+        async with trio.open_nursery() as nursery:
+            try:
+                await self.run_lane(group, _TrioLane(nursery))
+            except BaseException as exc:  # raised outside the nursery: not in an ExceptionGroup
+                failure = exc
+        if failure is not None:
+            raise failure
+
+    async def run_lane(self, group: list[int], lane: _Lane) -> None:
         staged: list[StagedCall] = []
-        tasks: list[asyncio.Task[None] | None] = []  # the dispatch of staged[k], if it has one
+        tasks: list[_Dispatch | None] = []  # the dispatch of staged[k], if it has one
         committed = 0
         stopped = False
         try:
@@ -298,13 +323,13 @@ class _Turn:
                         continue
                     call, dispatching = await self.start(group[len(staged)])
                     staged.append(call)
-                    tasks.append(asyncio.create_task(call.dispatch()) if dispatching else None)
+                    tasks.append(lane.spawn(call.dispatch) if dispatching else None)
                     continue
                 if not running:
                     return
-                await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)
+                await lane.wait_any(running)
         except BaseException:
-            await _drain(tasks)
+            await lane.drain(tasks)
             raise
 
     async def start(self, index: int) -> tuple[StagedCall, bool]:
@@ -326,12 +351,85 @@ class _Turn:
         self.accepted.extend((call.call_id, context) for context in result.contexts)
 
 
-async def _drain(tasks: Sequence[asyncio.Task[None] | None]) -> None:
-    """Await every started dispatch (never cancel one: quiescence), then collect failures so
-    asyncio does not report them as never retrieved."""
-    pending = [t for t in tasks if t is not None]
-    if pending:
-        await asyncio.wait(pending)
-    for t in pending:
-        if not t.cancelled():
-            t.exception()
+class _Dispatch(Protocol):
+    """A dispatch running as a task of its own."""
+
+    def done(self) -> bool: ...
+    def result(self) -> None: ...
+
+
+class _Lane(Protocol):
+    """Where a group's dispatches run as tasks: asyncio's, or a trio nursery."""
+
+    def spawn(self, dispatch: Callable[[], Awaitable[None]]) -> _Dispatch: ...
+    async def wait_any(self, running: list[_Dispatch]) -> None: ...
+    async def drain(self, tasks: Sequence[_Dispatch | None]) -> None: ...
+
+
+class _AsyncioLane:
+    def spawn(self, dispatch: Callable[[], Awaitable[None]]) -> _Dispatch:
+        return asyncio.ensure_future(dispatch())
+
+    async def wait_any(self, running: list[_Dispatch]) -> None:
+        await asyncio.wait(running, return_when=asyncio.FIRST_COMPLETED)  # type: ignore[type-var]
+
+    async def drain(self, tasks: Sequence[_Dispatch | None]) -> None:
+        """Await every started dispatch (never cancel one: quiescence), then collect failures
+        so asyncio does not report them as never retrieved."""
+        pending = [t for t in tasks if isinstance(t, asyncio.Task)]
+        if pending:
+            await asyncio.wait(pending)
+        for t in pending:
+            if not t.cancelled():
+                t.exception()
+
+
+class _TrioLane:
+    """Dispatches as tasks of a nursery, each behind a shield: a dispatch is never cancelled
+    (quiescence), and the nursery waits for every one of them."""
+
+    def __init__(self, nursery: Any) -> None:
+        import trio
+
+        self.nursery = nursery
+        self.settled = trio.Event()
+
+    def spawn(self, dispatch: Callable[[], Awaitable[None]]) -> _Dispatch:
+        task = _TrioDispatch()
+        self.nursery.start_soon(self.run, task, dispatch)
+        return task
+
+    async def run(self, task: _TrioDispatch, dispatch: Callable[[], Awaitable[None]]) -> None:
+        import trio
+
+        with trio.CancelScope(shield=True):
+            try:
+                await dispatch()
+            except BaseException as exc:  # handed to whoever reads the result, as asyncio does
+                task.failure = exc
+            finally:
+                task.finished = True
+                self.settled.set()
+
+    async def wait_any(self, running: list[_Dispatch]) -> None:
+        import trio
+
+        if not any(t.done() for t in running):
+            self.settled = trio.Event()
+            await self.settled.wait()
+
+    async def drain(self, tasks: Sequence[_Dispatch | None]) -> None:
+        """The nursery awaits every dispatch as it closes."""
+
+
+class _TrioDispatch:
+    def __init__(self) -> None:
+        self.finished = False
+        self.failure: BaseException | None = None
+
+    def done(self) -> bool:
+        return self.finished
+
+    def result(self) -> None:
+        if self.failure is not None:
+            raise self.failure

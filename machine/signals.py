@@ -35,13 +35,14 @@ The rules, which the rest of the project may rely on:
    can never abort again.
 
 Like the DOM, this is single-threaded: use a signal from one thread (normally
-the asyncio event loop's).  ``AbortSignal.timeout`` is the only part that
-touches asyncio.
+the event loop's).  ``AbortSignal.timeout`` is the only part that touches the
+loop (asyncio's or trio's).
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 import logging
@@ -50,6 +51,7 @@ import weakref
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
+from . import runtime
 from .errors import ToolError
 
 __all__ = [
@@ -451,16 +453,19 @@ class AbortSignal:
     def timeout(ms: float) -> AbortSignal:
         """Return a signal that aborts with ``SignalTimeoutError`` after ``ms``.
 
-        The timer runs on the running asyncio loop, so it follows the loop's
-        clock, virtual or real.  Timeouts fire in deadline order, and those
+        The timer runs on the running loop (asyncio's or trio's), so it follows
+        the loop's clock, virtual or real.  Timeouts fire in deadline order, and those
         with equal deadlines in creation order (as HTML timers do).  ``ms``
         must be finite and non-negative, as the DOM's ``[EnforceRange]
         unsigned long long`` requires.
         """
         if not isinstance(ms, (int, float)) or not math.isfinite(ms) or ms < 0:
             raise ValueError(f"timeout must be a finite number >= 0, got {ms!r}")
-        loop = asyncio.get_running_loop()
+        loop = asyncio._get_running_loop()
         signal = AbortSignal()
+        if loop is None:  # trio (RuntimeError outside any loop)
+            _trio_timeout_queue().add(runtime.clock()() + ms / 1000, signal)
+            return signal
         queue = _timeout_queues.get(loop)
         if queue is None:
             queue = _timeout_queues[loop] = _TimeoutQueue(loop)
@@ -486,8 +491,9 @@ class _TimeoutQueue:
 
     __slots__ = ("_heap", "_loop", "_pending")
 
-    def __init__(self, loop: asyncio.AbstractEventLoop) -> None:
-        self._loop = weakref.ref(loop)
+    def __init__(self, loop: asyncio.AbstractEventLoop | None) -> None:
+        # None on trio: the queue is the run's (a RunVar), and so are its timers.
+        self._loop = None if loop is None else weakref.ref(loop)
         self._heap: list[tuple[float, int, AbortSignal]] = []
         # Deadlines of loop timers that have been scheduled and not yet run.
         self._pending: set[float] = set()
@@ -501,6 +507,10 @@ class _TimeoutQueue:
             return
         when = self._heap[0][0]
         if self._pending and min(self._pending) <= when:
+            return
+        if self._loop is None:
+            runtime.call_at(when, functools.partial(self._fire, when))
+            self._pending.add(when)
             return
         loop = self._loop()
         if loop is not None:
@@ -518,6 +528,23 @@ class _TimeoutQueue:
         for signal in due:
             signal._signal_abort(SignalTimeoutError("signal timed out"))
 
+
+def _trio_timeout_queue() -> _TimeoutQueue:
+    """The pending timeouts of the running trio run (one queue per run, as per asyncio loop)."""
+    import trio
+
+    global _trio_queues
+    if _trio_queues is None:
+        _trio_queues = trio.lowlevel.RunVar("toolcancel timeouts")
+    try:
+        queue: _TimeoutQueue = _trio_queues.get()
+    except LookupError:
+        queue = _TimeoutQueue(None)
+        _trio_queues.set(queue)
+    return queue
+
+
+_trio_queues: Any = None  # the RunVar, made on first use (trio is not imported before)
 
 _timeout_queues: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _TimeoutQueue] = (
     weakref.WeakKeyDictionary()

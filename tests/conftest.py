@@ -13,12 +13,19 @@ order), never with real time, so they give the same interleaving on every run.  
   the loop would block, so virtual time jumps to the watchdog below, which fails the test at once;
 * :func:`support.until_idle` can wait "until every other task is blocked" exactly, because virtual
   time only moves when nothing else can run.
+
+Why two backends: the registry and the turn scheduler run on asyncio and on trio (anyio runs
+on either).  The rule tests (``test_rules_*.py``, and the scheduler's, ``test_scheduler.py``) run
+on both: each of their ``async def`` tests is parametrized with a ``backend``, and on trio it runs
+with trio's own autojumping clock (``MockClock``), which gives the same two guarantees, in a
+nursery where :func:`support.spawn` starts tasks.
 """
 
 from __future__ import annotations
 
 import asyncio
 import inspect
+import os
 from typing import Any
 
 import pytest
@@ -33,8 +40,21 @@ Why not more: asyncio treats a timer as due when ``when < loop.time() + clock_re
 clock jumped exactly onto may never count as due, and the loop spins instead of failing."""
 
 
+BACKENDS = ("asyncio", "trio")
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "rules(*ids): contract rule ids this test pins")
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Run every ``async def`` rule test on each backend."""
+    module = metafunc.module.__name__.rpartition(".")[2]
+    rules = module.startswith("test_rules_") or module == "test_scheduler"
+    if rules and inspect.iscoroutinefunction(metafunc.function):
+        if "backend" not in metafunc.fixturenames:
+            metafunc.fixturenames.append("backend")
+        metafunc.parametrize("backend", BACKENDS)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -44,6 +64,10 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
     if not inspect.iscoroutinefunction(function):
         return None
     arguments = {name: pyfuncitem.funcargs[name] for name in pyfuncitem._fixtureinfo.argnames}
+    callspec = getattr(pyfuncitem, "callspec", None)
+    if callspec is not None and callspec.params.get("backend") == "trio":
+        _run_on_trio(pyfuncitem.name, function, arguments)
+        return True
 
     # Not asyncio.run (nor asyncio.timeout around the test): cancelling a task that awaits
     # execute() waits for the call to finish (the Python binding), so a call stuck at a gate
@@ -77,3 +101,35 @@ def pytest_pyfunc_call(pyfuncitem: pytest.Function) -> bool | None:
             loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
     return True
+
+
+def _run_on_trio(name: str, function: Any, arguments: dict[str, Any]) -> None:
+    """Run a test on trio with an autojumping clock, in a nursery its tasks are spawned into.
+
+    A deadlocked test fails after :data:`DEADLOCK_AFTER` virtual seconds -- unless what is stuck
+    is a call's pipeline, which trio cannot abandon (it runs behind a shield until it settles):
+    then the run hangs, as the asyncio runner's comment above explains it would without
+    abandoning.
+    """
+    import trio
+    import trio.testing
+    from support import NURSERY
+
+    async def main() -> None:
+        with trio.move_on_after(DEADLOCK_AFTER) as watchdog:
+            async with trio.open_nursery() as nursery:
+                token = NURSERY.set(nursery)
+                try:
+                    await function(**arguments)
+                finally:
+                    NURSERY.reset(token)
+        if watchdog.cancelled_caught:
+            raise AssertionError(
+                f"{name} deadlocked: nothing could run for {DEADLOCK_AFTER:g} virtual seconds "
+                "(a gate was never opened, or a call never settled)"
+            )
+
+    # trio runs the tasks of each scheduling batch in a random order, on purpose; seeded, the
+    # order is the same on every run (pytest-trio seeds it too, under Hypothesis).
+    trio._core._run._r.seed(int(os.environ.get("TOOLCANCEL_TRIO_SEED", "0")))
+    trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))

@@ -20,11 +20,13 @@ the implementation's own serializer, so a test compares against the contract's b
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import json
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+import anyio
 from toolcancel import (
     AbortController,
     AbortSignal,
@@ -98,8 +100,8 @@ class Gate:
 
     def __init__(self, name: str = "gate") -> None:
         self.name = name
-        self._reached = asyncio.Event()
-        self._opened = asyncio.Event()
+        self._reached = anyio.Event()
+        self._opened = anyio.Event()
         self.passed = False
 
     async def passage(self) -> None:
@@ -129,7 +131,7 @@ async def until_idle() -> None:
     other tasks are stuck -- the moment to assert that a call has *not* settled.  It costs no real
     time and gives the same answer on every run.
     """
-    await asyncio.sleep(1.0)
+    await anyio.sleep(1.0)
 
 
 async def yield_to_others() -> None:
@@ -138,10 +140,53 @@ async def yield_to_others() -> None:
     Hooks use it to give concurrent calls a chance to interleave at a known point, without any
     notion of time.
     """
+    if asyncio._get_running_loop() is None:  # trio: a checkpoint is one trip round the loop
+        await anyio.lowlevel.checkpoint()
+        return
     loop = asyncio.get_running_loop()
     future: asyncio.Future[None] = loop.create_future()
     loop.call_soon(future.set_result, None)
     await future
+
+
+T = TypeVar("T")
+
+NURSERY: contextvars.ContextVar[Any] = contextvars.ContextVar("NURSERY")
+"""The trio nursery of the running test (conftest.py opens it): where :func:`spawn` starts tasks."""
+
+
+class TrioTask(Generic[T]):
+    """What :func:`spawn` returns on trio: asyncio's task, as far as the tests use one."""
+
+    def __init__(self, work: Awaitable[T]) -> None:
+        self._done = anyio.Event()
+        self._result: T | None = None
+        self._error: BaseException | None = None
+        NURSERY.get().start_soon(self._run, work)
+
+    async def _run(self, work: Awaitable[T]) -> None:
+        try:
+            self._result = await work
+        except Exception as exc:  # handed to whoever awaits the task, as asyncio does
+            self._error = exc
+        finally:
+            self._done.set()
+
+    def done(self) -> bool:
+        return self._done.is_set()
+
+    def __await__(self) -> Generator[Any, None, T]:
+        yield from self._done.wait().__await__()
+        if self._error is not None:
+            raise self._error
+        return self._result  # type: ignore[return-value]
+
+
+def spawn(work: Awaitable[T]) -> asyncio.Task[T] | TrioTask[T]:
+    """Run ``work`` as a task of its own, on whichever loop the test runs (see conftest.py)."""
+    if asyncio._get_running_loop() is None:
+        return TrioTask(work)
+    return asyncio.ensure_future(work)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -305,9 +350,11 @@ class Harness:
 
     # -- running calls ---------------------------------------------------------------------
 
-    def start(self, name: str = "t", arguments: Any = None, **kwargs: Any) -> asyncio.Task[Call]:
+    def start(
+        self, name: str = "t", arguments: Any = None, **kwargs: Any
+    ) -> asyncio.Task[Call] | TrioTask[Call]:
         """Start a call as a task (to race it with the test's own moves)."""
-        return asyncio.get_running_loop().create_task(self.call(name, arguments, **kwargs))
+        return spawn(self.call(name, arguments, **kwargs))
 
     async def call(self, name: str = "t", arguments: Any = None, **kwargs: Any) -> Call:
         """Run one call; check it published exactly one notification with the returned object."""

@@ -575,17 +575,38 @@ def test_the_tool_decorator_declares_its_options() -> None:
         "agent",
         "description",
         "parallel_safe",
+        "input_schema",
     ]
     reg = ToolRegistry()
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
 
-    @reg.tool(timeout_ms=50, parallel_safe=True)
+    @reg.tool(timeout_ms=50, parallel_safe=True, input_schema=schema)
     async def fetch(args: Any, call: Execution) -> Any:
         return []
 
     definition = reg.definition("fetch")
     assert definition is not None and definition.timeout_ms == 50 and definition.parallel_safe
+    assert definition.input_schema == schema
+    with pytest.raises(TypeError, match="input_schema"):
+        reg.register("bad", fetch, input_schema="{}")  # type: ignore[arg-type]
     with pytest.raises(TypeError):
         reg.tool(timeout=5)  # type: ignore[call-arg]
+
+
+def test_definitions_are_what_an_agent_can_call_in_registration_order() -> None:
+    reg = ToolRegistry()
+
+    async def body(args: Any, call: Execution) -> Any:
+        return []
+
+    reg.register("a", body)
+    reg.register("b", body, agent="x", description="x's own b")
+    reg.register("b", body, description="the global b")
+    reg.register("c", body, agent="y")
+    described = {agent: [(d.name, d.description) for d in reg.definitions(agent)] for agent in "xz"}
+    assert described["z"] == [("a", ""), ("b", "the global b")]  # an agent with no tools of its own
+    assert described["x"] == [("a", ""), ("b", "x's own b")]
+    assert [d.name for d in reg.definitions("y")] == ["a", "b", "c"]
 
 
 def test_revised_calls_still_need_a_signal() -> None:

@@ -10,7 +10,6 @@ of the result, so a right result reached by the wrong rule fails too).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -26,6 +25,7 @@ from support import (
     expected,
     ok,
     passing_guard,
+    spawn,
     text,
 )
 from toolcancel import (
@@ -808,7 +808,7 @@ async def test_a_concurrent_second_next_fails_and_the_first_still_runs_to_the_en
     errors: list[BaseException] = []
 
     async def greedy(view: Execution, next_: Next) -> ToolResult:
-        first = asyncio.ensure_future(next_())
+        first = spawn(next_())
         await gate.reached()
         try:
             await next_()

@@ -9,11 +9,11 @@ aborts, every other task gets to run until it blocks, and the call must still be
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import random
 from typing import Any
 
+import anyio
 import pytest
 from support import (
     Gate,
@@ -81,7 +81,7 @@ async def test_a_day_after_the_abort_the_call_still_waits_and_warned_once(
     await gate.reached()
     with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
         c.abort()
-        await asyncio.sleep(86_400)  # virtual time: a day
+        await anyio.sleep(86_400)  # virtual time: a day
         await until_idle()
         assert not task.done(), "execute() stopped waiting for a body that ignores its signal"
         assert h.notified == [] and body.finished == 0
@@ -674,7 +674,7 @@ async def test_a_thousand_randomly_cancelled_calls_leave_no_listener_on_any_sign
         plans[call_id] = (where, c, w)
         agent = "a1" if where == "approval" or rng.random() < 0.3 else None
         tasks.append(h.start("t", signal=c.signal, call_id=call_id, agent=agent))
-    calls = await asyncio.gather(*tasks)
+    calls = [await task for task in tasks]
 
     callers = [plan[1].signal for plan in plans.values()]
     assert [s.listener_count for s in callers] == [0] * len(callers)

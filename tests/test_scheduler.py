@@ -8,16 +8,16 @@ flags, caps, body durations and abort points at the same invariants.
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from support import Gate, Harness, canon, text, until_idle
+from support import Gate, Harness, canon, spawn, text, until_idle
 from toolcancel import (
     AbortController,
     Accept,
@@ -136,7 +136,7 @@ async def play(
         played.max_policy_overlap = max(played.max_policy_overlap, policy_active)
         try:
             maybe_abort(stage, view.call_id)
-            await asyncio.sleep(0)
+            await anyio.lowlevel.checkpoint()
             return await go_on()
         finally:
             policy_active -= 1
@@ -157,7 +157,7 @@ async def play(
         try:
             maybe_abort("body", view.call_id)
             view.defer_context({"from": view.call_id})
-            await asyncio.sleep(durations[index[view.call_id]] / 1000)
+            await anyio.sleep(durations[index[view.call_id]] / 1000)
         finally:
             bodies_active -= 1
             played.events.append(("body-end", view.call_id))
@@ -181,8 +181,8 @@ async def play(
         played.events.append(("abort", ""))
         turn.abort()
     scheduler = TurnScheduler(h.registry, max_concurrency=cap)
-    async with asyncio.timeout(3600):  # a deadlock fails fast, on virtual time
-        await scheduler.run_turn(calls, signal=turn.signal, agent="main", log=played.log)
+    # a deadlock fails on conftest.py's watchdog, on virtual time
+    await scheduler.run_turn(calls, signal=turn.signal, agent="main", log=played.log)
     started = played.order("body")
     ended = played.order("body-end")
     played.unfinished_at_return = [c for c in started if c not in ended]
@@ -279,7 +279,7 @@ async def test_policy_and_commits_stay_in_model_order_while_bodies_settle_in_rev
     calls = [ToolCallRequest(f"c{i}", "t", {"i": i}) for i in range(3)]
     log = TurnLog()
     turn = AbortController()
-    task = asyncio.create_task(
+    task = spawn(
         TurnScheduler(h.registry).run_turn(calls, signal=turn.signal, log=log)
     )
     for gate in gates.values():
@@ -323,7 +323,7 @@ async def test_contexts_are_logged_after_every_result_and_results_carry_none() -
     h.registry.register("t", body, parallel_safe=True)
     h.registry.add_post_execute(post)
     calls = [ToolCallRequest(f"c{i}", "t", {"contexts": k}) for i, k in enumerate([0, 2, 1])]
-    task = asyncio.create_task(
+    task = spawn(
         TurnScheduler(h.registry).run_turn(calls, signal=AbortController().signal)
     )
     for call_id in ("c2", "c0", "c1"):
@@ -422,13 +422,22 @@ ABORT_POINTS: list[tuple[AbortPoint, list[str]]] = [
 ]
 
 
+INTERLEAVED: dict[AbortPoint, list[str]] = {("body", 0): [AB, AB, AB]}
+"""What else an abort point may give on trio.  asyncio runs a new task after the tasks already
+ready (FIFO), so c0's body starts while c1's pre-execute waits; trio runs each batch of ready
+tasks in a random order (seeded in conftest.py), so c1 may also be committed to and c2 prepared
+first.  Either way no call is prepared after the abort (R36)."""
+
+
 @pytest.mark.rules("R36", "R37", "R38", "R9")
 @pytest.mark.parametrize(("abort_at", "outcomes"), ABORT_POINTS, ids=lambda v: str(v))
 async def test_a_turn_aborted_at_every_point_of_a_three_call_batch(
-    abort_at: AbortPoint, outcomes: list[str]
+    abort_at: AbortPoint, outcomes: list[str], backend: str
 ) -> None:
     p = await play([False, False, False], abort_at)
     check_invariants(p)
+    if backend == "trio" and payloads(p.log)[2][1] != SKIPPED_SEED:
+        outcomes = INTERLEAVED.get(abort_at, outcomes)
     expected = {OK: ok_payload, AB: lambda _: ABORTED, SK: lambda _: SKIPPED_SEED}
     assert payloads(p.log) == [(f"c{i}", expected[o](f"c{i}")) for i, o in enumerate(outcomes)]
     skipped = [f"c{i}" for i, o in enumerate(outcomes) if o == SK]
@@ -439,13 +448,16 @@ async def test_a_turn_aborted_at_every_point_of_a_three_call_batch(
 
 
 @pytest.mark.rules("R36", "R27")
-async def test_a_started_body_is_drained_before_the_turn_returns() -> None:
+async def test_a_started_body_is_drained_before_the_turn_returns(backend: str) -> None:
     """Abort while c0's body (100 ms) runs: the turn returns only after it settled."""
     p = await play([False, False, False], ("body", 0), durations_ms=[100, 1, 1])
     check_invariants(p)
-    assert asyncio.get_running_loop().time() == pytest.approx(0.1)
+    assert anyio.current_time() == pytest.approx(0.1)
     assert ("body-end", "c0") in p.events
-    assert p.order("post") == ["c0", "c1"]  # the drained call is finalized; c2 never started
+    # the drained call is finalized; c2 never started (or, on trio, started before the abort:
+    # see INTERLEAVED)
+    finalized = [["c0", "c1"]] + ([["c0", "c1", "c2"]] if backend == "trio" else [])
+    assert p.order("post") in finalized
 
 
 @pytest.mark.rules("R36", "R37")

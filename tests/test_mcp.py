@@ -1,0 +1,458 @@
+"""toolcancel.mcp end to end, with the SDK's real client, on asyncio and on trio.
+
+In memory, over both of the SDK's in-process paths: ``legacy`` (the JSON-RPC stream loop; a
+client cancel is a ``notifications/cancelled`` the server applies by cancelling the handler's
+scope, and the client stops waiting at once) and ``auto`` (the 2026 per-request path, where the
+cancel is the client's scope reaching the handler).  Over stdio, the example server runs as a
+subprocess.
+
+Everything is ordered by events: a body or hook marks where it is, the test waits for that, then
+cancels; the registry's step tap tells when a call drains; observers tell when a call published.
+Nothing sleeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import random
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters, stdio_client
+from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult
+from toolcancel.cooperate import aborted
+from toolcancel.mcp import build_server, report_progress, to_call_tool_result
+
+ROOT = Path(__file__).resolve().parents[1]
+BACKENDS = ("asyncio", "trio")
+MODES = ("legacy", "auto")
+ABORTED = {
+    "content": [{"type": "text", "text": "Error: tool call aborted"}],
+    "isError": True,
+    "error": {"name": "AbortError", "code": "ABORTED"},
+}
+
+
+def text(s: str) -> list[dict[str, str]]:
+    return [{"type": "text", "text": s}]
+
+
+class Rig:
+    """A registry with recording observers and a step tap, and its MCP server."""
+
+    def __init__(self) -> None:
+        self.registry = ToolRegistry(on_step=self.step)
+        self.published: dict[str, list[ToolResult]] = {}
+        self.entered: set[str] = set()
+        self.draining: dict[str, anyio.Event] = {}
+        self.done: dict[str, anyio.Event] = {}
+        self.registry.add_observer(self.observe)
+        self.server = build_server(self.registry)
+
+    def step(self, view: Execution, step: PathStep) -> None:
+        self.entered.add(view.call_id)
+        if step.dest == "draining":
+            self.event(self.draining, view.name).set()
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        self.published.setdefault(view.call_id, []).append(result)
+        self.event(self.done, view.name).set()
+
+    @staticmethod
+    def event(table: dict[str, anyio.Event], key: str) -> anyio.Event:
+        if key not in table:
+            table[key] = anyio.Event()
+        return table[key]
+
+
+def wire(result: Any) -> dict[str, Any]:
+    """A CallToolResult as JSON, without what the SDK stamps on it (``_meta`` of its own)."""
+    data: dict[str, Any] = result.model_dump(by_alias=True, exclude_none=True, mode="json")
+    meta = {k: v for k, v in data.pop("_meta", {}).items() if k.startswith("toolcancel/")}
+    return data | ({"_meta": meta} if meta else {})
+
+
+def run(backend: str, test: Any, *args: Any) -> None:
+    anyio.run(test, *args, backend=backend)
+
+
+def other_tasks() -> list[str]:
+    """Every task of the run but the current one and those it runs inside (nothing of the
+    server may be left behind): asyncio's tasks, or trio's tree of tasks (its own system task
+    that runs callbacks from other threads excepted)."""
+    try:
+        current = asyncio.current_task()
+    except RuntimeError:
+        current = None
+    if current is not None:
+        return [repr(t) for t in asyncio.all_tasks() if t is not current]
+    import trio
+
+    me = trio.lowlevel.current_task()
+    left: list[str] = []
+    stack = [trio.lowlevel.current_root_task()]
+    while stack:
+        task = stack.pop()
+        for nursery in task.child_nurseries:
+            for child in nursery.child_tasks:
+                stack.append(child)
+                idle = not child.child_nurseries and "run_sync_soon" not in child.name
+                if child is not me and idle:
+                    left.append(child.name)
+    return left
+
+
+async def cancelled_when(event: anyio.Event, work: Any) -> bool:
+    """Run ``work()`` in a cancel scope that is cancelled once ``event`` is set; True if it was."""
+    with anyio.CancelScope() as scope:
+        async with anyio.create_task_group() as group:
+
+            async def cancel() -> None:
+                await event.wait()
+                scope.cancel()
+
+            group.start_soon(cancel)
+            await work()
+            group.cancel_scope.cancel()
+    return scope.cancelled_caught
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tools_are_listed_and_called_with_progress(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+
+        async def echo(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            await report_progress(view, 1, 2, "half way")
+            return text(arguments["text"])
+
+        schema = {"type": "object", "properties": {"text": {"type": "string"}}}
+        rig.registry.register("echo", echo, description="Echo.", input_schema=schema)
+        rig.registry.register("bare", echo)
+        progress: list[tuple[float, float | None, str | None]] = []
+
+        async def on_progress(p: float, total: float | None, message: str | None) -> None:
+            progress.append((p, total, message))
+
+        async with Client(rig.server, mode=mode) as client:
+            tools = (await client.list_tools()).tools
+            assert [(t.name, t.description, t.input_schema) for t in tools] == [
+                ("echo", "Echo.", schema),
+                ("bare", None, {"type": "object"}),
+            ]
+            result = await client.call_tool("echo", {"text": "hi"}, progress_callback=on_progress)
+            unknown = await client.call_tool("nope", {})
+        assert result.model_dump(by_alias=True, exclude_none=True)["content"] == text("hi")
+        assert result.is_error is False
+        assert progress == [(1, 2, "half way")]
+        assert unknown.is_error is True
+        [[published], [missing]] = rig.published.values()
+        assert wire(to_call_tool_result(published)) == wire(result)
+        assert wire(to_call_tool_result(missing)) == wire(unknown)
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancel_mid_body_drains_a_cooperative_body(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started = anyio.Event()
+        stopped: list[object] = []
+
+        async def polite(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started.set()
+            stopped.append(await aborted(view))
+            return text("partial")
+
+        rig.registry.register("polite", polite)
+        async with Client(rig.server, mode=mode) as client:
+            assert await cancelled_when(started, lambda: client.call_tool("polite", {}))
+            await rig.event(rig.done, "polite").wait()
+        assert len(stopped) == 1
+        [[result]] = rig.published.values()
+        assert result.to_data() == ABORTED  # a success after the abort is ABORTED (R18)
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancel_mid_body_waits_for_an_uncooperative_body(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started, release = anyio.Event(), anyio.Event()
+        log: list[str] = []
+
+        async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started.set()
+            await release.wait()  # ignores its signal
+            log.append("body done")
+            return text("done anyway")
+
+        rig.registry.register("stubborn", stubborn)
+
+        async def release_when_draining() -> None:
+            await rig.event(rig.draining, "stubborn").wait()
+            [state] = [i.state for i in rig.registry.in_flight()]
+            assert state == "draining" and rig.published == {}
+            log.append("released")
+            release.set()
+
+        async with Client(rig.server, mode=mode) as client, anyio.create_task_group() as group:
+            group.start_soon(release_when_draining)
+            assert await cancelled_when(started, lambda: client.call_tool("stubborn", {}))
+            await rig.event(rig.done, "stubborn").wait()
+        assert log == ["released", "body done"]
+        [[result]] = rig.published.values()
+        assert result.to_data() == ABORTED
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancel_before_dispatch_starts_no_body(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        in_pre = anyio.Event()
+        bodies: list[str] = []
+
+        async def body(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            bodies.append("started")
+            return text("ran")
+
+        async def hold(view: Execution, next_: Any) -> Allow:
+            in_pre.set()
+            await aborted(view)  # pre-execute waits until the request is cancelled
+            return Allow()
+
+        rig.registry.register("t", body)
+        rig.registry.add_pre_execute(hold)
+        async with Client(rig.server, mode=mode) as client:
+            assert await cancelled_when(in_pre, lambda: client.call_tool("t", {}))
+            await rig.event(rig.done, "t").wait()
+        assert bodies == []
+        [[result]] = rig.published.values()
+        assert result.to_data() == ABORTED
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancel_racing_completion_publishes_exactly_one_result(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started, release = anyio.Event(), anyio.Event()
+
+        async def quick(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started.set()
+            await release.wait()
+            return text("finished")
+
+        rig.registry.register("t", quick)
+        answers: list[Any] = []
+
+        async def call() -> None:
+            answers.append(await client.call_tool("t", {}))
+
+        async with Client(rig.server, mode=mode) as client:
+            with anyio.CancelScope() as scope:
+                async with anyio.create_task_group() as group:
+                    group.start_soon(call)
+                    await started.wait()
+                    release.set()  # the body completes ...
+                    scope.cancel()  # ... as the request is cancelled: no checkpoint between
+            await rig.event(rig.done, "t").wait()
+        [[result]] = rig.published.values()
+        assert result.to_data() in (ABORTED, {"content": text("finished"), "isError": False})
+        assert [wire(a) for a in answers] in ([], [wire(to_call_tool_result(result))])
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None:
+    """1,000 concurrent calls over JSON-RPC, a seeded third of them cancelled in their body and
+    a third cancelled as they are sent (before or after they reach the registry: a race)."""
+    rng = random.Random(17)
+    plans = [rng.choice(("complete", "cancel_body", "cancel_sent")) for _ in range(1000)]
+
+    async def main() -> None:
+        rig = Rig()
+        started = [anyio.Event() for _ in plans]
+        stopped: Counter[str] = Counter()
+
+        async def body(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            i = arguments["i"]
+            started[i].set()
+            if plans[i] == "cancel_body":
+                await aborted(view)
+                stopped["aborted"] += 1
+            return text(str(i))
+
+        rig.registry.register("t", body)
+        answered: dict[int, Any] = {}
+        published: dict[int, ToolResult] = {}
+        rig.registry.add_observer(lambda v, result: published.setdefault(v.arguments["i"], result))
+
+        async def one(i: int) -> None:
+            async def call() -> None:
+                answered[i] = await client.call_tool("t", {"i": i})
+
+            if plans[i] == "complete":
+                await call()
+            elif plans[i] == "cancel_body":
+                await cancelled_when(started[i], call)
+            else:
+                with anyio.CancelScope() as scope:
+                    scope.cancel()
+                    await call()
+
+        async with Client(rig.server, mode="legacy") as client:
+            async with anyio.create_task_group() as group:
+                for i in range(len(plans)):
+                    group.start_soon(one, i)
+            # A cancelled request is never answered: wait for what the server publishes.
+            while len(rig.published) < len(rig.entered):
+                await _next_publication(rig)
+        counts = Counter(len(results) for results in rig.published.values())
+        assert counts == Counter({1: len(rig.entered)}), "every entered call publishes once"
+        assert set(rig.published) == rig.entered
+        for i, plan in enumerate(plans):
+            if plan == "complete":
+                assert wire(answered[i]) == wire(to_call_tool_result(published[i]))
+                assert answered[i].is_error is False
+            elif plan == "cancel_body":
+                assert i not in answered and published[i].to_data() == ABORTED
+            else:
+                assert i not in answered  # never answered, whether or not it entered
+        assert stopped["aborted"] == plans.count("cancel_body")
+        assert rig.registry.in_flight() == []
+        assert other_tasks() == []
+
+    run(backend, main)
+
+
+async def _next_publication(rig: Rig) -> None:
+    """Wait for one more publication than there is now."""
+    event = anyio.Event()
+    before = len(rig.published)
+
+    def wake(view: Execution, result: ToolResult) -> None:
+        if len(rig.published) > before:
+            event.set()
+
+    remove = rig.registry.add_observer(wake)
+    try:
+        if len(rig.published) == before:
+            await event.wait()
+    finally:
+        remove()
+
+
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_server_shutdown_drains_every_call_in_flight(backend: str, mode: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started = {name: anyio.Event() for name in ("polite", "stubborn")}
+        release = anyio.Event()
+
+        async def polite(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started["polite"].set()
+            await aborted(view)
+            return text("stopped")
+
+        async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started["stubborn"].set()
+            await release.wait()
+            return text("done anyway")
+
+        rig.registry.register("polite", polite)
+        rig.registry.register("stubborn", stubborn)
+
+        async def release_when_draining() -> None:
+            await rig.event(rig.draining, "stubborn").wait()
+            release.set()
+
+        async with anyio.create_task_group() as outer:
+            outer.start_soon(release_when_draining)
+            async with Client(rig.server, mode=mode) as client:
+                async with anyio.create_task_group() as calls:
+                    for name in started:
+                        calls.start_soon(client.call_tool, name, {})
+                    for event in started.values():
+                        await event.wait()
+                    calls.cancel_scope.cancel()  # the client leaves with both calls in flight
+        await rig.event(rig.done, "polite").wait()
+        await rig.event(rig.done, "stubborn").wait()
+        assert sorted(len(r) for r in rig.published.values()) == [1, 1]
+        assert [r[0].to_data() for r in rig.published.values()] == [ABORTED, ABORTED]
+        assert rig.registry.in_flight() == []
+
+    run(backend, main)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_the_example_server_over_stdio(backend: str, tmp_path: Path) -> None:
+    """The example as a subprocess: a call, and a cancel of a cooperative body mid-way; the
+    server publishes both results (to its stderr log) and exits when the client leaves."""
+    args = [str(ROOT / "examples" / "mcp_server.py")] + (["--trio"] if backend == "trio" else [])
+    errors = tmp_path / "stderr.txt"
+
+    async def main() -> None:
+        params = StdioServerParameters(command=sys.executable, args=args)
+        started = anyio.Event()
+
+        async def on_progress(p: float, total: float | None, message: str | None) -> None:
+            started.set()
+
+        with errors.open("w") as errlog:
+            async with Client(stdio_client(params, errlog=errlog)) as client:
+                names = [t.name for t in (await client.list_tools()).tools]
+                assert names == ["echo", "wait", "stubborn"]
+                echoed = await client.call_tool("echo", {"text": "hi"})
+                assert echoed.model_dump(by_alias=True)["content"][0]["text"] == "hi"
+                assert await cancelled_when(
+                    started, lambda: client.call_tool("wait", {}, progress_callback=on_progress)
+                )
+
+    anyio.run(main, backend=backend)
+    published = [
+        json.loads(line.split(" ", 2)[2])
+        for line in errors.read_text().splitlines()
+        if line.startswith("published ")
+    ]
+    assert published == [{"content": text("hi"), "isError": False}, ABORTED]
+
+
+def test_the_contract_fields_mcp_has_no_place_for_ride_in_meta() -> None:
+    aborted_result = ToolRegistry().results.cancellation("aborted", ({"note": "n"},))
+    assert wire(to_call_tool_result(aborted_result)) == {
+        "content": ABORTED["content"],
+        "isError": True,
+        "resultType": "complete",
+        "_meta": {
+            "toolcancel/error": ABORTED["error"],
+            "toolcancel/additionalContexts": [{"note": "n"}],
+        },
+    }
+    listed = ToolResult(({"type": "text", "text": "x"},), meta=[1, 2])
+    assert wire(to_call_tool_result(listed))["_meta"] == {"toolcancel/meta": [1, 2]}
+    mapped = ToolResult(({"type": "text", "text": "x"},), meta={"k": "v"})
+    assert to_call_tool_result(mapped).meta == {"k": "v"}
