@@ -31,6 +31,7 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, 
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from .calltask import CallTask
 from .contract import Contract, RevisionContract, load_contract
 from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
@@ -1376,6 +1377,8 @@ def _guarded(
         call.task_cancelled(_message_of(cancelled))
     pipeline = call.run()
     throw: BaseException | None = None
+    # While a step runs, user code's current_task() is the call's own (toolcancel.calltask).
+    own = CallTask.for_call(call.call_id)
 
     def on_cancel(exc: asyncio.CancelledError) -> None:
         nonlocal cancelled
@@ -1392,6 +1395,8 @@ def _guarded(
             call.task_cancelled(_message_of(exc))
 
     while True:
+        if own is not None:
+            throw = own.enter() or throw
         try:
             pending = pipeline.send(None) if throw is None else pipeline.throw(throw)
         except StopIteration as done:
@@ -1399,6 +1404,9 @@ def _guarded(
                 raise cancelled from None
             result: ToolResult = done.value
             return result
+        finally:
+            if own is not None:
+                own.leave()
         throw = None
         if getattr(pending, "_asyncio_future_blocking", None) is None:
             try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
@@ -1412,6 +1420,8 @@ def _guarded(
                 throw = exc
             continue
         pending._asyncio_future_blocking = False
+        if own is not None:
+            own._fut_waiter = pending  # what user code's own cancellations cancel
         while not pending.done():
             stand_in = _StandIn(pending)
             try:
@@ -1428,6 +1438,18 @@ def _guarded(
                 stand_in.release()
                 throw = exc
             break
+        if own is not None:
+            own._fut_waiter = None
+            if throw is None and pending.cancelled():  # as Task.__wakeup: thrown in, not sent
+                throw = _cancellation_of(pending)  # (a nested call's stand-in ignores a send)
+
+
+def _cancellation_of(future: asyncio.Future[Any]) -> asyncio.CancelledError:
+    try:
+        future.result()
+    except asyncio.CancelledError as exc:
+        return exc
+    raise AssertionError("the future was not cancelled")  # pragma: no cover
 
 
 def _message_of(cancelled: asyncio.CancelledError) -> str | None:

@@ -263,7 +263,120 @@ async def test_the_call_runs_in_the_awaiting_task() -> None:
     await asyncio.sleep(0.5)
     assert len(asyncio.all_tasks()) == tasks_before + 1  # no task of its own
     assert (await call).to_json() == ok()
-    assert seen == [call, call]
+    # current_task() inside is the call's view of that task (toolcancel.calltask), not another
+    assert [type(t).__name__ for t in seen] == ["CallTask", "CallTask"]
+    assert [t.get_name() for t in seen] == [call.get_name(), call.get_name()]
+
+
+# -- user code's own cancellations: asyncio.timeout, TaskGroup, cancelling itself ----------------
+
+
+def _timing_out_body(reg: ToolRegistry, gate: Gate, log: list[str]) -> None:
+    async def body(args: Any, view: Execution) -> Any:
+        try:
+            async with asyncio.timeout(0):  # expires at the next turn of the loop
+                await gate.passage()
+        except TimeoutError:
+            log.append("timed out")
+            return [text("gave up waiting")]
+        return [text("gate opened")]
+
+    reg.register("t", body)
+
+
+async def test_a_bodys_own_asyncio_timeout_fires_into_the_body_not_the_call() -> None:
+    reg, gate, log = ToolRegistry(), Gate(), []
+    _timing_out_body(reg, gate, log)
+    result = await reg.execute("t", signal=controller()[1], call_id="own-timeout")
+    assert log == ["timed out"] and not gate.passed
+    assert result.to_json() == ok("gave up waiting")  # the caller asked nothing: not ABORTED
+    assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
+
+
+async def test_a_bodys_own_timeout_inside_a_caller_timeout_is_told_apart() -> None:
+    reg = ToolRegistry()
+    inner_fired: list[str] = []
+    gate = Gate()
+
+    async def body(args: Any, view: Execution) -> Any:
+        try:
+            async with asyncio.timeout(3600):  # the body's own, far away
+                await gate.passage()
+        except TimeoutError:
+            inner_fired.append("inner")
+        return [text("late")]
+
+    reg.register("t", body)
+    task = asyncio.get_running_loop().create_task(reg.execute("t", signal=controller()[1]))
+    await gate.reached()
+    task.cancel()  # the caller's own cancellation: the call is aborted, the body drains
+    await asyncio.sleep(0)
+    gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert inner_fired == []  # the caller's cancellation never reached the body's timeout
+
+
+async def test_a_task_group_in_a_body_cancels_its_own_block() -> None:
+    reg = ToolRegistry()
+    gate = Gate()
+
+    async def fails() -> None:
+        raise ValueError("one child failed")
+
+    async def body(args: Any, view: Execution) -> Any:
+        try:
+            async with asyncio.TaskGroup() as group:
+                group.create_task(gate.passage())
+                group.create_task(fails())
+        except ExceptionGroup as group_failed:
+            return [text(f"the group stopped: {group_failed.exceptions[0]}")]
+        return [text("unreachable")]
+
+    reg.register("t", body)
+    result = await reg.execute("t", signal=controller()[1])
+    assert result.to_json() == ok("the group stopped: one child failed") and not gate.passed
+
+
+async def test_a_body_cancelling_itself_fails_like_any_cancelled_error() -> None:
+    reg = ToolRegistry()
+
+    async def body(args: Any, view: Execution) -> Any:
+        asyncio.current_task().cancel()  # type: ignore[union-attr]
+        await asyncio.sleep(0)
+        return [text("unreachable")]
+
+    reg.register("t", body)
+    result = await reg.execute("t", signal=controller()[1])
+    assert result.to_json() == thrown("")  # the body's failure (no message), not ABORTED
+
+
+async def test_a_nested_call_under_a_bodys_own_timeout_is_aborted_as_its_caller() -> None:
+    reg = ToolRegistry()
+    gate = Gate()
+
+    async def slow(args: Any, view: Execution) -> Any:
+        await gate.passage()
+        return [text("slow done")]
+
+    async def outer(args: Any, view: Execution) -> Any:
+        try:
+            async with asyncio.timeout(0):
+                await reg.execute("slow", signal=view.signal, call_id="nested")
+        except TimeoutError:
+            return [text("nested timed out")]
+        return [text("unreachable")]
+
+    reg.register("slow", slow)
+    reg.register("outer", outer)
+    published: list[tuple[str, Any]] = []
+    reg.add_observer(lambda view, result: published.append((view.call_id, result.to_json())))
+    task = asyncio.get_running_loop().create_task(reg.execute("outer", signal=controller()[1]))
+    await gate.reached()
+    await asyncio.sleep(0)
+    gate.open()  # the nested body drains: its call is aborted (P2), then the timeout fires
+    assert (await task).to_json() == ok("nested timed out")
+    assert published[0][0] == "nested" and published[0][1] == aborted()
 
 
 # -- user code raising CancelledError, KeyboardInterrupt, SystemExit ---------------------------
