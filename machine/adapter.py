@@ -50,6 +50,8 @@ from .errors import ToolcancelError
 from .registry import ToolRegistry
 from .scenario import Harness, RegistryFactory, Scenario
 from .trace import TraceRecorder
+from .turncheck import Turn, TurnHarness
+from .turnvectors import parse_turn
 from .vectors import REVISIONS, body_signals, classify_reason
 from .virtual_time import VirtualClock
 
@@ -115,6 +117,7 @@ class Session:
             "revisions": list(self.revisions),
             "level": self.level,
             "retry": self.retry,
+            "turns": True,
         }
 
     def answer(self, line: str) -> dict[str, Any]:
@@ -128,6 +131,10 @@ class Session:
             vid = msg.get("id")
             if msg.get("protocol") in PROTOCOLS:
                 version = msg["protocol"]
+            if msg.get("type") == "turn":
+                answer = self.loop.run_until_complete(self.run_turn(vid, self.parse_turn(msg)))
+                answer["protocol"] = version
+                return answer
             scenario = self.parse(msg)
             run = self.run if self.level == "trace" else self.run_outcome
             answer = self.loop.run_until_complete(run(vid, scenario))
@@ -153,6 +160,29 @@ class Session:
         if scenario.cancel.startswith("step:"):
             raise AdapterError("cancel step:<k> is not part of the portable language")
         return scenario
+
+    def parse_turn(self, msg: Mapping[str, Any]) -> Turn:
+        if msg.get("protocol") != PROTOCOL:
+            raise AdapterError(f"turns are protocol {PROTOCOL}, not {msg.get('protocol')!r}")
+        if not isinstance(msg.get("id"), str):
+            raise AdapterError("a turn message needs a string id")
+        revision = msg.get("revision")
+        if revision not in self.revisions:
+            raise AdapterError(f"revision {revision!r} is not one of {list(self.revisions)}")
+        return parse_turn(msg.get("turn"), revision, "turn")
+
+    async def run_turn(self, vid: str, turn: Turn) -> dict[str, Any]:
+        """A turn answer: the turn's log, the events the hooks, bodies and observer recorded, and
+        how many there were when ``run_turn`` returned.  The same at both levels: a scheduler is
+        observed from outside."""
+        obs = await TurnHarness(turn).run()
+        return {
+            "protocol": PROTOCOL,
+            "type": "outcome",
+            "id": vid,
+            "log": obs.log,
+            "observed": {"events": obs.events, "returned": obs.returned},
+        }
 
     async def run_outcome(self, vid: str, scenario: Scenario) -> dict[str, Any]:
         return await _run_outcome(self, vid, scenario)

@@ -60,6 +60,8 @@ from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
+from . import turnvectors
+from .turnvectors import TurnVector
 from .vectors import (
     Expectation,
     Vector,
@@ -172,6 +174,7 @@ class Report:
     level: str = "trace"
     protocol: int = 1
     seen: frozenset[str] = frozenset()  # optional observations some answer carried
+    turns: bool = False  # the adapter's hello declared turns (the scheduler's vectors ran)
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
     report_path: str | None = None  # where --report wrote the verdicts, if it did
 
@@ -274,6 +277,7 @@ class Report:
             "protocol": self.protocol,
             "level": self.level,
             "retry": self.retry,
+            "turns": self.turns,
             "vectors": len(self.judgements),
             "passed": self.passed,
             "failed": self.failed,
@@ -397,7 +401,7 @@ class Judge:
 
     def fail(
         self,
-        v: Vector,
+        v: Vector | TurnVector,
         rule: str,
         why: str,
         *,
@@ -493,6 +497,19 @@ class Judge:
                 observed=" > ".join(path),
             )
         return self._observables(v, exp, result, starts, observed, trace)
+
+    def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
+        """The verdict on a turn answer: the scheduler's rules, then each started call against
+        what the contract gives its kind where the turn aborted (:mod:`toolcancel.turnvectors`).
+        Judged alike at both levels: a turn is observed from outside the scheduler."""
+        shape = turnvectors.answer_problem(answer, len(v.turn.kinds))
+        if shape is not None:
+            return self.fail(v, PROTOCOL_RULE, shape)
+        found = turnvectors.judge(v, answer)
+        if found is None:
+            return Judgement(v.id, True, rules=turnvectors.RULES)
+        rule, step, why = found
+        return self.fail(v, rule, why, step=step, expected="see the explanation", observed=why)
 
     def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an outcome-level answer: only what a registry's user observes."""
@@ -1109,6 +1126,12 @@ class Adapter:
         return str(self.hello.get("level", "trace"))
 
     @property
+    def turns(self) -> bool:
+        """Whether the adapter's hello declared ``turns``: it runs turn vectors through its
+        scheduler (optional; without it R9 and R36-R38 are reported not checked)."""
+        return self.hello.get("turns") is True
+
+    @property
     def retry(self) -> str:
         """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
         return str(self.hello.get("retry", load_contract().default_retry))
@@ -1299,6 +1322,8 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
             f"the adapter's hello declares level {hello.get('level')!r}; a protocol-2 hello "
             f"declares one of {', '.join(LEVELS)} (or none: trace)"
         )
+    if type(hello.get("turns", False)) is not bool:
+        return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
     return None
 
 
@@ -1405,9 +1430,11 @@ async def run_vectors(
     window: int = WINDOW,
     hello_timeout: float = HELLO_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
+    turns: Sequence[TurnVector] = (),
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
-    ``progress(judged, total)`` is called after each answer.
+    ``progress(judged, total)`` is called after each answer.  The turn vectors ``turns`` are
+    sent after the call vectors, if the adapter's hello declares ``turns``.
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
@@ -1420,6 +1447,7 @@ async def run_vectors(
             window=window,
             hello_timeout=hello_timeout,
             progress=progress,
+            turns=turns,
         )
 
 
@@ -1432,11 +1460,14 @@ async def _run_vectors(
     window: int,
     hello_timeout: float,
     progress: Callable[[int, int], None] | None,
+    turns: Sequence[TurnVector] = (),
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
     judge = Judge(revision, adapter.retry, adapter.level)
-    vectors = [v.for_retry(adapter.retry) for v in vectors]
+    items: list[Vector | TurnVector] = [v.for_retry(adapter.retry) for v in vectors]
+    if adapter.turns:
+        items += turns
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
         await adapter.stop()
@@ -1446,10 +1477,20 @@ async def _run_vectors(
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
-    report.scenarios = {v.id: scenario_data(v.scenario) for v in vectors}
+    report.turns = adapter.turns
+    report.scenarios = {
+        v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
+        for v in items
+    }
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    lines = [_vector_message(v, adapter.protocol) for v in vectors]
+    vectors = items
+    lines = [
+        v.message(adapter.protocol)
+        if isinstance(v, TurnVector)
+        else _vector_message(v, adapter.protocol)
+        for v in vectors
+    ]
     todo = collections.deque(range(len(vectors)))
     pending: collections.deque[int] = collections.deque()
     try:
@@ -1511,13 +1552,15 @@ async def _run_vectors(
                     )
                 )
                 continue
-            report.judgements.append(judge.judge(v, answer))
+            report.judgements.append(
+                judge.judge_turn(v, answer) if isinstance(v, TurnVector) else judge.judge(v, answer)
+            )
             if progress is not None:
                 progress(len(report.judgements), len(vectors))
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
-    report.seen = frozenset(judge.seen)
+    report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
 
 
@@ -1552,11 +1595,17 @@ def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, 
     return answer
 
 
-def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> list[Vector]:
-    """The vectors ``--only`` names: a vector id picks that vector, a rule id every vector whose
-    expected behaviour exercises the rule (the transitions of its paths, the result's rule and
-    what every answer is checked on).  An id or rule that selects nothing is an error."""
-    ids = {v.id for v in vectors}
+def select(
+    vectors: Sequence[Vector],
+    only: Sequence[str],
+    revision: str,
+    turns: Sequence[TurnVector] = (),
+) -> tuple[list[Vector], list[TurnVector]]:
+    """The call and turn vectors ``--only`` names: a vector id picks that vector, a rule id
+    every vector whose expected behaviour exercises the rule (the transitions of its paths, the
+    result's rule and what every answer is checked on; a turn vector's rules are R9 and
+    R36-R38).  An id or rule that selects nothing is an error."""
+    ids = {v.id for v in vectors} | {t.id for t in turns}
     judge = Judge(revision)
     wanted: set[str] = set()
     for item in only:
@@ -1566,10 +1615,11 @@ def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> lis
         if item not in judge.titles:
             raise ConformError(f"--only {item}: neither a vector id of the run nor a rule id")
         picked = {v.id for v in vectors if item in judge.static_rules(v)}
+        picked |= {t.id for t in turns if item in t.rules}
         if not picked:
             raise ConformError(f"--only {item}: no vector of the run exercises {item}")
         wanted |= picked
-    return [v for v in vectors if v.id in wanted]
+    return [v for v in vectors if v.id in wanted], [t for t in turns if t.id in wanted]
 
 
 def conform(
@@ -1582,15 +1632,19 @@ def conform(
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``), or only
-    those ``only`` selects (:func:`select`)."""
+    """Run the vectors of ``revision`` (the committed ones, call and turn vectors, unless
+    ``vectors_path`` names a call vectors file), or only those ``only`` selects
+    (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
+    turns: list[TurnVector] = []
+    if not vectors_path:
+        turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
     if only:
-        vectors = select(vectors, only, revision)
+        vectors, turns = select(vectors, only, revision, turns)
     return asyncio.run(
         run_vectors(
             command,
@@ -1599,6 +1653,7 @@ def conform(
             timeout=timeout,
             hello_timeout=hello_timeout,
             progress=progress,
+            turns=turns,
         )
     )
 

@@ -945,6 +945,12 @@ def expected_files(
     for revision in revisions:
         step = None if progress is None else functools.partial(_tell, progress, revision)
         files[f"{revision}.jsonl"] = render(generate(revision, workers=workers, progress=step))
+    from . import turnvectors  # the scheduler's vectors (R36-R38), beside the calls'
+
+    for revision in revisions:
+        files[turnvectors.turn_file(".", revision).name] = turnvectors.render(
+            turnvectors.generate(revision)
+        )
     return files
 
 
