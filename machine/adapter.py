@@ -25,8 +25,13 @@ the exception, each body's signal at start and at settle, what had started and s
 ``execute()`` settled, the notifications and whether each carried the very object returned, and
 listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
 
-``--mutant NAME`` wraps a deliberately broken registry of ``model_tests/mutants.py`` (imported
-from the current directory, i.e. a source checkout), to prove that conform catches each one.
+``--mutant NAME`` wraps a deliberately broken registry or scheduler of ``model_tests/mutants.py``
+(imported from the current directory, i.e. a source checkout), to prove that conform catches each
+one.
+
+Turn messages (``type: "turn"``, announced by ``turns`` in the hello) run a batch of calls through
+the real :class:`~toolcancel.TurnScheduler` with :class:`toolcancel.turncheck.TurnHarness`, the
+harness ``toolcancel verify`` checks turns with, and answer with its events and log.
 
 One event loop with a virtual clock serves every vector: creating a loop per vector would cost
 more than running the vector.  Reading stdin blocks that loop between vectors, which is fine:
@@ -336,7 +341,7 @@ def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
         ) from None
     finally:
         sys.path.pop(0)
-    found = {m.name: m for m in module.MUTANTS}
+    found = {m.name: m for m in (*module.MUTANTS, *getattr(module, "TURN_MUTANTS", ()))}
     if name not in found:
         raise AdapterError(f"no mutant {name!r}; known: {', '.join(found)}")
     with found[name].active() as factory:

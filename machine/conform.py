@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from . import turnvectors
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
@@ -60,7 +61,6 @@ from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
-from . import turnvectors
 from .turnvectors import TurnVector
 from .vectors import (
     Expectation,
@@ -1484,14 +1484,13 @@ async def _run_vectors(
     }
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    vectors = items
     lines = [
         v.message(adapter.protocol)
         if isinstance(v, TurnVector)
         else _vector_message(v, adapter.protocol)
-        for v in vectors
+        for v in items
     ]
-    todo = collections.deque(range(len(vectors)))
+    todo = collections.deque(range(len(items)))
     pending: collections.deque[int] = collections.deque()
     try:
         while todo or pending:
@@ -1504,7 +1503,7 @@ async def _run_vectors(
                 adapter.send(b"".join(batch))
                 await adapter.drain()
             i = pending[0]
-            v = vectors[i]
+            v = items[i]
             try:
                 line = await adapter.readline(f"vector {v.id}")
                 answer = _parse_answer(line, v.id, adapter.protocol)
@@ -1529,10 +1528,10 @@ async def _run_vectors(
                     for j in todo:
                         report.judgements.append(
                             Judgement(
-                                vectors[j].id,
+                                items[j].id,
                                 False,
                                 rule=PROTOCOL_RULE,
-                                explanation=f"{vectors[j].id}: the adapter could not be "
+                                explanation=f"{items[j].id}: the adapter could not be "
                                 f"restarted: {exc2}",
                                 step="adapter",
                             )
@@ -1556,7 +1555,7 @@ async def _run_vectors(
                 judge.judge_turn(v, answer) if isinstance(v, TurnVector) else judge.judge(v, answer)
             )
             if progress is not None:
-                progress(len(report.judgements), len(vectors))
+                progress(len(report.judgements), len(items))
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start

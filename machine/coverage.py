@@ -166,7 +166,8 @@ def markdown_table(titles: dict[str, str]) -> str:
     for rule, cov in COVERAGE.items():
         why = cov.why
         if cov.needs == "turns":
-            why = "needs an adapter that runs turns (optional: `turns` in its hello), else not checked"
+            why = "needs an adapter that runs turns (optional: `turns` in its hello), else not "
+            why += "checked"
         elif cov.needs is not None:
             why = f"{why}; needs {cov.needs} observations (optional), else not checked"
         lines.append(

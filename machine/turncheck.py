@@ -220,9 +220,16 @@ def turn_problems(
     if returned is None:
         return [("R36", "run_turn never returned: a started call was never drained")]
     abort = next((i for i, e in enumerate(events) if e["event"] == "abort"), None)
+    first: dict[str, tuple[int, str]] = {}  # call -> its first event: started once any ran
     for i, e in enumerate(events):
-        if e["event"] == "pre" and abort is not None and i > abort:
-            out.append(("R36", f"{e['call']} was prepared after the turn signal aborted"))
+        if "call" in e:
+            first.setdefault(e["call"], (i, e["event"]))
+    for c, (i, what) in first.items():
+        if abort is not None and i > abort:
+            out.append(
+                ("R36", f"{c} was started after the turn signal aborted (its first event, "
+                 f"{what}, came after the abort)")
+            )
     head = events[:returned]
     for c in ids:
         running = sum(1 for e in head if e.get("call") == c and e["event"] == "body_start") - sum(
@@ -230,16 +237,13 @@ def turn_problems(
         )
         if running > 0:
             out.append(("R36", f"the body of {c} was not drained before the turn returned"))
-    started = [e["call"] for e in events if e["event"] == "pre"]
-    if started != ids[: len(started)]:
-        out.append(("R38", f"pre-execute ran in order {started}, not model order"))
+    pres = [e["call"] for e in events if e["event"] == "pre"]
+    if pres != ids[: len(pres)]:
+        out.append(("R38", f"pre-execute ran in order {pres}, not model order"))
     posts = [e["call"] for e in events if e["event"] == "post"]
     if posts != sorted(posts, key=lambda c: ids.index(c) if c in ids else n):
         out.append(("R38", f"post-execute ran in order {posts}, not model order"))
-    for c in ids:
-        if c not in started and any(e.get("call") == c for e in events):
-            touched = sorted({e["event"] for e in events if e.get("call") == c})
-            out.append(("R37", f"{c} was never prepared but touched the registry ({touched})"))
+    started = [c for c in ids if c in first]
     calls = [e["callId"] for e in log if e["kind"] == "tool/call"]
     results = [e for e in log if e["kind"] == "tool/result"]
     if sorted(calls) != ids or sorted(r["callId"] for r in results) != ids:

@@ -1,4 +1,4 @@
-"""Turn vectors: the agent-loop scheduler's rules (R36-R38, R9), for implementations in any language.
+"""Turn vectors: the agent-loop scheduler's rules (R36-R38, R9), for any implementation.
 
 A call vector (:mod:`toolcancel.vectors`) is one registry call; the scheduler sits above that
 boundary.  A turn vector is one batch of model calls run under one turn signal
@@ -231,7 +231,11 @@ def generate(revision: str, max_calls: int = MAX_CALLS) -> list[TurnVector]:
 
 def render(vectors: Sequence[TurnVector]) -> str:
     """The file text: the table, then one vector per line."""
-    return "".join(x.to_line() + "\n" for x in (vectors[0].table, *vectors))
+    return "".join(line + "\n" for line in (vectors[0].table.to_line(), *map(_line, vectors)))
+
+
+def _line(v: TurnVector) -> str:
+    return v.to_line()
 
 
 def load_turn_vectors(path: str | Path) -> list[TurnVector]:
@@ -334,14 +338,14 @@ def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | No
                 f"{canonical_json(variant['result'])}; the contract gives {want}"
                 + ("" if phase == NEVER else " (the turn signal is its caller signal)")
             )
-        seen, want = variant["events"], [list(a["events"]) for a in allowed]
+        seen, paths = variant["events"], [list(a["events"]) for a in allowed]
         rule = "R36"
-        if "body_start" in seen and not any("body_start" in w for w in want):
+        if "body_start" in seen and not any("body_start" in w for w in paths):
             rule = "R28"
-        elif ("post" in seen) != any("post" in w for w in want):
+        elif ("post" in seen) != any("post" in w for w in paths):
             rule = "R38"
         return rule, "turn_calls", (
             f"{call} ({kind}, turn aborted at its {phase}) went through {seen}; the contract "
-            f"takes it through {' or '.join(map(str, want))}"
+            f"takes it through {' or '.join(map(str, paths))}"
         )
     return None

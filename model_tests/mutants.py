@@ -20,6 +20,7 @@ from unittest import mock
 from toolcancel import ToolRegistry, deadline
 from toolcancel import fusion as fusion_module
 from toolcancel import registry as registry_module
+from toolcancel import scheduler as scheduler_module
 from toolcancel import timeout_policy as timeout_module
 from toolcancel.results import Results, ToolResult
 from toolcancel.signals import AbortSignal
@@ -256,6 +257,35 @@ def _loses_contexts_on_abort() -> Iterator[None]:
         yield
 
 
+_Turn: Any = scheduler_module._Turn
+
+
+@contextlib.contextmanager
+def _forgets_turn_contexts() -> Iterator[None]:
+    """Commits each result but never accepts its contexts into the turn's log."""
+
+    async def commit(self: Any, call: Any) -> None:
+        result = await call.finalize()
+        self.log.append("tool/result", call.call_id, scheduler_module.result_payload(result))
+
+    with mock.patch.object(_Turn, "commit", commit):
+        yield
+
+
+@contextlib.contextmanager
+def _skips_with_aborted() -> Iterator[None]:
+    """Gives a never-started call the registry's ABORTED instead of the synthetic R9 result."""
+    real = _Turn.run
+
+    async def run(self: Any) -> None:
+        results = self.registry.results
+        with mock.patch.object(type(results), "skipped", lambda r: r.aborted()):
+            await real(self)
+
+    with mock.patch.object(_Turn, "run", run):
+        yield
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
     Mutant("abandons_after_grace", "R27",
@@ -276,4 +306,14 @@ MUTANTS: tuple[Mutant, ...] = (
            _detaches_caller),
     Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
            _loses_contexts_on_abort),
+)
+
+
+TURN_MUTANTS: tuple[Mutant, ...] = (
+    # Broken schedulers (R36-R38, R9): killed by the turn batches of ``toolcancel verify`` and by
+    # conform's turn vectors (tests/test_turn_vectors.py), not by one call's checks.
+    Mutant("forgets_turn_contexts", "R38", "never logs a committed result's contexts",
+           _forgets_turn_contexts),
+    Mutant("skips_with_aborted", "R9", "gives never-started calls the registry's ABORTED",
+           _skips_with_aborted),
 )

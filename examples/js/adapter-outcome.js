@@ -5,6 +5,7 @@ import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
 import { VirtualClock } from './adapter-trace.js'; // virtual time for deadlines: no real timer is set
+import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
 
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
@@ -124,9 +125,9 @@ async function run(s) {
 }
 
 send({ type: 'hello', implementation: 'toolcancel examples/js registry.js (cursor next())',
-  revisions: REVISIONS, level: 'outcome', retry: 'cursor' });
+  revisions: REVISIONS, level: 'outcome', retry: 'cursor', turns: true });
 for await (const line of readline.createInterface({ input: process.stdin })) {
   const v = JSON.parse(line);
-  try { send({ type: 'outcome', id: v.id, ...(await run(v.scenario)) }); }
+  try { send({ type: 'outcome', id: v.id, ...(await (v.type === 'turn' ? runTurnVector(v.revision, v.turn) : run(v.scenario))) }); }
   catch (e) { send({ type: 'error', id: v.id, message: String(e?.message ?? e) }); }
 }

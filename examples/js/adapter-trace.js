@@ -14,6 +14,7 @@
 import * as readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { RETRY, REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import { runTurnVector } from './turns.js';
 
 export const PROTOCOL = 2;
 export const IMPLEMENTATION = 'toolcancel examples/js registry.js (cursor next())';
@@ -348,8 +349,11 @@ export async function answer(line, options) {
     if (msg?.protocol !== PROTOCOL) {
       throw new Error(`protocol ${JSON.stringify(msg?.protocol)}; this adapter speaks ${PROTOCOL}`);
     }
-    if (msg.type !== 'vector') throw new Error(`type ${JSON.stringify(msg.type)}; expected "vector"`);
     if (id === null) throw new Error('a vector message needs a string id');
+    if (msg.type === 'turn') {
+      return { protocol: PROTOCOL, type: 'outcome', id, ...(await runTurnVector(msg.revision, msg.turn)) };
+    }
+    if (msg.type !== 'vector') throw new Error(`type ${JSON.stringify(msg.type)}; expected "vector"`);
     if (msg.revision !== msg.scenario?.revision) {
       throw new Error("scenario.revision differs from the message's revision");
     }
@@ -375,6 +379,7 @@ async function main() {
     revisions: REVISIONS,
     level: 'trace',
     retry: RETRY,
+    turns: true, // turn vectors run through scheduler.js (turns.js)
   });
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {
