@@ -48,11 +48,12 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 from .contract import load_contract
-from .errors import ToolcancelError
-from .registry import ToolRegistry
+from .errors import RegistryUsageError, ToolcancelError
+from .registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
+from .results import ToolResult
 from .scenario import Harness, RegistryFactory, Scenario
 from .trace import TraceRecorder
 from .turncheck import Turn, TurnHarness
@@ -196,9 +197,11 @@ class Session:
         recorder = TraceRecorder()
         settled: list[int] = []
         base = self.factory
+        probes = Probes()
 
         def factory(**options: Any) -> ToolRegistry:
             registry = base(trace=recorder, **options)
+            probes.install(registry, harness)
             execute = registry.execute
 
             def timed(*args: Any, **kwargs: Any) -> Any:
@@ -215,7 +218,8 @@ class Session:
             registry.execute = timed  # type: ignore[method-assign]
             return registry
 
-        obs = await Harness(scenario, factory, self.clock, self.retry).run()
+        harness = Harness(scenario, factory, self.clock, self.retry)
+        obs = await harness.run()
         hung = any("neither finished nor waited" in what for _, what in obs.problems)
         raised = None
         if obs.error is not None:
@@ -233,6 +237,7 @@ class Session:
                 "body_signals": body_signals(obs),
                 "settled_at": settled[0] if settled and not hung else None,
                 "raised": raised,
+                **probes.observed(obs),
             },
         }
 
@@ -247,6 +252,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
     listeners: dict[str, int] = {}
     base = session.factory
     harness: Harness | None = None
+    probes = Probes()
 
     def settles() -> int:
         assert harness is not None
@@ -254,6 +260,8 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
 
     def factory(**options: Any) -> ToolRegistry:
         registry = base(**options)
+        assert harness is not None
+        probes.install(registry, harness)
         execute, register = registry.execute, registry.register
 
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -293,7 +301,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
     observed: dict[str, Any] = {
         "raised": raised,
         "notifications": len(obs.notified),
-        "notified_same": all(r is obs.result for r in obs.notified),
+        **probes.observed(obs),
         "bodies": [
             {"start": start, "settle": at_settle[i] if i < len(at_settle) else None}
             for i, start in enumerate(starts)
@@ -309,6 +317,99 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
         "result": None if obs.result is None else obs.result.to_data(),
         "observed": observed,
     }
+
+
+class Probes:
+    """The optional observations of an answer that the scenario harness does not make itself:
+    an observer of our own that checks identity and tries to mutate what it receives, the
+    approval request's signal, and the slot each around wrapper finds after its ``next()``.
+
+    Installed on the registry the harness builds, before the harness adds its own hooks, by
+    wrapping the registry's ``set_approval`` and ``add_around``; nothing here changes what the
+    registry decides."""
+
+    def __init__(self) -> None:
+        self.notified: list[ToolResult] = []
+        self.frozen: dict[str, bool] | None = None
+        self.approval_signal: str | None = None
+        self.after_next: list[bool] = []
+
+    def install(self, registry: ToolRegistry, harness: Harness) -> None:
+        set_approval, add_around = registry.set_approval, registry.add_around
+
+        def approval(seam: Any) -> None:
+            async def asked(request: ApprovalRequest) -> Any:
+                self.approval_signal = "pre_slot" if request.signal is harness.pre_slot else "other"
+                return await seam(request)
+
+            set_approval(None if seam is None else asked)
+
+        def around(hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
+            async def probed(view: Execution, nxt: Next) -> Any:
+                async def watched() -> Any:
+                    handed = view.signal
+                    result = await nxt()
+                    self.after_next.append(view.signal is handed)
+                    return result
+
+                return await hook(view, watched)
+
+            return add_around(probed, prepend=prepend)
+
+        registry.set_approval = approval  # type: ignore[method-assign]
+        registry.add_around = around  # type: ignore[method-assign]
+        registry.add_observer(self.observe)
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        self.notified.append(result)
+        if self.frozen is None:
+            self.frozen = {"result": _refuses_mutation(result), "view": _slot_refused(view)}
+
+    def observed(self, obs: Any) -> dict[str, Any]:
+        """The fields these probes add to an answer's ``observed``."""
+        everyone = [*obs.notified, *self.notified]
+        out: dict[str, Any] = {"notified_same": all(r is obs.result for r in everyone)}
+        if self.frozen is not None:
+            out["frozen"] = self.frozen
+        if self.approval_signal is not None:
+            out["approval_signal"] = self.approval_signal
+        out["slot_after_next"] = self.after_next
+        return out
+
+
+def _refused(attempt: Callable[[], object]) -> bool:
+    """Whether ``attempt`` (a write that changes nothing if it succeeds) raised."""
+    try:
+        attempt()
+    except (AttributeError, TypeError, ValueError, RegistryUsageError):
+        return True
+    return False
+
+
+def _refuses_mutation(result: ToolResult) -> bool:
+    """Whether the published result refuses every write an observer could try: its fields, and
+    every container inside it (the result must be deep-frozen, R30).  A write that succeeds is
+    undone at once, so a mutable result is reported, not corrupted."""
+    if not _refused(lambda: setattr(result, "is_error", result.is_error)):
+        return False
+    return all(_deep_refuses(v) for v in (result.content, result.contexts, result.meta))
+
+
+def _deep_refuses(value: Any) -> bool:
+    if isinstance(value, (list, dict)):
+        return False  # a plain list or dict accepts writes: not frozen
+    if isinstance(value, Mapping):
+        if not _refused(lambda: cast(Any, value).__setitem__("probe", None)):
+            return False
+        return all(_deep_refuses(v) for v in value.values())
+    if isinstance(value, tuple):
+        return all(_deep_refuses(v) for v in value)
+    return True
+
+
+def _slot_refused(view: Execution) -> bool:
+    """Whether the view's slot refuses a write once the result is published (R31)."""
+    return _refused(lambda: setattr(view, "signal", view.signal))
 
 
 def signal_state(signal: Any) -> dict[str, Any]:
@@ -341,7 +442,8 @@ def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
         ) from None
     finally:
         sys.path.pop(0)
-    found = {m.name: m for m in (*module.MUTANTS, *getattr(module, "TURN_MUTANTS", ()))}
+    lists = ("MUTANTS", "TURN_MUTANTS", "OBSERVATION_MUTANTS")
+    found = {m.name: m for name in lists for m in getattr(module, name, ())}
     if name not in found:
         raise AdapterError(f"no mutant {name!r}; known: {', '.join(found)}")
     with found[name].active() as factory:

@@ -663,6 +663,9 @@ class Judge:
                 expected="the returned object",
                 observed="another object",
             )
+        probe = self._probes(v, observed)
+        if probe is not None:
+            return probe
         listeners = observed.get("listeners")
         if listeners is not None and listeners["after"] != listeners["before"]:
             return self.fail(
@@ -681,6 +684,59 @@ class Judge:
             else self.expected_rules(v, exp, starts, listeners is not None)
         )
         return Judgement(v.id, True, rules=rules)
+
+    def _probes(self, v: Vector, observed: Mapping[str, Any]) -> Judgement | None:
+        """The optional protocol observations (issue 14, blind spot 6): what an observer could
+        write (R30: the result is deep-frozen; R31: the view is frozen before notification), the
+        approval request's signal (R24) and the slot each wrapper finds after ``next()`` (R23)."""
+        frozen = observed.get("frozen")
+        if frozen is not None:
+            self.seen.add("frozen")
+            if not frozen["result"]:
+                return self.fail(
+                    v,
+                    "R30",
+                    "an observer could write into the published result; it must be deep-frozen "
+                    "(snapshotted and frozen exactly once, before any observer sees it).",
+                    step="frozen",
+                    expected="a deep-frozen result",
+                    observed="a result that accepted a write",
+                )
+            if not frozen["view"]:
+                return self.fail(
+                    v,
+                    "R31",
+                    "an observer could write the execution view's signal slot; the registry "
+                    "must freeze the view immediately before notifying.",
+                    step="frozen",
+                    expected="a frozen view",
+                    observed="a slot that accepted a write",
+                )
+        if observed.get("approval_signal") == "other":
+            return self.fail(
+                v,
+                "R24",
+                "the approval seam received another signal than the one pre-execute found in the "
+                "slot; it must receive the slot's signal as it is when approval is asked (C "
+                "itself, by identity, unless a pre-execute listener changed the slot).",
+                step="approval_signal",
+                expected="pre_slot",
+                observed="other",
+            )
+        after = observed.get("slot_after_next")
+        if after is not None and not all(after):
+            k = after.index(False)
+            return self.fail(
+                v,
+                "R23",
+                f"after next() number {k + 1} settled, its wrapper found another signal in the "
+                "slot than the one it handed on; after the body the slot holds what the "
+                "wrappers left (W), and each inner wrapper restores what it found.",
+                step="slot_after_next",
+                expected="the slot as the wrapper left it",
+                observed=f"another signal after next() {k + 1}",
+            )
+        return None
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
 
@@ -966,6 +1022,18 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         and all(_is_count(n) for n in listeners.values())
     ):
         return "observed.listeners must be {before, after} counts (or absent)"
+    frozen = observed.get("frozen")
+    if frozen is not None and not (
+        isinstance(frozen, dict)
+        and frozen.keys() == {"result", "view"}
+        and all(type(x) is bool for x in frozen.values())
+    ):
+        return "observed.frozen must be {result, view} booleans (or absent)"
+    if observed.get("approval_signal") not in (None, "pre_slot", "other"):
+        return "observed.approval_signal must be pre_slot or other (or absent)"
+    after = observed.get("slot_after_next")
+    if after is not None and not (isinstance(after, list) and all(type(x) is bool for x in after)):
+        return "observed.slot_after_next must be a list of booleans (or absent)"
     return None
 
 

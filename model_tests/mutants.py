@@ -22,8 +22,8 @@ from toolcancel import fusion as fusion_module
 from toolcancel import registry as registry_module
 from toolcancel import scheduler as scheduler_module
 from toolcancel import timeout_policy as timeout_module
-from toolcancel.results import Results, ToolResult
-from toolcancel.signals import AbortSignal
+from toolcancel.results import Results, ToolResult, thaw
+from toolcancel.signals import AbortController, AbortSignal
 
 Factory = Callable[..., ToolRegistry]
 
@@ -316,4 +316,59 @@ TURN_MUTANTS: tuple[Mutant, ...] = (
            _forgets_turn_contexts),
     Mutant("skips_with_aborted", "R9", "gives never-started calls the registry's ABORTED",
            _skips_with_aborted),
+)
+
+
+@contextlib.contextmanager
+def _mutable_result() -> Iterator[None]:
+    """Publishes a result whose content is a plain list of plain dicts: it serializes exactly
+    like the frozen one, but an observer can write into it."""
+    real = Results.materialize
+
+    def materialize(self: Any, result: ToolResult) -> ToolResult:
+        frozen = real(self, result)
+        return dataclasses.replace(frozen, content=thaw(frozen.content))
+
+    with mock.patch.object(Results, "materialize", materialize):
+        yield
+
+
+@contextlib.contextmanager
+def _unfrozen_view() -> Iterator[None]:
+    """Lets the execution view's slot be written after the result is published."""
+    prop = registry_module.Execution.signal
+
+    def setter(self: Any, value: AbortSignal | None) -> None:
+        frozen, self._frozen = self._frozen, False
+        try:
+            prop.fset(self, value)
+        finally:
+            self._frozen = frozen
+
+    with mock.patch.object(registry_module.Execution, "signal", property(prop.fget, setter)):
+        yield
+
+
+@contextlib.contextmanager
+def _approval_gets_a_copy() -> Iterator[None]:
+    """Hands the approval seam a fresh signal instead of the slot's (C) one."""
+    real = registry_module.ApprovalRequest
+
+    def request(*args: Any) -> Any:
+        *head, signal, own = args
+        return real(*head, None if signal is None else AbortController().signal, own)
+
+    with mock.patch.object(registry_module, "ApprovalRequest", request):
+        yield
+
+
+OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
+    # Broken registries only the protocol's optional observations show (issue 14, blind spot 6):
+    # caught by conform at both levels (tests/test_conform_observations.py).
+    Mutant("mutable_result", "R30", "publishes a result an observer can write into",
+           _mutable_result),
+    Mutant("unfrozen_view", "R31", "leaves the view's slot writable after publication",
+           _unfrozen_view),
+    Mutant("approval_gets_a_copy", "R24", "hands the approval seam another signal than C",
+           _approval_gets_a_copy),
 )
