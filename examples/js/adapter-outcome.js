@@ -6,6 +6,7 @@ import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
 import { VirtualClock } from './adapter-trace.js'; // virtual time for deadlines: no real timer is set
 import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
+import { Probes } from './probes.js'; // observer writes, the approval's signal, the slot after next()
 
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
@@ -27,6 +28,7 @@ const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its 
 
 async function run(s) {
   const timers = new VirtualClock(), waiting = new Map(), aborting = [], bodies = [], notified = [];
+  const probes = new Probes();
   const gate = (name, signal) => new Promise((resolve) => {
     const go = () => { waiting.delete(name); signal?.removeEventListener('abort', go); resolve(); };
     waiting.set(name, go);
@@ -36,14 +38,16 @@ async function run(s) {
   const abortCaller = () => caller?.signal.aborted || caller?.abort(new CallerReason('cancelled'));
   if (s.caller === 'aborted' || s.cancel === 'before_entry') abortCaller();
   const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {} });
-  reg.hooks.on('tools/pre-execute', async () => {
+  reg.hooks.on('tools/pre-execute', async (exec) => {
+    probes.sawPre(exec);
     await gate('pre');
     if (s.pre === 'throw') throw new Error('pre-execute policy failed');
     if (s.pre === 'throw_structured') throw new ToolError('policy store unavailable', 'POLICY_DOWN');
     return PRE[s.pre];
   });
   const fail = (message) => { throw new Error(message); };
-  if (s.approval_seam) reg.setApproval(async () => {
+  if (s.approval_seam) reg.setApproval(async (request) => {
+    probes.asked(request);
     await gate('approval');
     return s.approval === 'throw' ? fail('approval channel crashed') : s.approval;
   });
@@ -61,7 +65,7 @@ async function run(s) {
     if (w === 'replace_aborted') exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`));
     if (w === 'remove') delete exec.signal;
     let r;
-    try { r = await next(); if (w === 'retry') r = await next(); } finally {
+    try { r = await probes.next(exec, next); if (w === 'retry') r = await probes.next(exec, next); } finally {
       if (up === undefined) delete exec.signal; else exec.signal = up;
     }
     if (w === 'wait_after') await gate(`w${i}_after`);
@@ -87,6 +91,7 @@ async function run(s) {
     return POST[s.post];
   });
   reg.hooks.on('tools/result', (_exec, r) => { notified.push(r); });
+  reg.hooks.on('tools/result', probes.observe);
   if (s.observer === 'throws') reg.hooks.on('tools/result', () => { throw new Error('observer crashed'); });
   // Drive the call: release one gate at a time, in the order the call reaches them.
   const count = () => (caller ? getEventListeners(caller.signal, 'abort').length : 0);
@@ -119,7 +124,7 @@ async function run(s) {
   if (settled === null) raised = 'execute() never settled';
   if (s.cancel === 'after') { abortCaller(); await settle(); }
   const same = notified.every((r) => r === result);
-  return { result, observed: { raised, notifications: notified.length, notified_same: same,
+  return { result, observed: { raised, notifications: notified.length, ...probes.observed(result), notified_same: same && probes.observed(result).notified_same,
     bodies: bodies.map(({ start, settle }) => ({ start, settle })), settled,
     ...(caller ? { listeners } : {}) } };
 }

@@ -1,0 +1,133 @@
+"""The protocol's optional observations (issue 14, blind spot 6): conform sees what observers,
+the approval seam and wrappers were handed, not only results and counts.
+
+Why these tests exist: a registry can publish a result that serializes exactly like a frozen one
+but that an observer can write into (R30), leave the view's slot writable after publication
+(R31), hand the approval seam a signal other than C (R24), or hand every observer the right
+object while a second observer gets a copy (R31).  None of that shows in a result, a trace's
+events or a notification count.  Each broken registry of ``OBSERVATION_MUTANTS`` must fail
+conform at both levels, citing its rule; a doctored answer is judged one field at a time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolcancel.adapter import Session
+from toolcancel.conform import PROTOCOL_RULE, Judge, run_vectors
+from toolcancel.registry import ToolRegistry
+from toolcancel.scenario import Harness
+from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.virtual_time import VirtualClock, run
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _observation_mutants() -> Any:
+    sys.path.insert(0, str(ROOT))
+    try:
+        from model_tests.mutants import OBSERVATION_MUTANTS
+    finally:
+        sys.path.pop(0)
+    return OBSERVATION_MUTANTS
+
+
+OBSERVATION_MUTANTS = _observation_mutants()
+
+
+@pytest.fixture(scope="module")
+def seed() -> list[Vector]:
+    return shipped_vectors("seed")
+
+
+def _asks(v: Vector) -> bool:
+    s = v.scenario
+    return s.pre == "ask" and s.approval_seam and s.agent and s.caller == "live"
+
+
+KILLERS = {
+    "mutable_result": lambda v: True,
+    "unfrozen_view": lambda v: True,
+    "approval_gets_a_copy": _asks,
+}
+
+
+@pytest.mark.parametrize("level", ["trace", "outcome"])
+@pytest.mark.parametrize("mutant", OBSERVATION_MUTANTS, ids=lambda m: m.name)
+def test_conform_catches_what_only_the_observations_show(
+    mutant: Any, level: str, seed: list[Vector]
+) -> None:
+    vectors = [v for v in seed if KILLERS[mutant.name](v)][:40]
+    command = [sys.executable, "-m", "toolcancel.adapter", "--mutant", mutant.name]
+    command += ["--level", level]
+    cwd = os.getcwd()
+    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    try:
+        report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
+    finally:
+        os.chdir(cwd)
+    failed = [j for j in report.judgements if not j.passed]
+    assert failed, f"{mutant.name} passed conform at {level} level"
+    rules = {j.rule for j in failed}
+    # at trace level the checker may see the probe's own write of the slot first (R23)
+    assert rules <= {mutant.rule, "R23"} and (level == "trace" or rules == {mutant.rule})
+
+
+def test_verify_sees_the_approval_seam_get_another_signal(seed: list[Vector]) -> None:
+    """R24 is within the harness's reach (it compares the request's signal with the slot
+    pre-execute saw): the model check catches the same mutant."""
+    mutant = next(m for m in OBSERVATION_MUTANTS if m.name == "approval_gets_a_copy")
+    v = next(v for v in seed if _asks(v))
+    clock = VirtualClock()
+    with mutant.active() as factory:
+        obs = run(Harness(v.scenario, factory, clock).run(), clock=clock)
+    assert "R24" in {rule for rule, _ in obs.problems}
+
+
+def _answer(v: Vector, level: str) -> dict[str, Any]:
+    session = Session(ToolRegistry, REVISIONS, level=level)
+    try:
+        line = json.dumps({"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
+                           "scenario": v.scenario.to_data()})  # fmt: skip
+        return session.answer(line)
+    finally:
+        session.close()
+
+
+@pytest.mark.parametrize("level", ["trace", "outcome"])
+@pytest.mark.parametrize(
+    ("field", "value", "rule"),
+    [
+        ("frozen", {"result": False, "view": True}, "R30"),
+        ("frozen", {"result": True, "view": False}, "R31"),
+        ("approval_signal", "other", "R24"),
+        ("slot_after_next", [True, False], "R23"),
+        ("notified_same", False, "R31"),
+        ("frozen", {"result": "yes"}, PROTOCOL_RULE),
+        ("approval_signal", "caller", PROTOCOL_RULE),
+        ("slot_after_next", [1], PROTOCOL_RULE),
+    ],
+)
+def test_each_observation_is_judged(
+    field: str, value: Any, rule: str, level: str, seed: list[Vector]
+) -> None:
+    if field == "approval_signal":
+        v = next(v for v in seed if _asks(v) and v.scenario.approval == "approved")
+    else:
+        v = next(v for v in seed if "delegate" in v.scenario.wrappers and v.expected.body_starts)
+    answer = _answer(v, level)
+    assert Judge("seed", level=level).judge(v, answer).passed
+    observed = answer["observed"]
+    assert observed["frozen"] == {"result": True, "view": True}
+    assert observed.get("approval_signal", "pre_slot") == "pre_slot"
+    assert all(observed["slot_after_next"])
+    assert bool(observed["slot_after_next"]) == (field != "approval_signal")
+    observed[field] = value
+    verdict = Judge("seed", level=level).judge(v, answer)
+    assert (verdict.passed, verdict.rule) == (False, rule)
