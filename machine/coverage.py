@@ -77,9 +77,17 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
         "the caller's abort consumed, nor when listeners came and went",
         needs="listeners",
     ),
-    "R23": RuleCoverage(CHECKED, OUTCOME, "the slot's value shows only in the body's signal"),
+    "R23": RuleCoverage(
+        CHECKED,
+        OUTCOME,
+        "the slot's value shows in the body's signal and, when reported, in what each wrapper "
+        "finds after next(); not what hooks see before the body",
+    ),
     "R24": RuleCoverage(
-        CHECKED, OUTCOME, "the approval's effect shows in the result, not the signal it received"
+        CHECKED,
+        OUTCOME,
+        "the approval's effect shows in the result and, when reported, the identity of the "
+        "signal it received; not that its answer is awaited",
     ),
     "R25": RuleCoverage(CHECKED, CHECKED),
     "R26": RuleCoverage(CHECKED, CHECKED),
