@@ -65,7 +65,8 @@ def committed(request: pytest.FixtureRequest) -> list[Vector]:
 def test_vectors_check_passes_on_fresh_output_and_fails_on_a_modified_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    for name in ("seed.jsonl", "revised.jsonl", SCHEMA_NAME):
+    names = ("seed.jsonl", "revised.jsonl", "turns-seed.jsonl", "turns-revised.jsonl", SCHEMA_NAME)
+    for name in names:
         shutil.copy(shipped_dir() / name, tmp_path / name)
     seed = tmp_path / "seed.jsonl"
     lines = seed.read_text(encoding="utf-8").splitlines(keepends=True)
