@@ -17,7 +17,10 @@ What the environment observes, besides the registry's own trace (``observed`` in
   when it settled, and whose reason it carried (R21: a trace cannot show what the body saw);
 * ``settled_at`` -- how many trace lines existed when ``execute()`` settled (R27: a registry that
   races its body settles before the body does);
-* ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did.
+* ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did;
+* and, at both levels, what only an observer of the pipeline sees (:class:`Probes`):
+  ``notified_same`` across every observer, ``frozen`` (whether our observer could write into the
+  result or the view), ``approval_signal``, ``slot_after_next`` and ``post_received``.
 
 ``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
 without a trace, and each answer carries only what a user of the registry sees -- the result or
@@ -58,7 +61,7 @@ from .scenario import Harness, RegistryFactory, Scenario
 from .trace import TraceRecorder
 from .turncheck import Turn, TurnHarness
 from .turnvectors import parse_turn
-from .vectors import REVISIONS, body_signals, classify_reason
+from .vectors import REVISIONS, body_signals, classify_reason, post_received
 from .virtual_time import VirtualClock
 
 PROTOCOL: Final = 2
@@ -322,7 +325,8 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
 class Probes:
     """The optional observations of an answer that the scenario harness does not make itself:
     an observer of our own that checks identity and tries to mutate what it receives, the
-    approval request's signal, and the slot each around wrapper finds after its ``next()``.
+    approval request's signal, and the slot each around wrapper finds after its ``next()``
+    (what post-execute received the harness logs; :meth:`observed` reports it).
 
     Installed on the registry the harness builds, before the harness adds its own hooks, by
     wrapping the registry's ``set_approval`` and ``add_around``; nothing here changes what the
@@ -374,6 +378,7 @@ class Probes:
         if self.approval_signal is not None:
             out["approval_signal"] = self.approval_signal
         out["slot_after_next"] = self.after_next
+        out["post_received"] = post_received(obs)
         return out
 
 

@@ -663,7 +663,7 @@ class Judge:
                 expected="the returned object",
                 observed="another object",
             )
-        probe = self._probes(v, observed)
+        probe = self._probes(v, observed) or self._post_received(v, exp, observed)
         if probe is not None:
             return probe
         listeners = observed.get("listeners")
@@ -737,6 +737,39 @@ class Judge:
                 observed=f"another signal after next() {k + 1}",
             )
         return None
+
+    def _post_received(
+        self, v: Vector, exp: Expectation, observed: Mapping[str, Any]
+    ) -> Judgement | None:
+        """What post-execute received (optional observation), against the vector's: C3 turns a
+        late success into ABORTED before post-execute sees it (R19), and post-execute receives
+        the around chain's result, contexts included (R20)."""
+        if "post_received" not in observed or exp.post_received is ...:
+            return None
+        self.seen.add("post_received")
+        got, want = observed["post_received"], exp.post_received
+        allowed = {  # a MAY path to the same result may hand post-execute another one
+            _canonical(e.post_received)
+            for e in self.expectations(v)
+            if e.result_json == exp.result_json
+        }
+        if _canonical(got) in allowed | {_canonical(want)}:
+            return None
+        code = _error_code(want)
+        rule = "R19" if code in ("ABORTED", "ABORTED_BEFORE_DISPATCH") else "R20"
+        if want is None or got is None:
+            rule = "R10"
+        return self.fail(
+            v,
+            rule,
+            f"post-execute received {_canonical(got)}; the contract hands it "
+            f"{_canonical(want)} here"
+            + (" (checkpoint C3 replaces a late success before post-execute)" if rule == "R19"
+               else ""),
+            step="post_received",
+            expected=_canonical(want),
+            observed=_canonical(got),
+        )
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
 
@@ -995,6 +1028,14 @@ def _is_signal(b: Any) -> bool:
     )
 
 
+def _error_code(result: Any) -> Any:
+    """The error code of a result's data, in either revision's error shape (None if none)."""
+    error = result.get("error") if isinstance(result, dict) else None
+    if not isinstance(error, dict):
+        return None
+    return error.get("code", (error.get("info") or {}).get("code"))
+
+
 def _is_count(n: Any) -> bool:
     return type(n) is int and n >= 0
 
@@ -1034,6 +1075,10 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
     after = observed.get("slot_after_next")
     if after is not None and not (isinstance(after, list) and all(type(x) is bool for x in after)):
         return "observed.slot_after_next must be a list of booleans (or absent)"
+    if "post_received" in observed and not (
+        observed["post_received"] is None or isinstance(observed["post_received"], dict)
+    ):
+        return "observed.post_received must be a result object or null (or absent)"
     return None
 
 

@@ -155,6 +155,19 @@ def body_signals(obs: Observation) -> list[dict[str, Any]]:
     return out
 
 
+def post_received(obs: Observation) -> dict[str, Any] | None:
+    """The result post-execute first received, as data without ``meta`` (a body's ``bad_meta``
+    is not JSON; post-execute's input is judged by its content, error and contexts), or None
+    when post-execute never ran."""
+    for entry in obs.log:
+        if entry[0] == "post_in":
+            data = entry[1].to_data()
+            data.pop("meta", None)
+            plain: dict[str, Any] = json.loads(_canonical(data))
+            return plain
+    return None
+
+
 def entry_caller(s: Scenario) -> CallerSignal:
     """The caller state the registry captures at entry."""
     if s.cancel == "before_entry" or s.caller == "aborted":
@@ -177,6 +190,7 @@ class Expectation:
     body_signals: tuple[Mapping[str, Any], ...]
     notifications: int
     paths: tuple[tuple[str, ...], ...]
+    post_received: Any = ...  # the result post-execute received (None: it never ran; ...: unstated)
 
     @property
     def contexts(self) -> list[Any]:
@@ -193,18 +207,22 @@ class Expectation:
             and self.body_starts == other.body_starts
             and self.body_signals == other.body_signals
             and self.notifications == other.notifications
+            and _canonical(self.post_received) == _canonical(other.post_received)
         )
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "result": self.result,
             "outcome": self.outcome,
             "body_starts": self.body_starts,
             "contexts": self.contexts,
             "notifications": self.notifications,
             "body_signals": [dict(b) for b in self.body_signals],
-            "paths": [list(p) for p in self.paths],
         }
+        if self.post_received is not ...:
+            data["post_received"] = self.post_received
+        data["paths"] = [list(p) for p in self.paths]
+        return data
 
     @classmethod
     def from_data(cls, data: Any, where: str, revision: str = "seed") -> Expectation:
@@ -252,6 +270,9 @@ class Expectation:
         contexts = result.get("additionalContexts", [])
         if not isinstance(contexts, list):
             raise VectorError(f"{where}.result.additionalContexts: expected a list")
+        received = data.get("post_received", ...)
+        if received is not ... and received is not None and not isinstance(received, Mapping):
+            raise VectorError(f"{where}.post_received: expected a result object or null")
         exp = cls(
             result=result,
             outcome=outcome,
@@ -259,6 +280,7 @@ class Expectation:
             body_signals=tuple(signals),
             notifications=data["notifications"],
             paths=tuple(tuple(p) for p in paths),
+            post_received=received,
         )
         if data.get("contexts") != exp.contexts:
             raise VectorError(f"{where}.contexts: must equal result.additionalContexts (or [])")
@@ -494,6 +516,7 @@ def expectation(obs: Observation, paths: Sequence[Sequence[str]] | None = None) 
         body_signals=tuple(body_signals(obs)),
         notifications=len(obs.notified),
         paths=(own,) if paths is None else tuple(tuple(p) for p in paths),
+        post_received=post_received(obs),
     )
 
 
@@ -633,13 +656,18 @@ async def _batch(
         for obs in runs:
             exp = expectation(obs)
             key = dedupe_key(obs, exp)
-            full = [key]
+            # What post-execute received tells vectors apart too; those kept for it alone are
+            # numbered after the others (:func:`_number`), so it renumbered nothing.
+            full: list[Any] = [(key, _canonical(exp.post_received))]
+            plain = [key]  # without what post-execute received
             per: list[tuple[str, Expectation, list[Expectation]]] = []
             if obs.scenario.retries:
                 for retry in others:
                     other = await Harness(obs.scenario, factory, clock, retry).run()
                     other_exp = expectation(other)
-                    full.append(dedupe_key(other, other_exp))
+                    other_key = dedupe_key(other, other_exp)
+                    full.append((other_key, _canonical(other_exp.post_received)))
+                    plain.append(other_key)
                     per.append(
                         (retry, other_exp, await alternatives(other, table, factory, clock))
                     )
@@ -651,6 +679,7 @@ async def _batch(
                 {
                     "key": key,
                     "full": tuple(full),
+                    "plain": tuple(plain),
                     "scenario": obs.scenario,
                     "expected": exp,
                     "alts": alts,
@@ -716,23 +745,30 @@ def generate(
 def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
     """Number the vectors in enumeration order.  A vector kept only because a retry behaviour
     other than the default tells it apart (its default key was seen) is numbered after all the
-    others, so adding retry behaviours never renumbered the vectors that were already there."""
+    others, and one kept only for what post-execute received after those, so adding retry
+    behaviours or that observation never renumbered the vectors that were already there."""
     seen: set[Key] = set()
-    seen_full: set[tuple[Key, ...]] = set()
+    seen_plain: set[tuple[Any, ...]] = set()
+    seen_full: set[tuple[Any, ...]] = set()
     firsts: list[dict[str, Any]] = []
     extras: list[dict[str, Any]] = []
+    received: list[dict[str, Any]] = []
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            if item["plain"] in seen_plain:
+                received.append(item)
+                continue
+            seen_plain.add(item["plain"])
             if item["key"] in seen:
                 extras.append(item)
                 continue
             seen.add(item["key"])
             firsts.append(item)
     out: list[Vector] = []
-    for item in firsts + extras:
+    for item in firsts + extras + received:
         expected, others = _merge_alternatives(item["expected"], item["alts"])
         default = _expectation_data(expected, others)
         by_retry = []
@@ -837,6 +873,11 @@ def schema() -> dict[str, Any]:
                     "reason": {"enum": [*REASONS, None]},
                 },
             },
+        },
+        "post_received": {
+            "description": "The result post-execute received, without meta (null: post-execute "
+            "did not run). Absent in vectors written before it was recorded.",
+            "type": ["object", "null"],
         },
         "paths": {
             "description": "Allowed sequences of contract events, each caller_abort and "

@@ -362,6 +362,31 @@ def _approval_gets_a_copy() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _late_success_reaches_post() -> Iterator[None]:
+    """Hands post-execute the body's late success instead of C3's ABORTED; C4 still publishes
+    ABORTED, so the result, the path and the trace's events look right."""
+    real_success, real_post = Results.success, _Call.post_policy
+    last: dict[int, ToolResult] = {}
+
+    def success(self: Any, value: Any) -> ToolResult:
+        result = real_success(self, value)
+        last[id(self)] = result
+        return result
+
+    async def post_policy(self: Any, result: ToolResult) -> ToolResult:
+        late = last.pop(id(self.results), None)
+        code = None if result.error is None else result.error.code
+        if late is not None and code in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
+            result = dataclasses.replace(late, contexts=result.contexts)
+        return await real_post(self, result)
+
+    with mock.patch.object(Results, "success", success), mock.patch.object(
+        _Call, "post_policy", post_policy
+    ):
+        yield
+
+
 OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
     # Broken registries only the protocol's optional observations show (issue 14, blind spot 6):
     # caught by conform at both levels (tests/test_conform_observations.py).
@@ -371,4 +396,7 @@ OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
            _unfrozen_view),
     Mutant("approval_gets_a_copy", "R24", "hands the approval seam another signal than C",
            _approval_gets_a_copy),
+    Mutant("late_success_reaches_post", "R19",
+           "hands post-execute the late success C3 must replace (C4 still publishes ABORTED)",
+           _late_success_reaches_post),
 )

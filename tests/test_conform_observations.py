@@ -4,7 +4,8 @@ the approval seam and wrappers were handed, not only results and counts.
 Why these tests exist: a registry can publish a result that serializes exactly like a frozen one
 but that an observer can write into (R30), leave the view's slot writable after publication
 (R31), hand the approval seam a signal other than C (R24), or hand every observer the right
-object while a second observer gets a copy (R31).  None of that shows in a result, a trace's
+object while a second observer gets a copy (R31), or hand post-execute the late success C3
+must replace while C4 still publishes ABORTED (R19).  None of that shows in a result, a trace's
 events or a notification count.  Each broken registry of ``OBSERVATION_MUTANTS`` must fail
 conform at both levels, citing its rule; a doctored answer is judged one field at a time.
 """
@@ -51,10 +52,23 @@ def _asks(v: Vector) -> bool:
     return s.pre == "ask" and s.approval_seam and s.agent and s.caller == "live"
 
 
+def _late_success(v: Vector) -> bool:
+    """A success C3 turns into ABORTED before post-execute sees it."""
+    received = v.expected.post_received
+    return (
+        isinstance(received, dict)
+        and "ABORTED" in json.dumps(received)
+        and v.scenario.body in ("success", "defer_success", "success_meta")
+        and v.scenario.post == "accept"  # a rewrite would also change the result
+        and not v.scenario.wrappers
+    )
+
+
 KILLERS = {
     "mutable_result": lambda v: True,
     "unfrozen_view": lambda v: True,
     "approval_gets_a_copy": _asks,
+    "late_success_reaches_post": _late_success,
 }
 
 
@@ -109,9 +123,12 @@ def _answer(v: Vector, level: str) -> dict[str, Any]:
         ("approval_signal", "other", "R24"),
         ("slot_after_next", [True, False], "R23"),
         ("notified_same", False, "R31"),
+        ("post_received", None, "R10"),
+        ("post_received", {"content": [], "isError": False}, "R20"),
         ("frozen", {"result": "yes"}, PROTOCOL_RULE),
         ("approval_signal", "caller", PROTOCOL_RULE),
         ("slot_after_next", [1], PROTOCOL_RULE),
+        ("post_received", [], PROTOCOL_RULE),
     ],
 )
 def test_each_observation_is_judged(

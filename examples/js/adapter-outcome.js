@@ -85,7 +85,8 @@ async function run(s) {
       if (s.body.endsWith('throw')) throw new Error('tool failed');
       return [text('done')];
     } });
-  reg.hooks.on('tools/post-execute', async () => {
+  reg.hooks.on('tools/post-execute', async (_exec, received) => {
+    probes.sawPost(received);
     await gate('post');
     if (s.post === 'throw') throw new Error('post-execute policy failed');
     return POST[s.post];

@@ -261,7 +261,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
     });
   }
 
-  registry.hooks.on('tools/post-execute', async () => {
+  registry.hooks.on('tools/post-execute', async (_exec, received) => {
+    probes.sawPost(received);
     await gate('post');
     switch (s.post) {
       case 'accept': return { kind: 'accept' };

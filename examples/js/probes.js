@@ -1,7 +1,7 @@
 // probes.js -- the optional observations of protocol 2 (spec/vectors/README.md, "outcome"),
 // shared by both adapters: what an observer could write (R30: a deep-frozen result; R31: a view
-// frozen before notification), the approval request's signal (R24) and the slot each wrapper
-// finds after its next() (R23).
+// frozen before notification), the approval request's signal (R24), the slot each wrapper
+// finds after its next() (R23) and what post-execute received (R19, R20).
 
 /** True when `value` and everything inside it is frozen (an observer cannot write into it). */
 export const deepFrozen = (value) =>
@@ -23,6 +23,7 @@ export class Probes {
   approvalSignal = null;
   afterNext = [];
   preSlot = undefined;
+  postReceived = null;
 
   /** An observer: remembers what it received and whether it could write into it. */
   observe = (exec, result) => {
@@ -35,6 +36,13 @@ export class Probes {
 
   /** Call from the approval seam with its request. */
   asked(request) { this.approvalSignal = request.signal === this.preSlot ? 'pre_slot' : 'other'; }
+
+  /** Call from post-execute with the result it received (its first call; without meta). */
+  sawPost(result) {
+    if (this.postReceived !== null) return;
+    const { meta, ...rest } = result; // eslint-disable-line no-unused-vars
+    this.postReceived = JSON.parse(JSON.stringify(rest));
+  }
 
   /** next() of a wrapper, recording whether the slot holds afterwards what it handed on. */
   async next(exec, next) {
@@ -51,6 +59,7 @@ export class Probes {
       ...(this.frozen ? { frozen: this.frozen } : {}),
       ...(this.approvalSignal ? { approval_signal: this.approvalSignal } : {}),
       slot_after_next: this.afterNext,
+      post_received: this.postReceived,
     };
   }
 }
