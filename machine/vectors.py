@@ -350,6 +350,11 @@ class Vector:
     def from_data(cls, data: Any, where: str) -> Vector:
         if not isinstance(data, Mapping):
             raise VectorError(f"{where}: expected a JSON object")
+        if "turn_table" in data or "turn_vector" in data:
+            raise VectorError(
+                f"{where}: a line of a turn vectors file; this reads call vectors (conform runs "
+                "the shipped turn vectors with the shipped call vectors)"
+            )
         if data.get("vector") not in READ_FORMATS or type(data.get("vector")) is not int:
             raise VectorError(
                 f"{where}: vector format {_show(data.get('vector'))}, expected one of "

@@ -112,3 +112,25 @@ def test_an_adapter_without_turns_is_told_the_scheduler_went_unchecked(
     rows = {line.split()[0]: line for line in out.splitlines() if line.startswith("  R")}
     for rule in ("R9", "R36", "R37", "R38"):
         assert "not checked (THE SCHEDULER WAS NOT RUN" in rows[rule]
+
+
+def test_a_turn_vectors_file_given_as_call_vectors_is_named_in_one_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    path = turn_file(shipped_dir(), "seed")
+    code, out, err = run_cli(["--self", "--vectors", str(path)], capsys)
+    assert (code, out) == (2, "")
+    assert err == (
+        f"toolcancel conform: {path}:1: a line of a turn vectors file; this reads call vectors "
+        "(conform runs the shipped turn vectors with the shipped call vectors)\n"
+    )
+
+
+def test_a_malformed_turn_answer_is_a_protocol_failure() -> None:
+    from toolcancel.conform import PROTOCOL_RULE, Judge
+
+    v = shipped_turns("seed")[0]
+    answer: dict[str, Any] = {"log": [], "observed": {"events": [{"event": "pre"}], "returned": 1}}
+    verdict = Judge("seed").judge_turn(v, answer)
+    assert (verdict.passed, verdict.rule) == (False, PROTOCOL_RULE)
+    assert "observed.events" in verdict.explanation
