@@ -23,9 +23,8 @@ import pytest
 from toolcancel.adapter import Session
 from toolcancel.conform import PROTOCOL_RULE, Judge, run_vectors
 from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness
 from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.verifier import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -93,15 +92,20 @@ def test_conform_catches_what_only_the_observations_show(
     assert rules <= {mutant.rule, "R23"} and (level == "trace" or rules == {mutant.rule})
 
 
-def test_verify_sees_the_approval_seam_get_another_signal(seed: list[Vector]) -> None:
-    """R24 is within the harness's reach (it compares the request's signal with the slot
-    pre-execute saw): the model check catches the same mutant."""
-    mutant = next(m for m in OBSERVATION_MUTANTS if m.name == "approval_gets_a_copy")
-    v = next(v for v in seed if _asks(v))
-    clock = VirtualClock()
+@pytest.mark.parametrize(
+    ("name", "rule"), [("approval_gets_a_copy", "R24"), ("late_success_reaches_post", "R28")]
+)
+def test_verify_catches_those_within_its_reach(name: str, rule: str) -> None:
+    """The harness compares the approval request's signal with the slot pre-execute saw (R24)
+    and checks that post-execute never receives a success after C3 (R28), so the model check
+    catches these two as well.  A writable result or view is not within its reach (issue 14,
+    blind spot 5: verify's record of immutability)."""
+    mutant = next(m for m in OBSERVATION_MUTANTS if m.name == name)
     with mutant.active() as factory:
-        obs = run(Harness(v.scenario, factory, clock).run(), clock=clock)
-    assert "R24" in {rule for rule, _ in obs.problems}
+        report = verify(
+            "seed", workers=1, factory=factory, max_wrappers=0, max_calls=1, stop_at_first=True
+        )
+    assert rule in {v.rule for v in report.tally.violations}
 
 
 def _answer(v: Vector, level: str) -> dict[str, Any]:
