@@ -5,6 +5,12 @@ implementation for as long as its context manager is active, and names the rule 
 ``toolcancel verify --mutants`` and the Hypothesis suite must kill every one of them: a check that
 never fails against a broken registry proves nothing about a correct one.
 
+``TURN_MUTANTS`` break the turn scheduler (killed by verify's turn batches and conform's turn
+vectors) and ``OBSERVATION_MUTANTS`` break what only the adapter protocol's optional
+observations show (killed by conform; verify reaches two of them).  They are kept apart because
+the Hypothesis suite and ``verify --mutants`` judge single calls through the registry's record,
+which cannot see them.  ``python -m toolcancel.adapter --mutant NAME`` serves any of the three.
+
 They live with the tests, not in the installed library.
 """
 
