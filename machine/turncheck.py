@@ -8,8 +8,8 @@ the turn signal is aborted at every gate of every call, before the turn, or neve
 
 What is checked (rule ids from the contract):
 
-* R36 -- no call is prepared after the turn signal aborted; every started body settles before the
-  turn returns (drained, never abandoned);
+* R36 -- no call starts (none of its hooks or body runs) after the turn signal aborted; every
+  started body settles before the turn returns (drained, never abandoned), and it returns;
 * R37 -- every model call has exactly one ``tool/call`` and one ``tool/result``; calls that never
   started get the revision's synthetic result, after all started calls' results, in model order,
   and never touch the registry (no pre-execute, no notification); R9 is that result's shape;
