@@ -107,6 +107,13 @@ def test_an_outcome_answer_and_each_mistake_a_user_can_see(seed: list[Vector]) -
         "raised": None,
         "notifications": 1,
         "notified_same": True,
+        "frozen": {"result": True, "view": True},
+        "slot_after_next": [],
+        "post_received": {
+            "content": [{"text": "Error: tool call aborted", "type": "text"}],
+            "error": {"code": "ABORTED", "name": "AbortError"},
+            "isError": True,
+        },
         "bodies": [
             {
                 "start": {"aborted": False, "reason": None},
@@ -123,6 +130,8 @@ def test_an_outcome_answer_and_each_mistake_a_user_can_see(seed: list[Vector]) -
         "R21": lambda o: o["bodies"][0].update(settle={"aborted": False, "reason": None}),
         "R31": lambda o: o.update(notified_same=False),
         "R22": lambda o: o.update(listeners={"before": 0, "after": 1}),
+        "R30": lambda o: o.update(frozen={"result": False, "view": True}),
+        "R19": lambda o: o.update(post_received={"content": [], "isError": False}),
         "protocol": lambda o: o.pop("bodies"),
     }
     for rule, doctor in mistakes.items():
