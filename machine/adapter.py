@@ -17,7 +17,10 @@ What the environment observes, besides the registry's own trace (``observed`` in
   when it settled, and whose reason it carried (R21: a trace cannot show what the body saw);
 * ``settled_at`` -- how many trace lines existed when ``execute()`` settled (R27: a registry that
   races its body settles before the body does);
-* ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did.
+* ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did;
+* and, at both levels, what only an observer of the pipeline sees (:class:`Probes`):
+  ``notified_same`` across every observer, ``frozen`` (whether our observer could write into the
+  result or the view), ``approval_signal``, ``slot_after_next`` and ``post_received``.
 
 ``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
 without a trace, and each answer carries only what a user of the registry sees -- the result or
@@ -25,8 +28,13 @@ the exception, each body's signal at start and at settle, what had started and s
 ``execute()`` settled, the notifications and whether each carried the very object returned, and
 listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
 
-``--mutant NAME`` wraps a deliberately broken registry of ``model_tests/mutants.py`` (imported
-from the current directory, i.e. a source checkout), to prove that conform catches each one.
+``--mutant NAME`` wraps a deliberately broken registry or scheduler of ``model_tests/mutants.py``
+(imported from the current directory, i.e. a source checkout), to prove that conform catches each
+one.
+
+Turn messages (``type: "turn"``, announced by ``turns`` in the hello) run a batch of calls through
+the real :class:`~toolcancel.TurnScheduler` with :class:`toolcancel.turncheck.TurnHarness`, the
+harness ``toolcancel verify`` checks turns with, and answer with its events and log.
 
 One event loop with a virtual clock serves every vector: creating a loop per vector would cost
 more than running the vector.  Reading stdin blocks that loop between vectors, which is fine:
@@ -43,14 +51,17 @@ import json
 import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from typing import IO, Any, Final
+from typing import IO, Any, Final, cast
 
 from .contract import load_contract
-from .errors import ToolcancelError
-from .registry import ToolRegistry
+from .errors import RegistryUsageError, ToolcancelError
+from .registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
+from .results import ToolResult
 from .scenario import Harness, RegistryFactory, Scenario
 from .trace import TraceRecorder
-from .vectors import REVISIONS, body_signals, classify_reason
+from .turncheck import Turn, TurnHarness
+from .turnvectors import parse_turn
+from .vectors import REVISIONS, body_signals, classify_reason, post_received
 from .virtual_time import VirtualClock
 
 PROTOCOL: Final = 2
@@ -115,6 +126,7 @@ class Session:
             "revisions": list(self.revisions),
             "level": self.level,
             "retry": self.retry,
+            "turns": True,
         }
 
     def answer(self, line: str) -> dict[str, Any]:
@@ -128,6 +140,10 @@ class Session:
             vid = msg.get("id")
             if msg.get("protocol") in PROTOCOLS:
                 version = msg["protocol"]
+            if msg.get("type") == "turn":
+                answer = self.loop.run_until_complete(self.run_turn(vid, self.parse_turn(msg)))
+                answer["protocol"] = version
+                return answer
             scenario = self.parse(msg)
             run = self.run if self.level == "trace" else self.run_outcome
             answer = self.loop.run_until_complete(run(vid, scenario))
@@ -154,6 +170,29 @@ class Session:
             raise AdapterError("cancel step:<k> is not part of the portable language")
         return scenario
 
+    def parse_turn(self, msg: Mapping[str, Any]) -> Turn:
+        if msg.get("protocol") != PROTOCOL:
+            raise AdapterError(f"turns are protocol {PROTOCOL}, not {msg.get('protocol')!r}")
+        if not isinstance(msg.get("id"), str):
+            raise AdapterError("a turn message needs a string id")
+        revision = msg.get("revision")
+        if revision not in self.revisions:
+            raise AdapterError(f"revision {revision!r} is not one of {list(self.revisions)}")
+        return parse_turn(msg.get("turn"), revision, "turn")
+
+    async def run_turn(self, vid: str, turn: Turn) -> dict[str, Any]:
+        """A turn answer: the turn's log, the events the hooks, bodies and observer recorded, and
+        how many there were when ``run_turn`` returned.  The same at both levels: a scheduler is
+        observed from outside."""
+        obs = await TurnHarness(turn).run()
+        return {
+            "protocol": PROTOCOL,
+            "type": "outcome",
+            "id": vid,
+            "log": obs.log,
+            "observed": {"events": obs.events, "returned": obs.returned},
+        }
+
     async def run_outcome(self, vid: str, scenario: Scenario) -> dict[str, Any]:
         return await _run_outcome(self, vid, scenario)
 
@@ -161,9 +200,11 @@ class Session:
         recorder = TraceRecorder()
         settled: list[int] = []
         base = self.factory
+        probes = Probes()
 
         def factory(**options: Any) -> ToolRegistry:
             registry = base(trace=recorder, **options)
+            probes.install(registry, harness)
             execute = registry.execute
 
             def timed(*args: Any, **kwargs: Any) -> Any:
@@ -180,7 +221,8 @@ class Session:
             registry.execute = timed  # type: ignore[method-assign]
             return registry
 
-        obs = await Harness(scenario, factory, self.clock, self.retry).run()
+        harness = Harness(scenario, factory, self.clock, self.retry)
+        obs = await harness.run()
         hung = any("neither finished nor waited" in what for _, what in obs.problems)
         raised = None
         if obs.error is not None:
@@ -198,6 +240,7 @@ class Session:
                 "body_signals": body_signals(obs),
                 "settled_at": settled[0] if settled and not hung else None,
                 "raised": raised,
+                **probes.observed(obs),
             },
         }
 
@@ -212,6 +255,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
     listeners: dict[str, int] = {}
     base = session.factory
     harness: Harness | None = None
+    probes = Probes()
 
     def settles() -> int:
         assert harness is not None
@@ -219,6 +263,8 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
 
     def factory(**options: Any) -> ToolRegistry:
         registry = base(**options)
+        assert harness is not None
+        probes.install(registry, harness)
         execute, register = registry.execute, registry.register
 
         def timed(*args: Any, **kwargs: Any) -> Any:
@@ -258,7 +304,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
     observed: dict[str, Any] = {
         "raised": raised,
         "notifications": len(obs.notified),
-        "notified_same": all(r is obs.result for r in obs.notified),
+        **probes.observed(obs),
         "bodies": [
             {"start": start, "settle": at_settle[i] if i < len(at_settle) else None}
             for i, start in enumerate(starts)
@@ -274,6 +320,101 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
         "result": None if obs.result is None else obs.result.to_data(),
         "observed": observed,
     }
+
+
+class Probes:
+    """The optional observations of an answer that the scenario harness does not make itself:
+    an observer of our own that checks identity and tries to mutate what it receives, the
+    approval request's signal, and the slot each around wrapper finds after its ``next()``
+    (what post-execute received the harness logs; :meth:`observed` reports it).
+
+    Installed on the registry the harness builds, before the harness adds its own hooks, by
+    wrapping the registry's ``set_approval`` and ``add_around``; nothing here changes what the
+    registry decides."""
+
+    def __init__(self) -> None:
+        self.notified: list[ToolResult] = []
+        self.frozen: dict[str, bool] | None = None
+        self.approval_signal: str | None = None
+        self.after_next: list[bool] = []
+
+    def install(self, registry: ToolRegistry, harness: Harness) -> None:
+        set_approval, add_around = registry.set_approval, registry.add_around
+
+        def approval(seam: Any) -> None:
+            async def asked(request: ApprovalRequest) -> Any:
+                self.approval_signal = "pre_slot" if request.signal is harness.pre_slot else "other"
+                return await seam(request)
+
+            set_approval(None if seam is None else asked)
+
+        def around(hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
+            async def probed(view: Execution, nxt: Next) -> Any:
+                async def watched() -> Any:
+                    handed = view.signal
+                    result = await nxt()
+                    self.after_next.append(view.signal is handed)
+                    return result
+
+                return await hook(view, watched)
+
+            return add_around(probed, prepend=prepend)
+
+        registry.set_approval = approval  # type: ignore[method-assign]
+        registry.add_around = around  # type: ignore[method-assign]
+        registry.add_observer(self.observe)
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        self.notified.append(result)
+        if self.frozen is None:
+            self.frozen = {"result": _refuses_mutation(result), "view": _slot_refused(view)}
+
+    def observed(self, obs: Any) -> dict[str, Any]:
+        """The fields these probes add to an answer's ``observed``."""
+        everyone = [*obs.notified, *self.notified]
+        out: dict[str, Any] = {"notified_same": all(r is obs.result for r in everyone)}
+        if self.frozen is not None:
+            out["frozen"] = self.frozen
+        if self.approval_signal is not None:
+            out["approval_signal"] = self.approval_signal
+        out["slot_after_next"] = self.after_next
+        out["post_received"] = post_received(obs)
+        return out
+
+
+def _refused(attempt: Callable[[], object]) -> bool:
+    """Whether ``attempt`` (a write that changes nothing if it succeeds) raised."""
+    try:
+        attempt()
+    except (AttributeError, TypeError, ValueError, RegistryUsageError):
+        return True
+    return False
+
+
+def _refuses_mutation(result: ToolResult) -> bool:
+    """Whether the published result refuses every write an observer could try: its fields, and
+    every container inside it (the result must be deep-frozen, R30).  A write that succeeds is
+    undone at once, so a mutable result is reported, not corrupted."""
+    if not _refused(lambda: setattr(result, "is_error", result.is_error)):
+        return False
+    return all(_deep_refuses(v) for v in (result.content, result.contexts, result.meta))
+
+
+def _deep_refuses(value: Any) -> bool:
+    if isinstance(value, (list, dict)):
+        return False  # a plain list or dict accepts writes: not frozen
+    if isinstance(value, Mapping):
+        if not _refused(lambda: cast(Any, value).__setitem__("probe", None)):
+            return False
+        return all(_deep_refuses(v) for v in value.values())
+    if isinstance(value, tuple):
+        return all(_deep_refuses(v) for v in value)
+    return True
+
+
+def _slot_refused(view: Execution) -> bool:
+    """Whether the view's slot refuses a write once the result is published (R31)."""
+    return _refused(lambda: setattr(view, "signal", view.signal))
 
 
 def signal_state(signal: Any) -> dict[str, Any]:
@@ -306,7 +447,8 @@ def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
         ) from None
     finally:
         sys.path.pop(0)
-    found = {m.name: m for m in module.MUTANTS}
+    lists = ("MUTANTS", "TURN_MUTANTS", "OBSERVATION_MUTANTS")
+    found = {m.name: m for name in lists for m in getattr(module, name, ())}
     if name not in found:
         raise AdapterError(f"no mutant {name!r}; known: {', '.join(found)}")
     with found[name].active() as factory:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
+from . import turnvectors
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
@@ -60,6 +61,7 @@ from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .scenario import Scenario
 from .trace import MAX_DEPTH, TraceError, json_depth
+from .turnvectors import TurnVector
 from .vectors import (
     Expectation,
     Vector,
@@ -172,6 +174,7 @@ class Report:
     level: str = "trace"
     protocol: int = 1
     seen: frozenset[str] = frozenset()  # optional observations some answer carried
+    turns: bool = False  # the adapter's hello declared turns (the scheduler's vectors ran)
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
     report_path: str | None = None  # where --report wrote the verdicts, if it did
 
@@ -274,6 +277,7 @@ class Report:
             "protocol": self.protocol,
             "level": self.level,
             "retry": self.retry,
+            "turns": self.turns,
             "vectors": len(self.judgements),
             "passed": self.passed,
             "failed": self.failed,
@@ -397,7 +401,7 @@ class Judge:
 
     def fail(
         self,
-        v: Vector,
+        v: Vector | TurnVector,
         rule: str,
         why: str,
         *,
@@ -493,6 +497,19 @@ class Judge:
                 observed=" > ".join(path),
             )
         return self._observables(v, exp, result, starts, observed, trace)
+
+    def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
+        """The verdict on a turn answer: the scheduler's rules, then each started call against
+        what the contract gives its kind where the turn aborted (:mod:`toolcancel.turnvectors`).
+        Judged alike at both levels: a turn is observed from outside the scheduler."""
+        shape = turnvectors.answer_problem(answer, len(v.turn.kinds))
+        if shape is not None:
+            return self.fail(v, PROTOCOL_RULE, shape)
+        found = turnvectors.judge(v, answer)
+        if found is None:
+            return Judgement(v.id, True, rules=turnvectors.RULES)
+        rule, step, why = found
+        return self.fail(v, rule, why, step=step, expected="see the explanation", observed=why)
 
     def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an outcome-level answer: only what a registry's user observes."""
@@ -646,6 +663,9 @@ class Judge:
                 expected="the returned object",
                 observed="another object",
             )
+        probe = self._probes(v, observed) or self._post_received(v, exp, observed)
+        if probe is not None:
+            return probe
         listeners = observed.get("listeners")
         if listeners is not None and listeners["after"] != listeners["before"]:
             return self.fail(
@@ -664,6 +684,92 @@ class Judge:
             else self.expected_rules(v, exp, starts, listeners is not None)
         )
         return Judgement(v.id, True, rules=rules)
+
+    def _probes(self, v: Vector, observed: Mapping[str, Any]) -> Judgement | None:
+        """The optional protocol observations (issue 14, blind spot 6): what an observer could
+        write (R30: the result is deep-frozen; R31: the view is frozen before notification), the
+        approval request's signal (R24) and the slot each wrapper finds after ``next()`` (R23)."""
+        frozen = observed.get("frozen")
+        if frozen is not None:
+            self.seen.add("frozen")
+            if not frozen["result"]:
+                return self.fail(
+                    v,
+                    "R30",
+                    "an observer could write into the published result; it must be deep-frozen "
+                    "(snapshotted and frozen exactly once, before any observer sees it).",
+                    step="frozen",
+                    expected="a deep-frozen result",
+                    observed="a result that accepted a write",
+                )
+            if not frozen["view"]:
+                return self.fail(
+                    v,
+                    "R31",
+                    "an observer could write the execution view's signal slot; the registry "
+                    "must freeze the view immediately before notifying.",
+                    step="frozen",
+                    expected="a frozen view",
+                    observed="a slot that accepted a write",
+                )
+        if observed.get("approval_signal") == "other":
+            return self.fail(
+                v,
+                "R24",
+                "the approval seam received another signal than the one pre-execute found in the "
+                "slot; it must receive the slot's signal as it is when approval is asked (C "
+                "itself, by identity, unless a pre-execute listener changed the slot).",
+                step="approval_signal",
+                expected="pre_slot",
+                observed="other",
+            )
+        after = observed.get("slot_after_next")
+        if after is not None and not all(after):
+            k = after.index(False)
+            return self.fail(
+                v,
+                "R23",
+                f"after next() number {k + 1} settled, its wrapper found another signal in the "
+                "slot than the one it handed on; after the body the slot holds what the "
+                "wrappers left (W), and each inner wrapper restores what it found.",
+                step="slot_after_next",
+                expected="the slot as the wrapper left it",
+                observed=f"another signal after next() {k + 1}",
+            )
+        return None
+
+    def _post_received(
+        self, v: Vector, exp: Expectation, observed: Mapping[str, Any]
+    ) -> Judgement | None:
+        """What post-execute received (optional observation), against the vector's: C3 turns a
+        late success into ABORTED before post-execute sees it (R19), and post-execute receives
+        the around chain's result, contexts included (R20)."""
+        if "post_received" not in observed or exp.post_received is ...:
+            return None
+        self.seen.add("post_received")
+        got, want = observed["post_received"], exp.post_received
+        allowed = {  # a MAY path to the same result may hand post-execute another one
+            _canonical(e.post_received)
+            for e in self.expectations(v)
+            if e.result_json == exp.result_json
+        }
+        if _canonical(got) in allowed | {_canonical(want)}:
+            return None
+        code = _error_code(want)
+        rule = "R19" if code in ("ABORTED", "ABORTED_BEFORE_DISPATCH") else "R20"
+        if want is None or got is None:
+            rule = "R10"
+        return self.fail(
+            v,
+            rule,
+            f"post-execute received {_canonical(got)}; the contract hands it "
+            f"{_canonical(want)} here"
+            + (" (checkpoint C3 replaces a late success before post-execute)" if rule == "R19"
+               else ""),
+            step="post_received",
+            expected=_canonical(want),
+            observed=_canonical(got),
+        )
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
 
@@ -922,6 +1028,14 @@ def _is_signal(b: Any) -> bool:
     )
 
 
+def _error_code(result: Any) -> Any:
+    """The error code of a result's data, in either revision's error shape (None if none)."""
+    error = result.get("error") if isinstance(result, dict) else None
+    if not isinstance(error, dict):
+        return None
+    return error.get("code", (error.get("info") or {}).get("code"))
+
+
 def _is_count(n: Any) -> bool:
     return type(n) is int and n >= 0
 
@@ -949,6 +1063,22 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         and all(_is_count(n) for n in listeners.values())
     ):
         return "observed.listeners must be {before, after} counts (or absent)"
+    frozen = observed.get("frozen")
+    if frozen is not None and not (
+        isinstance(frozen, dict)
+        and frozen.keys() == {"result", "view"}
+        and all(type(x) is bool for x in frozen.values())
+    ):
+        return "observed.frozen must be {result, view} booleans (or absent)"
+    if observed.get("approval_signal") not in (None, "pre_slot", "other"):
+        return "observed.approval_signal must be pre_slot or other (or absent)"
+    after = observed.get("slot_after_next")
+    if after is not None and not (isinstance(after, list) and all(type(x) is bool for x in after)):
+        return "observed.slot_after_next must be a list of booleans (or absent)"
+    if "post_received" in observed and not (
+        observed["post_received"] is None or isinstance(observed["post_received"], dict)
+    ):
+        return "observed.post_received must be a result object or null (or absent)"
     return None
 
 
@@ -1107,6 +1237,12 @@ class Adapter:
     def level(self) -> str:
         """``trace`` or ``outcome``: what the adapter's answers carry (protocol 1: ``trace``)."""
         return str(self.hello.get("level", "trace"))
+
+    @property
+    def turns(self) -> bool:
+        """Whether the adapter's hello declared ``turns``: it runs turn vectors through its
+        scheduler (optional; without it R9 and R36-R38 are reported not checked)."""
+        return self.hello.get("turns") is True
 
     @property
     def retry(self) -> str:
@@ -1299,6 +1435,8 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
             f"the adapter's hello declares level {hello.get('level')!r}; a protocol-2 hello "
             f"declares one of {', '.join(LEVELS)} (or none: trace)"
         )
+    if type(hello.get("turns", False)) is not bool:
+        return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
     return None
 
 
@@ -1405,9 +1543,11 @@ async def run_vectors(
     window: int = WINDOW,
     hello_timeout: float = HELLO_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
+    turns: Sequence[TurnVector] = (),
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
-    ``progress(judged, total)`` is called after each answer.
+    ``progress(judged, total)`` is called after each answer.  The turn vectors ``turns`` are
+    sent after the call vectors, if the adapter's hello declares ``turns``.
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
@@ -1420,6 +1560,7 @@ async def run_vectors(
             window=window,
             hello_timeout=hello_timeout,
             progress=progress,
+            turns=turns,
         )
 
 
@@ -1432,11 +1573,14 @@ async def _run_vectors(
     window: int,
     hello_timeout: float,
     progress: Callable[[int, int], None] | None,
+    turns: Sequence[TurnVector] = (),
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
     judge = Judge(revision, adapter.retry, adapter.level)
-    vectors = [v.for_retry(adapter.retry) for v in vectors]
+    items: list[Vector | TurnVector] = [v.for_retry(adapter.retry) for v in vectors]
+    if adapter.turns:
+        items += turns
     revisions = adapter.hello.get("revisions", [])
     if revision not in revisions:
         await adapter.stop()
@@ -1446,11 +1590,20 @@ async def _run_vectors(
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
-    report.scenarios = {v.id: scenario_data(v.scenario) for v in vectors}
+    report.turns = adapter.turns
+    report.scenarios = {
+        v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
+        for v in items
+    }
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    lines = [_vector_message(v, adapter.protocol) for v in vectors]
-    todo = collections.deque(range(len(vectors)))
+    lines = [
+        v.message(adapter.protocol)
+        if isinstance(v, TurnVector)
+        else _vector_message(v, adapter.protocol)
+        for v in items
+    ]
+    todo = collections.deque(range(len(items)))
     pending: collections.deque[int] = collections.deque()
     try:
         while todo or pending:
@@ -1463,7 +1616,7 @@ async def _run_vectors(
                 adapter.send(b"".join(batch))
                 await adapter.drain()
             i = pending[0]
-            v = vectors[i]
+            v = items[i]
             try:
                 line = await adapter.readline(f"vector {v.id}")
                 answer = _parse_answer(line, v.id, adapter.protocol)
@@ -1488,10 +1641,10 @@ async def _run_vectors(
                     for j in todo:
                         report.judgements.append(
                             Judgement(
-                                vectors[j].id,
+                                items[j].id,
                                 False,
                                 rule=PROTOCOL_RULE,
-                                explanation=f"{vectors[j].id}: the adapter could not be "
+                                explanation=f"{items[j].id}: the adapter could not be "
                                 f"restarted: {exc2}",
                                 step="adapter",
                             )
@@ -1511,13 +1664,15 @@ async def _run_vectors(
                     )
                 )
                 continue
-            report.judgements.append(judge.judge(v, answer))
+            report.judgements.append(
+                judge.judge_turn(v, answer) if isinstance(v, TurnVector) else judge.judge(v, answer)
+            )
             if progress is not None:
-                progress(len(report.judgements), len(vectors))
+                progress(len(report.judgements), len(items))
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
-    report.seen = frozenset(judge.seen)
+    report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
 
 
@@ -1552,11 +1707,17 @@ def _parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, 
     return answer
 
 
-def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> list[Vector]:
-    """The vectors ``--only`` names: a vector id picks that vector, a rule id every vector whose
-    expected behaviour exercises the rule (the transitions of its paths, the result's rule and
-    what every answer is checked on).  An id or rule that selects nothing is an error."""
-    ids = {v.id for v in vectors}
+def select(
+    vectors: Sequence[Vector],
+    only: Sequence[str],
+    revision: str,
+    turns: Sequence[TurnVector] = (),
+) -> tuple[list[Vector], list[TurnVector]]:
+    """The call and turn vectors ``--only`` names: a vector id picks that vector, a rule id
+    every vector whose expected behaviour exercises the rule (the transitions of its paths, the
+    result's rule and what every answer is checked on; a turn vector's rules are R9 and
+    R36-R38).  An id or rule that selects nothing is an error."""
+    ids = {v.id for v in vectors} | {t.id for t in turns}
     judge = Judge(revision)
     wanted: set[str] = set()
     for item in only:
@@ -1566,10 +1727,11 @@ def select(vectors: Sequence[Vector], only: Sequence[str], revision: str) -> lis
         if item not in judge.titles:
             raise ConformError(f"--only {item}: neither a vector id of the run nor a rule id")
         picked = {v.id for v in vectors if item in judge.static_rules(v)}
+        picked |= {t.id for t in turns if item in t.rules}
         if not picked:
             raise ConformError(f"--only {item}: no vector of the run exercises {item}")
         wanted |= picked
-    return [v for v in vectors if v.id in wanted]
+    return [v for v in vectors if v.id in wanted], [t for t in turns if t.id in wanted]
 
 
 def conform(
@@ -1582,15 +1744,19 @@ def conform(
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones unless ``vectors_path``), or only
-    those ``only`` selects (:func:`select`)."""
+    """Run the vectors of ``revision`` (the committed ones, call and turn vectors, unless
+    ``vectors_path`` names a call vectors file), or only those ``only`` selects
+    (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
+    turns: list[TurnVector] = []
+    if not vectors_path:
+        turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
     if only:
-        vectors = select(vectors, only, revision)
+        vectors, turns = select(vectors, only, revision, turns)
     return asyncio.run(
         run_vectors(
             command,
@@ -1599,6 +1765,7 @@ def conform(
             timeout=timeout,
             hello_timeout=hello_timeout,
             progress=progress,
+            turns=turns,
         )
     )
 

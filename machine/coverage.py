@@ -20,7 +20,10 @@ README's table is tested against it.  A status is one of:
 
 A rule may also *need* an observation the protocol leaves optional (``needs``): R22 is decided
 from listener lines (trace) or listener counts (outcome); an adapter that reports none gets "not
-checked" for it, with that reason, instead of a silent pass.
+checked" for it, with that reason, instead of a silent pass.  The scheduler's rules (R9,
+R36-R38) need ``turns``: the turn vectors run only through an adapter whose hello declares it
+(an adapter written before turn vectors existed still runs, and is told loudly what it left
+unchecked).
 """
 
 from __future__ import annotations
@@ -43,7 +46,6 @@ class RuleCoverage:
     needs: str | None = None  # an optional observation the rule's check depends on
 
 
-_SCHEDULER = "the turn scheduler is above the registry boundary; a vector is one registry call"
 _STEPS = "the result and whether the body started show the decision, not the steps that made it"
 
 COVERAGE: Final[dict[str, RuleCoverage]] = {
@@ -55,7 +57,7 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
     "R6": RuleCoverage(CHECKED, CHECKED),
     "R7": RuleCoverage(CHECKED, CHECKED),
     "R8": RuleCoverage(CHECKED, CHECKED),
-    "R9": RuleCoverage(NONE, NONE, _SCHEDULER),
+    "R9": RuleCoverage(CHECKED, CHECKED, needs="turns"),
     "R10": RuleCoverage(CHECKED, OUTCOME, "which stages ran shows in the result, not their order"),
     "R11": RuleCoverage(CHECKED, OUTCOME, _STEPS),
     "R12": RuleCoverage(CHECKED, OUTCOME, _STEPS),
@@ -75,9 +77,17 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
         "the caller's abort consumed, nor when listeners came and went",
         needs="listeners",
     ),
-    "R23": RuleCoverage(CHECKED, OUTCOME, "the slot's value shows only in the body's signal"),
+    "R23": RuleCoverage(
+        CHECKED,
+        OUTCOME,
+        "the slot's value shows in the body's signal and, when reported, in what each wrapper "
+        "finds after next(); not what hooks see before the body",
+    ),
     "R24": RuleCoverage(
-        CHECKED, OUTCOME, "the approval's effect shows in the result, not the signal it received"
+        CHECKED,
+        OUTCOME,
+        "the approval's effect shows in the result and, when reported, the identity of the "
+        "signal it received; not that its answer is awaited",
     ),
     "R25": RuleCoverage(CHECKED, CHECKED),
     "R26": RuleCoverage(CHECKED, CHECKED),
@@ -94,9 +104,9 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
     "R35": RuleCoverage(
         NONE, NONE, "no transition carries it; its effect is checked as R21 and R34"
     ),
-    "R36": RuleCoverage(NONE, NONE, _SCHEDULER),
-    "R37": RuleCoverage(NONE, NONE, _SCHEDULER),
-    "R38": RuleCoverage(NONE, NONE, _SCHEDULER),
+    "R36": RuleCoverage(CHECKED, CHECKED, needs="turns"),
+    "R37": RuleCoverage(CHECKED, CHECKED, needs="turns"),
+    "R38": RuleCoverage(CHECKED, CHECKED, needs="turns"),
     "R39": RuleCoverage(
         NONE, NONE, "checked through the rules of the outcomes it picks, not as a rule of its own"
     ),
@@ -109,9 +119,15 @@ COVERAGE: Final[dict[str, RuleCoverage]] = {
     "R44": RuleCoverage(CHECKED, CHECKED),
 }
 
+TURNS_WHY: Final = (
+    "THE SCHEDULER WAS NOT RUN: the adapter's hello does not declare turns, so no turn vector "
+    "was sent"
+)
 NEEDS_WHY: Final = {
     ("listeners", "trace"): "the adapter wrote no listener lines",
     ("listeners", "outcome"): "the adapter reported no listener counts",
+    ("turns", "trace"): TURNS_WHY,
+    ("turns", "outcome"): TURNS_WHY,
 }
 """Why a rule is not checked when the run lacked the optional observation it needs."""
 
@@ -157,7 +173,10 @@ def markdown_table(titles: dict[str, str]) -> str:
     ]
     for rule, cov in COVERAGE.items():
         why = cov.why
-        if cov.needs is not None:
+        if cov.needs == "turns":
+            why = "needs an adapter that runs turns (optional: `turns` in its hello), else not "
+            why += "checked"
+        elif cov.needs is not None:
             why = f"{why}; needs {cov.needs} observations (optional), else not checked"
         lines.append(
             f"| {rule} | {titles.get(rule, '')} | {_WORDS[cov.trace]} | {_WORDS[cov.outcome]} "

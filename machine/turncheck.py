@@ -8,26 +8,32 @@ the turn signal is aborted at every gate of every call, before the turn, or neve
 
 What is checked (rule ids from the contract):
 
-* R36 -- no call is prepared after the turn signal aborted; every started body settles before the
-  turn returns (drained, never abandoned);
+* R36 -- no call starts (none of its hooks or body runs) after the turn signal aborted; every
+  started body settles before the turn returns (drained, never abandoned), and it returns;
 * R37 -- every model call has exactly one ``tool/call`` and one ``tool/result``; calls that never
   started get the revision's synthetic result, after all started calls' results, in model order,
   and never touch the registry (no pre-execute, no notification); R9 is that result's shape;
-* R38 -- pre- and post-execute run in model order, results commit in model order, contexts are
-  logged after all of the turn's results;
+* R38 -- pre- and post-execute run in model order, results commit in model order, each
+  ``tool/result`` entry is the published result without its contexts, and exactly the committed
+  results' contexts are logged, in commit order, after all of the turn's results;
 * R31 -- every started call is notified exactly once.
+
+The checks (:func:`turn_problems`) read only what an environment sees of a turn -- the hooks'
+and the observer's events, the log, when ``run_turn`` returned -- so ``toolcancel conform``
+judges another implementation's scheduler with the very same function
+(:mod:`toolcancel.turnvectors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from .registry import Accept, Allow, Deny, Execution, Next, PostDecision, PreDecision, ToolRegistry
-from .results import ToolResult, text_block
+from .results import ToolResult, canonical_json, text_block, thaw
 from .scenario import _idle, quiet_failures
 from .scheduler import ToolCallRequest, TurnScheduler
 from .signals import AbortController
@@ -78,15 +84,23 @@ def turns_of(revision: str, kinds: tuple[str, ...]) -> Iterator[Turn]:
 
 @dataclass
 class TurnObservation:
+    """What the environment saw of one turn, in the form the adapter protocol reports it
+    (``spec/vectors/README.md``, turns): the ordered ``events`` the hooks, bodies and observer
+    recorded (``{"event", "call"}``; a notification also carries the ``result`` it received),
+    the turn's ``log`` entries as data, and how many events existed when ``run_turn`` returned
+    (``None``: it never did)."""
+
     turn: Turn
-    log: list[tuple[Any, ...]] = field(default_factory=list)
-    entries: list[Any] = field(default_factory=list)
-    notified: dict[str, int] = field(default_factory=dict)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    returned: int | None = None
     problems: list[tuple[str, str]] = field(default_factory=list)
-    skipped_json: str = ""
+    skipped: dict[str, Any] = field(default_factory=dict)
 
 
 class TurnHarness:
+    """Runs one :class:`Turn` through the real scheduler and registry, recording events."""
+
     def __init__(self, turn: Turn) -> None:
         self.t = turn
         self.obs = TurnObservation(turn)
@@ -96,6 +110,9 @@ class TurnHarness:
 
     def kind(self, view: Execution) -> str:
         return self.t.kinds[int(view.call_id[1:])]
+
+    def record(self, event: str, view: Execution, **data: Any) -> None:
+        self.obs.events.append({"event": event, "call": view.call_id, **data})
 
     async def gate(self, name: str) -> None:
         fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
@@ -108,33 +125,35 @@ class TurnHarness:
     def abort(self) -> None:
         if not self.aborted:
             self.aborted = True
-            self.obs.log.append(("abort",))
+            self.obs.events.append({"event": "abort"})
             self.turn_signal.abort("the turn was cancelled")
 
     async def pre(self, view: Execution, nxt: Next) -> PreDecision:
-        self.obs.log.append(("pre", view.call_id, self.aborted))
+        self.record("pre", view)
         await self.gate(f"gate:{view.call_id[1:]}:pre")
+        self.record("pre_done", view)
         return Deny("not now") if self.kind(view) == "denied" else Allow()
 
     async def body(self, args: Any, view: Execution) -> Any:
-        self.obs.log.append(("body_start", view.call_id))
+        self.record("body_start", view)
         if self.kind(view) == "defer":
             view.defer_context({"type": "note", "text": f"from {view.call_id}"})
         try:
             await self.gate(f"gate:{view.call_id[1:]}:body")
         finally:
-            self.obs.log.append(("body_settle", view.call_id))
+            self.record("body_settle", view)
         if self.kind(view) == "throw":
             raise RuntimeError("tool failed")
         return [text_block(f"done {view.call_id}")]
 
     async def post(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
-        self.obs.log.append(("post", view.call_id))
+        self.record("post", view)
         await self.gate(f"gate:{view.call_id[1:]}:post")
+        self.record("post_done", view)
         return Accept()
 
     def observe(self, view: Execution, result: ToolResult) -> None:
-        self.obs.notified[view.call_id] = self.obs.notified.get(view.call_id, 0) + 1
+        self.record("notify", view, result=result.to_data())
 
     async def run(self) -> TurnObservation:
         with quiet_failures():
@@ -146,16 +165,14 @@ class TurnHarness:
         reg.add_post_execute(self.post)
         reg.add_observer(self.observe)
         reg.register("tool", self.body)
-        self.obs.skipped_json = reg.results.skipped().to_json()
+        self.obs.skipped = reg.results.skipped().to_data()
         calls = [
             ToolCallRequest(f"c{i}", "tool", {"i": i}, exclusive=k == "ok_exclusive")
             for i, k in enumerate(self.t.kinds)
         ]
         if self.t.abort == "before_turn":
             self.abort()
-        task = asyncio.ensure_future(
-            TurnScheduler(reg, max_concurrency=4).run_turn(calls, signal=self.turn_signal.signal)
-        )
+        task = asyncio.ensure_future(self._turn(reg, calls))
         while True:
             await _idle()
             if not self.waiting:
@@ -170,61 +187,117 @@ class TurnHarness:
         if not task.done():
             self.obs.problems.append(("R36", "the turn neither finished nor waited at a gate"))
             task.cancel()
-            return self.obs
-        self.obs.entries = list(task.result())
         return self.obs
+
+    async def _turn(self, reg: ToolRegistry, calls: list[ToolCallRequest]) -> None:
+        scheduler = TurnScheduler(reg, max_concurrency=4)
+        log = await scheduler.run_turn(calls, signal=self.turn_signal.signal)
+        self.obs.returned = len(self.obs.events)
+        self.obs.log = [thaw(e.to_data()) for e in log]
 
 
 def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
     """The R31/R36/R37/R38/R9 checks of the module docstring; (rule, explanation) pairs."""
-    t, out = obs.turn, list(obs.problems)
-    ids = [f"c{i}" for i in range(len(t.kinds))]
-    for e in obs.log:
-        if e[0] == "pre" and e[2]:
-            out.append(("R36", f"{e[1]} was prepared after the turn signal aborted"))
-    settled = {e[1] for e in obs.log if e[0] == "body_settle"}
-    for e in obs.log:
-        if e[0] == "body_start" and e[1] not in settled:
-            out.append(("R36", f"the body of {e[1]} was not drained before the turn returned"))
-    started = [e[1] for e in obs.log if e[0] == "pre"]
-    if started != ids[: len(started)]:
-        out.append(("R38", f"pre-execute ran in order {started}, not model order"))
-    posts = [e[1] for e in obs.log if e[0] == "post"]
-    if posts != sorted(posts, key=ids.index):
+    return obs.problems + turn_problems(
+        len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped
+    )
+
+
+def turn_problems(
+    n: int,
+    events: Sequence[Mapping[str, Any]],
+    log: Sequence[Mapping[str, Any]],
+    returned: int | None,
+    skipped: Mapping[str, Any],
+) -> list[tuple[str, str]]:
+    """R36-R38, R9 and R31 judged from what the environment saw of a turn of ``n`` calls
+    ``c0``..: its events, its log, when it returned, and the revision's synthetic result.
+
+    Written from CONTRACT.md's rules, not from the reference's grouping (a MAY): any scheduler
+    that keeps the rules passes, one call at a time or many."""
+    ids = [f"c{i}" for i in range(n)]
+    out: list[tuple[str, str]] = []
+    if returned is None:
+        return [("R36", "run_turn never returned: a started call was never drained")]
+    abort = next((i for i, e in enumerate(events) if e["event"] == "abort"), None)
+    first: dict[str, tuple[int, str]] = {}  # call -> its first event: started once any ran
+    for i, e in enumerate(events):
+        if "call" in e:
+            first.setdefault(e["call"], (i, e["event"]))
+    for c, (i, what) in first.items():
+        if abort is not None and i > abort:
+            out.append(
+                ("R36", f"{c} was started after the turn signal aborted (its first event, "
+                 f"{what}, came after the abort)")
+            )
+    head = events[:returned]
+    for c in ids:
+        running = sum(1 for e in head if e.get("call") == c and e["event"] == "body_start") - sum(
+            1 for e in head if e.get("call") == c and e["event"] == "body_settle"
+        )
+        if running > 0:
+            out.append(("R36", f"the body of {c} was not drained before the turn returned"))
+    pres = [e["call"] for e in events if e["event"] == "pre"]
+    if pres != ids[: len(pres)]:
+        out.append(("R38", f"pre-execute ran in order {pres}, not model order"))
+    posts = [e["call"] for e in events if e["event"] == "post"]
+    if posts != sorted(posts, key=lambda c: ids.index(c) if c in ids else n):
         out.append(("R38", f"post-execute ran in order {posts}, not model order"))
-    calls = [e.call_id for e in obs.entries if e.kind == "tool/call"]
-    results = [e for e in obs.entries if e.kind == "tool/result"]
-    if sorted(calls) != ids or sorted(r.call_id for r in results) != ids:
+    started = [c for c in ids if c in first]
+    calls = [e["callId"] for e in log if e["kind"] == "tool/call"]
+    results = [e for e in log if e["kind"] == "tool/result"]
+    if sorted(calls) != ids or sorted(r["callId"] for r in results) != ids:
         out.append(
             (
                 "R37",
-                f"calls {calls} and results {[r.call_id for r in results]} are "
+                f"calls {calls} and results {[r['callId'] for r in results]} are "
                 f"not one pair per model call {ids}",
             )
         )
         return out
-    result_order = [r.call_id for r in results]
-    expected_order = started + [c for c in ids if c not in started]
-    if result_order != expected_order:
-        out.append(("R37", f"results committed as {result_order}, expected {expected_order}"))
-    last_result = max(i for i, e in enumerate(obs.entries) if e.kind == "tool/result")
-    if any(e.kind == "context" for e in obs.entries[:last_result]):
+    order = [r["callId"] for r in results]
+    committed = [c for c in order if c in started]
+    if committed != sorted(committed, key=ids.index):
+        out.append(("R38", f"results committed as {committed}, not in model order"))
+    unstarted = [c for c in ids if c not in started]
+    if order[len(committed) :] != unstarted:
+        out.append(
+            ("R37", f"results logged as {order}: the never-started {unstarted} belong after all "
+             "started calls' results, in model order")
+        )
+    last_result = max(i for i, e in enumerate(log) if e["kind"] == "tool/result")
+    if any(e["kind"] == "context" for e in log[:last_result]):
         out.append(("R38", "a context was logged before the turn's last result"))
+    notified: dict[str, list[Mapping[str, Any]]] = {}
+    for e in events:
+        if e["event"] == "notify":
+            notified.setdefault(e["call"], []).append(e["result"])
+    wanted_contexts: list[tuple[str, str]] = []
     for r in results:
-        if r.call_id not in started:
-            if _json(r.payload) != obs.skipped_json:
-                out.append(("R9", f"{r.call_id} never started but its result is {r.payload}"))
-            if obs.notified.get(r.call_id):
-                out.append(("R37", f"{r.call_id} never started but was notified"))
-        elif obs.notified.get(r.call_id) != 1:
-            out.append(("R31", f"{r.call_id} was notified {obs.notified.get(r.call_id, 0)} times"))
+        c = r["callId"]
+        if c not in started:
+            if canonical_json(r["payload"]) != canonical_json(skipped):
+                out.append(("R9", f"{c} never started but its result is {r['payload']}"))
+            continue
+        seen = notified.get(c, [])
+        if len(seen) != 1:
+            out.append(("R31", f"{c} was notified {len(seen)} times"))
+            continue
+        published = dict(seen[0])
+        contexts = published.pop("additionalContexts", [])
+        if canonical_json(r["payload"]) != canonical_json(published):
+            out.append(
+                ("R38", f"{c}'s tool/result entry {canonical_json(r['payload'])} is not the "
+                 f"result its observer received without contexts, {canonical_json(published)}")
+            )
+        wanted_contexts += [(c, canonical_json(x)) for x in contexts]
+    logged = [(e["callId"], canonical_json(e["payload"])) for e in log if e["kind"] == "context"]
+    if logged != wanted_contexts:
+        out.append(
+            ("R38", f"the log's contexts {logged} are not the committed results' contexts in "
+             f"commit order {wanted_contexts}")
+        )
     return out
-
-
-def _json(payload: Any) -> str:
-    from .results import canonical_json
-
-    return canonical_json(payload)
 
 
 @dataclass

@@ -20,10 +20,11 @@ Where vectors come from, and why it is this way:
   the harness -- the model checker has already proven that registry against the table -- and the
   allowed paths are its path plus those the table's MAY transitions allow (:func:`alternatives`).
 * **Small enough to review.**  One vector per distinct (reference path, result JSON, body
-  signals), the first in enumeration order, where the path counts as the machine took it: each
-  event with its data and its transition (:func:`dedupe_key`).  Two scenarios alike in all of that
-  exercise the same transitions, the same result builders and the same signal fusion.  That keeps
-  about six thousand vectors per revision out of a few hundred thousand runs.  An uncooperative
+  signals, what post-execute received), the first in enumeration order, where the path counts as
+  the machine took it: each event with its data and its transition (:func:`dedupe_key`).  Two
+  scenarios alike in all of that exercise the same transitions, the same result builders and the
+  same signal fusion.  That keeps four to five thousand vectors per revision out of a few hundred
+  thousand runs.  An uncooperative
   body only differs from a cooperative one while something aborts its signal at the body gate, so
   unless a wrapper signal or the timer does, it is run at ``gate:body`` only (its other runs equal
   its cooperative twin's, which comes first in the enumeration and would win the key anyway).
@@ -155,6 +156,19 @@ def body_signals(obs: Observation) -> list[dict[str, Any]]:
     return out
 
 
+def post_received(obs: Observation) -> dict[str, Any] | None:
+    """The result post-execute first received, as data without ``meta`` (a body's ``bad_meta``
+    is not JSON; post-execute's input is judged by its content, error and contexts), or None
+    when post-execute never ran."""
+    for entry in obs.log:
+        if entry[0] == "post_in":
+            data = entry[1].to_data()
+            data.pop("meta", None)
+            plain: dict[str, Any] = json.loads(_canonical(data))
+            return plain
+    return None
+
+
 def entry_caller(s: Scenario) -> CallerSignal:
     """The caller state the registry captures at entry."""
     if s.cancel == "before_entry" or s.caller == "aborted":
@@ -177,6 +191,7 @@ class Expectation:
     body_signals: tuple[Mapping[str, Any], ...]
     notifications: int
     paths: tuple[tuple[str, ...], ...]
+    post_received: Any = ...  # the result post-execute received (None: it never ran; ...: unstated)
 
     @property
     def contexts(self) -> list[Any]:
@@ -193,18 +208,22 @@ class Expectation:
             and self.body_starts == other.body_starts
             and self.body_signals == other.body_signals
             and self.notifications == other.notifications
+            and _canonical(self.post_received) == _canonical(other.post_received)
         )
 
     def to_data(self) -> dict[str, Any]:
-        return {
+        data = {
             "result": self.result,
             "outcome": self.outcome,
             "body_starts": self.body_starts,
             "contexts": self.contexts,
             "notifications": self.notifications,
             "body_signals": [dict(b) for b in self.body_signals],
-            "paths": [list(p) for p in self.paths],
         }
+        if self.post_received is not ...:
+            data["post_received"] = self.post_received
+        data["paths"] = [list(p) for p in self.paths]
+        return data
 
     @classmethod
     def from_data(cls, data: Any, where: str, revision: str = "seed") -> Expectation:
@@ -252,6 +271,9 @@ class Expectation:
         contexts = result.get("additionalContexts", [])
         if not isinstance(contexts, list):
             raise VectorError(f"{where}.result.additionalContexts: expected a list")
+        received = data.get("post_received", ...)
+        if received is not ... and received is not None and not isinstance(received, Mapping):
+            raise VectorError(f"{where}.post_received: expected a result object or null")
         exp = cls(
             result=result,
             outcome=outcome,
@@ -259,6 +281,7 @@ class Expectation:
             body_signals=tuple(signals),
             notifications=data["notifications"],
             paths=tuple(tuple(p) for p in paths),
+            post_received=received,
         )
         if data.get("contexts") != exp.contexts:
             raise VectorError(f"{where}.contexts: must equal result.additionalContexts (or [])")
@@ -327,6 +350,11 @@ class Vector:
     def from_data(cls, data: Any, where: str) -> Vector:
         if not isinstance(data, Mapping):
             raise VectorError(f"{where}: expected a JSON object")
+        if "turn_table" in data or "turn_vector" in data:
+            raise VectorError(
+                f"{where}: a line of a turn vectors file; this reads call vectors (conform runs "
+                "the shipped turn vectors with the shipped call vectors)"
+            )
         if data.get("vector") not in READ_FORMATS or type(data.get("vector")) is not int:
             raise VectorError(
                 f"{where}: vector format {_show(data.get('vector'))}, expected one of "
@@ -494,6 +522,7 @@ def expectation(obs: Observation, paths: Sequence[Sequence[str]] | None = None) 
         body_signals=tuple(body_signals(obs)),
         notifications=len(obs.notified),
         paths=(own,) if paths is None else tuple(tuple(p) for p in paths),
+        post_received=post_received(obs),
     )
 
 
@@ -633,13 +662,18 @@ async def _batch(
         for obs in runs:
             exp = expectation(obs)
             key = dedupe_key(obs, exp)
-            full = [key]
+            # What post-execute received tells vectors apart too; those kept for it alone are
+            # numbered after the others (:func:`_number`), so it renumbered nothing.
+            full: list[Any] = [(key, _canonical(exp.post_received))]
+            plain = [key]  # without what post-execute received
             per: list[tuple[str, Expectation, list[Expectation]]] = []
             if obs.scenario.retries:
                 for retry in others:
                     other = await Harness(obs.scenario, factory, clock, retry).run()
                     other_exp = expectation(other)
-                    full.append(dedupe_key(other, other_exp))
+                    other_key = dedupe_key(other, other_exp)
+                    full.append((other_key, _canonical(other_exp.post_received)))
+                    plain.append(other_key)
                     per.append(
                         (retry, other_exp, await alternatives(other, table, factory, clock))
                     )
@@ -651,6 +685,7 @@ async def _batch(
                 {
                     "key": key,
                     "full": tuple(full),
+                    "plain": tuple(plain),
                     "scenario": obs.scenario,
                     "expected": exp,
                     "alts": alts,
@@ -716,23 +751,30 @@ def generate(
 def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
     """Number the vectors in enumeration order.  A vector kept only because a retry behaviour
     other than the default tells it apart (its default key was seen) is numbered after all the
-    others, so adding retry behaviours never renumbered the vectors that were already there."""
+    others, and one kept only for what post-execute received after those, so adding retry
+    behaviours or that observation never renumbered the vectors that were already there."""
     seen: set[Key] = set()
-    seen_full: set[tuple[Key, ...]] = set()
+    seen_plain: set[tuple[Any, ...]] = set()
+    seen_full: set[tuple[Any, ...]] = set()
     firsts: list[dict[str, Any]] = []
     extras: list[dict[str, Any]] = []
+    received: list[dict[str, Any]] = []
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            if item["plain"] in seen_plain:
+                received.append(item)
+                continue
+            seen_plain.add(item["plain"])
             if item["key"] in seen:
                 extras.append(item)
                 continue
             seen.add(item["key"])
             firsts.append(item)
     out: list[Vector] = []
-    for item in firsts + extras:
+    for item in firsts + extras + received:
         expected, others = _merge_alternatives(item["expected"], item["alts"])
         default = _expectation_data(expected, others)
         by_retry = []
@@ -837,6 +879,11 @@ def schema() -> dict[str, Any]:
                     "reason": {"enum": [*REASONS, None]},
                 },
             },
+        },
+        "post_received": {
+            "description": "The result post-execute received, without meta (null: post-execute "
+            "did not run). Absent in vectors written before it was recorded.",
+            "type": ["object", "null"],
         },
         "paths": {
             "description": "Allowed sequences of contract events, each caller_abort and "
@@ -945,6 +992,12 @@ def expected_files(
     for revision in revisions:
         step = None if progress is None else functools.partial(_tell, progress, revision)
         files[f"{revision}.jsonl"] = render(generate(revision, workers=workers, progress=step))
+    from . import turnvectors  # the scheduler's vectors (R36-R38), beside the calls'
+
+    for revision in revisions:
+        files[turnvectors.turn_file(".", revision).name] = turnvectors.render(
+            turnvectors.generate(revision)
+        )
     return files
 
 

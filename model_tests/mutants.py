@@ -5,6 +5,12 @@ implementation for as long as its context manager is active, and names the rule 
 ``toolcancel verify --mutants`` and the Hypothesis suite must kill every one of them: a check that
 never fails against a broken registry proves nothing about a correct one.
 
+``TURN_MUTANTS`` break the turn scheduler (killed by verify's turn batches and conform's turn
+vectors) and ``OBSERVATION_MUTANTS`` break what only the adapter protocol's optional
+observations show (killed by conform; verify reaches two of them).  They are kept apart because
+the Hypothesis suite and ``verify --mutants`` judge single calls through the registry's record,
+which cannot see them.  ``python -m toolcancel.adapter --mutant NAME`` serves any of the three.
+
 They live with the tests, not in the installed library.
 """
 
@@ -20,9 +26,10 @@ from unittest import mock
 from toolcancel import ToolRegistry, deadline
 from toolcancel import fusion as fusion_module
 from toolcancel import registry as registry_module
+from toolcancel import scheduler as scheduler_module
 from toolcancel import timeout_policy as timeout_module
-from toolcancel.results import Results, ToolResult
-from toolcancel.signals import AbortSignal
+from toolcancel.results import Results, ToolResult, thaw
+from toolcancel.signals import AbortController, AbortSignal
 
 Factory = Callable[..., ToolRegistry]
 
@@ -256,6 +263,35 @@ def _loses_contexts_on_abort() -> Iterator[None]:
         yield
 
 
+_Turn: Any = scheduler_module._Turn
+
+
+@contextlib.contextmanager
+def _forgets_turn_contexts() -> Iterator[None]:
+    """Commits each result but never accepts its contexts into the turn's log."""
+
+    async def commit(self: Any, call: Any) -> None:
+        result = await call.finalize()
+        self.log.append("tool/result", call.call_id, scheduler_module.result_payload(result))
+
+    with mock.patch.object(_Turn, "commit", commit):
+        yield
+
+
+@contextlib.contextmanager
+def _skips_with_aborted() -> Iterator[None]:
+    """Gives a never-started call the registry's ABORTED instead of the synthetic R9 result."""
+    real = _Turn.run
+
+    async def run(self: Any) -> None:
+        results = self.registry.results
+        with mock.patch.object(type(results), "skipped", lambda r: r.aborted()):
+            await real(self)
+
+    with mock.patch.object(_Turn, "run", run):
+        yield
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
     Mutant("abandons_after_grace", "R27",
@@ -276,4 +312,97 @@ MUTANTS: tuple[Mutant, ...] = (
            _detaches_caller),
     Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
            _loses_contexts_on_abort),
+)
+
+
+TURN_MUTANTS: tuple[Mutant, ...] = (
+    # Broken schedulers (R36-R38, R9): killed by the turn batches of ``toolcancel verify`` and by
+    # conform's turn vectors (tests/test_turn_vectors.py), not by one call's checks.
+    Mutant("forgets_turn_contexts", "R38", "never logs a committed result's contexts",
+           _forgets_turn_contexts),
+    Mutant("skips_with_aborted", "R9", "gives never-started calls the registry's ABORTED",
+           _skips_with_aborted),
+)
+
+
+@contextlib.contextmanager
+def _mutable_result() -> Iterator[None]:
+    """Publishes a result whose content is a plain list of plain dicts: it serializes exactly
+    like the frozen one, but an observer can write into it."""
+    real = Results.materialize
+
+    def materialize(self: Any, result: ToolResult) -> ToolResult:
+        frozen = real(self, result)
+        return dataclasses.replace(frozen, content=thaw(frozen.content))
+
+    with mock.patch.object(Results, "materialize", materialize):
+        yield
+
+
+@contextlib.contextmanager
+def _unfrozen_view() -> Iterator[None]:
+    """Lets the execution view's slot be written after the result is published."""
+    prop = registry_module.Execution.signal
+
+    def setter(self: Any, value: AbortSignal | None) -> None:
+        frozen, self._frozen = self._frozen, False
+        try:
+            prop.fset(self, value)
+        finally:
+            self._frozen = frozen
+
+    with mock.patch.object(registry_module.Execution, "signal", property(prop.fget, setter)):
+        yield
+
+
+@contextlib.contextmanager
+def _approval_gets_a_copy() -> Iterator[None]:
+    """Hands the approval seam a fresh signal instead of the slot's (C) one."""
+    real = registry_module.ApprovalRequest
+
+    def request(*args: Any) -> Any:
+        *head, signal, own = args
+        return real(*head, None if signal is None else AbortController().signal, own)
+
+    with mock.patch.object(registry_module, "ApprovalRequest", request):
+        yield
+
+
+@contextlib.contextmanager
+def _late_success_reaches_post() -> Iterator[None]:
+    """Hands post-execute the body's late success instead of C3's ABORTED; C4 still publishes
+    ABORTED, so the result, the path and the trace's events look right."""
+    real_success, real_post = Results.success, _Call.post_policy
+    last: dict[int, ToolResult] = {}
+
+    def success(self: Any, value: Any) -> ToolResult:
+        result = real_success(self, value)
+        last[id(self)] = result
+        return result
+
+    async def post_policy(self: Any, result: ToolResult) -> ToolResult:
+        late = last.pop(id(self.results), None)
+        code = None if result.error is None else result.error.code
+        if late is not None and code in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
+            result = dataclasses.replace(late, contexts=result.contexts)
+        return await real_post(self, result)
+
+    with mock.patch.object(Results, "success", success), mock.patch.object(
+        _Call, "post_policy", post_policy
+    ):
+        yield
+
+
+OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
+    # Broken registries only the protocol's optional observations show (issue 14, blind spot 6):
+    # caught by conform at both levels (tests/test_conform_observations.py).
+    Mutant("mutable_result", "R30", "publishes a result an observer can write into",
+           _mutable_result),
+    Mutant("unfrozen_view", "R31", "leaves the view's slot writable after publication",
+           _unfrozen_view),
+    Mutant("approval_gets_a_copy", "R24", "hands the approval seam another signal than C",
+           _approval_gets_a_copy),
+    Mutant("late_success_reaches_post", "R19",
+           "hands post-execute the late success C3 must replace (C4 still publishes ABORTED)",
+           _late_success_reaches_post),
 )

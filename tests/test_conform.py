@@ -26,7 +26,8 @@ from support import run_cli, write_sample
 from toolcancel.adapter import Session
 from toolcancel.conform import PROTOCOL_RULE, Judge, Report, run_vectors
 from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.turnvectors import load_turn_vectors, turn_file
+from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
@@ -69,7 +70,9 @@ def test_self_conformance_on_a_sample(
 def test_self_conformance_is_total(revision: str, capsys: pytest.CaptureFixture[str]) -> None:
     code, data, _ = run_cli(["--self", "--revision", revision, "--json"], capsys)
     assert (code, data["failed"], data["failures"]) == (0, 0, [])
-    assert data["passed"] == data["vectors"] == len(shipped_vectors(revision))
+    assert data["passed"] == data["vectors"] == len(shipped_vectors(revision)) + len(
+        load_turn_vectors(turn_file(shipped_dir(), revision))
+    )
 
 
 def test_table_output_names_rules_and_totals(

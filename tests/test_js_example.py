@@ -21,7 +21,8 @@ from pathlib import Path
 
 import pytest
 from toolcancel.cli import main
-from toolcancel.vectors import REVISIONS, shipped_vectors
+from toolcancel.turnvectors import load_turn_vectors, turn_file
+from toolcancel.vectors import REVISIONS, shipped_dir, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "examples" / "js" / "adapter-trace.js"
@@ -63,5 +64,7 @@ def test_the_javascript_example_passes_every_vector(
     out, err = capsys.readouterr()
     report = json.loads(out)
     assert (code, report["failed"], report["failures"]) == (0, 0, []), err
-    assert report["passed"] == report["vectors"] == len(shipped_vectors(revision))
+    assert report["passed"] == report["vectors"] == len(shipped_vectors(revision)) + len(
+        load_turn_vectors(turn_file(shipped_dir(), revision))
+    )
     assert report["restarts"] == 0  # the adapter never hung, crashed or wrote garbage

@@ -5,6 +5,8 @@ import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
 import { VirtualClock } from './adapter-trace.js'; // virtual time for deadlines: no real timer is set
+import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
+import { Probes } from './probes.js'; // observer writes, the approval's signal, the slot after next()
 
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
@@ -26,6 +28,7 @@ const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its 
 
 async function run(s) {
   const timers = new VirtualClock(), waiting = new Map(), aborting = [], bodies = [], notified = [];
+  const probes = new Probes();
   const gate = (name, signal) => new Promise((resolve) => {
     const go = () => { waiting.delete(name); signal?.removeEventListener('abort', go); resolve(); };
     waiting.set(name, go);
@@ -35,14 +38,16 @@ async function run(s) {
   const abortCaller = () => caller?.signal.aborted || caller?.abort(new CallerReason('cancelled'));
   if (s.caller === 'aborted' || s.cancel === 'before_entry') abortCaller();
   const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {} });
-  reg.hooks.on('tools/pre-execute', async () => {
+  reg.hooks.on('tools/pre-execute', async (exec) => {
+    probes.sawPre(exec);
     await gate('pre');
     if (s.pre === 'throw') throw new Error('pre-execute policy failed');
     if (s.pre === 'throw_structured') throw new ToolError('policy store unavailable', 'POLICY_DOWN');
     return PRE[s.pre];
   });
   const fail = (message) => { throw new Error(message); };
-  if (s.approval_seam) reg.setApproval(async () => {
+  if (s.approval_seam) reg.setApproval(async (request) => {
+    probes.asked(request);
     await gate('approval');
     return s.approval === 'throw' ? fail('approval channel crashed') : s.approval;
   });
@@ -60,7 +65,7 @@ async function run(s) {
     if (w === 'replace_aborted') exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`));
     if (w === 'remove') delete exec.signal;
     let r;
-    try { r = await next(); if (w === 'retry') r = await next(); } finally {
+    try { r = await probes.next(exec, next); if (w === 'retry') r = await probes.next(exec, next); } finally {
       if (up === undefined) delete exec.signal; else exec.signal = up;
     }
     if (w === 'wait_after') await gate(`w${i}_after`);
@@ -80,12 +85,14 @@ async function run(s) {
       if (s.body.endsWith('throw')) throw new Error('tool failed');
       return [text('done')];
     } });
-  reg.hooks.on('tools/post-execute', async () => {
+  reg.hooks.on('tools/post-execute', async (_exec, received) => {
+    probes.sawPost(received);
     await gate('post');
     if (s.post === 'throw') throw new Error('post-execute policy failed');
     return POST[s.post];
   });
   reg.hooks.on('tools/result', (_exec, r) => { notified.push(r); });
+  reg.hooks.on('tools/result', probes.observe);
   if (s.observer === 'throws') reg.hooks.on('tools/result', () => { throw new Error('observer crashed'); });
   // Drive the call: release one gate at a time, in the order the call reaches them.
   const count = () => (caller ? getEventListeners(caller.signal, 'abort').length : 0);
@@ -118,15 +125,15 @@ async function run(s) {
   if (settled === null) raised = 'execute() never settled';
   if (s.cancel === 'after') { abortCaller(); await settle(); }
   const same = notified.every((r) => r === result);
-  return { result, observed: { raised, notifications: notified.length, notified_same: same,
+  return { result, observed: { raised, notifications: notified.length, ...probes.observed(result), notified_same: same && probes.observed(result).notified_same,
     bodies: bodies.map(({ start, settle }) => ({ start, settle })), settled,
     ...(caller ? { listeners } : {}) } };
 }
 
 send({ type: 'hello', implementation: 'toolcancel examples/js registry.js (cursor next())',
-  revisions: REVISIONS, level: 'outcome', retry: 'cursor' });
+  revisions: REVISIONS, level: 'outcome', retry: 'cursor', turns: true });
 for await (const line of readline.createInterface({ input: process.stdin })) {
   const v = JSON.parse(line);
-  try { send({ type: 'outcome', id: v.id, ...(await run(v.scenario)) }); }
+  try { send({ type: 'outcome', id: v.id, ...(await (v.type === 'turn' ? runTurnVector(v.revision, v.turn) : run(v.scenario))) }); }
   catch (e) { send({ type: 'error', id: v.id, message: String(e?.message ?? e) }); }
 }

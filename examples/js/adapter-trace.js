@@ -14,6 +14,8 @@
 import * as readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
 import { RETRY, REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import { runTurnVector } from './turns.js';
+import { Probes } from './probes.js';
 
 export const PROTOCOL = 2;
 export const IMPLEMENTATION = 'toolcancel examples/js registry.js (cursor next())';
@@ -139,6 +141,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
   const waiting = new Map(); // gate name -> release()
   let notifications = 0;
   let bodySignal; // the signal the latest body invocation received
+  const probes = new Probes(); // the optional observations (probes.js)
 
   /** Wait at gate `name` until the driver releases it (or, given a signal, it aborts). */
   const gate = (name, signal) =>
@@ -166,7 +169,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
     log,
   });
 
-  registry.hooks.on('tools/pre-execute', async () => {
+  registry.hooks.on('tools/pre-execute', async (exec) => {
+    probes.sawPre(exec);
     await gate('pre');
     switch (s.pre) {
       case 'allow': return { kind: 'allow' };
@@ -178,7 +182,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
   });
 
   if (s.approval_seam) {
-    registry.setApproval(async () => {
+    registry.setApproval(async (request) => {
+      probes.asked(request);
       await gate('approval');
       if (s.approval === 'throw') throw new Error('approval channel crashed');
       return s.approval;
@@ -214,8 +219,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
       }
       let result;
       try {
-        result = await next();
-        if (behaviour === 'retry') result = await next();
+        result = await probes.next(exec, next);
+        if (behaviour === 'retry') result = await probes.next(exec, next);
       } finally {
         if (upstream === undefined) delete exec.signal; // every delegating wrapper restores
         else exec.signal = upstream;
@@ -256,7 +261,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
     });
   }
 
-  registry.hooks.on('tools/post-execute', async () => {
+  registry.hooks.on('tools/post-execute', async (_exec, received) => {
+    probes.sawPost(received);
     await gate('post');
     switch (s.post) {
       case 'accept': return { kind: 'accept' };
@@ -276,6 +282,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
   registry.hooks.on('tools/result', () => {
     notifications++;
   });
+  registry.hooks.on('tools/result', probes.observe);
   if (s.observer === 'throws') {
     registry.hooks.on('tools/result', () => {
       throw new Error('observer crashed');
@@ -331,7 +338,9 @@ export async function runScenario(s, { log = () => {} } = {}) {
     abortCaller();
     await settle();
   }
-  const observed = { notifications, body_signals: bodySignals, settled_at: settledAt, raised };
+  const observed = {
+    notifications, body_signals: bodySignals, settled_at: settledAt, raised, ...probes.observed(result),
+  };
   return { trace, result, observed };
 }
 
@@ -348,8 +357,11 @@ export async function answer(line, options) {
     if (msg?.protocol !== PROTOCOL) {
       throw new Error(`protocol ${JSON.stringify(msg?.protocol)}; this adapter speaks ${PROTOCOL}`);
     }
-    if (msg.type !== 'vector') throw new Error(`type ${JSON.stringify(msg.type)}; expected "vector"`);
     if (id === null) throw new Error('a vector message needs a string id');
+    if (msg.type === 'turn') {
+      return { protocol: PROTOCOL, type: 'outcome', id, ...(await runTurnVector(msg.revision, msg.turn)) };
+    }
+    if (msg.type !== 'vector') throw new Error(`type ${JSON.stringify(msg.type)}; expected "vector"`);
     if (msg.revision !== msg.scenario?.revision) {
       throw new Error("scenario.revision differs from the message's revision");
     }
@@ -375,6 +387,7 @@ async function main() {
     revisions: REVISIONS,
     level: 'trace',
     retry: RETRY,
+    turns: true, // turn vectors run through scheduler.js (turns.js)
   });
   const lines = readline.createInterface({ input: process.stdin, crlfDelay: Infinity });
   for await (const line of lines) {

@@ -61,6 +61,7 @@ export const REVISIONS = Object.freeze(['seed', 'revised']);
 export const TEXTS = Object.freeze({
   aborted: 'Error: tool call aborted',
   aborted_before_dispatch: 'Error: tool call aborted before dispatch',
+  skipped_sibling: 'Error: tool call skipped because the step was aborted before execution',
   args_not_serializable: 'Error: tool execution arguments must be losslessly JSON-serializable',
   result_not_serializable: 'Error: tool result must be losslessly JSON-serializable',
   unknown_tool: 'Error: unknown tool "{name}"',
@@ -294,6 +295,13 @@ class Results {
   abortedBeforeDispatch(contexts) {
     const info = { name: 'AbortError', code: 'ABORTED_BEFORE_DISPATCH' }; // R41 (revised)
     return this.error(TEXTS.aborted_before_dispatch, info, contexts);
+  }
+
+  /** R9: the scheduler's result for a model call that never started (seed: ABORTED with its
+   *  own text, D17; revised: ABORTED_BEFORE_DISPATCH). */
+  skipped() {
+    if (this.revision !== 'seed') return this.abortedBeforeDispatch();
+    return this.error(TEXTS.skipped_sibling, { name: 'AbortError', code: 'ABORTED' });
   }
 
   denied(reason) {

@@ -152,6 +152,11 @@ def table(report: Report) -> str:
         f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
         f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
     )
+    if not report.turns:
+        lines.append(
+            "  NOT CHECKED: the turn scheduler (R9, R36-R38) -- the adapter's hello does not "
+            "declare turns (spec/vectors/README.md: Turns)"
+        )
     families = report.families()
     if families:
         lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]

@@ -10,6 +10,7 @@ from typing import Any
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..fileio import check_destination, is_stream
+from ..turnvectors import turn_file
 from ..vectors import REVISIONS, SCHEMA_NAME, compare, expected_files, shipped_dir, write
 
 
@@ -80,7 +81,8 @@ def run(args: argparse.Namespace) -> int:
     if not args.check:  # found before the long generation
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise CliError(f"{directory}: not a directory")
-        for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions)):
+        turns = (turn_file(directory, r).name for r in revisions)
+        for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions), *turns):
             check_destination(os.path.join(directory, name), mkdir=True)
     with Progress("vectors", "configurations", enabled=not args.quiet) as progress:
         files = expected_files(revisions, args.workers, progress=progress.update)
@@ -90,12 +92,21 @@ def run(args: argparse.Namespace) -> int:
             print(f"toolcancel vectors: {problem}", file=sys.stderr)
         if not problems:
             for name, text in files.items():
-                what = "schema" if name == SCHEMA_NAME else f"{text.count(chr(10))} vectors"
+                what = _what(name, text)
                 print(f"{os.path.join(directory, name)}: up to date ({what})")
         return 1 if problems else 0
     written = write(directory, files)
     for path in written:
         text = files[path.name]
-        what = "schema" if path.name == SCHEMA_NAME else f"{text.count(chr(10)):,} vectors"
-        print(f"wrote {path}: {what}, {len(text.encode()):,} bytes")
+        print(f"wrote {path}: {_what(path.name, text)}, {len(text.encode()):,} bytes")
     return 0
+
+
+def _what(name: str, text: str) -> str:
+    """What a written file holds: the schema, call vectors, or a turn table and turn vectors."""
+    lines = text.count(chr(10))
+    if name == SCHEMA_NAME:
+        return "schema"
+    if name.startswith("turns-"):
+        return f"{lines - 1:,} turn vectors"
+    return f"{lines:,} vectors"
