@@ -30,8 +30,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, 
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from .compiled import DRAINING, SETTLED, CompiledMachine
 from .contract import Contract, RevisionContract, load_contract
-from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_table
+from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
@@ -580,7 +581,7 @@ class StagedCall(Protocol):
 
     call_id: str
     view: Execution
-    machine: CallMachine
+    machine: CompiledMachine
 
     async def run(self) -> ToolResult: ...
     async def prepare(self) -> bool: ...
@@ -649,7 +650,7 @@ class _Call:
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
-        self.machine: CallMachine  # made by enter(), once the caller signal is captured
+        self.machine: CompiledMachine  # made by enter(), once the caller signal is captured
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.view = Execution(self, call_id, name, None, agent, parent, None)
 
@@ -686,13 +687,15 @@ class _Call:
                 captured = "live"
                 given.add_listener(self.follow)
             self.caller = self.view._slot = own.signal
-        self.machine = CallMachine(
+        self.machine = CompiledMachine(
             registry._table,
-            captured,
-            has_agent=self.agent is not None,
-            approval_seam=registry._approval is not None,
-            retry=registry._retry,
-            wrappers=len(self.wrappers),
+            (  # a plain tuple finds the compiled Shape it equals (building one costs more)
+                captured,
+                self.agent is not None,
+                registry._approval is not None,
+                registry._retry,
+                len(self.wrappers),
+            ),
         )
         try:
             self.clock = _clock_of(asyncio.get_running_loop())
@@ -712,10 +715,10 @@ class _Call:
             )
         if invalid is not None:
             log.warning("call %s: arguments not serializable: %s", self.call_id, invalid)
-            self.take(_plain("args_invalid"))
+            self.take("args_invalid")
             self.result = self.results.args_error()
             return
-        self.take(_plain("args_valid"))
+        self.take("args_valid")
         if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
             self.result = self.results.cancellation(
                 self.machine.outcome or "aborted_before_dispatch"
@@ -807,26 +810,29 @@ class _Call:
     def offer(self, event: str, **data: Any) -> str | None:
         """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(_plain("caller_abort"))
-        self.take(Occurrence(event, **data) if data else _plain(event))
-        return self.machine.current.outcome
+        if c is not None and c.aborted and not self.machine.node.current.caller_aborted:
+            self.take("caller_abort")
+        self.take(Occurrence(event, **data) if data else event)
+        return self.machine.node.outcome
 
-    def take(self, occurrence: Occurrence) -> None:
+    def take(self, key: Occurrence | str) -> None:
+        """Step the compiled machine on ``key`` (an occurrence, or a plain event's name) and do
+        what the step's precomputed effect says."""
         machine = self.machine
-        before = machine.current.state
-        machine.offer(occurrence)
-        state = machine.current.state
-        if state != before:
+        edge = machine.node.edges.get(key) or machine.edge(key)
+        _, machine.node, record, effect = edge
+        machine.path.append(record)
+        if effect:
             self.entered = self.clock()
-            if state == "draining":
+            if effect == DRAINING:
                 self.watch_draining()
-            elif before in _BODY_STATES and self.watchdog is not None:
+            elif effect == SETTLED and self.watchdog is not None:
                 self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
         tap = self.registry._on_step
         if tap is not None:
-            tap(self.view, machine.path[-1])
+            tap(self.view, record)
         if self.trace is not None:
+            occurrence = record.occurrence
             event = occurrence.event
             data = self.registry._event_data.get(event)
             if data:
@@ -845,7 +851,7 @@ class _Call:
 
     @property
     def state(self) -> str:
-        return self.machine.state
+        return self.machine.node.state
 
     def defer(self, context: Any) -> None:
         if self.merged:
@@ -1147,10 +1153,10 @@ class _Call:
     def on_fused_abort(self, signal: AbortSignal) -> None:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(_plain("caller_abort"))
+        if c is not None and c.aborted and not self.machine.node.current.caller_aborted:
+            self.take("caller_abort")
         elif self.state == "body":
-            self.take(_plain("fused_abort"))
+            self.take("fused_abort")
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """Post-execute (R7, R20) and checkpoint C4."""
@@ -1220,8 +1226,6 @@ class _Call:
 
 _NO_RESULT: Final = ToolResult(())
 
-_BODY_STATES: Final = frozenset({"body", "draining"})
-
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",
     "approval": "approval_raise",
@@ -1246,17 +1250,6 @@ def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
     Python call less per state change), else the loop's own (a virtual clock, a test's)."""
     own = getattr(loop.time, "__func__", None)
     return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
-
-
-_PLAIN: dict[str, Occurrence] = {}
-
-
-def _plain(event: str) -> Occurrence:
-    """The one occurrence of ``event`` without observations (shared: occurrences are values)."""
-    found = _PLAIN.get(event)
-    if found is None:
-        found = _PLAIN[event] = Occurrence(event)
-    return found
 
 
 def _wrapper_result(value: Any, wrapper: Any, i: int, revision: str) -> ToolResult:
