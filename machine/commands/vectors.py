@@ -55,6 +55,13 @@ def register(sub: Any) -> None:
         help=f"worker processes (default: the CPUs available, here {default_workers()})",
     )
     p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the configurations on the Dask distributed cluster whose scheduler is at "
+        "ADDRESS (e.g. tcp://10.0.0.5:8786; its workers need this toolcancel installed, with "
+        "the cluster extra) instead of --workers local processes; the vectors are the same",
+    )
+    p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -83,7 +90,9 @@ def run(args: argparse.Namespace) -> int:
         for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions)):
             check_destination(os.path.join(directory, name), mkdir=True)
     with Progress("vectors", "configurations", enabled=not args.quiet) as progress:
-        files = expected_files(revisions, args.workers, progress=progress.update)
+        files = expected_files(
+            revisions, args.workers, progress=progress.update, cluster=args.cluster
+        )
     if args.check:
         problems = compare(directory, files)
         for problem in problems:
