@@ -50,12 +50,13 @@ class Edge(NamedTuple):
 class Node:
     """One reachable call state and every step out of it."""
 
-    __slots__ = ("current", "edges", "outcome", "state")
+    __slots__ = ("caller_aborted", "current", "edges", "outcome", "state")
 
     def __init__(self, current: CallState) -> None:
         self.current = current
         self.state = current.state
         self.outcome = current.outcome
+        self.caller_aborted = current.caller_aborted
         self.edges: dict[Hashable, Edge] = {}
 
 

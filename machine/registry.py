@@ -526,8 +526,8 @@ class ToolRegistry:
         """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        required = self._table.contract.revision_info[self.revision].get("caller_signal")
-        if signal is None and required == "required":
+        info = self._table.contract.revision_info
+        if signal is None and info[self.revision].get("caller_signal") == "required":
             raise RegistryUsageError(
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
@@ -810,7 +810,7 @@ class _Call:
     def offer(self, event: str, **data: Any) -> str | None:
         """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.node.current.caller_aborted:
+        if c is not None and c.aborted and not self.machine.node.caller_aborted:
             self.take("caller_abort")
         self.take(Occurrence(event, **data) if data else event)
         return self.machine.node.outcome
@@ -1153,7 +1153,7 @@ class _Call:
     def on_fused_abort(self, signal: AbortSignal) -> None:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.node.current.caller_aborted:
+        if c is not None and c.aborted and not self.machine.node.caller_aborted:
             self.take("caller_abort")
         elif self.state == "body":
             self.take("fused_abort")
