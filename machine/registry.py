@@ -812,15 +812,15 @@ class _Call:
         c = self.caller
         if c is not None and c.aborted and not self.machine.node.caller_aborted:
             self.take("caller_abort")
-        self.take(Occurrence(event, **data) if data else event)
-        return self.machine.node.outcome
+        return self.take(Occurrence(event, **data) if data else event)
 
-    def take(self, key: Occurrence | str) -> None:
-        """Step the compiled machine on ``key`` (an occurrence, or a plain event's name) and do
-        what the step's precomputed effect says."""
+    def take(self, key: Occurrence | str) -> str | None:
+        """Step the compiled machine on ``key`` (an occurrence, or a plain event's name), do
+        what the step's precomputed effect says; return the call's outcome."""
         machine = self.machine
         edge = machine.node.edges.get(key) or machine.edge(key)
-        _, machine.node, record, effect = edge
+        _, node, record, effect = edge
+        machine.node = node
         machine.path.append(record)
         if effect:
             self.entered = self.clock()
@@ -839,6 +839,7 @@ class _Call:
                 self.emit(event, **{name: getattr(occurrence, name) for name in data})
             else:
                 self.emit(event)
+        return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -979,6 +980,8 @@ class _Call:
     def run_guards(self) -> str | None:
         """Global guards in registration order, then the calling agent's; first reason denies."""
         guards = self.registry._guards
+        if not guards:
+            return None
         ordered = [g for a, g in guards if a is None]
         ordered += [g for a, g in guards if a is not None and a == self.agent]
         for guard in ordered:
