@@ -3,9 +3,11 @@
 ``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
 pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-
 execute waterfall, materialization, one frozen notification -- and at every point where the
-contract decides something, it offers an event to the call's :class:`~toolcancel.core.CallMachine`
-and does what the resulting state says.  The registry observes and performs; the contract table
-decides.  So the path a call records *is* the explanation of its result.
+contract decides something, it offers an event to the call's machine -- the contract compiled
+for the call's shape (:mod:`toolcancel.compiled`), which steps exactly as the pure core
+(:mod:`toolcancel.core`) does -- and does what the resulting state says.  The registry
+observes and performs; the contract table decides.  So the path a call records *is* the
+explanation of its result.
 
 What the registry guarantees (see CONTRACT.md for the numbered rules):
 
@@ -526,8 +528,8 @@ class ToolRegistry:
         """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        info = self._table.contract.revision_info
-        if signal is None and info[self.revision].get("caller_signal") == "required":
+        rules = self._table.contract.revision_info
+        if signal is None and rules[self.revision].get("caller_signal") == "required":
             raise RegistryUsageError(
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
