@@ -19,6 +19,7 @@ only when a cluster address is given.
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from functools import cache
 from importlib import resources
@@ -67,6 +68,19 @@ def _checked(item: T, fn: Callable[[T], R], expected: str) -> R:
     return fn(item)
 
 
+def quiet() -> None:
+    """Keep Dask's own log lines (connection retries, a closed stream's traceback) off stderr:
+    for a command, whose failure is one line, :class:`ClusterError`'s.  Dask sets its loggers'
+    levels when it is imported, so it is imported first (if it is installed)."""
+    try:
+        import distributed  # noqa: F401
+    except ImportError:
+        return
+    for name in list(logging.root.manager.loggerDict):
+        if name.partition(".")[0] in ("distributed", "tornado"):
+            logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
 def connect(address: str) -> Any:
     """A ``distributed.Client`` connected to the scheduler at ``address``."""
     try:
@@ -94,6 +108,7 @@ def map_in_order(address: str, fn: Callable[[T], R], items: Sequence[T]) -> Iter
     pickled by reference.  Closing the iterator early cancels the jobs not yet read.
     """
     from distributed import KilledWorker
+    from distributed.client import FutureCancelledError
 
     client = connect(address)
     try:
@@ -107,6 +122,13 @@ def map_in_order(address: str, fn: Callable[[T], R], items: Sequence[T]) -> Iter
                     raise ClusterError(
                         f"the cluster at {address} lost every worker it gave a job to: {exc}"
                     ) from None
+                except FutureCancelledError as exc:  # the scheduler was told to drop them
+                    raise ClusterError(
+                        f"the cluster at {address} dropped the jobs ({exc.reason})"
+                    ) from None
+                except OSError as exc:  # the connection to the scheduler closed
+                    reason = " ".join(str(exc).split()) or type(exc).__name__
+                    raise ClusterError(f"lost the cluster at {address}: {reason}") from None
         finally:
             client.cancel(futures)
     finally:

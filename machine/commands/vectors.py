@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from .. import cluster
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..fileio import check_destination, is_stream
@@ -89,6 +90,8 @@ def run(args: argparse.Namespace) -> int:
             raise CliError(f"{directory}: not a directory")
         for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions)):
             check_destination(os.path.join(directory, name), mkdir=True)
+    if args.cluster is not None:
+        cluster.quiet()
     with Progress("vectors", "configurations", enabled=not args.quiet) as progress:
         files = expected_files(
             revisions, args.workers, progress=progress.update, cluster=args.cluster

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from .. import cluster
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
@@ -97,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         return _mutants(args)
     if args.spec_mutants:
         return _spec_mutants(args)
+    if args.cluster is not None:
+        cluster.quiet()
     with Progress("verify", "configurations", enabled=not (args.json or args.quiet)) as progress:
         report = verify(
             args.revision,
