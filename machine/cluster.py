@@ -107,10 +107,10 @@ def map_in_order(address: str, fn: Callable[[T], R], items: Sequence[T]) -> Iter
     ``fn`` must be importable on the workers (a module-level function of toolcancel): it is
     pickled by reference.  Closing the iterator early cancels the jobs not yet read.
     """
+    client = connect(address)  # first: it says so in one line when distributed is missing
     from distributed import KilledWorker
     from distributed.client import FutureCancelledError
 
-    client = connect(address)
     try:
         # pure=False: every run is submitted afresh (a previous client's results are not reused).
         futures = client.map(_checked, items, fn=fn, expected=fingerprint(), pure=False)
