@@ -92,7 +92,7 @@ def _effect(before: str, after: str) -> int:
 
 
 def compile_shape(table: RevisionContract, shape: Shape) -> Node:
-    """The initial node of ``shape``, with every node reachable from it built (breadth first)."""
+    """The initial node of ``shape``, with every node reachable from it built."""
     start = initial_state(
         table,
         shape.caller,

@@ -2,7 +2,7 @@
 
 For every call shape within the verifier's bounds (both revisions, every caller kind, agent and
 approval seam or not, every retry behaviour, 0 to 3 wrappers), the states reachable from the
-shape's initial state are enumerated independently here, by breadth-first search through
+shape's initial state are enumerated independently here, by a worklist search through
 :func:`core.decide` over the contract's whole occurrence alphabet -- the graph is finite, so the
 search is exhaustive -- and for each state and each occurrence the compiled node's edge must be
 the core's answer: same transition, same next state, same path record, or no edge where the core
@@ -45,7 +45,7 @@ def test_compiled_and_interpreted_machines_step_alike_from_every_reachable_state
             retry=shape.retry, wrappers=shape.wrappers,
         )  # fmt: skip
         seen, todo = {start}, [start]
-        while todo:  # the interpreted machine's reachable states, breadth first
+        while todo:  # the interpreted machine's reachable states
             s = todo.pop()
             node = nodes[s]
             assert (node.state, node.outcome) == (s.state, s.outcome)
