@@ -11,6 +11,10 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 * memory per in-flight call (tracemalloc);
 * ``toolcancel check`` events/s and ``toolcancel conform --self`` vectors/s (wall clock: what a
   user waits for);
+* the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
+  processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
+  local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
+  totals equal the one-process run's;
 * with ``--verifier`` (minutes): how ``verify``'s time grows with its bounds, schedules/s, how far
   the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers.
 
@@ -282,6 +286,55 @@ def turn_product(max_calls: int) -> int:
                for n in range(1, max_calls + 1))
 
 
+ENGINE_WORKERS = (1, 2, 4)
+
+
+def _totals(t: Any) -> tuple[Any, ...]:
+    """What must not depend on the engine: every count, path, transition, rule and violation."""
+    return (t.configurations, t.schedules, t.pruned, frozenset(t.paths), frozenset(t.transitions),
+            frozenset(t.rules), t.violation_count, t.turn_batches, t.turn_schedules,
+            tuple(sorted(t.by_retry.items())), [(v.rule, v.explanation) for v in t.violations])
+
+
+def engine_scaling(quick: bool) -> dict[str, Any]:
+    """``verify`` on 1, 2 and 4 worker processes of each engine, at small bounds: schedules/s
+    (wall clock, turn batches included), and whether the totals equal the one-process run's.
+    A Dask cluster's start-up is timed apart: the figure is what a running cluster does."""
+    from distributed import LocalCluster
+    from toolcancel.cluster import ENGINE
+    from toolcancel.verifier import verify
+
+    bounds = {"max_wrappers": 0 if quick else 1, "max_calls": 2}
+    rows: list[dict[str, Any]] = []
+    reference = None
+    for engine in ("multiprocessing", ENGINE):
+        for workers in ENGINE_WORKERS:
+            start = 0.0
+            if engine == ENGINE:
+                up = time.perf_counter()
+                cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True,
+                                       host="127.0.0.1", dashboard_address=None)
+                start = time.perf_counter() - up
+                try:
+                    report, timing = timed(lambda a=cluster.scheduler_address: verify(
+                        "seed", cluster=a, **bounds))
+                finally:
+                    cluster.close()
+            else:
+                report, timing = timed(lambda k=workers: verify("seed", workers=k, **bounds))
+            t = report.tally
+            totals = _totals(t)
+            reference = reference or totals
+            runs = t.schedules + t.turn_schedules
+            rows.append({"engine": engine, "workers": workers, "schedules": runs,
+                         "paths": len(t.paths), "violations": t.violation_count,
+                         "seconds": timing["seconds"], "others_cores": timing["others_cores"],
+                         "cluster_start_s": start, "schedules_per_s": runs / timing["seconds"],
+                         "same_totals": totals == reference})
+    return {"bounds": bounds, "cores": os.cpu_count(), "rows": rows,
+            "all_same": all(r["same_totals"] for r in rows)}
+
+
 def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
     from toolcancel.verifier import MAX_CALLS, MAX_WRAPPERS, Tally, plan, run_jobs, verify
 
@@ -414,8 +467,26 @@ def print_table(out: dict[str, Any]) -> None:
         print(f"  {label + ' (' + str(t['rounds']) + ')':<40}{t['min_per_s']:>10,.0f}"
               f"{t['median_per_s']:>11,.0f}{t['max_per_s']:>11,.0f}  >={target:,} "
               f"{mark(t['median_per_s'] >= target)}")
+    print_engines(out["engines"])
     if "verifier" in out:
         print_verifier(out["verifier"])
+
+
+def print_engines(e: dict[str, Any]) -> None:
+    b = e["bounds"]
+    print(f"\nverify's scaling by engine (seed, max_wrappers={b['max_wrappers']}, "
+          f"max_calls={b['max_calls']}; wall clock; {e['cores']} cores; turn batches included)")
+    print(f"  {'engine':<18}{'workers':>8}{'schedules':>11}{'wall s':>8}{'sched/s':>9}"
+          f"{'vs 1':>7}{'others':>8}  totals")
+    one: dict[str, float] = {}
+    for r in e["rows"]:
+        one.setdefault(r["engine"], r["schedules_per_s"])
+        start = f" (cluster start {r['cluster_start_s']:.1f} s)" if r["cluster_start_s"] else ""
+        print(f"  {r['engine']:<18}{r['workers']:>8}{r['schedules']:>11,}{r['seconds']:>8.1f}"
+              f"{r['schedules_per_s']:>9,.0f}{r['schedules_per_s'] / one[r['engine']]:>6.2f}x"
+              f"{r['others_cores']:>8.1f}  {'same' if r['same_totals'] else 'DIFFERENT'}{start}")
+    print(f"  every engine and worker count gives the one-process run's totals (schedules, paths, "
+          f"rules, violations): {'yes' if e['all_same'] else 'NO'}")
 
 
 def print_verifier(v: dict[str, Any]) -> None:
@@ -479,6 +550,7 @@ def main() -> int:
     out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)
     out["memory"] = in_flight_memory()
     out["throughput"] = throughput(args.quick)
+    out["engines"] = engine_scaling(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
     if args.save:

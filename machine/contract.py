@@ -191,6 +191,8 @@ class RevisionContract:
         self.outcome_is_error: Mapping[str, bool] = {o.name: o.is_error for o in self.outcomes}
         # core.step's memo: (call state, occurrence) -> (transition, next state, path record)
         self.step_cache: dict[tuple[Any, Any], tuple[Any, ...]] = {}
+        # compiled.initial_node's graphs: call shape -> initial node
+        self.compiled: dict[Any, Any] = {}
 
     def precedence_row(self, row: int) -> PrecedenceRow:
         return next(p for p in self.precedence if p.row == row)

@@ -191,8 +191,9 @@ def step(table: RevisionContract, s: CallState, o: Occurrence) -> tuple[Transiti
     """The transition the reference takes for ``o`` in ``s``, and the state after it.
 
     Raises :class:`ContractViolation` when the contract allows no transition.  Answers are
-    memoized per table: a call's states and occurrences are few and hashable, and the registry
-    steps every call through the same ones.
+    memoized per table: a call's states and occurrences are few and hashable, and a checker
+    steps every call through the same ones.  (The registry steps the same answers precomputed:
+    :mod:`toolcancel.compiled`.)
     """
     t, after, _ = _recorded_step(table, s, o)
     return t, after

@@ -3,9 +3,11 @@
 ``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
 pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-
 execute waterfall, materialization, one frozen notification -- and at every point where the
-contract decides something, it offers an event to the call's :class:`~toolcancel.core.CallMachine`
-and does what the resulting state says.  The registry observes and performs; the contract table
-decides.  So the path a call records *is* the explanation of its result.
+contract decides something, it offers an event to the call's machine -- the contract compiled
+for the call's shape (:mod:`toolcancel.compiled`), which steps exactly as the pure core
+(:mod:`toolcancel.core`) does -- and does what the resulting state says.  The registry
+observes and performs; the contract table decides.  So the path a call records *is* the
+explanation of its result.
 
 What the registry guarantees (see CONTRACT.md for the numbered rules):
 
@@ -32,8 +34,9 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from .calltask import CallTask
+from .compiled import DRAINING, SETTLED, CompiledMachine
 from .contract import Contract, RevisionContract, load_contract
-from .core import CallerSignal, CallMachine, Occurrence, PathStep, revision_table
+from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
 from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
@@ -545,8 +548,8 @@ class ToolRegistry:
         """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        required = self._table.contract.revision_info[self.revision].get("caller_signal")
-        if signal is None and required == "required":
+        rules = self._table.contract.revision_info
+        if signal is None and rules[self.revision].get("caller_signal") == "required":
             raise RegistryUsageError(
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
@@ -600,7 +603,7 @@ class StagedCall(Protocol):
 
     call_id: str
     view: Execution
-    machine: CallMachine
+    machine: CompiledMachine
 
     async def run(self) -> ToolResult: ...
     async def prepare(self) -> bool: ...
@@ -669,7 +672,7 @@ class _Call:
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
-        self.machine: CallMachine  # made by enter(), once the caller signal is captured
+        self.machine: CompiledMachine  # made by enter(), once the caller signal is captured
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.view = Execution(self, call_id, name, None, agent, parent, None)
 
@@ -706,13 +709,15 @@ class _Call:
                 captured = "live"
                 given.add_listener(self.follow)
             self.caller = self.view._slot = own.signal
-        self.machine = CallMachine(
+        self.machine = CompiledMachine(
             registry._table,
-            captured,
-            has_agent=self.agent is not None,
-            approval_seam=registry._approval is not None,
-            retry=registry._retry,
-            wrappers=len(self.wrappers),
+            (  # a plain tuple finds the compiled Shape it equals (building one costs more)
+                captured,
+                self.agent is not None,
+                registry._approval is not None,
+                registry._retry,
+                len(self.wrappers),
+            ),
         )
         try:
             self.clock = clock()
@@ -732,10 +737,10 @@ class _Call:
             )
         if invalid is not None:
             log.warning("call %s: arguments not serializable: %s", self.call_id, invalid)
-            self.take(_plain("args_invalid"))
+            self.take("args_invalid")
             self.result = self.results.args_error()
             return
-        self.take(_plain("args_valid"))
+        self.take("args_valid")
         if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
             self.result = self.results.cancellation(
                 self.machine.outcome or "aborted_before_dispatch"
@@ -827,32 +832,36 @@ class _Call:
     def offer(self, event: str, **data: Any) -> str | None:
         """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(_plain("caller_abort"))
-        self.take(Occurrence(event, **data) if data else _plain(event))
-        return self.machine.current.outcome
+        if c is not None and c.aborted and not self.machine.node.caller_aborted:
+            self.take("caller_abort")
+        return self.take(Occurrence(event, **data) if data else event)
 
-    def take(self, occurrence: Occurrence) -> None:
+    def take(self, key: Occurrence | str) -> str | None:
+        """Step the compiled machine on ``key`` (an occurrence, or a plain event's name), do
+        what the step's precomputed effect says; return the call's outcome."""
         machine = self.machine
-        before = machine.current.state
-        machine.offer(occurrence)
-        state = machine.current.state
-        if state != before:
+        edge = machine.node.edges.get(key) or machine.edge(key)
+        _, node, record, effect = edge
+        machine.node = node
+        machine.path.append(record)
+        if effect:
             self.entered = self.clock()
-            if state == "draining":
+            if effect == DRAINING:
                 self.watch_draining()
-            elif before in _BODY_STATES and self.watchdog is not None:
+            elif effect == SETTLED and self.watchdog is not None:
                 self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
         tap = self.registry._on_step
         if tap is not None:
-            tap(self.view, machine.path[-1])
+            tap(self.view, record)
         if self.trace is not None:
+            occurrence = record.occurrence
             event = occurrence.event
             data = self.registry._event_data.get(event)
             if data:
                 self.emit(event, **{name: getattr(occurrence, name) for name in data})
             else:
                 self.emit(event)
+        return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -865,7 +874,7 @@ class _Call:
 
     @property
     def state(self) -> str:
-        return self.machine.state
+        return self.machine.node.state
 
     def defer(self, context: Any) -> None:
         if self.merged:
@@ -993,6 +1002,8 @@ class _Call:
     def run_guards(self) -> str | None:
         """Global guards in registration order, then the calling agent's; first reason denies."""
         guards = self.registry._guards
+        if not guards:
+            return None
         ordered = [g for a, g in guards if a is None]
         ordered += [g for a, g in guards if a is not None and a == self.agent]
         for guard in ordered:
@@ -1167,10 +1178,10 @@ class _Call:
     def on_fused_abort(self, signal: AbortSignal) -> None:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.current.caller_aborted:
-            self.take(_plain("caller_abort"))
+        if c is not None and c.aborted and not self.machine.node.caller_aborted:
+            self.take("caller_abort")
         elif self.state == "body":
-            self.take(_plain("fused_abort"))
+            self.take("fused_abort")
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """Post-execute (R7, R20) and checkpoint C4."""
@@ -1240,8 +1251,6 @@ class _Call:
 
 _NO_RESULT: Final = ToolResult(())
 
-_BODY_STATES: Final = frozenset({"body", "draining"})
-
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",
     "approval": "approval_raise",
@@ -1259,17 +1268,6 @@ async def _allow() -> Allow:
 
 async def _accept() -> Accept:
     return _ACCEPT
-
-
-_PLAIN: dict[str, Occurrence] = {}
-
-
-def _plain(event: str) -> Occurrence:
-    """The one occurrence of ``event`` without observations (shared: occurrences are values)."""
-    found = _PLAIN.get(event)
-    if found is None:
-        found = _PLAIN[event] = Occurrence(event)
-    return found
 
 
 def _wrapper_result(value: Any, wrapper: Any, i: int, revision: str) -> ToolResult:

@@ -726,9 +726,12 @@ def generate(
     factory: RegistryFactory = ToolRegistry,
     configs: Iterable[Scenario] | None = None,
     progress: Callable[[int, int], None] | None = None,
+    cluster: str | None = None,
 ) -> list[Vector]:
     """The vectors of ``revision``: deduplicated, in enumeration order, numbered from 1.
-    ``progress(done, total)`` is called with the configurations run so far."""
+    ``progress(done, total)`` is called with the configurations run so far.  ``cluster``, the
+    address of a Dask scheduler, runs the batches there instead of on ``workers`` processes
+    (read back in order: the same vectors, :mod:`toolcancel.cluster`)."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
     space = list(configurations(revision) if configs is None else configs)
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
@@ -739,6 +742,10 @@ def generate(
                 progress(min(i * _BATCH, len(space)), len(space))
             yield result
 
+    if cluster is not None:
+        from .cluster import map_in_order
+
+        return _number(revision, counted(map_in_order(cluster, _run_batch, batches)))
     if workers <= 1 or len(batches) <= 1:
         results: Iterable[list[dict[str, Any]]] = map(_run_batch, batches)
         return _number(revision, counted(results))
@@ -985,13 +992,15 @@ def expected_files(
     revisions: Sequence[str],
     workers: int,
     progress: Callable[[int, int, str], None] | None = None,
+    cluster: str | None = None,
 ) -> dict[str, str]:
     """File name -> fresh text, for every file ``toolcancel vectors`` owns.
     ``progress(done, total, revision)`` follows each revision's generation."""
     files = {SCHEMA_NAME: schema_text()}
     for revision in revisions:
         step = None if progress is None else functools.partial(_tell, progress, revision)
-        files[f"{revision}.jsonl"] = render(generate(revision, workers=workers, progress=step))
+        vectors = generate(revision, workers=workers, progress=step, cluster=cluster)
+        files[f"{revision}.jsonl"] = render(vectors)
     from . import turnvectors  # the scheduler's vectors (R36-R38), beside the calls'
 
     for revision in revisions:

@@ -838,10 +838,18 @@ def plan(
 
 
 def run_jobs(
-    jobs: Sequence[Job], factory: RegistryFactory = ToolRegistry, workers: int = 1
+    jobs: Sequence[Job],
+    factory: RegistryFactory = ToolRegistry,
+    workers: int = 1,
+    cluster: str | None = None,
 ) -> Generator[Tally, None, None]:
-    """Each job's tally, as jobs finish (in order with one worker).  Closing the iterator early
-    stops the workers."""
+    """Each job's tally, as jobs finish (in order with one worker, and on a ``cluster``: the
+    address of a Dask scheduler).  Closing the iterator early stops the workers."""
+    if cluster is not None:
+        from .cluster import map_in_order
+
+        yield from map_in_order(cluster, _worker, [(job, factory) for job in jobs])
+        return
     if workers <= 1:
         for job in jobs:
             yield job.run(factory)
@@ -867,6 +875,12 @@ class Report:
     table: RevisionContract | None = None
     max_wrappers: int = MAX_WRAPPERS
     max_calls: int = MAX_CALLS
+    cluster: str | None = None
+
+    @property
+    def engine(self) -> str:
+        """Where the schedules ran: local processes, or the Dask cluster at an address."""
+        return "local processes" if self.cluster is None else f"dask.distributed at {self.cluster}"
 
     @property
     def missing_transitions(self) -> list[int]:
@@ -911,6 +925,7 @@ class Report:
             ],
             "seconds": round(self.seconds, 2),
             "workers": self.workers,
+            "engine": self.engine,
             "retry_schedules": dict(sorted(t.by_retry.items())),
             "max_wrappers": self.max_wrappers,
             "max_calls": self.max_calls,
@@ -926,8 +941,11 @@ def verify(
     max_calls: int = MAX_CALLS,
     progress: Callable[[int, int], None] | None = None,
     stop_at_first: bool = False,
+    cluster: str | None = None,
 ) -> Report:
-    """Check the whole bounded space of ``revision``; use ``workers`` processes.
+    """Check the whole bounded space of ``revision``; use ``workers`` processes, or the Dask
+    cluster whose scheduler is at ``cluster`` (the same totals, paths and violations as one
+    local process: :mod:`toolcancel.cluster`).
 
     The bounds: ``max_wrappers`` around wrappers per call, ``max_calls`` concurrent model calls
     per turn batch.  With ``stop_at_first`` the check ends at the first job that shows a violation
@@ -942,7 +960,7 @@ def verify(
     configs = sum(job.size for job in jobs)
     total = Tally()
     done = 0
-    with contextlib.closing(run_jobs(jobs, factory, workers)) as tallies:
+    with contextlib.closing(run_jobs(jobs, factory, workers, cluster)) as tallies:
         for tally in tallies:
             total.merge(tally)
             done += tally.configurations
@@ -964,6 +982,7 @@ def verify(
         table,
         max_wrappers,
         max_calls,
+        cluster,
     )
 
 

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from .. import cluster
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..fileio import check_destination, is_stream
@@ -56,6 +57,13 @@ def register(sub: Any) -> None:
         help=f"worker processes (default: the CPUs available, here {default_workers()})",
     )
     p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the configurations on the Dask distributed cluster whose scheduler is at "
+        "ADDRESS (e.g. tcp://10.0.0.5:8786; its workers need this toolcancel installed, with "
+        "the cluster extra) instead of --workers local processes; the vectors are the same",
+    )
+    p.add_argument(
         "-q",
         "--quiet",
         action="store_true",
@@ -84,8 +92,12 @@ def run(args: argparse.Namespace) -> int:
         turns = (turn_file(directory, r).name for r in revisions)
         for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions), *turns):
             check_destination(os.path.join(directory, name), mkdir=True)
+    if args.cluster is not None:
+        cluster.quiet()
     with Progress("vectors", "configurations", enabled=not args.quiet) as progress:
-        files = expected_files(revisions, args.workers, progress=progress.update)
+        files = expected_files(
+            revisions, args.workers, progress=progress.update, cluster=args.cluster
+        )
     if args.check:
         problems = compare(directory, files)
         for problem in problems:

@@ -9,6 +9,7 @@ import os
 import sys
 from typing import Any
 
+from .. import cluster
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
@@ -31,6 +32,13 @@ def register(sub: Any) -> None:
         type=int,
         default=default_workers(),
         help=f"worker processes (default: the CPUs available, here {default_workers()})",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the schedules on the Dask distributed cluster whose scheduler is at ADDRESS "
+        "(e.g. tcp://10.0.0.5:8786; its workers need this toolcancel installed, with the "
+        "cluster extra) instead of --workers local processes; the results are the same",
     )
     p.add_argument(
         "--max-wrappers",
@@ -84,10 +92,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--workers must be at least 1")
     if args.workers > MAX_WORKERS:
         raise UsageError(f"--workers must be at most {MAX_WORKERS}")
+    if args.cluster is not None and (args.mutants or args.spec_mutants):
+        raise UsageError("--cluster runs the model check itself, not --mutants or --spec-mutants")
     if args.mutants:
         return _mutants(args)
     if args.spec_mutants:
         return _spec_mutants(args)
+    if args.cluster is not None:
+        cluster.quiet()
     with Progress("verify", "configurations", enabled=not (args.json or args.quiet)) as progress:
         report = verify(
             args.revision,
@@ -95,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
             max_wrappers=args.max_wrappers,
             max_calls=args.max_calls,
             progress=progress.update,
+            cluster=args.cluster,
         )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -120,7 +133,8 @@ def _table(report: Report) -> str:
         f"  transitions covered   {d['transitions_covered']:>6} of {d['transitions_total']}",
         f"  rules exercised       {d['rules_covered']:>6} of {d['rules_total']}",
         f"  violations            {d['violations']:>10,}",
-        f"  time                  {d['seconds']:>9.1f}s on {d['workers']} worker(s)",
+        f"  time                  {d['seconds']:>9.1f}s "
+        + (f"on {d['workers']} worker(s)" if report.cluster is None else f"on {d['engine']}"),
     ]
     if report.missing_transitions:
         lines.append(

@@ -1,0 +1,144 @@
+"""verify and vectors on a Dask distributed cluster give what a local run gives.
+
+One local cluster on loopback (two worker processes, one thread each) serves the module.  The
+bounds are small: the point is that the engine changes nothing, not the space.  The lost-worker
+test is gated, not timed: the job that is to be lost announces itself (a cluster-wide event) and
+then waits on a gate that never opens; the test kills that worker's process as soon as the
+announcement arrives, and the scheduler must give the job to another worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+import threading
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import cloudpickle
+import pytest
+from distributed import Client, Event, LocalCluster, Variable
+from test_verify_cli import tc
+from toolcancel import cluster as cluster_module
+from toolcancel import verifier
+from toolcancel.cluster import ClusterError, map_in_order
+from toolcancel.registry import ToolRegistry
+from toolcancel.vectors import generate, render
+from toolcancel.verifier import Tally, plan, run_jobs, verify
+
+cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the gated job runs on workers
+
+
+@pytest.fixture(scope="module")
+def address() -> Iterator[str]:
+    with LocalCluster(
+        n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+        dashboard_address=None,
+    ) as local:  # fmt: skip
+        yield local.scheduler_address
+
+
+def _same(a: Tally, b: Tally) -> None:
+    assert (a.configurations, a.schedules, a.pruned, a.violation_count) == (
+        b.configurations, b.schedules, b.pruned, b.violation_count,
+    )  # fmt: skip
+    assert a.paths == b.paths and a.transitions == b.transitions and a.rules == b.rules
+    assert (a.turn_batches, a.turn_schedules, a.by_retry) == (
+        b.turn_batches, b.turn_schedules, b.by_retry,
+    )  # fmt: skip
+    assert [(v.rule, v.explanation) for v in a.violations] == [
+        (v.rule, v.explanation) for v in b.violations
+    ]
+
+
+def test_verify_on_the_cluster_equals_a_local_run(address: str) -> None:
+    local = verify("seed", workers=1, max_wrappers=0, max_calls=1)
+    remote = verify("seed", cluster=address, max_wrappers=0, max_calls=1)
+    _same(remote.tally, local.tally)
+    assert remote.tally.schedules > 1000 and remote.engine == f"dask.distributed at {address}"
+
+
+def test_vectors_on_the_cluster_equal_a_local_run(address: str) -> None:
+    configs = list(verifier.configurations("revised", max_wrappers=0))[::7]
+    local = generate("revised", configs=configs, workers=1)
+    remote = generate("revised", configs=configs, cluster=address)
+    assert render(remote) == render(local) and len(local) > 20
+
+
+def _gated(item: tuple[verifier.Job, str]) -> Tally:
+    """Run a job; the first attempt at the job named ``victim`` announces itself and hangs."""
+    job, victim = item
+    if victim and not Event(f"{victim}-taken").is_set():
+        Variable(f"{victim}-pid").set(os.getpid())
+        Event(f"{victim}-taken").set()
+        Event(f"{victim}-never").wait()  # until this process is killed
+    return verifier._worker((job, ToolRegistry))
+
+
+def test_a_worker_killed_holding_a_job_has_it_rerun_with_the_same_totals(address: str) -> None:
+    jobs = plan("seed", 0, 1)
+    victim = f"victim-{uuid.uuid4().hex}"
+    items = [(job, victim if i == 2 else "") for i, job in enumerate(jobs)]
+    killed: list[int] = []
+
+    def kill_when_taken() -> None:
+        with Client(address, set_as_default=False) as client:
+            Event(f"{victim}-taken", client=client).wait()
+            try:
+                pid = Variable(f"{victim}-pid", client=client).get()
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+            finally:
+                if not killed:  # open the gate: the run ends, and the test fails below
+                    Event(f"{victim}-never", client=client).set()
+
+    killer = threading.Thread(target=kill_when_taken)
+    killer.start()
+    remote = Tally()
+    for tally in map_in_order(address, _gated, items):
+        remote.merge(tally)
+    killer.join()
+    assert killed and killed[0] != os.getpid()
+    local = Tally()
+    for tally in run_jobs(jobs, workers=1):
+        local.merge(tally)
+    _same(remote, local)
+
+
+def test_a_worker_running_other_code_refuses_the_job(
+    address: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(cluster_module, "fingerprint", lambda: "not-this-code")
+    with pytest.raises(ClusterError, match="other toolcancel code"):
+        list(map_in_order(address, len, ["ab"]))
+
+
+def test_the_cli_gives_the_local_json_on_the_cluster(address: str) -> None:
+    runs: list[dict[str, Any]] = []
+    for where in (["--workers", "1"], ["--cluster", address]):
+        proc = tc("verify", "--max-wrappers", "0", "--max-calls", "1", "--json", "-q", *where)
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    assert runs[1]["engine"] == f"dask.distributed at {address}"
+    for data in runs:
+        for key in ("seconds", "workers", "engine"):
+            data.pop(key)
+    assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["verify", "--cluster", "nonsense://x"], "unknown address scheme"),
+        (["verify", "--cluster", "localhost"], "missing port number"),
+        (["vectors", "--check", "--cluster", "tcp://h"], "missing port number"),
+        (["verify", "--mutants", "--cluster", "tcp://127.0.0.1:8786"], "--cluster runs"),
+    ],
+)
+def test_a_bad_cluster_address_is_one_line_and_exit_2(args: list[str], says: str) -> None:
+    proc = tc(*args)
+    assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
+    assert says in proc.stderr and "Traceback" not in proc.stderr
