@@ -2,20 +2,19 @@
 
 :mod:`toolcancel.core` interprets the table at every step: it tries the candidates of
 ``(state, event)`` in file order and evaluates their guards, memoized on the whole
-``(CallState, Occurrence)`` pair -- a dozen-field tuple hashed per step.  Here the same decisions
-are taken once, when a registry first sees a call of a given shape (revision, caller signal,
-agent, approval seam, retry behaviour, number of wrappers): every call state reachable from that
-shape's initial state under every occurrence the contract declares (each event with every
-combination of the observations it carries) is enumerated through :func:`core.decide`, and each
-becomes a :class:`Node` whose ``edges`` map an occurrence -- or, for an event without
-observations, its name -- straight to ``(transition, next node, path record, effect)``.  A step
-is then one dict lookup.
+``(CallState, Occurrence)`` pair -- a dozen-field tuple hashed per step.  Here each decision is
+taken once per call *shape* (revision, caller signal, agent, approval seam, retry behaviour,
+number of wrappers): the first call that takes a step asks :func:`core.decide` and keeps the
+answer as an edge of a :class:`Node` -- an interned call state -- mapping the occurrence (or, for
+an event without observations, its name) straight to ``(transition, next node, path record,
+effect)``.  Every later call of that shape takes the step with one dict lookup.
 
-The pure core stays the oracle: every edge *is* an answer of :func:`core.decide`, and an
-occurrence without an edge is handed back to it, so a violation is raised by the core with its
-own message.  The graph is finite because the shape fixes the number of wrappers (``depth`` and
-``handed`` never exceed it), and ``tests/test_compiled.py`` walks every reachable node of every
-shape within the verifier's bounds against the core.
+The graph is built as calls walk it, never enumerated ahead: a table that is not the contract's
+(``verify --spec-mutants`` and the explorer drive the registry with perturbed ones) may reach
+states without end, and only the states calls visit are built.  The pure core stays the oracle:
+every edge *is* an answer of :func:`core.decide`, and a step the core refuses raises its own
+violation and is not kept.  ``tests/test_compiled.py`` builds every node of every shape within
+the verifier's bounds (:func:`compile_shape`) and compares each step with the core.
 """
 
 from __future__ import annotations
@@ -48,16 +47,34 @@ class Edge(NamedTuple):
 
 
 class Node:
-    """One reachable call state and every step out of it."""
+    """One reachable call state and the steps out of it taken so far.
 
-    __slots__ = ("caller_aborted", "current", "edges", "outcome", "state")
+    ``interned`` is the node of every state of the shape built so far (shared by all of them):
+    a step to a state already seen leads to its node, so a call shape's graph is built once.
+    """
 
-    def __init__(self, current: CallState) -> None:
+    __slots__ = ("caller_aborted", "current", "edges", "interned", "outcome", "state")
+
+    def __init__(self, current: CallState, interned: dict[CallState, Node]) -> None:
         self.current = current
         self.state = current.state
         self.outcome = current.outcome
         self.caller_aborted = current.caller_aborted
         self.edges: dict[Hashable, Edge] = {}
+        self.interned = interned
+        interned[current] = self
+
+    def expand(self, table: RevisionContract, key: Hashable) -> Edge:
+        """The core's step for ``key`` (an occurrence, or a plain event's name), kept as an
+        edge; a step the core refuses raises its ``ContractViolation`` and is not kept."""
+        o = key if isinstance(key, Occurrence) else Occurrence(str(key))
+        t, after = decide(table, self.current, o)
+        nxt = self.interned.get(after) or Node(after, self.interned)
+        record = PathStep(self.state, o.event, after.state, t.index, t.rules, after.outcome, o)
+        edge = self.edges[o] = Edge(t, nxt, record, _effect(self.state, after.state))
+        if o == Occurrence(o.event):
+            self.edges[o.event] = edge  # a plain occurrence is also found by its name
+        return edge
 
 
 class Shape(NamedTuple):
@@ -92,8 +109,28 @@ def _effect(before: str, after: str) -> int:
 
 
 def compile_shape(table: RevisionContract, shape: Shape) -> Node:
-    """The initial node of ``shape``, with every node reachable from it built."""
-    start = initial_state(
+    """The initial node of ``shape``, with every node reachable from it built (the registry
+    builds only the steps calls take; a test builds them all to compare with the core)."""
+    start = Node(_initial(table, shape), {})
+    letters = alphabet(table)
+    todo = [start]
+    while todo:
+        node = todo.pop()
+        for o in letters:
+            if o in node.edges:
+                continue
+            known = len(node.interned)
+            try:
+                edge = node.expand(table, o)
+            except ContractViolation:
+                continue
+            if len(node.interned) > known:
+                todo.append(edge.node)
+    return start
+
+
+def _initial(table: RevisionContract, shape: Shape) -> CallState:
+    return initial_state(
         table,
         shape.caller,
         has_agent=shape.has_agent,
@@ -101,27 +138,6 @@ def compile_shape(table: RevisionContract, shape: Shape) -> Node:
         retry=shape.retry,
         wrappers=shape.wrappers,
     )
-    letters = alphabet(table)
-    nodes: dict[CallState, Node] = {start: Node(start)}
-    todo = [start]
-    while todo:
-        s = todo.pop()
-        node = nodes[s]
-        for o in letters:
-            try:
-                t, after = decide(table, s, o)
-            except ContractViolation:
-                continue
-            nxt = nodes.get(after)
-            if nxt is None:
-                nxt = nodes[after] = Node(after)
-                todo.append(after)
-            record = PathStep(s.state, o.event, after.state, t.index, t.rules, after.outcome, o)
-            edge = Edge(t, nxt, record, _effect(s.state, after.state))
-            node.edges[o] = edge
-            if o == Occurrence(o.event):
-                node.edges[o.event] = edge  # a plain occurrence is also found by its name
-    return nodes[start]
 
 
 def reachable(start: Node) -> Iterator[Node]:
@@ -143,7 +159,7 @@ def initial_node(table: RevisionContract, shape: tuple[CallerSignal, bool, bool,
     compiled = table.compiled
     node = compiled.get(shape)
     if node is None:
-        node = compiled[shape] = compile_shape(table, Shape(*shape))
+        node = compiled[shape] = Node(_initial(table, Shape(*shape)), {})
     assert isinstance(node, Node)
     return node
 
@@ -178,9 +194,7 @@ class CompiledMachine:
         node; no edge means the core decides, and it raises the violation."""
         edge = self.node.edges.get(key)
         if edge is None:
-            o = key if isinstance(key, Occurrence) else Occurrence(str(key))
-            decide(self.table, self.node.current, o)  # raises ContractViolation
-            raise AssertionError(f"the compiled contract lacks a step the core takes: {o}")
+            edge = self.node.expand(self.table, key)  # the core decides, or raises
         return edge
 
     def offer(self, o: Occurrence | str) -> Transition:

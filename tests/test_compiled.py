@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from importlib.resources import files
+from pathlib import Path
 
 import pytest
 from toolcancel import AbortController, compiled, core
-from toolcancel.contract import load_contract
+from toolcancel.contract import load_contract, load_contract_file
 from toolcancel.errors import ContractViolation
 from toolcancel.registry import ToolRegistry
 from toolcancel.results import ToolResult
@@ -111,3 +113,22 @@ def test_a_registry_call_records_the_path_the_core_replays(revision: str) -> Non
         t, state = core.decide(table, state, step.occurrence)
         assert (t.index, state.state, state.outcome) == (step.transition, step.dest, step.outcome)
     assert state.state == "materialized"
+
+
+def test_a_call_builds_only_the_steps_it_takes() -> None:
+    """The graph grows as calls walk it, never enumerated ahead: a perturbed table (the spec
+    mutants', the explorer's) may reach states without end, and must not make a call hang."""
+
+    async def body(args: object, call: object) -> list[object]:
+        return []
+
+    own = load_contract_file(Path(str(files("toolcancel.spec") / "contract.toml")))
+    reg = ToolRegistry(revision="seed", contract=own)  # a table of its own: no graph yet
+    reg.register("t", body)
+    asyncio.run(reg.execute("t", {}, signal=AbortController().signal))
+    (start,) = own.revision("seed").compiled.values()
+    built = sum(1 for _ in compiled.reachable(start))
+    shape = compiled.Shape("live", False, False, "reenter", 0)
+    whole = compiled.compile_shape(own.revision("seed"), shape)
+    everything = sum(1 for _ in compiled.reachable(whole))
+    assert built == len(start.interned) < everything / 4
