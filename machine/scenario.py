@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Final
 
@@ -102,6 +102,12 @@ forbids.  The registry's drain warning (30 s by default) fires within it and onl
 DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
 POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
 BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
+BODY_TEXT: Final = "done"
+BODY_FAILURE: Final = "tool failed"
+BODY_STRUCTURED_FAILURE: Final = "disk full"
+REWRITTEN: Final = "rewritten by post-execute"
+BLOCK_TEXT: Final = "Error: blocked by post-execute"
+POST_FAILURE: Final = "post-execute policy failed"
 
 
 class ScenarioError(ToolcancelError):
@@ -371,8 +377,16 @@ class Harness:
             reg.add_observer(_throwing_observer)
         return reg
 
+    def watch(self, what: str, signal: AbortSignal | None) -> None:
+        """Count ``signal``'s listeners after the call (R22), once per signal object."""
+        if signal is not None and all(sig is not signal for _, sig in self.signals):
+            self.signals.append((what, signal))
+
     async def pre_hook(self, view: Execution, nxt: Next) -> PreDecision:
         self.pre_slot = view.signal
+        # The slot pre-execute sees is the registry's own call signal (P1), not the caller's
+        # given one: the registry's relay and body watch hang on it (R22).
+        self.watch("registry's call signal", view.signal)
         await self.gate("pre")
         d = self.s.pre
         self.log("pre", d)
@@ -458,6 +472,7 @@ class Harness:
         self.log("body_start", self.steps)
         signal = view.signal
         self.body_signal = signal
+        self.watch("body's fused signal", signal)
         if s.body.startswith("defer_"):
             for ctx in DEFERRED:
                 view.defer_context(ctx)
@@ -469,14 +484,14 @@ class Harness:
             aborted = signal is not None and signal.aborted
             self.log("body_settle", aborted, signal.reason if aborted and signal else None)
         if s.body in ("success", "defer_success"):
-            return [text_block("done")]
+            return [text_block(BODY_TEXT)]
         if s.body == "success_meta":
-            return ToolOutput([text_block("done")], meta={"rows": 3})
+            return ToolOutput([text_block(BODY_TEXT)], meta={"rows": 3})
         if s.body == "bad_meta":
-            return ToolOutput([text_block("done")], meta={"handle": object()})
+            return ToolOutput([text_block(BODY_TEXT)], meta={"handle": object()})
         if s.body == "throw_structured":
-            raise ToolError("disk full", code="ENOSPC")
-        raise RuntimeError("tool failed")
+            raise ToolError(BODY_STRUCTURED_FAILURE, code="ENOSPC")
+        raise RuntimeError(BODY_FAILURE)
 
     async def post_hook(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
         self.log("post_in", result)
@@ -488,21 +503,42 @@ class Harness:
         if p == "accept":
             return Accept()
         if p == "accept_content":
-            return Accept(content=[text_block("rewritten by post-execute")])
+            return Accept(content=[text_block(REWRITTEN)])
         if p == "accept_contexts":
             self.obs.post_contexts = (POST_CONTEXT,)
             return Accept(contexts=[POST_CONTEXT])
         if p == "block":
             self.obs.block_contexts = (BLOCK_CONTEXT,)
-            return Block([text_block("Error: blocked by post-execute")], contexts=[BLOCK_CONTEXT])
-        raise RuntimeError("post-execute policy failed")
+            return Block([text_block(BLOCK_TEXT)], contexts=[BLOCK_CONTEXT])
+        raise RuntimeError(POST_FAILURE)
 
     def observe(self, view: Execution, result: ToolResult) -> None:
+        """The first observer, and an acting one: it finds the result already deep-frozen
+        (R30) and the view frozen (R31) -- tries to change both and must be refused."""
         self.log("notify")
         self.obs.notified.append(result)
         if self.obs.body_pending:
             self.obs.problem("R27", "the result was published while the body was still running")
         self.obs.path = view.path
+        where = unfrozen(result)
+        if where is not None:
+            self.obs.problem("R30", f"the published result is not deep-frozen: {where}")
+        before = result.to_json()
+        slot = view.signal
+        try:
+            view.signal = None
+        except ToolcancelError:
+            pass
+        else:
+            self.obs.problem("R31", "an observer could replace the view's signal slot: the view "
+                             "was not frozen before the first observer")
+            view.signal = slot
+        for attempt in _MUTATIONS:
+            with contextlib.suppress(Exception):
+                attempt(result)
+        if result.to_json() != before:
+            self.obs.problem("R30", f"an observer changed the published result: {before} "
+                             f"became {result.to_json()}")
 
     # -- the driver ----------------------------------------------------------------------------
 
@@ -644,6 +680,46 @@ def quiet_failures() -> Iterator[None]:
         yield
     finally:
         logger.disabled = before
+
+
+def unfrozen(result: ToolResult) -> str | None:
+    """Where ``result`` is not deep-frozen (a mutable container, or a writable field), if
+    anywhere: every container must be a tuple or a read-only mapping, all the way down."""
+    try:
+        object.__getattribute__(result, "__dict__")
+    except AttributeError:
+        pass
+    else:
+        return "the result object has a writable __dict__"
+    parts: list[tuple[str, Any]] = [("content", result.content), ("contexts", result.contexts),
+                                    ("meta", result.meta)]
+    while parts:
+        where, value = parts.pop()
+        if isinstance(value, (str, int, float, bool)) or value is None:
+            continue
+        if isinstance(value, tuple):
+            parts += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, Mapping) and not isinstance(value, MutableMapping):
+            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        else:
+            return f"{where} is a {type(value).__name__}"
+    return None
+
+
+def _poke_block(result: ToolResult) -> None:
+    result.content[0]["text"] = "changed by an observer"
+
+
+def _poke_content(result: ToolResult) -> None:
+    result.content.append(text_block("added by an observer"))  # type: ignore[attr-defined]
+
+
+def _poke_field(result: ToolResult) -> None:
+    setattr(result, "is_error", not result.is_error)  # noqa: B010 (a frozen field: must raise)
+
+
+_MUTATIONS: Final = (_poke_block, _poke_content, _poke_field)
+"""What an acting observer tries on the result it was handed: each must fail."""
 
 
 def _throwing_observer(view: Execution, result: ToolResult) -> None:

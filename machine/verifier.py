@@ -42,11 +42,18 @@ from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
 from .registry import ToolRegistry
-from .results import thaw
+from .results import text_block, thaw
 from .scenario import (
     BLOCK_CONTEXT,
+    BLOCK_TEXT,
     BODIES,
+    BODY_FAILURE,
+    BODY_STRUCTURED_FAILURE,
+    BODY_TEXT,
+    BUDGET_MS,
+    POST_FAILURE,
     POSTS,
+    REWRITTEN,
     WRAPPERS,
     CallerReason,
     Harness,
@@ -276,6 +283,7 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_no_late_start_or_success(obs, out)
     _check_pre_stage(obs, table, out)
     _check_after_dispatch(obs, table, out)
+    _check_post_received(obs, table, out)
     _check_fused_signal(obs, out)
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
@@ -419,7 +427,7 @@ def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checke
     elif s.body in ("throw", "throw_structured", "defer_throw"):
         body, error, rule = None, True, "R3"  # its text is R3's own check
     else:
-        body, error, rule = "done", False, "R2"
+        body, error, rule = BODY_TEXT, False, "R2"
     post_in = log[post_i][1] if post_i is not None else None
     if post_in is None:
         out.fail(rule, s, "nothing cancelled the call, yet post-execute did not run")
@@ -429,6 +437,88 @@ def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checke
                  f"{post_in.text!r} (error: {post_in.is_error})")
     if s.post == "accept" and s.body != "bad_meta" and r.text != post_in.text:
         out.fail("R7", s, f"post-execute accepted {post_in.text!r}, the caller got {r.text!r}")
+
+
+def _check_post_received(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What post-execute received, and what the caller then got (R2-R8, R18, R20, R28 C4).
+
+    Post-execute must receive the result the outcome the call held on entering post-policy
+    stands for -- its error flag, its code, and the text the environment knows for it (the
+    contract's texts, the body's and the wrappers' own) -- whatever events the registry offered
+    on the way; and the caller must get what post-execute decided on that result: a block's
+    feedback, a failure, or the result accepted (its content rewritten, if post-execute rewrote
+    it), unless checkpoint C4 replaces a success after the caller aborted."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    entering = next((p for p in obs.path if p.dest == "post_policy"), None)
+    if post_in is None or entering is None or entering.outcome is None:
+        return
+    kind = table.contract.outcome(entering.outcome)
+    out.rules.add(kind.rule)
+    code = post_in.error.code if post_in.error is not None else None
+    text = _known_text(obs, table, entering.outcome)
+    if (
+        kind.is_error != post_in.is_error
+        or (kind.code is not None and code != kind.code)
+        or (text is not None and not _same_text(text, post_in.text))
+    ):
+        out.fail(kind.rule, s, f"the call entered post-policy with outcome {entering.outcome}, "
+                 f"but post-execute received {post_in.text!r} (error: {post_in.is_error}, "
+                 f"code {code})")
+        return
+    final = obs.path[-1].outcome if obs.path else None
+    decided = next((e[1] for e in log if e[0] == "post"), None)
+    if decided is None or final == "serialization_error":
+        return
+    out.rules.update({"R7", "R20"})
+    if decided == "block":
+        if not r.is_error or r.text != BLOCK_TEXT:
+            out.fail("R7", s, f"post-execute blocked, the caller got {r.text!r}")
+        return
+    if decided == "throw":
+        if not r.is_error or r.text != "Error: " + POST_FAILURE:
+            out.fail("R20", s, f"post-execute threw, the caller got {r.text!r}")
+        return
+    post_i = next(i for i, e in enumerate(log) if e[0] == "post")
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    c4 = (
+        s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+        and abort_i < post_i and not post_in.is_error
+    )
+    if c4:
+        out.rules.add("R28")
+        invoked = table.name == "seed" or any(e[0] == "body_start" for e in log)
+        want = table.texts["aborted" if invoked else "aborted_before_dispatch"]
+        if r.text != want or not r.is_error:
+            out.fail("R28", s, f"the caller aborted before checkpoint C4 and post-execute "
+                     f"accepted a success: the caller must get {want!r}, got {r.text!r}")
+        return
+    content = [text_block(REWRITTEN)] if decided == "accept_content" else post_in.content
+    same_error = (r.error is None) == (post_in.error is None) and (
+        r.error is None or post_in.error is None
+        or r.error.to_data(table.name) == post_in.error.to_data(table.name)
+    )
+    if thaw(r.content) != thaw(content) or r.is_error != post_in.is_error or not same_error:
+        out.fail("R7", s, f"post-execute accepted{' and rewrote' * (decided == 'accept_content')}"
+                 f" {post_in.text!r} (error: {post_in.is_error}), the caller got {r.to_json()}")
+
+
+def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:
+    """The text a result of ``outcome`` must read, where the environment knows it."""
+    texts, s = table.texts, obs.scenario
+    if outcome in ("aborted", "aborted_before_dispatch"):
+        return texts[outcome]
+    if outcome == "tool_timeout":
+        return texts["tool_timeout"].format(ms=BUDGET_MS)
+    if outcome == "unknown_tool":
+        return texts["unknown_tool"].format(name=_ANY_NAME)
+    if outcome == "body_success":
+        return BODY_TEXT
+    if outcome == "body_error":
+        return "Error: " + (BODY_STRUCTURED_FAILURE if s.body == "throw_structured"
+                            else BODY_FAILURE)
+    return None
 
 
 _ANY_NAME = "\x00"
@@ -546,6 +636,7 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
         e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
     ]
     if s.caller == "aborted" or s.cancel in _PRE_ABORTING:
+        _check_born_aborted(obs, log[settle], stack, out)
         return
     if not sources:
         return
@@ -584,6 +675,29 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
             )
 
 
+def _check_born_aborted(
+    obs: Observation, settle: tuple[Any, ...], stack: tuple[int, ...], out: Checked
+) -> None:
+    """A body of a pre-aborted entry (seed, R25) gets a fused signal born aborted (the caller
+    cannot be detached, R21), whose reason is the slot's when the slot already was aborted --
+    the wrapper's reason beats the caller's there -- and the caller's otherwise."""
+    s = obs.scenario
+    out.rules.add("R21")
+    _, aborted, reason = settle
+    setters = [j for j in stack if j < len(s.wrappers) and _sets_slot(s.wrappers[j])]
+    slot_aborted = bool(setters) and s.wrappers[setters[-1]] == "replace_aborted"
+    want, kind = (WrapperReason, "wrapper") if slot_aborted else (CallerReason, "caller")
+    if not aborted:
+        out.fail("R21", s, "the caller was aborted at entry, yet the body's signal was live")
+    elif not isinstance(reason, want):
+        out.fail("R21", s, f"the body's signal was born aborted; its reason must be the "
+                 f"{kind}'s (the slot's first when both are aborted), it carries {reason!r}")
+
+
+def _sets_slot(behaviour: str) -> bool:
+    return behaviour.startswith("replace") or behaviour == "remove"
+
+
 def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -> bool:
     """Whether an abort source feeds the first body's signal.  The caller always does (it cannot
     be detached); a wrapper's signal, or the timeout policy's deadline (the innermost wrapper),
@@ -595,7 +709,7 @@ def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -
     if i not in stack:
         return False
     inner = (s.wrappers[j] for j in stack if i < j < len(s.wrappers))
-    return not any(w.startswith("replace") or w == "remove" for w in inner)
+    return not any(_sets_slot(w) for w in inner)
 
 
 def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
@@ -676,7 +790,15 @@ def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked)
         "args_error": texts["args_not_serializable"],
         "serialization_error": texts["result_not_serializable"],
     }.get(final)
-    rewritten = s.post == "accept_content" and any(p.event == "post_accept" for p in obs.path)
+    # An error result keeps the content post-execute rewrote; a success accepted after the
+    # caller aborted is replaced whole at C4 (its text is the contract's again).
+    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
+    rewritten = (
+        s.post == "accept_content"
+        and any(p.event == "post_accept" for p in obs.path)
+        and post_in is not None
+        and post_in.is_error
+    )
     if expected is not None and not rewritten and r.text != expected:
         out.fail(kind.rule, s, f"outcome {final} must read {expected!r}, got {r.text!r}")
 

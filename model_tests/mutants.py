@@ -21,7 +21,7 @@ from toolcancel import ToolRegistry, deadline
 from toolcancel import fusion as fusion_module
 from toolcancel import registry as registry_module
 from toolcancel import timeout_policy as timeout_module
-from toolcancel.results import Results, ToolResult
+from toolcancel.results import Results, ToolResult, thaw
 from toolcancel.signals import AbortSignal
 
 Factory = Callable[..., ToolRegistry]
@@ -33,6 +33,8 @@ class Mutant:
     rule: str
     what: str
     patch: Callable[[], contextlib.AbstractContextManager[None]]
+    revisions: tuple[str, ...] = ("seed", "revised")
+    """The revisions where the broken guarantee exists at all (verify --mutants skips others)."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Factory]:
@@ -256,6 +258,102 @@ def _loses_contexts_on_abort() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _post_sees_late_success() -> Iterator[None]:
+    """Offers the right events but hands post-execute the body's own late success where the
+    contract says ABORTED; checkpoint C4 then gives the caller ABORTED again, so the published
+    result is right and only what post-execute received is wrong."""
+    real_definition = ToolRegistry.definition
+    real_post = _Call.post_policy
+    late: dict[int, Any] = {}
+
+    def definition(self: Any, name: str, agent: str | None = None) -> Any:
+        found = real_definition(self, name, agent)
+        if found is None:
+            return None
+        body = found.body
+
+        async def remembering(args: Any, view: Any) -> Any:
+            value = await body(args, view)
+            late[id(view._call)] = value
+            return value
+
+        return dataclasses.replace(found, body=remembering)
+
+    async def post_policy(self: Any, result: ToolResult) -> ToolResult:
+        value = late.pop(id(self), None)
+        if value is not None and result.error is not None and result.error.code == "ABORTED":
+            result = self.results.success(value)
+        return await real_post(self, result)
+
+    with (
+        mock.patch.object(ToolRegistry, "definition", definition),
+        mock.patch.object(_Call, "post_policy", post_policy),
+    ):
+        yield
+
+
+@contextlib.contextmanager
+def _prefers_caller_reason() -> Iterator[None]:
+    """When the caller and the slot are both aborted as the body starts (a pre-aborted entry
+    under a wrapper's aborted signal), the fused signal carries the caller's reason."""
+    real = fusion_module.plan_fusion
+
+    def plan(c: bool, w: bool, same: bool, c_dead: bool, w_dead: bool) -> Any:
+        found = real(c, w, same, c_dead, w_dead)
+        if found.born_aborted_from == "slot" and c and c_dead:
+            return fusion_module.FusionPlan(found.kind, "caller")
+        return found
+
+    with mock.patch.object(fusion_module, "plan_fusion", plan):
+        yield
+
+
+@contextlib.contextmanager
+def _keeps_fused_watch() -> Iterator[None]:
+    """Never takes its draining watch off the body's fused signal: a listener stays on the
+    registry's own call signal (or the relay) after the call, where the harness did not look."""
+    real = AbortSignal.remove_listener
+
+    def remove_listener(self: AbortSignal, listener: Any) -> None:
+        if getattr(listener, "__name__", None) != "on_fused_abort":
+            real(self, listener)
+
+    with mock.patch.object(AbortSignal, "remove_listener", remove_listener):
+        yield
+
+
+@contextlib.contextmanager
+def _publishes_mutable_result() -> Iterator[None]:
+    """Snapshots the result losslessly but publishes plain lists and dicts: it serializes like a
+    frozen one, and any observer can change what the caller then reads."""
+    real = Results.materialize
+
+    def materialize(self: Any, result: ToolResult) -> ToolResult:
+        frozen = real(self, result)
+        return dataclasses.replace(frozen, content=thaw(frozen.content))
+
+    with mock.patch.object(Results, "materialize", materialize):
+        yield
+
+
+@contextlib.contextmanager
+def _view_writable_by_observers() -> Iterator[None]:
+    """Freezes the execution view's slot only in name: an observer can still replace it."""
+    real = registry_module.Execution.signal
+
+    def setter(self: Any, value: AbortSignal | None) -> None:
+        if self._frozen:
+            self._slot = value
+        else:
+            real.fset(self, value)
+
+    with mock.patch.object(
+        registry_module.Execution, "signal", property(real.fget, setter, real.fdel)
+    ):
+        yield
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
     Mutant("abandons_after_grace", "R27",
@@ -276,4 +374,26 @@ MUTANTS: tuple[Mutant, ...] = (
            _detaches_caller),
     Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
            _loses_contexts_on_abort),
+    Mutant("post_sees_late_success", "R4", "hands post-execute a late success, not ABORTED",
+           _post_sees_late_success),
+    Mutant("prefers_caller_reason", "R21",
+           "gives a pre-aborted body the caller's reason over an aborted slot's",
+           _prefers_caller_reason, revisions=("seed",)),  # revised: no body after that (R42)
+    Mutant("keeps_fused_watch", "R22", "leaves its listener on the body's fused signal",
+           _keeps_fused_watch),
+    Mutant("publishes_mutable_result", "R30", "publishes a result that is not deep-frozen",
+           _publishes_mutable_result),
+    Mutant("view_writable_by_observers", "R31", "lets an observer replace the view's slot",
+           _view_writable_by_observers),
 )
+
+BLIND_TO_PROTOCOL: dict[str, str] = {
+    # mutant: what an adapter answer would have to carry for conform to see it.  verify sees
+    # each of these on the environment's own record; the adapter protocol's observations for
+    # them (issue 14, blind spot 6) are not in this branch.
+    "post_sees_late_success": "what post-execute received",
+    "keeps_fused_watch": "listeners left on the registry's own signals",
+    "publishes_mutable_result": "whether the published result is immutable",
+    "view_writable_by_observers": "whether an observer could replace the view's slot",
+}
+"""The mutants conform and the stateful suite cannot see yet, and what they would need."""
