@@ -41,6 +41,7 @@ from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Final
 
 from .core import PathStep
+from .deadline import Deadline, deadline
 from .errors import ToolcancelError
 from .registry import (
     Accept,
@@ -58,6 +59,7 @@ from .registry import (
 )
 from .results import ToolError, ToolOutput, ToolResult, text_block
 from .signals import AbortController, AbortSignal
+from .timeout_policy import TOOL_TIMEOUT
 from .virtual_time import VirtualClock, run
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
@@ -79,6 +81,8 @@ WRAPPERS: Final = (
     "throw_before",  # throw without calling next()
     "throw_after",  # delegate, then throw
     "retry",  # delegate, then call next() again and return the second result (D11)
+    "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
+    # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
 )
 TIMEOUTS: Final = ("absent", "budget", "timer_first")
 BODIES: Final = (
@@ -95,6 +99,9 @@ OBSERVERS: Final = ("none", "throws")
 
 TOOL_NAME: Final = "tool"
 BUDGET_MS: Final = 100
+OUTER_MS: Final = 50
+"""The budget of an ``outer_deadline`` wrapper's deadline: shorter than :data:`BUDGET_MS`, so it
+expires first when the harness moves the clock at the body's gate."""
 HOLD_S: Final = 86_400.0
 """Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
 longer than any grace period a registry might give a body before abandoning it, which R27
@@ -164,6 +171,9 @@ class Scenario:
                 raise ScenarioError(
                     f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
                 )
+        if "outer_deadline" in self.wrappers and self.timeout != "budget":
+            raise ScenarioError("wrappers: outer_deadline is a nested call's upstream deadline "
+                                "and needs timeout budget (D13)")
         if self.revision == "revised" and self.caller == "none":
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
         _parse_cancel(self.cancel)
@@ -252,7 +262,8 @@ class Observation:
     ``log`` entries are tuples whose first item says what happened:
     ``("gate", name)``, ``("abort", source, steps_taken)``, ``("body_start",)``,
     ``("body_settle", signal_aborted, reason)``, ``("pre", decision)``, ``("post_in", json)``,
-    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``.
+    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``,
+    ``("wrapper_in", i)``, ``("hold", steps_taken)`` (a day passes).
     """
 
     scenario: Scenario
@@ -305,6 +316,7 @@ class Harness:
         self.caller: AbortController | None = None
         self.pre_slot: AbortSignal | None = None  # the slot as pre-execute saw it: C (R23)
         self.aborting: list[tuple[int, AbortController]] = []
+        self.outer: list[tuple[int, Deadline]] = []  # outer_deadline wrappers' deadlines
         self.signals: list[tuple[str, AbortSignal]] = []
         self.task: asyncio.Task[ToolResult] | None = None
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
@@ -422,6 +434,7 @@ class Harness:
 
     def wrapper(self, i: int, behaviour: str) -> Callable[[Execution, Next], Any]:
         async def around(view: Execution, nxt: Next) -> ToolResult:
+            self.log("wrapper_in", i)
             upstream = view.signal
             mine: AbortSignal | None = upstream
             if behaviour == "wait_before":
@@ -432,6 +445,12 @@ class Harness:
                 self.signals.append((f"wrapper {i} signal", mine))
                 if behaviour == "replace_aborting":
                     self.aborting.append((i, ctl))
+                view.signal = mine
+            elif behaviour == "outer_deadline":
+                outer = deadline(upstream, OUTER_MS, TOOL_TIMEOUT)
+                self.outer.append((i, outer))
+                mine = outer.signal
+                self.signals.append((f"wrapper {i} deadline", mine))
                 view.signal = mine
             elif behaviour == "replace_aborted":
                 mine = AbortSignal.abort(WrapperReason(f"wrapper {i} refused"))
@@ -453,6 +472,9 @@ class Harness:
             finally:
                 self._check_slot(view, mine, i)
                 view.signal = upstream
+                for j, outer in self.outer:
+                    if j == i:
+                        outer.dispose()
             if behaviour == "wait_after":
                 await self.gate(f"w{i}_after")
             if behaviour == "throw_after":
@@ -604,6 +626,14 @@ class Harness:
             for i, ctl in self.aborting:
                 self.log("abort", "wrapper", self.steps, i)
                 ctl.abort(WrapperReason("a wrapper deadline passed"))
+            live = [(i, d) for i, d in self.outer if not d.signal.aborted]
+            if live:
+                if self.clock is None:
+                    raise ScenarioError("outer_deadline needs the harness's virtual clock")
+                for i, _ in live:
+                    self.log("abort", "wrapper", self.steps, i)
+                self.clock.advance(OUTER_MS / 1000 + 0.001)
+                await _idle()
             if s.timeout == "timer_first":
                 if self.clock is None:
                     raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
@@ -626,6 +656,7 @@ class Harness:
         clock = self.clock or VirtualClock.of(asyncio.get_running_loop())
         if clock is None:
             raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
+        self.log("hold", self.steps)
         clock.advance(HOLD_S)
         await _idle()
         assert self.task is not None

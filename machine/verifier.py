@@ -78,6 +78,10 @@ MAX_CALLS = _TURN_MAX_CALLS
 
 _REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
 
+_NESTED = "outer_deadline"
+"""The wrapper that makes the call a nested budgeted call (D13): enumerated only as the
+innermost scenario wrapper, just outside the timeout policy, and only under a budget."""
+
 _PRE_VARIANTS: tuple[dict[str, Any], ...] = (
     {"pre": "allow"},
     {"pre": "deny"},
@@ -97,6 +101,8 @@ def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
     if n == 0:
         return
     for w in WRAPPERS:
+        if w == _NESTED:
+            continue  # enumerated by _nested_stacks
         if w in _REACH_BASE:
             for rest in _wrapper_stacks(n - 1):
                 yield (w, *rest)
@@ -142,6 +148,26 @@ def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator
                 dispatching = _replace(base, guard="none")
                 for stack in _wrapper_stacks(wrappers):
                     yield (dispatching, stack)
+    # Enumerated after all the rest, so that the vectors found before keep their numbers: an
+    # ask with neither a seam nor an agent (R5: the seam's row decides), and nested budgeted
+    # calls (D13).
+    for caller in callers:
+        base = Scenario(revision=revision, caller=caller, pre="ask", approval_seam=False)
+        for post in POSTS:
+            yield _replace(base, agent=False, post=post)
+        for stack in _nested_stacks(max_wrappers):
+            yield (Scenario(revision=revision, caller=caller), stack)
+
+
+def _nested_stacks(n: int) -> Iterator[tuple[str, ...]]:
+    """The stacks of a nested budgeted call: an enclosing call's deadline innermost (right
+    outside the timeout policy), under at most one other wrapper that reaches the base."""
+    if n >= 1:
+        yield (_NESTED,)
+    if n >= 2:
+        for w in WRAPPERS:
+            if w in _REACH_BASE and w != _NESTED:
+                yield (w, _NESTED)
 
 
 def expand(group: Group) -> Iterator[Scenario]:
@@ -166,7 +192,8 @@ def _stack_size(stack: tuple[str, ...]) -> int:
 
 def _dispatch_variants(stack: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     reaches_body = all(w in _REACH_BASE for w in stack)
-    for timeout in ("absent", "budget", "timer_first") if reaches_body else ("absent",):
+    timeouts = ("absent", "budget", "timer_first") if reaches_body else ("absent",)
+    for timeout in ("budget",) if _NESTED in stack else timeouts:
         for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
             bodies = BODIES if reaches_body and tool_known else ("success",)
             for body in bodies:
@@ -284,7 +311,9 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_pre_stage(obs, table, out)
     _check_after_dispatch(obs, table, out)
     _check_post_received(obs, table, out)
+    _check_cancellations(obs, table, out)
     _check_fused_signal(obs, out)
+    _check_timeout_identity(obs, out)
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
     return out
@@ -504,6 +533,48 @@ def _check_post_received(obs: Observation, table: RevisionContract, out: Checked
                  f" {post_in.text!r} (error: {post_in.is_error}), the caller got {r.to_json()}")
 
 
+def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """Which cancellation a result is, where it is the registry's (R4, R17, R25, R41):
+
+    * seed, pre-aborted entry: none at all -- no replacement applies to that call (R25);
+    * the caller aborted after entry but before base dispatch: what reaches post-execute from
+      dispatch is the cancellation (C2 reads the fused signal before the tool is looked up,
+      R17), not UNKNOWN_TOOL nor anything a body could say;
+    * revised, no wrapper retrying: ABORTED exactly when the body was invoked, otherwise
+      ABORTED_BEFORE_DISPATCH (R41)."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    texts = table.texts
+    mine = {texts["aborted"], texts["aborted_before_dispatch"]}
+    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    if table.name == "seed" and pre_aborted and s.args == "ok":
+        out.rules.add("R25")
+        for what, res in (("post-execute received", post_in), ("the caller got", r)):
+            if res is not None and res.text in mine:
+                out.fail("R25", s, f"a pre-aborted entry gets none of the registry's "
+                         f"cancellations (seed), yet {what} {res.text!r}")
+                return
+    at = _abort_steps(obs)
+    taken = [p for p in obs.path if p.event != "caller_abort"]
+    dispatched = next((k for k, p in enumerate(taken, 1) if p.event == "base_dispatch"), None)
+    after_entry = s.caller == "live" and not pre_aborted
+    if after_entry and at is not None and dispatched is not None and at < dispatched:
+        out.rules.add("R17")
+        if post_in is not None and post_in.text not in mine:
+            out.fail("R17", s, "the caller aborted before base dispatch, yet post-execute "
+                     f"received {post_in.text!r}, not the cancellation")
+    if table.name == "revised" and not s.retries and post_in is not None and (
+        post_in.text in mine
+    ):
+        out.rules.add("R41")
+        invoked = any(e[0] == "body_start" for e in log)
+        want = texts["aborted" if invoked else "aborted_before_dispatch"]
+        if post_in.text != want:
+            out.fail("R41", s, f"the body was {'' if invoked else 'not '}invoked: the "
+                     f"cancellation is {want!r}, post-execute received {post_in.text!r}")
+
+
 def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:
     """The text a result of ``outcome`` must read, where the environment knows it."""
     texts, s = table.texts, obs.scenario
@@ -603,6 +674,13 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         else:
             rule, expect = "R43", ...
     out.rules.add(rule)
+    pre_i = kinds.index("pre")
+    if s.pre == "ask" and s.approval_seam and s.agent and not asked and not before(pre_i):
+        # R5: asked exactly when ask, a seam and an agent; skipping it is the MAY (D1) only
+        # once the caller aborted before pre-execute decided.
+        out.rules.add("R5")
+        out.fail("R5", s, "pre-execute asked, a seam is mounted and the call has an agent, yet "
+                 "the approval seam was not asked")
     if (guard_i is not None) != guards:
         out.fail(
             rule,
@@ -612,6 +690,9 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         )
     if expect is ...:
         return  # on to dispatch: the later checks judge the rest
+    if "wrapper_in" in kinds or "body_start" in kinds:
+        out.fail(rule, s, "the call ended in the pre-policy stage, yet an around wrapper or the "
+                 "body ran")
     post_in = next((e[1] for e in log if e[0] == "post_in"), None)
     assert obs.result is not None
     if expect is final:
@@ -654,6 +735,8 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
     source = "timer" if first[0] == "timer" else first[1]
     if source == "caller":
         right = isinstance(reason, CallerReason)
+    elif source == "wrapper" and s.wrappers[first[3]] == _NESTED:
+        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"  # the outer deadline's own
     elif source == "wrapper":
         right = isinstance(reason, WrapperReason)
     else:
@@ -673,6 +756,32 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
                 "the deadline fired first, but the result is not TOOL_TIMEOUT "
                 f"({post_in.text!r}, code {post_in.error.code if post_in.error else None})",
             )
+
+
+def _check_timeout_identity(obs: Observation, out: Checked) -> None:
+    """R35, D13: the timeout wrapper reports TOOL_TIMEOUT only when its *own* deadline's timer
+    fired first -- by identity, not by code.  Under a budget whose timer the harness never lets
+    expire first, no result is TOOL_TIMEOUT: not when the caller or a wrapper aborted, and not
+    when an enclosing call's same-coded deadline (``outer_deadline``) expired.  (A day's hold
+    of an uncooperative body lets the budget expire, and rightly reports it, when nothing the
+    deadline follows had aborted: that run is judged only under an outer deadline, the upstream
+    of the tool's own, which the harness always expires first at the body's gate.)"""
+    s, r = obs.scenario, obs.result
+    kinds = [e[0] for e in obs.log]
+    if s.timeout != "budget" or r is None or "timer" in kinds:
+        return
+    if "hold" in kinds and _NESTED not in s.wrappers:
+        return
+    out.rules.add("R35")
+    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
+    for what, res in (("post-execute received", post_in), ("the caller got", r)):
+        if res is not None and res.error is not None and res.error.code == "TOOL_TIMEOUT":
+            outer = " (the outer deadline expired: ordinary cancellation, D13)" * (
+                _NESTED in s.wrappers
+            )
+            out.fail("R35", s, f"the tool's own deadline never fired first, yet {what} "
+                     f"TOOL_TIMEOUT{outer}")
+            return
 
 
 def _check_born_aborted(

@@ -235,6 +235,26 @@ def _notifies_twice() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _classifies_timeout_by_code() -> Iterator[None]:
+    """The timeout wrapper classifies by code, as the original did (D13): any TOOL_TIMEOUT-coded
+    reason on its deadline counts as its own expiry, so a nested budgeted call reports an
+    enclosing call's expired deadline as its own budget."""
+
+    def by_code_deadline(*args: Any, **kwargs: Any) -> Any:
+        return _ByCode(deadline(*args, **kwargs))
+
+    with mock.patch.object(timeout_module, "deadline", by_code_deadline):
+        yield
+
+
+class _ByCode(_Blind):
+    @property
+    def fired_by_own_timer(self) -> bool:
+        signal = self._real.signal
+        return bool(signal.aborted and getattr(signal.reason, "code", None) == self._real.code)
+
+
+@contextlib.contextmanager
 def _detaches_caller() -> Iterator[None]:
     """Hands the body the wrapper's signal alone when a wrapper replaced the slot."""
     real_init = fusion_module.Fusion.__init__
@@ -374,6 +394,9 @@ MUTANTS: tuple[Mutant, ...] = (
            _detaches_caller),
     Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
            _loses_contexts_on_abort),
+    Mutant("classifies_timeout_by_code", "R35",
+           "reports an outer same-coded deadline as its own TOOL_TIMEOUT",
+           _classifies_timeout_by_code),
     Mutant("post_sees_late_success", "R4", "hands post-execute a late success, not ABORTED",
            _post_sees_late_success),
     Mutant("prefers_caller_reason", "R21",
