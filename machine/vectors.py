@@ -39,6 +39,7 @@ Where vectors come from, and why it is this way:
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -69,7 +70,7 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
-from .verifier import configurations
+from .verifier import added_later, configurations
 from .virtual_time import VirtualClock, run
 
 FORMAT: Final = 2
@@ -716,23 +717,25 @@ def generate(
 def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vector]:
     """Number the vectors in enumeration order.  A vector kept only because a retry behaviour
     other than the default tells it apart (its default key was seen) is numbered after all the
-    others, so adding retry behaviours never renumbered the vectors that were already there."""
+    others, so adding retry behaviours never renumbered the vectors that were already there;
+    the vectors of dimensions added later still (:func:`~toolcancel.verifier.added_later`) come
+    after those, in the same two parts."""
     seen: set[Key] = set()
     seen_full: set[tuple[Key, ...]] = set()
-    firsts: list[dict[str, Any]] = []
-    extras: list[dict[str, Any]] = []
+    parts: dict[tuple[bool, bool], list[dict[str, Any]]] = collections.defaultdict(list)
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            later = added_later(item["scenario"])
             if item["key"] in seen:
-                extras.append(item)
+                parts[later, True].append(item)
                 continue
             seen.add(item["key"])
-            firsts.append(item)
+            parts[later, False].append(item)
     out: list[Vector] = []
-    for item in firsts + extras:
+    for item in [i for part in sorted(parts) for i in parts[part]]:
         expected, others = _merge_alternatives(item["expected"], item["alts"])
         default = _expectation_data(expected, others)
         by_retry = []

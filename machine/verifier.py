@@ -10,18 +10,24 @@ asyncio registry through the scenario harness, and checks what happened (:func:`
   machine must give, step for step, the transitions the registry took.  A registry that misses a
   recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
   contract required names the rule.
-* **rules the machine cannot see**, checked on the environment's own record: exactly one frozen
-  notification of the returned object (R31); no result while a body runs, even one held a day
-  after its signal aborted (R27); no body after a cancellation before C2, no success reaching
-  post-execute after one before C3 nor the caller after one before C4 (R28); what the pre-policy
-  stage ends in -- ABORTED, the denial, the final-route error, whether the guards ran -- from the
-  hooks' decisions and when the caller aborted (R5, R13-R15, R43); arguments that are not JSON
-  (R11); a call nothing cancels ending as its body or an unknown tool says (R2, R3, R6, R7); the
-  body's signal aborted, with the
-  first source's reason, whenever the caller or a wrapper aborted while it ran (R21); no listener
-  left on any signal (R22); slots restored (R23); the approval seam gets the caller's signal
-  (R24); contexts kept, ordered and dropped as R29 says; TOOL_TIMEOUT when the timer fired first
-  (R34); the result's code, error flag and text agree with its outcome (R4-R8, R30, R39).
+* **rules the machine cannot see**, checked on the environment's own record: exactly one
+  notification of the returned object (R31), deep-frozen, with the view frozen, before the first
+  observer -- an acting one that tries to change both (R30, R31); no result while a body runs,
+  even one held a day after its signal aborted (R27); no body after a cancellation before C2, no
+  success reaching post-execute after one before C3 nor the caller after one before C4 (R28);
+  what the pre-policy stage ends in -- ABORTED, the denial, the final-route error, whether the
+  guards ran, that the seam was asked, that nothing after it ran -- from the hooks' decisions and
+  when the caller aborted (R5, R13-R15, R43); which cancellation a result is (R17, R25, R41);
+  arguments that are not JSON (R11); a call nothing cancels ending as its body or an unknown tool
+  says (R2, R3, R6, R7); what post-execute received, against the outcome the call held entering
+  post-policy, and what the caller then got (R2-R8, R20); the body's signal aborted, with the
+  first source's reason, whenever the caller or a wrapper aborted while it ran, and born aborted
+  with the slot's reason over the caller's for a pre-aborted entry (R21); no listener left on
+  the caller's signal, the registry's call signal, a body's fused signal or a wrapper's (R22);
+  slots restored (R23); the approval seam gets the caller's signal (R24); contexts kept, ordered
+  and dropped as R29 says; TOOL_TIMEOUT when the policy's own timer fired first (R34), never for
+  an enclosing same-coded deadline (R35, D13); the result's code, error flag and text agree with
+  its outcome (R4-R8, R30, R39).
 
 Violations come with a reproducer that runs as written.
 """
@@ -148,15 +154,23 @@ def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator
                 dispatching = _replace(base, guard="none")
                 for stack in _wrapper_stacks(wrappers):
                     yield (dispatching, stack)
-    # Enumerated after all the rest, so that the vectors found before keep their numbers: an
-    # ask with neither a seam nor an agent (R5: the seam's row decides), and nested budgeted
-    # calls (D13).
+    # Enumerated after all the rest (:func:`added_later`), so that the vectors found before
+    # keep their numbers: an ask with neither a seam nor an agent (R5: the seam's row decides),
+    # and nested budgeted calls (D13).
     for caller in callers:
         base = Scenario(revision=revision, caller=caller, pre="ask", approval_seam=False)
         for post in POSTS:
             yield _replace(base, agent=False, post=post)
         for stack in _nested_stacks(max_wrappers):
             yield (Scenario(revision=revision, caller=caller), stack)
+
+
+def added_later(config: Scenario) -> bool:
+    """Whether ``config`` is of the dimensions added to the space after its vectors were first
+    numbered (issue 14): those vectors are numbered after all the others."""
+    return _NESTED in config.wrappers or (
+        config.pre == "ask" and not config.approval_seam and not config.agent
+    )
 
 
 def _nested_stacks(n: int) -> Iterator[tuple[str, ...]]:
@@ -312,6 +326,7 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_after_dispatch(obs, table, out)
     _check_post_received(obs, table, out)
     _check_cancellations(obs, table, out)
+    _check_late_success(obs, out)
     _check_fused_signal(obs, out)
     _check_timeout_identity(obs, out)
     _check_contexts(obs, out)
@@ -573,6 +588,29 @@ def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked
         if post_in.text != want:
             out.fail("R41", s, f"the body was {'' if invoked else 'not '}invoked: the "
                      f"cancellation is {want!r}, post-execute received {post_in.text!r}")
+
+
+_SUCCEEDING = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
+"""Bodies that return a success when they settle."""
+
+
+def _check_late_success(obs: Observation, out: Checked) -> None:
+    """R18: a body success that settles after its fused signal aborted becomes ABORTED at body
+    level (a seed pre-aborted entry excepted, R25).  What comes out of the around chain is then
+    an error -- that ABORTED, TOOL_TIMEOUT, or a wrapper's failure on the final route -- so
+    post-execute never receives a success.  (A retrying wrapper's later attempt may succeed.)"""
+    s, log = obs.scenario, obs.log
+    if s.body not in _SUCCEEDING or s.retries or s.caller == "aborted" or (
+        s.cancel in _PRE_ABORTING
+    ):
+        return
+    if not any(e[0] == "body_settle" and e[1] for e in log):
+        return
+    out.rules.add("R18")
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    if post_in is not None and not post_in.is_error:
+        out.fail("R18", s, "the body succeeded after its signal aborted, yet post-execute "
+                 f"received a success ({post_in.text!r}), not ABORTED")
 
 
 def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:

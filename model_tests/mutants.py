@@ -419,4 +419,4 @@ BLIND_TO_PROTOCOL: dict[str, str] = {
     "publishes_mutable_result": "whether the published result is immutable",
     "view_writable_by_observers": "whether an observer could replace the view's slot",
 }
-"""The mutants conform and the stateful suite cannot see yet, and what they would need."""
+"""The mutants conform cannot see yet, and what an answer would need to show them."""
