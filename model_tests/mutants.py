@@ -281,8 +281,9 @@ def _loses_contexts_on_abort() -> Iterator[None]:
 @contextlib.contextmanager
 def _post_sees_late_success() -> Iterator[None]:
     """Offers the right events but hands post-execute the body's own late success where the
-    contract says ABORTED; checkpoint C4 then gives the caller ABORTED again, so the published
-    result is right and only what post-execute received is wrong."""
+    contract says ABORTED because a wrapper's signal aborted the body (the caller did not: a
+    caller abort it gets right); the machine's outcome then gives the caller ABORTED again, so
+    the published result is right and only what post-execute received is wrong."""
     real_definition = ToolRegistry.definition
     real_post = _Call.post_policy
     late: dict[int, Any] = {}
@@ -302,8 +303,11 @@ def _post_sees_late_success() -> Iterator[None]:
 
     async def post_policy(self: Any, result: ToolResult) -> ToolResult:
         value = late.pop(id(self), None)
-        if value is not None and result.error is not None and result.error.code == "ABORTED":
-            result = self.results.success(value)
+        caller_aborted = self.caller is not None and self.caller.aborted
+        if value is not None and not caller_aborted and (
+            result.error is not None and result.error.code == "ABORTED"
+        ):
+            result = self.results.success(value).with_contexts(result.contexts)
         return await real_post(self, result)
 
     with (
@@ -331,12 +335,15 @@ def _prefers_caller_reason() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _keeps_fused_watch() -> Iterator[None]:
-    """Never takes its draining watch off the body's fused signal: a listener stays on the
-    registry's own call signal (or the relay) after the call, where the harness did not look."""
+    """Never takes its draining watch off the body's signal when that signal is the registry's
+    own call signal (a call whose slot no wrapper replaced): the listener stays after the call
+    on a signal the caller never sees."""
     real = AbortSignal.remove_listener
 
     def remove_listener(self: AbortSignal, listener: Any) -> None:
-        if getattr(listener, "__name__", None) != "on_fused_abort":
+        call = getattr(listener, "__self__", None)
+        watch = getattr(listener, "__name__", None) == "on_fused_abort"
+        if not (watch and self is getattr(call, "caller", None)):
             real(self, listener)
 
     with mock.patch.object(AbortSignal, "remove_listener", remove_listener):
@@ -402,7 +409,7 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("prefers_caller_reason", "R21",
            "gives a pre-aborted body the caller's reason over an aborted slot's",
            _prefers_caller_reason, revisions=("seed",)),  # revised: no body after that (R42)
-    Mutant("keeps_fused_watch", "R22", "leaves its listener on the body's fused signal",
+    Mutant("keeps_fused_watch", "R22", "leaves its body watch on its own call signal",
            _keeps_fused_watch),
     Mutant("publishes_mutable_result", "R30", "publishes a result that is not deep-frozen",
            _publishes_mutable_result),

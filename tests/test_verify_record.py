@@ -36,8 +36,10 @@ CAUGHT = [
     ("post_sees_late_success",
      Scenario(caller="none", wrappers=("replace_aborting",), post="block"), "R4",
      "post-execute received 'done'"),
-    ("post_sees_late_success", Scenario(revision="revised", cancel="gate:body", post="throw"),
-     "R28", "yet post-execute received a success ('done')"),
+    ("post_sees_late_success",
+     Scenario(revision="revised", wrappers=("replace_aborting",), body="defer_success",
+              post="throw"),
+     "R4", "post-execute received 'done'"),
     ("classifies_timeout_by_code", Scenario(wrappers=("outer_deadline",), timeout="budget"),
      "R35", "the outer deadline expired"),
     ("classifies_timeout_by_code",
@@ -50,7 +52,8 @@ CAUGHT = [
     ("prefers_caller_reason", Scenario(caller="aborted", wrappers=("replace_aborted",)), "R21",
      "must be the wrapper's"),
     ("keeps_fused_watch", Scenario(), "R22", "registry's call signal"),
-    ("keeps_fused_watch", Scenario(wrappers=("replace_live",)), "R22", "body's fused signal"),
+    ("keeps_fused_watch", Scenario(revision="revised", cancel="gate:body"), "R22",
+     "registry's call signal"),
 ]  # fmt: skip
 
 
