@@ -101,7 +101,9 @@ STDERR_TAIL: Final = 4096
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
-_SLOT_WRAPPERS: Final = frozenset({"replace_live", "replace_aborting", "replace_aborted", "remove"})
+_SLOT_WRAPPERS: Final = frozenset(
+    {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
+)
 _ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
 FEATURE_SHARE: Final = 0.75
 """A family's shared scenario feature is shown when at most this share of the run has it."""

@@ -36,11 +36,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import asdict, dataclass, field, fields, replace
 from typing import Any, Final
 
 from .core import PathStep
+from .deadline import Deadline, deadline
 from .errors import ToolcancelError
 from .registry import (
     Accept,
@@ -56,8 +57,9 @@ from .registry import (
     PreDecision,
     ToolRegistry,
 )
-from .results import ToolError, ToolOutput, ToolResult, text_block
+from .results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
 from .signals import AbortController, AbortSignal
+from .timeout_policy import TOOL_TIMEOUT
 from .virtual_time import VirtualClock, run
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
@@ -79,6 +81,8 @@ WRAPPERS: Final = (
     "throw_before",  # throw without calling next()
     "throw_after",  # delegate, then throw
     "retry",  # delegate, then call next() again and return the second result (D11)
+    "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
+    # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
 )
 TIMEOUTS: Final = ("absent", "budget", "timer_first")
 BODIES: Final = (
@@ -95,6 +99,9 @@ OBSERVERS: Final = ("none", "throws")
 
 TOOL_NAME: Final = "tool"
 BUDGET_MS: Final = 100
+OUTER_MS: Final = 50
+"""The budget of an ``outer_deadline`` wrapper's deadline: shorter than :data:`BUDGET_MS`, so it
+expires first when the harness moves the clock at the body's gate."""
 HOLD_S: Final = 86_400.0
 """Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
 longer than any grace period a registry might give a body before abandoning it, which R27
@@ -102,6 +109,12 @@ forbids.  The registry's drain warning (30 s by default) fires within it and onl
 DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
 POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
 BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
+BODY_TEXT: Final = "done"
+BODY_FAILURE: Final = "tool failed"
+BODY_STRUCTURED_FAILURE: Final = "disk full"
+REWRITTEN: Final = "rewritten by post-execute"
+BLOCK_TEXT: Final = "Error: blocked by post-execute"
+POST_FAILURE: Final = "post-execute policy failed"
 
 
 class ScenarioError(ToolcancelError):
@@ -158,6 +171,9 @@ class Scenario:
                 raise ScenarioError(
                     f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
                 )
+        if "outer_deadline" in self.wrappers and self.timeout != "budget":
+            raise ScenarioError("wrappers: outer_deadline is a nested call's upstream deadline "
+                                "and needs timeout budget (D13)")
         if self.revision == "revised" and self.caller == "none":
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
         _parse_cancel(self.cancel)
@@ -246,7 +262,8 @@ class Observation:
     ``log`` entries are tuples whose first item says what happened:
     ``("gate", name)``, ``("abort", source, steps_taken)``, ``("body_start",)``,
     ``("body_settle", signal_aborted, reason)``, ``("pre", decision)``, ``("post_in", json)``,
-    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``.
+    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``,
+    ``("wrapper_in", i)``, ``("hold", steps_taken)`` (a day passes).
     """
 
     scenario: Scenario
@@ -299,6 +316,7 @@ class Harness:
         self.caller: AbortController | None = None
         self.pre_slot: AbortSignal | None = None  # the slot as pre-execute saw it: C (R23)
         self.aborting: list[tuple[int, AbortController]] = []
+        self.outer: list[tuple[int, Deadline]] = []  # outer_deadline wrappers' deadlines
         self.signals: list[tuple[str, AbortSignal]] = []
         self.task: asyncio.Task[ToolResult] | None = None
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
@@ -371,8 +389,16 @@ class Harness:
             reg.add_observer(_throwing_observer)
         return reg
 
+    def watch(self, what: str, signal: AbortSignal | None) -> None:
+        """Count ``signal``'s listeners after the call (R22), once per signal object."""
+        if signal is not None and all(sig is not signal for _, sig in self.signals):
+            self.signals.append((what, signal))
+
     async def pre_hook(self, view: Execution, nxt: Next) -> PreDecision:
         self.pre_slot = view.signal
+        # The slot pre-execute sees is the registry's own call signal (P1), not the caller's
+        # given one: the registry's relay and body watch hang on it (R22).
+        self.watch("registry's call signal", view.signal)
         await self.gate("pre")
         d = self.s.pre
         self.log("pre", d)
@@ -408,6 +434,7 @@ class Harness:
 
     def wrapper(self, i: int, behaviour: str) -> Callable[[Execution, Next], Any]:
         async def around(view: Execution, nxt: Next) -> ToolResult:
+            self.log("wrapper_in", i)
             upstream = view.signal
             mine: AbortSignal | None = upstream
             if behaviour == "wait_before":
@@ -418,6 +445,12 @@ class Harness:
                 self.signals.append((f"wrapper {i} signal", mine))
                 if behaviour == "replace_aborting":
                     self.aborting.append((i, ctl))
+                view.signal = mine
+            elif behaviour == "outer_deadline":
+                outer = deadline(upstream, OUTER_MS, TOOL_TIMEOUT)
+                self.outer.append((i, outer))
+                mine = outer.signal
+                self.signals.append((f"wrapper {i} deadline", mine))
                 view.signal = mine
             elif behaviour == "replace_aborted":
                 mine = AbortSignal.abort(WrapperReason(f"wrapper {i} refused"))
@@ -439,6 +472,9 @@ class Harness:
             finally:
                 self._check_slot(view, mine, i)
                 view.signal = upstream
+                for j, outer in self.outer:
+                    if j == i:
+                        outer.dispose()
             if behaviour == "wait_after":
                 await self.gate(f"w{i}_after")
             if behaviour == "throw_after":
@@ -458,6 +494,7 @@ class Harness:
         self.log("body_start", self.steps)
         signal = view.signal
         self.body_signal = signal
+        self.watch("body's fused signal", signal)
         if s.body.startswith("defer_"):
             for ctx in DEFERRED:
                 view.defer_context(ctx)
@@ -469,14 +506,14 @@ class Harness:
             aborted = signal is not None and signal.aborted
             self.log("body_settle", aborted, signal.reason if aborted and signal else None)
         if s.body in ("success", "defer_success"):
-            return [text_block("done")]
+            return [text_block(BODY_TEXT)]
         if s.body == "success_meta":
-            return ToolOutput([text_block("done")], meta={"rows": 3})
+            return ToolOutput([text_block(BODY_TEXT)], meta={"rows": 3})
         if s.body == "bad_meta":
-            return ToolOutput([text_block("done")], meta={"handle": object()})
+            return ToolOutput([text_block(BODY_TEXT)], meta={"handle": object()})
         if s.body == "throw_structured":
-            raise ToolError("disk full", code="ENOSPC")
-        raise RuntimeError("tool failed")
+            raise ToolError(BODY_STRUCTURED_FAILURE, code="ENOSPC")
+        raise RuntimeError(BODY_FAILURE)
 
     async def post_hook(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
         self.log("post_in", result)
@@ -488,21 +525,42 @@ class Harness:
         if p == "accept":
             return Accept()
         if p == "accept_content":
-            return Accept(content=[text_block("rewritten by post-execute")])
+            return Accept(content=[text_block(REWRITTEN)])
         if p == "accept_contexts":
             self.obs.post_contexts = (POST_CONTEXT,)
             return Accept(contexts=[POST_CONTEXT])
         if p == "block":
             self.obs.block_contexts = (BLOCK_CONTEXT,)
-            return Block([text_block("Error: blocked by post-execute")], contexts=[BLOCK_CONTEXT])
-        raise RuntimeError("post-execute policy failed")
+            return Block([text_block(BLOCK_TEXT)], contexts=[BLOCK_CONTEXT])
+        raise RuntimeError(POST_FAILURE)
 
     def observe(self, view: Execution, result: ToolResult) -> None:
+        """The first observer, and an acting one: it finds the result already deep-frozen
+        (R30) and the view frozen (R31) -- tries to change both and must be refused."""
         self.log("notify")
         self.obs.notified.append(result)
         if self.obs.body_pending:
             self.obs.problem("R27", "the result was published while the body was still running")
         self.obs.path = view.path
+        where = unfrozen(result)
+        if where is not None:
+            self.obs.problem("R30", f"the published result is not deep-frozen: {where}")
+        slot = view.signal
+        try:
+            view.signal = None
+        except ToolcancelError:
+            pass
+        else:
+            self.obs.problem("R31", "an observer could replace the view's signal slot: the view "
+                             "was not frozen before the first observer")
+            view.signal = slot
+        for attempt in _MUTATIONS:
+            try:
+                attempt(result)
+            except Exception:  # refused (or nothing there to change)
+                continue
+            self.obs.problem("R30", f"an observer could change the published result: "
+                             f"{attempt.__doc__}")
 
     # -- the driver ----------------------------------------------------------------------------
 
@@ -568,6 +626,14 @@ class Harness:
             for i, ctl in self.aborting:
                 self.log("abort", "wrapper", self.steps, i)
                 ctl.abort(WrapperReason("a wrapper deadline passed"))
+            live = [(i, d) for i, d in self.outer if not d.signal.aborted]
+            if live:
+                if self.clock is None:
+                    raise ScenarioError("outer_deadline needs the harness's virtual clock")
+                for i, _ in live:
+                    self.log("abort", "wrapper", self.steps, i)
+                self.clock.advance(OUTER_MS / 1000 + 0.001)
+                await _idle()
             if s.timeout == "timer_first":
                 if self.clock is None:
                     raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
@@ -590,6 +656,7 @@ class Harness:
         clock = self.clock or VirtualClock.of(asyncio.get_running_loop())
         if clock is None:
             raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
+        self.log("hold", self.steps)
         clock.advance(HOLD_S)
         await _idle()
         assert self.task is not None
@@ -644,6 +711,54 @@ def quiet_failures() -> Iterator[None]:
         yield
     finally:
         logger.disabled = before
+
+
+def unfrozen(result: ToolResult) -> str | None:
+    """Where ``result`` is not deep-frozen (a mutable container, or a writable field), if
+    anywhere: every container must be a tuple or a read-only mapping, all the way down."""
+    try:
+        object.__getattribute__(result, "__dict__")
+    except AttributeError:
+        pass
+    else:
+        return "the result object has a writable __dict__"
+    parts: list[tuple[str, Any]] = [("content", result.content), ("contexts", result.contexts),
+                                    ("meta", result.meta)]
+    while parts:
+        where, value = parts.pop()
+        if value is None or type(value) in _SCALARS:
+            continue
+        if type(value) is FrozenDict:  # the snapshot's own mapping: the common case
+            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, tuple):
+            parts += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, Mapping) and not isinstance(value, MutableMapping):
+            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        else:
+            return f"{where} is a {type(value).__name__}"
+    return None
+
+
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
+def _poke_block(result: ToolResult) -> None:
+    """it replaced the text of the first content block"""
+    result.content[0]["text"] = "changed by an observer"
+
+
+def _poke_content(result: ToolResult) -> None:
+    """it appended a content block"""
+    result.content.append(text_block("added by an observer"))  # type: ignore[attr-defined]
+
+
+def _poke_field(result: ToolResult) -> None:
+    """it flipped isError"""
+    setattr(result, "is_error", not result.is_error)  # noqa: B010 (a frozen field: must raise)
+
+
+_MUTATIONS: Final = (_poke_block, _poke_content, _poke_field)
+"""What an acting observer tries on the result it was handed: each must fail."""
 
 
 def _throwing_observer(view: Execution, result: ToolResult) -> None:

@@ -40,6 +40,7 @@ Where vectors come from, and why it is this way:
 
 from __future__ import annotations
 
+import collections
 import functools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -70,7 +71,7 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
-from .verifier import configurations
+from .verifier import added_later, configurations
 from .virtual_time import VirtualClock, run
 
 FORMAT: Final = 2
@@ -759,29 +760,31 @@ def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vect
     """Number the vectors in enumeration order.  A vector kept only because a retry behaviour
     other than the default tells it apart (its default key was seen) is numbered after all the
     others, and one kept only for what post-execute received after those, so adding retry
-    behaviours or that observation never renumbered the vectors that were already there."""
+    behaviours or that observation never renumbered the vectors that were already there; the
+    vectors of dimensions added later still (:func:`~toolcancel.verifier.added_later`) come after
+    all of those, in the same three parts."""
     seen: set[Key] = set()
     seen_plain: set[tuple[Any, ...]] = set()
     seen_full: set[tuple[Any, ...]] = set()
-    firsts: list[dict[str, Any]] = []
-    extras: list[dict[str, Any]] = []
-    received: list[dict[str, Any]] = []
+    # (added later?, 0 first / 1 told apart by a retry behaviour / 2 by what post received)
+    parts: dict[tuple[bool, int], list[dict[str, Any]]] = collections.defaultdict(list)
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            later = added_later(item["scenario"])
             if item["plain"] in seen_plain:
-                received.append(item)
+                parts[later, 2].append(item)
                 continue
             seen_plain.add(item["plain"])
             if item["key"] in seen:
-                extras.append(item)
+                parts[later, 1].append(item)
                 continue
             seen.add(item["key"])
-            firsts.append(item)
+            parts[later, 0].append(item)
     out: list[Vector] = []
-    for item in firsts + extras + received:
+    for item in [i for part in sorted(parts) for i in parts[part]]:
         expected, others = _merge_alternatives(item["expected"], item["alts"])
         default = _expectation_data(expected, others)
         by_retry = []

@@ -10,18 +10,24 @@ asyncio registry through the scenario harness, and checks what happened (:func:`
   machine must give, step for step, the transitions the registry took.  A registry that misses a
   recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
   contract required names the rule.
-* **rules the machine cannot see**, checked on the environment's own record: exactly one frozen
-  notification of the returned object (R31); no result while a body runs, even one held a day
-  after its signal aborted (R27); no body after a cancellation before C2, no success reaching
-  post-execute after one before C3 nor the caller after one before C4 (R28); what the pre-policy
-  stage ends in -- ABORTED, the denial, the final-route error, whether the guards ran -- from the
-  hooks' decisions and when the caller aborted (R5, R13-R15, R43); arguments that are not JSON
-  (R11); a call nothing cancels ending as its body or an unknown tool says (R2, R3, R6, R7); the
-  body's signal aborted, with the
-  first source's reason, whenever the caller or a wrapper aborted while it ran (R21); no listener
-  left on any signal (R22); slots restored (R23); the approval seam gets the caller's signal
-  (R24); contexts kept, ordered and dropped as R29 says; TOOL_TIMEOUT when the timer fired first
-  (R34); the result's code, error flag and text agree with its outcome (R4-R8, R30, R39).
+* **rules the machine cannot see**, checked on the environment's own record: exactly one
+  notification of the returned object (R31), deep-frozen, with the view frozen, before the first
+  observer -- an acting one that tries to change both (R30, R31); no result while a body runs,
+  even one held a day after its signal aborted (R27); no body after a cancellation before C2, no
+  success reaching post-execute after one before C3 nor the caller after one before C4 (R28);
+  what the pre-policy stage ends in -- ABORTED, the denial, the final-route error, whether the
+  guards ran, that the seam was asked, that nothing after it ran -- from the hooks' decisions and
+  when the caller aborted (R5, R13-R15, R43); which cancellation a result is (R17, R25, R41);
+  arguments that are not JSON (R11); a call nothing cancels ending as its body or an unknown tool
+  says (R2, R3, R6, R7); what post-execute received, against the outcome the call held entering
+  post-policy, and what the caller then got (R2-R8, R20); the body's signal aborted, with the
+  first source's reason, whenever the caller or a wrapper aborted while it ran, and born aborted
+  with the slot's reason over the caller's for a pre-aborted entry (R21); no listener left on
+  the caller's signal, the registry's call signal, a body's fused signal or a wrapper's (R22);
+  slots restored (R23); the approval seam gets the caller's signal (R24); contexts kept, ordered
+  and dropped as R29 says; TOOL_TIMEOUT when the policy's own timer fired first (R34), never for
+  an enclosing same-coded deadline (R35, D13); the result's code, error flag and text agree with
+  its outcome (R4-R8, R30, R39).
 
 Violations come with a reproducer that runs as written.
 """
@@ -42,11 +48,18 @@ from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
 from .registry import ToolRegistry
-from .results import thaw
+from .results import text_block, thaw
 from .scenario import (
     BLOCK_CONTEXT,
+    BLOCK_TEXT,
     BODIES,
+    BODY_FAILURE,
+    BODY_STRUCTURED_FAILURE,
+    BODY_TEXT,
+    BUDGET_MS,
+    POST_FAILURE,
     POSTS,
+    REWRITTEN,
     WRAPPERS,
     CallerReason,
     Harness,
@@ -71,6 +84,10 @@ MAX_CALLS = _TURN_MAX_CALLS
 
 _REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
 
+_NESTED = "outer_deadline"
+"""The wrapper that makes the call a nested budgeted call (D13): enumerated only as the
+innermost scenario wrapper, just outside the timeout policy, and only under a budget."""
+
 _PRE_VARIANTS: tuple[dict[str, Any], ...] = (
     {"pre": "allow"},
     {"pre": "deny"},
@@ -90,6 +107,8 @@ def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
     if n == 0:
         return
     for w in WRAPPERS:
+        if w == _NESTED:
+            continue  # enumerated by _nested_stacks
         if w in _REACH_BASE:
             for rest in _wrapper_stacks(n - 1):
                 yield (w, *rest)
@@ -135,6 +154,34 @@ def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator
                 dispatching = _replace(base, guard="none")
                 for stack in _wrapper_stacks(wrappers):
                     yield (dispatching, stack)
+    # Enumerated after all the rest (:func:`added_later`), so that the vectors found before
+    # keep their numbers: an ask with neither a seam nor an agent (R5: the seam's row decides),
+    # and nested budgeted calls (D13).
+    for caller in callers:
+        base = Scenario(revision=revision, caller=caller, pre="ask", approval_seam=False)
+        for post in POSTS:
+            yield _replace(base, agent=False, post=post)
+        for stack in _nested_stacks(max_wrappers):
+            yield (Scenario(revision=revision, caller=caller), stack)
+
+
+def added_later(config: Scenario) -> bool:
+    """Whether ``config`` is of the dimensions added to the space after its vectors were first
+    numbered (issue 14): those vectors are numbered after all the others."""
+    return _NESTED in config.wrappers or (
+        config.pre == "ask" and not config.approval_seam and not config.agent
+    )
+
+
+def _nested_stacks(n: int) -> Iterator[tuple[str, ...]]:
+    """The stacks of a nested budgeted call: an enclosing call's deadline innermost (right
+    outside the timeout policy), under at most one other wrapper that reaches the base."""
+    if n >= 1:
+        yield (_NESTED,)
+    if n >= 2:
+        for w in WRAPPERS:
+            if w in _REACH_BASE and w != _NESTED:
+                yield (w, _NESTED)
 
 
 def expand(group: Group) -> Iterator[Scenario]:
@@ -159,7 +206,8 @@ def _stack_size(stack: tuple[str, ...]) -> int:
 
 def _dispatch_variants(stack: tuple[str, ...]) -> Iterator[dict[str, Any]]:
     reaches_body = all(w in _REACH_BASE for w in stack)
-    for timeout in ("absent", "budget", "timer_first") if reaches_body else ("absent",):
+    timeouts = ("absent", "budget", "timer_first") if reaches_body else ("absent",)
+    for timeout in ("budget",) if _NESTED in stack else timeouts:
         for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
             bodies = BODIES if reaches_body and tool_known else ("success",)
             for body in bodies:
@@ -276,7 +324,11 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_no_late_start_or_success(obs, out)
     _check_pre_stage(obs, table, out)
     _check_after_dispatch(obs, table, out)
+    _check_post_received(obs, table, out)
+    _check_cancellations(obs, table, out)
+    _check_late_success(obs, out)
     _check_fused_signal(obs, out)
+    _check_timeout_identity(obs, out)
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
     return out
@@ -419,7 +471,7 @@ def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checke
     elif s.body in ("throw", "throw_structured", "defer_throw"):
         body, error, rule = None, True, "R3"  # its text is R3's own check
     else:
-        body, error, rule = "done", False, "R2"
+        body, error, rule = BODY_TEXT, False, "R2"
     post_in = log[post_i][1] if post_i is not None else None
     if post_in is None:
         out.fail(rule, s, "nothing cancelled the call, yet post-execute did not run")
@@ -429,6 +481,154 @@ def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checke
                  f"{post_in.text!r} (error: {post_in.is_error})")
     if s.post == "accept" and s.body != "bad_meta" and r.text != post_in.text:
         out.fail("R7", s, f"post-execute accepted {post_in.text!r}, the caller got {r.text!r}")
+
+
+def _check_post_received(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What post-execute received, and what the caller then got (R2-R8, R18, R20, R28 C4).
+
+    Post-execute must receive the result the outcome the call held on entering post-policy
+    stands for -- its error flag, its code, and the text the environment knows for it (the
+    contract's texts, the body's and the wrappers' own) -- whatever events the registry offered
+    on the way; and the caller must get what post-execute decided on that result: a block's
+    feedback, a failure, or the result accepted (its content rewritten, if post-execute rewrote
+    it), unless checkpoint C4 replaces a success after the caller aborted."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    entering = next((p for p in obs.path if p.dest == "post_policy"), None)
+    if post_in is None or entering is None or entering.outcome is None:
+        return
+    kind = table.contract.outcome(entering.outcome)
+    out.rules.add(kind.rule)
+    code = post_in.error.code if post_in.error is not None else None
+    text = _known_text(obs, table, entering.outcome)
+    if (
+        kind.is_error != post_in.is_error
+        or (kind.code is not None and code != kind.code)
+        or (text is not None and not _same_text(text, post_in.text))
+    ):
+        out.fail(kind.rule, s, f"the call entered post-policy with outcome {entering.outcome}, "
+                 f"but post-execute received {post_in.text!r} (error: {post_in.is_error}, "
+                 f"code {code})")
+        return
+    final = obs.path[-1].outcome if obs.path else None
+    decided = next((e[1] for e in log if e[0] == "post"), None)
+    if decided is None or final == "serialization_error":
+        return
+    out.rules.update({"R7", "R20"})
+    if decided == "block":
+        if not r.is_error or r.text != BLOCK_TEXT:
+            out.fail("R7", s, f"post-execute blocked, the caller got {r.text!r}")
+        return
+    if decided == "throw":
+        if not r.is_error or r.text != "Error: " + POST_FAILURE:
+            out.fail("R20", s, f"post-execute threw, the caller got {r.text!r}")
+        return
+    post_i = next(i for i, e in enumerate(log) if e[0] == "post")
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    c4 = (
+        s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+        and abort_i < post_i and not post_in.is_error
+    )
+    if c4:
+        out.rules.add("R28")
+        invoked = table.name == "seed" or any(e[0] == "body_start" for e in log)
+        want = table.texts["aborted" if invoked else "aborted_before_dispatch"]
+        if r.text != want or not r.is_error:
+            out.fail("R28", s, f"the caller aborted before checkpoint C4 and post-execute "
+                     f"accepted a success: the caller must get {want!r}, got {r.text!r}")
+        return
+    content = [text_block(REWRITTEN)] if decided == "accept_content" else post_in.content
+    same_error = (r.error is None) == (post_in.error is None) and (
+        r.error is None or post_in.error is None
+        or r.error.to_data(table.name) == post_in.error.to_data(table.name)
+    )
+    same_content = tuple(r.content) == tuple(content) or thaw(r.content) == thaw(content)
+    if not same_content or r.is_error != post_in.is_error or not same_error:
+        out.fail("R7", s, f"post-execute accepted{' and rewrote' * (decided == 'accept_content')}"
+                 f" {post_in.text!r} (error: {post_in.is_error}), the caller got {r.to_json()}")
+
+
+def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """Which cancellation a result is, where it is the registry's (R4, R17, R25, R41):
+
+    * seed, pre-aborted entry: none at all -- no replacement applies to that call (R25);
+    * the caller aborted after entry but before base dispatch: what reaches post-execute from
+      dispatch is the cancellation (C2 reads the fused signal before the tool is looked up,
+      R17), not UNKNOWN_TOOL nor anything a body could say;
+    * revised, no wrapper retrying: ABORTED exactly when the body was invoked, otherwise
+      ABORTED_BEFORE_DISPATCH (R41)."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    texts = table.texts
+    mine = {texts["aborted"], texts["aborted_before_dispatch"]}
+    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    if table.name == "seed" and pre_aborted and s.args == "ok":
+        out.rules.add("R25")
+        for what, res in (("post-execute received", post_in), ("the caller got", r)):
+            if res is not None and res.text in mine:
+                out.fail("R25", s, f"a pre-aborted entry gets none of the registry's "
+                         f"cancellations (seed), yet {what} {res.text!r}")
+                return
+    at = _abort_steps(obs)
+    taken = [p for p in obs.path if p.event != "caller_abort"]
+    dispatched = next((k for k, p in enumerate(taken, 1) if p.event == "base_dispatch"), None)
+    after_entry = s.caller == "live" and not pre_aborted
+    if after_entry and at is not None and dispatched is not None and at < dispatched:
+        out.rules.add("R17")
+        if post_in is not None and post_in.text not in mine:
+            out.fail("R17", s, "the caller aborted before base dispatch, yet post-execute "
+                     f"received {post_in.text!r}, not the cancellation")
+    if table.name == "revised" and not s.retries and post_in is not None and (
+        post_in.text in mine
+    ):
+        out.rules.add("R41")
+        invoked = any(e[0] == "body_start" for e in log)
+        want = texts["aborted" if invoked else "aborted_before_dispatch"]
+        if post_in.text != want:
+            out.fail("R41", s, f"the body was {'' if invoked else 'not '}invoked: the "
+                     f"cancellation is {want!r}, post-execute received {post_in.text!r}")
+
+
+_SUCCEEDING = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
+"""Bodies that return a success when they settle."""
+
+
+def _check_late_success(obs: Observation, out: Checked) -> None:
+    """R18: a body success that settles after its fused signal aborted becomes ABORTED at body
+    level (a seed pre-aborted entry excepted, R25).  What comes out of the around chain is then
+    an error -- that ABORTED, TOOL_TIMEOUT, or a wrapper's failure on the final route -- so
+    post-execute never receives a success.  (A retrying wrapper's later attempt may succeed.)"""
+    s, log = obs.scenario, obs.log
+    if s.body not in _SUCCEEDING or s.retries or s.caller == "aborted" or (
+        s.cancel in _PRE_ABORTING
+    ):
+        return
+    if not any(e[0] == "body_settle" and e[1] for e in log):
+        return
+    out.rules.add("R18")
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    if post_in is not None and not post_in.is_error:
+        out.fail("R18", s, "the body succeeded after its signal aborted, yet post-execute "
+                 f"received a success ({post_in.text!r}), not ABORTED")
+
+
+def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:
+    """The text a result of ``outcome`` must read, where the environment knows it."""
+    texts, s = table.texts, obs.scenario
+    if outcome in ("aborted", "aborted_before_dispatch"):
+        return texts[outcome]
+    if outcome == "tool_timeout":
+        return texts["tool_timeout"].format(ms=BUDGET_MS)
+    if outcome == "unknown_tool":
+        return texts["unknown_tool"].format(name=_ANY_NAME)
+    if outcome == "body_success":
+        return BODY_TEXT
+    if outcome == "body_error":
+        return "Error: " + (BODY_STRUCTURED_FAILURE if s.body == "throw_structured"
+                            else BODY_FAILURE)
+    return None
 
 
 _ANY_NAME = "\x00"
@@ -513,6 +713,13 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         else:
             rule, expect = "R43", ...
     out.rules.add(rule)
+    pre_i = kinds.index("pre")
+    if s.pre == "ask" and s.approval_seam and s.agent and not asked and not before(pre_i):
+        # R5: asked exactly when ask, a seam and an agent; skipping it is the MAY (D1) only
+        # once the caller aborted before pre-execute decided.
+        out.rules.add("R5")
+        out.fail("R5", s, "pre-execute asked, a seam is mounted and the call has an agent, yet "
+                 "the approval seam was not asked")
     if (guard_i is not None) != guards:
         out.fail(
             rule,
@@ -522,6 +729,9 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         )
     if expect is ...:
         return  # on to dispatch: the later checks judge the rest
+    if "wrapper_in" in kinds or "body_start" in kinds:
+        out.fail(rule, s, "the call ended in the pre-policy stage, yet an around wrapper or the "
+                 "body ran")
     post_in = next((e[1] for e in log if e[0] == "post_in"), None)
     assert obs.result is not None
     if expect is final:
@@ -546,6 +756,7 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
         e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
     ]
     if s.caller == "aborted" or s.cancel in _PRE_ABORTING:
+        _check_born_aborted(obs, log[settle], stack, out)
         return
     if not sources:
         return
@@ -563,6 +774,8 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
     source = "timer" if first[0] == "timer" else first[1]
     if source == "caller":
         right = isinstance(reason, CallerReason)
+    elif source == "wrapper" and s.wrappers[first[3]] == _NESTED:
+        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"  # the outer deadline's own
     elif source == "wrapper":
         right = isinstance(reason, WrapperReason)
     else:
@@ -584,6 +797,55 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
             )
 
 
+def _check_timeout_identity(obs: Observation, out: Checked) -> None:
+    """R35, D13: the timeout wrapper reports TOOL_TIMEOUT only when its *own* deadline's timer
+    fired first -- by identity, not by code.  Under a budget whose timer the harness never lets
+    expire first, no result is TOOL_TIMEOUT: not when the caller or a wrapper aborted, and not
+    when an enclosing call's same-coded deadline (``outer_deadline``) expired.  (A day's hold
+    of an uncooperative body lets the budget expire, and rightly reports it, when nothing the
+    deadline follows had aborted: that run is judged only under an outer deadline, the upstream
+    of the tool's own, which the harness always expires first at the body's gate.)"""
+    s, r = obs.scenario, obs.result
+    kinds = [e[0] for e in obs.log]
+    if s.timeout != "budget" or r is None or "timer" in kinds:
+        return
+    if "hold" in kinds and _NESTED not in s.wrappers:
+        return
+    out.rules.add("R35")
+    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
+    for what, res in (("post-execute received", post_in), ("the caller got", r)):
+        if res is not None and res.error is not None and res.error.code == "TOOL_TIMEOUT":
+            outer = " (the outer deadline expired: ordinary cancellation, D13)" * (
+                _NESTED in s.wrappers
+            )
+            out.fail("R35", s, f"the tool's own deadline never fired first, yet {what} "
+                     f"TOOL_TIMEOUT{outer}")
+            return
+
+
+def _check_born_aborted(
+    obs: Observation, settle: tuple[Any, ...], stack: tuple[int, ...], out: Checked
+) -> None:
+    """A body of a pre-aborted entry (seed, R25) gets a fused signal born aborted (the caller
+    cannot be detached, R21), whose reason is the slot's when the slot already was aborted --
+    the wrapper's reason beats the caller's there -- and the caller's otherwise."""
+    s = obs.scenario
+    out.rules.add("R21")
+    _, aborted, reason = settle
+    setters = [j for j in stack if j < len(s.wrappers) and _sets_slot(s.wrappers[j])]
+    slot_aborted = bool(setters) and s.wrappers[setters[-1]] == "replace_aborted"
+    want, kind = (WrapperReason, "wrapper") if slot_aborted else (CallerReason, "caller")
+    if not aborted:
+        out.fail("R21", s, "the caller was aborted at entry, yet the body's signal was live")
+    elif not isinstance(reason, want):
+        out.fail("R21", s, f"the body's signal was born aborted; its reason must be the "
+                 f"{kind}'s (the slot's first when both are aborted), it carries {reason!r}")
+
+
+def _sets_slot(behaviour: str) -> bool:
+    return behaviour.startswith("replace") or behaviour == "remove"
+
+
 def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -> bool:
     """Whether an abort source feeds the first body's signal.  The caller always does (it cannot
     be detached); a wrapper's signal, or the timeout policy's deadline (the innermost wrapper),
@@ -595,7 +857,7 @@ def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -
     if i not in stack:
         return False
     inner = (s.wrappers[j] for j in stack if i < j < len(s.wrappers))
-    return not any(w.startswith("replace") or w == "remove" for w in inner)
+    return not any(_sets_slot(w) for w in inner)
 
 
 def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
@@ -676,7 +938,15 @@ def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked)
         "args_error": texts["args_not_serializable"],
         "serialization_error": texts["result_not_serializable"],
     }.get(final)
-    rewritten = s.post == "accept_content" and any(p.event == "post_accept" for p in obs.path)
+    # An error result keeps the content post-execute rewrote; a success accepted after the
+    # caller aborted is replaced whole at C4 (its text is the contract's again).
+    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
+    rewritten = (
+        s.post == "accept_content"
+        and any(p.event == "post_accept" for p in obs.path)
+        and post_in is not None
+        and post_in.is_error
+    )
     if expected is not None and not rewritten and r.text != expected:
         out.fail(kind.rule, s, f"outcome {final} must read {expected!r}, got {r.text!r}")
 

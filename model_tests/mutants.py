@@ -40,6 +40,8 @@ class Mutant:
     rule: str
     what: str
     patch: Callable[[], contextlib.AbstractContextManager[None]]
+    revisions: tuple[str, ...] = ("seed", "revised")
+    """The revisions where the broken guarantee exists at all (verify --mutants skips others)."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Factory]:
@@ -240,6 +242,26 @@ def _notifies_twice() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _classifies_timeout_by_code() -> Iterator[None]:
+    """The timeout wrapper classifies by code, as the original did (D13): any TOOL_TIMEOUT-coded
+    reason on its deadline counts as its own expiry, so a nested budgeted call reports an
+    enclosing call's expired deadline as its own budget."""
+
+    def by_code_deadline(*args: Any, **kwargs: Any) -> Any:
+        return _ByCode(deadline(*args, **kwargs))
+
+    with mock.patch.object(timeout_module, "deadline", by_code_deadline):
+        yield
+
+
+class _ByCode(_Blind):
+    @property
+    def fired_by_own_timer(self) -> bool:
+        signal = self._real.signal
+        return bool(signal.aborted and getattr(signal.reason, "code", None) == self._real.code)
+
+
+@contextlib.contextmanager
 def _detaches_caller() -> Iterator[None]:
     """Hands the body the wrapper's signal alone when a wrapper replaced the slot."""
     real_init = fusion_module.Fusion.__init__
@@ -279,6 +301,45 @@ def _forgets_turn_contexts() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def _post_sees_late_success() -> Iterator[None]:
+    """Offers the right events but hands post-execute the body's own late success where the
+    contract says ABORTED because a wrapper's signal aborted the body (the caller did not: a
+    caller abort it gets right); the machine's outcome then gives the caller ABORTED again, so
+    the published result is right and only what post-execute received is wrong."""
+    real_definition = ToolRegistry.definition
+    real_post = _Call.post_policy
+    late: dict[int, Any] = {}
+
+    def definition(self: Any, name: str, agent: str | None = None) -> Any:
+        found = real_definition(self, name, agent)
+        if found is None:
+            return None
+        body = found.body
+
+        async def remembering(args: Any, view: Any) -> Any:
+            value = await body(args, view)
+            late[id(view._call)] = value
+            return value
+
+        return dataclasses.replace(found, body=remembering)
+
+    async def post_policy(self: Any, result: ToolResult) -> ToolResult:
+        value = late.pop(id(self), None)
+        caller_aborted = self.caller is not None and self.caller.aborted
+        if value is not None and not caller_aborted and (
+            result.error is not None and result.error.code == "ABORTED"
+        ):
+            result = self.results.success(value).with_contexts(result.contexts)
+        return await real_post(self, result)
+
+    with (
+        mock.patch.object(ToolRegistry, "definition", definition),
+        mock.patch.object(_Call, "post_policy", post_policy),
+    ):
+        yield
+
+
+@contextlib.contextmanager
 def _skips_with_aborted() -> Iterator[None]:
     """Gives a never-started call the registry's ABORTED instead of the synthetic R9 result."""
     real = _Turn.run
@@ -289,6 +350,70 @@ def _skips_with_aborted() -> Iterator[None]:
             await real(self)
 
     with mock.patch.object(_Turn, "run", run):
+        yield
+
+
+@contextlib.contextmanager
+def _prefers_caller_reason() -> Iterator[None]:
+    """When the caller and the slot are both aborted as the body starts (a pre-aborted entry
+    under a wrapper's aborted signal), the fused signal carries the caller's reason."""
+    real = fusion_module.plan_fusion
+
+    def plan(c: bool, w: bool, same: bool, c_dead: bool, w_dead: bool) -> Any:
+        found = real(c, w, same, c_dead, w_dead)
+        if found.born_aborted_from == "slot" and c and c_dead:
+            return fusion_module.FusionPlan(found.kind, "caller")
+        return found
+
+    with mock.patch.object(fusion_module, "plan_fusion", plan):
+        yield
+
+
+@contextlib.contextmanager
+def _keeps_fused_watch() -> Iterator[None]:
+    """Never takes its draining watch off the body's signal when that signal is the registry's
+    own call signal (a call whose slot no wrapper replaced): the listener stays after the call
+    on a signal the caller never sees."""
+    real = AbortSignal.remove_listener
+
+    def remove_listener(self: AbortSignal, listener: Any) -> None:
+        call = getattr(listener, "__self__", None)
+        watch = getattr(listener, "__name__", None) == "on_fused_abort"
+        if not (watch and self is getattr(call, "caller", None)):
+            real(self, listener)
+
+    with mock.patch.object(AbortSignal, "remove_listener", remove_listener):
+        yield
+
+
+@contextlib.contextmanager
+def _publishes_mutable_result() -> Iterator[None]:
+    """Snapshots the result losslessly but publishes plain lists and dicts: it serializes like a
+    frozen one, and any observer can change what the caller then reads."""
+    real = Results.materialize
+
+    def materialize(self: Any, result: ToolResult) -> ToolResult:
+        frozen = real(self, result)
+        return dataclasses.replace(frozen, content=thaw(frozen.content))
+
+    with mock.patch.object(Results, "materialize", materialize):
+        yield
+
+
+@contextlib.contextmanager
+def _view_writable_by_observers() -> Iterator[None]:
+    """Freezes the execution view's slot only in name: an observer can still replace it."""
+    real = registry_module.Execution.signal
+
+    def setter(self: Any, value: AbortSignal | None) -> None:
+        if self._frozen:
+            self._slot = value
+        else:
+            real.fset(self, value)
+
+    with mock.patch.object(
+        registry_module.Execution, "signal", property(real.fget, setter, real.fdel)
+    ):
         yield
 
 
@@ -312,6 +437,20 @@ MUTANTS: tuple[Mutant, ...] = (
            _detaches_caller),
     Mutant("loses_contexts_on_abort", "R29", "loses deferred contexts on ABORTED",
            _loses_contexts_on_abort),
+    Mutant("classifies_timeout_by_code", "R35",
+           "reports an outer same-coded deadline as its own TOOL_TIMEOUT",
+           _classifies_timeout_by_code),
+    Mutant("post_sees_late_success", "R4", "hands post-execute a late success, not ABORTED",
+           _post_sees_late_success),
+    Mutant("prefers_caller_reason", "R21",
+           "gives a pre-aborted body the caller's reason over an aborted slot's",
+           _prefers_caller_reason, revisions=("seed",)),  # revised: no body after that (R42)
+    Mutant("keeps_fused_watch", "R22", "leaves its body watch on its own call signal",
+           _keeps_fused_watch),
+    Mutant("publishes_mutable_result", "R30", "publishes a result that is not deep-frozen",
+           _publishes_mutable_result),
+    Mutant("view_writable_by_observers", "R31", "lets an observer replace the view's slot",
+           _view_writable_by_observers),
 )
 
 
@@ -406,3 +545,16 @@ OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
            "hands post-execute the late success C3 must replace (C4 still publishes ABORTED)",
            _late_success_reaches_post),
 )
+
+BLIND_TO_PROTOCOL: dict[str, str] = {
+    # mutant: why conform's per-rule mutant tests (tests/test_conform.py) leave it out.  verify
+    # sees each on the environment's own record.  The first is invisible to an adapter's answer;
+    # the other three conform does fail (every vector of their shape, both levels), but through
+    # the protocol's optional observations, under rules other than the mutant's own: the same
+    # breakages are tested there as OBSERVATION_MUTANTS (tests/test_conform_observations.py).
+    "keeps_fused_watch": "listeners left on the registry's own call signal",
+    "post_sees_late_success": "seen through post_received, cited as R18/R19",
+    "publishes_mutable_result": "seen through the observations, cited under other rules",
+    "view_writable_by_observers": "seen through the observations, cited under other rules",
+}
+"""The mutants conform cannot see yet, and what an answer would need to show them."""

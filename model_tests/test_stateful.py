@@ -124,6 +124,11 @@ WRAPPER_WEIGHTS = {
     "retry": 1,
 }
 OBSERVER_WEIGHTS = {"none": 3, "throws": 1}
+NOT_INTERLEAVED = {
+    # value: why these runs do not draw it
+    "outer_deadline": "its deadline expires when the scenario harness reaches the body's gate; "
+    "this world moves the clock only for the timeout policy's own deadline (verify runs it)",
+}
 
 for _name, _vocabulary, _weights in (
     ("callers", CALLERS, CALLER_WEIGHTS),
@@ -136,7 +141,9 @@ for _name, _vocabulary, _weights in (
     ("wrappers", WRAPPERS, WRAPPER_WEIGHTS),
     ("observers", OBSERVERS, OBSERVER_WEIGHTS),
 ):  # a value added to the scenario language must get a weight here
-    assert set(_weights) == set(_vocabulary), f"{_name}: weights do not match the vocabulary"
+    assert set(_weights) == set(_vocabulary) - set(NOT_INTERLEAVED), (
+        f"{_name}: weights do not match the vocabulary"
+    )
 
 CALLER_WHEN_WEIGHTS = {
     "now": 8,

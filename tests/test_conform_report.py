@@ -432,6 +432,12 @@ OUTCOME_KILLERS = {
         lambda s: s.body.startswith("defer_") and s.cancel == "gate:post",
         "R29",
     ),
+    # R35 is carried by no transition: conform names the rule that decided the expected ABORTED
+    "classifies_timeout_by_code": (lambda s: "outer_deadline" in s.wrappers, "R18"),
+    "prefers_caller_reason": (  # a black box sees a pre-aborted body's signals under R25
+        lambda s: s.caller == "aborted" and "replace_aborted" in s.wrappers,
+        "R25",
+    ),
 }
 
 

@@ -4,6 +4,8 @@ here a handful of known perturbations, each of which must be killed at a small b
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 from toolcancel.contract import load_contract
 from toolcancel.scenario import Scenario, run_scenario
@@ -87,3 +89,56 @@ def test_the_pre_stage_check_holds_for_the_real_registry_and_reads_no_table() ->
         post_in = next(e[1] for e in obs.log if e[0] == "post_in")
         assert post_in.text == text
         assert check(obs, load_contract().revision(revision), replay=False).violations == []
+
+
+def _row(revision: str, event: str, *guards: str, outcome: str | None = None) -> int:
+    """The non-alternative row of ``revision`` for ``event`` whose guards are exactly
+    ``guards`` (and whose outcome is ``outcome``, when given)."""
+    rows = [
+        t.index
+        for t in load_contract().revision(revision).transitions
+        if event in t.events
+        and not t.alternative
+        and sorted(("!" if not holds else "") + name for name, holds in t.guards)
+        == sorted(guards)
+        and (outcome is None or t.outcome == outcome)
+    ]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+NEWLY_KILLED = [
+    # (revision, kind, the row: event and exact guards, change, bound, the rule it is killed by)
+    # Issue 14's open survivors, killed by record checks written from the prose since:
+    ("seed", "guard", ("body_ok", "!aborted_at_entry"), {"guard": "aborted_at_entry"}, 0,
+     "R25"),  # a seed pre-aborted entry gets none of the registry's cancellations
+    ("seed", "delete", ("body_ok", "!aborted_at_entry"), {}, 1, "R18"),  # a late success kept
+    # (at bound 0 only the caller aborts a body, and C3 then replaces the kept success)
+    ("seed", "swap", ("base_dispatch", "listeners_done", "!aborted_at_entry", "fused_aborted"),
+     {"other": ("base_dispatch", "listeners_done", "!tool_found")}, 0, "R17"),
+    ("revised", "guard", ("pre_ask", "!approval_seam"), {"guard": "approval_seam"}, 0, "R5"),
+    ("revised", "delete", ("around_settled", "!in_wrapper", "!exception_pending",
+                           "caller_aborted", "!result_is_error", "body_invoked"), {}, 0, "R41"),
+    ("revised", "delete", ("post_accept", "caller_aborted", "!result_is_error", "body_invoked"),
+     {}, 0, "R28"),
+    # Equivalent at bound 0 (no wrapper the harness sees), killed at bound 1: a wrapper runs
+    # after the guards saw the cancellation.
+    ("revised", "delete", ("guards_pass", "caller_aborted"), {}, 1, "R43"),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("revision", "kind", "row", "change", "bound", "rule"), NEWLY_KILLED)
+def test_an_open_survivor_is_now_killed(
+    revision: str,
+    kind: str,
+    row: tuple[str, ...],
+    change: dict[str, Any],
+    bound: int,
+    rule: str,
+) -> None:
+    if "other" in change:
+        change = {"other": _row(revision, *change["other"])}
+    p = Perturbation(revision, kind, _row(revision, *row), **change)
+    verdict = judge(p, max_wrappers=bound)
+    table = load_contract().revision(revision)
+    assert (verdict.status, verdict.rule) == ("killed", rule), (p.describe(table), verdict)

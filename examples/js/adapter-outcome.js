@@ -3,7 +3,7 @@
 //   toolcancel conform --revision seed --adapter node examples/js/adapter-outcome.js
 import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
-import { REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import { REVISIONS, ToolRegistry, ToolError, deadline, installTimeoutPolicy } from './registry.js';
 import { VirtualClock } from './adapter-trace.js'; // virtual time for deadlines: no real timer is set
 import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
 import { Probes } from './probes.js'; // observer writes, the approval's signal, the slot after next()
@@ -29,6 +29,7 @@ const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its 
 async function run(s) {
   const timers = new VirtualClock(), waiting = new Map(), aborting = [], bodies = [], notified = [];
   const probes = new Probes();
+  const outer = []; // deadlines of outer_deadline wrappers (D13: same code, 50 ms, expire first)
   const gate = (name, signal) => new Promise((resolve) => {
     const go = () => { waiting.delete(name); signal?.removeEventListener('abort', go); resolve(); };
     waiting.set(name, go);
@@ -64,9 +65,12 @@ async function run(s) {
     if (w === 'replace_aborting') aborting.push(mine);
     if (w === 'replace_aborted') exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`));
     if (w === 'remove') delete exec.signal;
+    const d = w === 'outer_deadline' ? deadline(up, 50, 'TOOL_TIMEOUT', timers) : null;
+    if (d) { outer.push(d); exec.signal = d.signal; }
     let r;
     try { r = await probes.next(exec, next); if (w === 'retry') r = await probes.next(exec, next); } finally {
       if (up === undefined) delete exec.signal; else exec.signal = up;
+      d?.dispose();
     }
     if (w === 'wait_after') await gate(`w${i}_after`);
     if (w === 'throw_after') throw new Error(`wrapper ${i} failed after delegating`);
@@ -108,6 +112,7 @@ async function run(s) {
   for (let g; (await settle(), (g = waiting.keys().next().value)) !== undefined;) {
     if (g === 'body') {
       for (const c of aborting) if (!c.signal.aborted) c.abort(new WrapperReason('a wrapper deadline passed'));
+      if (outer.some((d) => !d.signal.aborted)) { timers.advance(51); await settle(); }
       if (s.timeout === 'timer_first') { timers.advance(101); await settle(); }
     }
     if (s.cancel === `gate:${g}`) abortCaller();

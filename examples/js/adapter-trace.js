@@ -13,7 +13,9 @@
 
 import * as readline from 'node:readline';
 import { pathToFileURL } from 'node:url';
-import { RETRY, REVISIONS, ToolRegistry, ToolError, installTimeoutPolicy } from './registry.js';
+import {
+  RETRY, REVISIONS, ToolRegistry, ToolError, deadline, installTimeoutPolicy,
+} from './registry.js';
 import { runTurnVector } from './turns.js';
 import { Probes } from './probes.js';
 
@@ -40,9 +42,10 @@ const VOCABULARY = {
 };
 const WRAPPERS = [
   'delegate', 'wait_before', 'wait_after', 'replace_live', 'replace_aborting', 'replace_aborted',
-  'remove', 'short_success', 'short_error', 'throw_before', 'throw_after', 'retry',
+  'remove', 'short_success', 'short_error', 'throw_before', 'throw_after', 'retry', 'outer_deadline',
 ];
 const BUDGET_MS = 100;
+const OUTER_MS = 50; // an outer_deadline's budget: it expires before the tool's own (D13)
 const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its signal aborted (R27)
 
 /** Throws a message naming the field when a scenario does not fit the language. */
@@ -138,6 +141,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
   const trace = [];
   const bodySignals = [];
   const aborting = []; // controllers of replace_aborting wrappers, in creation order
+  const outer = []; // deadlines of outer_deadline wrappers
   const waiting = new Map(); // gate name -> release()
   let notifications = 0;
   let bodySignal; // the signal the latest body invocation received
@@ -215,6 +219,12 @@ export async function runScenario(s, { log = () => {} } = {}) {
           exec.signal = AbortSignal.abort(new WrapperReason(`wrapper ${i} refused`));
           break;
         case 'remove': delete exec.signal; break;
+        case 'outer_deadline': {
+          const d = deadline(upstream, OUTER_MS, 'TOOL_TIMEOUT', clock);
+          outer.push(d);
+          exec.signal = d.signal;
+          break;
+        }
         default: break; // delegate, wait_after, throw_after, retry
       }
       let result;
@@ -224,6 +234,7 @@ export async function runScenario(s, { log = () => {} } = {}) {
       } finally {
         if (upstream === undefined) delete exec.signal; // every delegating wrapper restores
         else exec.signal = upstream;
+        if (behaviour === 'outer_deadline') outer.at(-1).dispose();
       }
       if (behaviour === 'wait_after') await gate(`w${i}_after`);
       if (behaviour === 'throw_after') throw new Error(`wrapper ${i} failed after delegating`);
@@ -313,6 +324,10 @@ export async function runScenario(s, { log = () => {} } = {}) {
     if (g === 'body') {
       for (const c of aborting) {
         if (!c.signal.aborted) c.abort(new WrapperReason('a wrapper deadline passed'));
+      }
+      if (outer.some((d) => !d.signal.aborted)) {
+        clock.advance(OUTER_MS + 1);
+        await settle();
       }
       if (s.timeout === 'timer_first') {
         clock.advance(BUDGET_MS + 1);

@@ -166,8 +166,9 @@ def _mutants(args: argparse.Namespace) -> int:
     mutants = _load_mutants()
     rows = []
     progress = Progress("verify --mutants", "mutants", enabled=not (args.json or args.quiet))
-    for i, mutant in enumerate(mutants.MUTANTS):
-        progress.update(i, len(mutants.MUTANTS), mutant.name)
+    applying = [m for m in mutants.MUTANTS if args.revision in m.revisions]
+    for i, mutant in enumerate(applying):
+        progress.update(i, len(applying), mutant.name)
         with mutant.active() as factory:
             report = verify(
                 args.revision,
