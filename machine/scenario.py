@@ -744,21 +744,29 @@ _SCALARS: Final = frozenset({str, int, float, bool})
 
 def _poke_block(result: ToolResult) -> None:
     """it replaced the text of the first content block"""
-    result.content[0]["text"] = "changed by an observer"
+    block = result.content[0]
+    before = block["text"]
+    block["text"] = "changed by an observer"
+    block["text"] = before
 
 
 def _poke_content(result: ToolResult) -> None:
     """it appended a content block"""
     result.content.append(text_block("added by an observer"))  # type: ignore[attr-defined]
+    result.content.pop()  # type: ignore[attr-defined]
 
 
 def _poke_field(result: ToolResult) -> None:
     """it flipped isError"""
-    setattr(result, "is_error", not result.is_error)  # noqa: B010 (a frozen field: must raise)
+    before = result.is_error
+    setattr(result, "is_error", not before)  # noqa: B010 (a frozen field: must raise)
+    setattr(result, "is_error", before)  # noqa: B010
 
 
 _MUTATIONS: Final = (_poke_block, _poke_content, _poke_field)
-"""What an acting observer tries on the result it was handed: each must fail."""
+"""What an acting observer tries on the result it was handed: each must fail.  One that does not
+is reported and undone at once, so the rest of the record (and an adapter's answer built from
+it) still shows what the registry published, and the failure cites R30, not its consequences."""
 
 
 def _throwing_observer(view: Execution, result: ToolResult) -> None:

@@ -548,13 +548,9 @@ OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
 
 BLIND_TO_PROTOCOL: dict[str, str] = {
     # mutant: why conform's per-rule mutant tests (tests/test_conform.py) leave it out.  verify
-    # sees each on the environment's own record.  The first is invisible to an adapter's answer;
-    # the other three conform does fail (every vector of their shape, both levels), but through
-    # the protocol's optional observations, under rules other than the mutant's own: the same
-    # breakages are tested there as OBSERVATION_MUTANTS (tests/test_conform_observations.py).
-    "keeps_fused_watch": "listeners left on the registry's own call signal",
-    "post_sees_late_success": "seen through post_received, cited as R18/R19",
-    "publishes_mutable_result": "seen through the observations, cited under other rules",
-    "view_writable_by_observers": "seen through the observations, cited under other rules",
+    # sees each on the environment's own record.
+    "keeps_fused_watch": "a listener left on the registry's own call signal: no answer shows it",
+    "post_sees_late_success": "conform fails it through post_received, citing the checkpoints "
+    "(R17-R19, R28) that decide what post-execute must receive, not R4",
 }
 """The mutants conform cannot see yet, and what an answer would need to show them."""

@@ -140,6 +140,8 @@ KILLERS = {
     ),
     "classifies_timeout_by_code": lambda s: "outer_deadline" in s.wrappers,
     "prefers_caller_reason": lambda s: s.caller == "aborted" and "replace_aborted" in s.wrappers,
+    "publishes_mutable_result": lambda s: s.cancel == "never",
+    "view_writable_by_observers": lambda s: s.cancel == "never",
 }
 
 
