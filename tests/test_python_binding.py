@@ -307,6 +307,8 @@ async def test_a_bodys_own_timeout_inside_a_caller_timeout_is_told_apart() -> No
         return [text("late")]
 
     reg.register("t", body)
+    published: list[str] = []
+    reg.add_observer(lambda view, result: published.append(result.to_json()))
     task = asyncio.get_running_loop().create_task(reg.execute("t", signal=controller()[1]))
     await gate.reached()
     task.cancel()  # the caller's own cancellation: the call is aborted, the body drains
@@ -314,7 +316,10 @@ async def test_a_bodys_own_timeout_inside_a_caller_timeout_is_told_apart() -> No
     gate.open()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert inner_fired == []  # the caller's cancellation never reached the body's timeout
+    # The caller's cancellation never reached the body (it waited at its gate until opened, its
+    # own timeout untouched): its late success became ABORTED, the caller's cancellation.
+    assert gate.passed and inner_fired == []
+    assert published == [aborted()]
 
 
 async def test_a_task_group_in_a_body_cancels_its_own_block() -> None:
