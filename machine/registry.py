@@ -829,12 +829,13 @@ class _Call:
 
     # -- talking to the machine -------------------------------------------------------------
 
-    def offer(self, event: str, **data: Any) -> str | None:
-        """Offer ``event`` (after any caller abort not yet seen); return the call's outcome."""
+    def offer(self, key: Occurrence | str) -> str | None:
+        """Offer an event -- its name, or an :class:`Occurrence` from a table made by
+        :func:`_observed` -- after any caller abort not yet seen; return the call's outcome."""
         c = self.caller
         if c is not None and c.aborted and not self.machine.node.caller_aborted:
             self.take("caller_abort")
-        return self.take(Occurrence(event, **data) if data else event)
+        return self.take(key)
 
     def take(self, key: Occurrence | str) -> str | None:
         """Step the compiled machine on ``key`` (an occurrence, or a plain event's name), do
@@ -885,6 +886,10 @@ class _Call:
         self.deferred.append(context)
 
     # -- the pipeline ---------------------------------------------------------------------------
+    #
+    # A stage awaits only user code (a waterfall, the approval seam, a wrapper, the body, an
+    # observer's awaitable); what the contract decides between is synchronous.  So a call
+    # without pre- or post-execute hooks runs those stages without a coroutine of their own.
 
     async def run(self) -> ToolResult:
         if await self.prepare():
@@ -903,7 +908,9 @@ class _Call:
         if self.entered < 0:  # entered outside the loop: take its clock now
             self.clock = clock()
             self.entered = self.clock()
-        pending = await self.pre_policy()
+        if self.trace is not None:
+            self.emit("stage_enter", stage="pre")
+        pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
         if pending is None:
             return True
         self.result = pending
@@ -918,38 +925,67 @@ class _Call:
         self.result = await self.around()
 
     async def finalize(self) -> ToolResult:
-        """Post-execute and C4 (unless the result is on the final route), then publish."""
+        """Post-execute and C4 (unless the result is on the final route), then publish:
+        snapshot and deep-freeze the result (R30), freeze the view, notify once (R31)."""
         if self.state in ("pre_policy", "around_before", "materialized"):
             raise RegistryUsageError(
                 f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
             )
+        result = self.result
         if self.state == "post_policy":
-            self.result = await self.post_policy(self.result)
-        published = await self.publish(self.result)
+            if self.trace is not None:
+                self.emit("stage_enter", stage="post")
+            if self.registry._post:
+                result = await self.post_policy(result)
+            else:
+                result = self.post_decided(result, _ACCEPT)
+        frozen = self.publish(result)
+        view = self.view
+        for observer in tuple(self.registry._observers):
+            try:
+                pending = observer(view, frozen)
+                if inspect.isawaitable(pending):
+                    await pending
+            except GeneratorExit:
+                raise
+            except BaseException as exc:
+                self.failed(exc, "a result observer", logging.ERROR)  # nowhere else to go
         if self.interrupt is not None:
             raise self.interrupt
-        return published
+        return frozen
 
     async def pre_policy(self) -> ToolResult | None:
-        """Pre-execute, approval, guards (C1, C1').  ``None`` means: go on to dispatch."""
-        r, reg = self.results, self.registry
-        reason = ""
-        if self.trace is not None:
-            self.emit("stage_enter", stage="pre")
+        """The pre-execute waterfall (C1) and, when it asks, the approval seam (C1'); then
+        :meth:`pre_decided`.  ``None`` means: go on to dispatch."""
+        reason: str | None = None
         try:
-            decision = await _waterfall(reg._pre, (self.view,), _allow) if reg._pre else _ALLOW
+            decision = await _waterfall(self.registry._pre, (self.view,), _allow)
+            if isinstance(decision, Ask):
+                self.offer("pre_ask")
+                if self.state == "approval":
+                    reason = await self.approval(decision)
+        except (ContractViolation, GeneratorExit):
+            raise
+        except BaseException as exc:
+            return self.pre_failed(exc)
+        return self.pre_decided(decision, reason)
+
+    def pre_decided(self, decision: Any, reason: str | None = None) -> ToolResult | None:
+        """Offer what pre-execute decided (an ``Ask`` is offered already, and ``reason`` is the
+        approval's answer if the seam was asked), then run the guards.  ``None`` means: go on
+        to dispatch; else the result the call ends with."""
+        r = self.results
+        try:
             if isinstance(decision, Allow):
+                reason = ""
                 self.offer("pre_allow")
             elif isinstance(decision, Deny):
                 reason = decision.reason
                 self.offer("pre_deny")
             elif isinstance(decision, Ask):
-                self.offer("pre_ask")
-                if self.state == "approval":
-                    reason = await self.approval(decision)
-                elif reg._approval is None:
+                if reason is None and self.registry._approval is None:
                     reason = decision.reason or r.text("ask_without_seam", name=self.name)
-                else:
+                elif reason is None:
                     reason = r.text("ask_without_agent", name=self.name)
             else:
                 raise TypeError(f"pre-execute returned {decision!r}; expected Allow, Deny or Ask")
@@ -965,16 +1001,21 @@ class _Call:
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
-            self.failed(exc, _PRE_RAISE[self.state].removesuffix("_raise") + " stage")
-            self.offer(_PRE_RAISE[self.state])
-            if self.state == "finalizing":
-                return r.thrown(exc)
-            return r.cancellation(self.machine.outcome or "aborted")
+            return self.pre_failed(exc)
         if self.state == "around_before":
             return None
-        if self.machine.outcome == "denied":
+        if self.machine.node.outcome == "denied":
             return r.denied(reason)
-        return r.cancellation(self.machine.outcome or "aborted")
+        return r.cancellation(self.machine.node.outcome or "aborted")
+
+    def pre_failed(self, exc: BaseException) -> ToolResult:
+        """A pre-execute hook, the approval seam or a guard raised ``exc`` (R16)."""
+        failure = _PRE_RAISE[self.state]
+        self.failed(exc, failure.removesuffix("_raise") + " stage")
+        self.offer(failure)
+        if self.state == "finalizing":
+            return self.results.thrown(exc)
+        return self.results.cancellation(self.machine.node.outcome or "aborted")
 
     async def approval(self, decision: Ask) -> str:
         """Ask the seam; offer its answer; return the denial reason it implies."""
@@ -1100,12 +1141,7 @@ class _Call:
             self.offer("wrapper_raise")
             raise
         timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
-        self.offer(
-            "wrapper_returned",
-            passthrough=result is last,
-            is_error=result.is_error,
-            timeout=timeout,
-        )
+        self.offer(_WRAPPER_RETURNED[result is last, result.is_error, timeout])
         return result
 
     async def base_dispatch(self) -> ToolResult:
@@ -1121,9 +1157,7 @@ class _Call:
                 self.emit_listener("caller", "add")
                 self.emit_listener("slot", "add")
         tool = self.registry.definition(self.name, self.agent)
-        outcome = self.offer(
-            "base_dispatch", slot_aborted=w is not None and w.aborted, tool_found=tool is not None
-        )
+        outcome = self.offer(_BASE_DISPATCH[w is not None and w.aborted, tool is not None])
         if self.state == "around_after":  # C2 aborted, or no such tool
             if fusion is not None:
                 fusion.dispose()
@@ -1184,13 +1218,9 @@ class _Call:
             self.take("fused_abort")
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
-        """Post-execute (R7, R20) and checkpoint C4."""
-        r = self.results
-        if self.trace is not None:
-            self.emit("stage_enter", stage="post")
+        """The post-execute waterfall (R7, R20); then :meth:`post_decided`."""
         try:
-            post = self.registry._post
-            decision = await _waterfall(post, (self.view, result), _accept) if post else _ACCEPT
+            decision = await _waterfall(self.registry._post, (self.view, result), _accept)
             if not isinstance(decision, (Accept, Block)):
                 raise TypeError(f"post-execute returned {decision!r}; expected Accept or Block")
         except (ContractViolation, GeneratorExit):
@@ -1198,7 +1228,12 @@ class _Call:
         except BaseException as exc:
             self.failed(exc, "post-execute")
             self.offer("post_raise")
-            return r.thrown(exc)
+            return self.results.thrown(exc)
+        return self.post_decided(result, decision)
+
+    def post_decided(self, result: ToolResult, decision: Accept | Block) -> ToolResult:
+        """Offer what post-execute decided; checkpoint C4."""
+        r = self.results
         if isinstance(decision, Block):
             self.offer("post_block")
             return r.blocked(decision.feedback, decision.contexts)
@@ -1221,13 +1256,14 @@ class _Call:
 
     # -- materialization and the single notification -----------------------------------------
 
-    async def publish(self, result: ToolResult) -> ToolResult:
-        """Snapshot and deep-freeze the result (R30), freeze the view, notify once (R31)."""
+    def publish(self, result: ToolResult) -> ToolResult:
+        """Snapshot and deep-freeze the result (R30), freeze the view, stop being in flight;
+        :meth:`finalize` then notifies the observers once (R31)."""
         try:
             frozen = self.results.materialize(result)
-            self.offer("publish", serializable=True)
+            self.offer(_PUBLISH[True])
         except (NotSerializable, RecursionError) as exc:
-            self.offer("publish", serializable=False)
+            self.offer(_PUBLISH[False])
             log.info("call %s: result not serializable: %s", self.call_id, exc)
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
@@ -1237,19 +1273,24 @@ class _Call:
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
             self.emit("notify")
-        for observer in tuple(self.registry._observers):
-            try:
-                pending = observer(self.view, frozen)
-                if inspect.isawaitable(pending):
-                    await pending
-            except GeneratorExit:
-                raise
-            except BaseException as exc:
-                self.failed(exc, "a result observer", logging.ERROR)  # nowhere else to go
         return frozen
 
 
 _NO_RESULT: Final = ToolResult(())
+
+
+def _observed(event: str, *fields: str) -> dict[tuple[bool, ...], Occurrence]:
+    """Every occurrence of ``event`` the registry can observe, by the values of ``fields``:
+    built once, so that a step neither builds nor hashes a fresh one."""
+    return {
+        values: Occurrence(event, **dict(zip(fields, values, strict=True)))
+        for values in itertools.product((False, True), repeat=len(fields))
+    }
+
+
+_BASE_DISPATCH: Final = _observed("base_dispatch", "slot_aborted", "tool_found")
+_WRAPPER_RETURNED: Final = _observed("wrapper_returned", "passthrough", "is_error", "timeout")
+_PUBLISH: Final = {ok: o for (ok,), o in _observed("publish", "serializable").items()}
 
 _PRE_RAISE: Final = {
     "pre_policy": "pre_raise",
