@@ -318,6 +318,16 @@ class _FoldExpressions(ast.NodeTransformer):
         return node
 
 
+    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
+        # ``a is not None or x.trace is not None``: a truth value made only of comparisons,
+        # so folding keeps its value too.
+        self.generic_visit(node)
+        if not _depends_on_sink(node) or not all(isinstance(v, ast.Compare) for v in node.values):
+            return node
+        self.out.removed["sink test folded in an expression"] += 1
+        return fold(node)
+
+
 class _TraceLocals(ast.NodeTransformer):
     """Second pass: locals only the removed blocks of a function set (their initial constant, and
     ``if`` blocks on them that only emit)."""

@@ -20,6 +20,7 @@ abort.  Everything else a task offers is the awaiting task's.
 from __future__ import annotations
 
 import asyncio
+from asyncio.events import _get_running_loop
 from asyncio.tasks import _enter_task, _leave_task
 from typing import Any
 
@@ -64,9 +65,11 @@ class CallTask:
     @classmethod
     def for_call(cls, call_id: str) -> CallTask | None:
         """The view for a call driven by the current task (none outside a task)."""
-        loop = asyncio._get_running_loop()
-        task = None if loop is None else asyncio.current_task(loop)
-        return None if loop is None or task is None else cls(loop, task, call_id)
+        loop = _get_running_loop()
+        if loop is None:
+            return None
+        task = _CURRENT.get(loop) if _CURRENT is not None else asyncio.current_task(loop)
+        return None if task is None else cls(loop, task, call_id)
 
     def enter(self) -> asyncio.CancelledError | None:
         """Be the current task for one step of the pipeline; the cancellation to throw in, if

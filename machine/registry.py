@@ -345,6 +345,8 @@ class ToolRegistry:
                 f"retry must be one of {', '.join(map(repr, behaviours))}, not {retry!r}"
             )
         self._drain_warning = drain_warning
+        info = self._table.contract.revision_info[self._table.name]
+        self._signal_required = info.get("caller_signal") == "required"  # R40
         self._in_flight: dict[_Call, None] = {}  # calls between entry and materialization
         self._on_step = on_step
         self._trace = trace
@@ -548,8 +550,7 @@ class ToolRegistry:
         """
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
-        rules = self._table.contract.revision_info
-        if signal is None and rules[self.revision].get("caller_signal") == "required":
+        if signal is None and self._signal_required:
             raise RegistryUsageError(
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
@@ -635,10 +636,12 @@ class _Call:
         "registry",
         "result",
         "results",
+        "state",
         "trace",
         "unwinding",
         "view",
         "watchdog",
+        "watched",
         "wrappers",
     )
 
@@ -673,7 +676,9 @@ class _Call:
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
         self.machine: CompiledMachine  # made by enter(), once the caller signal is captured
+        self.state: str = registry._table.initial  # the machine's state: take() sets both
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
+        self.watched = registry._on_step is not None or self.trace is not None  # see stepped()
         self.view = Execution(self, call_id, name, None, agent, parent, None)
 
     def enter(self) -> None:
@@ -701,7 +706,7 @@ class _Call:
         given = self.given
         captured: CallerSignal = "none"
         if given is not None:
-            own = self.own()
+            own = self.controller = AbortController()  # none yet: made here, not on first use
             if given.aborted:
                 captured = "aborted"
                 own.abort(given.reason)
@@ -844,6 +849,7 @@ class _Call:
         edge = machine.node.edges.get(key) or machine.edge(key)
         _, node, record, effect = edge
         machine.node = node
+        self.state = node.state
         machine.path.append(record)
         if effect:
             self.entered = self.clock()
@@ -851,6 +857,12 @@ class _Call:
                 self.watch_draining()
             elif effect == SETTLED and self.watchdog is not None:
                 self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
+        if self.watched:
+            self.stepped(record)
+        return node.outcome
+
+    def stepped(self, record: PathStep) -> None:
+        """Tell the step tap and the trace sink about a step (only called when one is set)."""
         tap = self.registry._on_step
         if tap is not None:
             tap(self.view, record)
@@ -862,7 +874,6 @@ class _Call:
                 self.emit(event, **{name: getattr(occurrence, name) for name in data})
             else:
                 self.emit(event)
-        return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -872,10 +883,6 @@ class _Call:
     def emit_listener(self, signal: str, action: str) -> None:
         """Fusion's callback: the registry put a listener on (or took one off) C or W."""
         self.emit("listener", signal=signal, action=action)
-
-    @property
-    def state(self) -> str:
-        return self.machine.node.state
 
     def defer(self, context: Any) -> None:
         if self.merged:
@@ -892,13 +899,24 @@ class _Call:
     # without pre- or post-execute hooks runs those stages without a coroutine of their own.
 
     async def run(self) -> ToolResult:
-        if await self.prepare():
-            self.result = await self.around()  # dispatch(), one coroutine frame fewer
+        if self.preparing():  # prepare(), one coroutine frame fewer
+            pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
+            self.result = await self.around() if pending is None else pending
         return await self.finalize()
 
     async def prepare(self) -> bool:
         """Pre-execute, approval, guards (entry happened in ``begin()``).  True when the call
         goes on to dispatch."""
+        if not self.preparing():
+            return False
+        pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
+        if pending is None:
+            return True
+        self.result = pending
+        return False
+
+    def preparing(self) -> bool:
+        """Whether pre-execute comes next (else entry ended the call); starts its stage."""
         if self.state != "pre_policy":
             if self.state != "finalizing":
                 raise RegistryUsageError(
@@ -910,11 +928,7 @@ class _Call:
             self.entered = self.clock()
         if self.trace is not None:
             self.emit("stage_enter", stage="pre")
-        pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
-        if pending is None:
-            return True
-        self.result = pending
-        return False
+        return True
 
     async def dispatch(self) -> None:
         """The around waterfall, the body and checkpoint C3."""
@@ -1116,25 +1130,26 @@ class _Call:
             """The wrapper settled while a next() it started (say in a task) still runs: a
             body may be running under it, so the registry awaits it (R27)."""
             nonlocal forgotten
-            if pending:
-                log.warning(
-                    "call %s: around-dispatch wrapper %d settled while its next() was still "
-                    "running; awaiting it (R27) -- a wrapper must await the next() it calls",
-                    self.call_id,
-                    i,
-                )
-                forgotten = Waiter()
-                await forgotten
+            log.warning(
+                "call %s: around-dispatch wrapper %d settled while its next() was still "
+                "running; awaiting it (R27) -- a wrapper must await the next() it calls",
+                self.call_id,
+                i,
+            )
+            forgotten = Waiter()
+            await forgotten
 
         try:
             result = await self.wrappers[i](self.view, next_)
-            await await_forgotten()
+            if pending:
+                await await_forgotten()
             if result is not last:
                 result = _wrapper_result(result, self.wrappers[i], i, self.registry.revision)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
-            await await_forgotten()
+            if pending:
+                await await_forgotten()
             if exc is not self.unwinding:  # logged once, by the wrapper it escaped first
                 self.failed(exc, f"around-dispatch wrapper {i}")
                 self.unwinding = exc
@@ -1418,21 +1433,6 @@ def _guarded(
     throw: BaseException | None = None
     # While a step runs, user code's current_task() is the call's own (toolcancel.calltask).
     own = CallTask.for_call(call.call_id)
-
-    def on_cancel(exc: asyncio.CancelledError) -> None:
-        nonlocal cancelled
-        interrupt = _interrupt_of(exc)
-        if interrupt is not None:
-            call.abandon(interrupt)
-            try:
-                pipeline.close()
-            except RuntimeError as closing:  # a body that ignores GeneratorExit too
-                log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
-            raise exc
-        if cancelled is None:
-            cancelled = exc
-            call.task_cancelled(_message_of(exc))
-
     while True:
         if own is not None:
             throw = own.enter() or throw
@@ -1451,7 +1451,7 @@ def _guarded(
             try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
                 yield pending
             except asyncio.CancelledError as exc:
-                on_cancel(exc)
+                cancelled = _task_cancelled(call, pipeline, exc, cancelled)
             except GeneratorExit:
                 pipeline.close()
                 raise
@@ -1467,7 +1467,7 @@ def _guarded(
                 yield stand_in
             except asyncio.CancelledError as exc:
                 stand_in.release()
-                on_cancel(exc)
+                cancelled = _task_cancelled(call, pipeline, exc, cancelled)
                 continue  # still waiting on the real future: hand the task a fresh stand-in
             except GeneratorExit:
                 stand_in.release()
@@ -1481,6 +1481,29 @@ def _guarded(
             own._fut_waiter = None
             if throw is None and pending.cancelled():  # as Task.__wakeup: thrown in, not sent
                 throw = _cancellation_of(pending)  # (a nested call's stand-in ignores a send)
+
+
+def _task_cancelled(
+    call: _Call,
+    pipeline: Coroutine[Any, Any, ToolResult],
+    exc: asyncio.CancelledError,
+    cancelled: asyncio.CancelledError | None,
+) -> asyncio.CancelledError:
+    """The awaiting task was cancelled with ``exc`` while ``call`` waited: the first
+    cancellation aborts the call (and is raised at the end); a later one only waits again.
+    Returns the cancellation to raise at the end."""
+    interrupt = _interrupt_of(exc)
+    if interrupt is not None:
+        call.abandon(interrupt)
+        try:
+            pipeline.close()
+        except RuntimeError as closing:  # a body that ignores GeneratorExit too
+            log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
+        raise exc
+    if cancelled is None:
+        call.task_cancelled(_message_of(exc))
+        return exc
+    return cancelled
 
 
 def _cancellation_of(future: asyncio.Future[Any]) -> asyncio.CancelledError:
