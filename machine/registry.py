@@ -676,7 +676,7 @@ class _Call:
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
         self.machine: CompiledMachine  # made by enter(), once the caller signal is captured
-        self.state: str = registry._table.initial  # the machine's state: take() sets both
+        self.state: str = registry._table.initial  # the machine's state: offer() sets both
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.watched = registry._on_step is not None or self.trace is not None  # see stepped()
         self.view = Execution(self, call_id, name, None, agent, parent, None)
@@ -742,10 +742,10 @@ class _Call:
             )
         if invalid is not None:
             log.warning("call %s: arguments not serializable: %s", self.call_id, invalid)
-            self.take("args_invalid")
+            self.offer("args_invalid", False)
             self.result = self.results.args_error()
             return
-        self.take("args_valid")
+        self.offer("args_valid", False)
         if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
             self.result = self.results.cancellation(
                 self.machine.outcome or "aborted_before_dispatch"
@@ -834,18 +834,16 @@ class _Call:
 
     # -- talking to the machine -------------------------------------------------------------
 
-    def offer(self, key: Occurrence | str) -> str | None:
-        """Offer an event -- its name, or an :class:`Occurrence` from a table made by
-        :func:`_observed` -- after any caller abort not yet seen; return the call's outcome."""
-        c = self.caller
-        if c is not None and c.aborted and not self.machine.node.caller_aborted:
-            self.take("caller_abort")
-        return self.take(key)
-
-    def take(self, key: Occurrence | str) -> str | None:
-        """Step the compiled machine on ``key`` (an occurrence, or a plain event's name), do
-        what the step's precomputed effect says; return the call's outcome."""
+    def offer(self, key: Occurrence | str, caller_first: bool = True) -> str | None:
+        """Step the compiled machine on ``key`` -- an event's name, or an :class:`Occurrence`
+        from a table made by :func:`_observed` -- after any caller abort not yet seen (unless
+        ``caller_first`` is false), do what the step's precomputed effect says; return the
+        call's outcome."""
         machine = self.machine
+        if caller_first:
+            c = self.caller
+            if c is not None and c.aborted and not machine.node.caller_aborted:
+                self.offer("caller_abort", False)
         edge = machine.node.edges.get(key) or machine.edge(key)
         _, node, record, effect = edge
         machine.node = node
@@ -1086,12 +1084,12 @@ class _Call:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
 
-    async def hand_out(self, i: int) -> ToolResult:
+    def hand_out(self, i: int) -> Coroutine[Any, Any, ToolResult]:
         """What wrapper ``i``'s ``next()`` runs: the next wrapper, or past the last one the base
         dispatch.  Which one is next depends on the retry behaviour (D11): a cursor stands after
         the wrappers handed out so far (the machine counts them), otherwise it is ``i + 1``."""
         j = self.machine.current.handed if self.registry._retry == "cursor" else i + 1
-        return await (self.wrap(j) if j < len(self.wrappers) else self.base_dispatch())
+        return self.wrap(j) if j < len(self.wrappers) else self.base_dispatch()
 
     async def wrap(self, i: int) -> ToolResult:
         """Wrapper ``i`` of the around waterfall."""
@@ -1228,9 +1226,9 @@ class _Call:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
         if c is not None and c.aborted and not self.machine.node.caller_aborted:
-            self.take("caller_abort")
+            self.offer("caller_abort", False)
         elif self.state == "body":
-            self.take("fused_abort")
+            self.offer("fused_abort", False)
 
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """The post-execute waterfall (R7, R20); then :meth:`post_decided`."""

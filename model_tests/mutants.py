@@ -145,11 +145,10 @@ def _abandons_after_grace() -> Iterator[None]:
 def _skips_sync(events: frozenset[str]) -> Iterator[None]:
     real = _Call.offer
 
-    def offer(self: Any, event: str, **data: Any) -> Any:
-        if event in events:
-            self.take(registry_module.Occurrence(event, **data))
-            return self.machine.outcome
-        return real(self, event, **data)
+    def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
+        if (key if isinstance(key, str) else key.event) in events:
+            return real(self, key, False)
+        return real(self, key, caller_first)
 
     with mock.patch.object(_Call, "offer", offer):
         yield
@@ -172,9 +171,10 @@ def _keeps_late_success() -> Iterator[None]:
     """Keeps a success that settles after the caller aborted (ignores C3 and C4)."""
     real = _Call.offer
 
-    def offer(self: Any, event: str, **data: Any) -> Any:
+    def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
         before = self.machine.outcome
-        outcome = real(self, event, **data)
+        outcome = real(self, key, caller_first)
+        event = key if isinstance(key, str) else key.event
         if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":
             return before
         return outcome
@@ -231,8 +231,8 @@ def _notifies_twice() -> Iterator[None]:
     """Publishes the result to observers twice."""
     real = _Call.publish
 
-    async def publish(self: Any, result: ToolResult) -> ToolResult:
-        frozen = await real(self, result)
+    def publish(self: Any, result: ToolResult) -> ToolResult:
+        frozen = real(self, result)
         for observer in tuple(self.registry._observers):
             observer(self.view, frozen)
         return frozen
