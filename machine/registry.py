@@ -525,11 +525,7 @@ class ToolRegistry:
         :class:`~toolcancel.TaskCancelled`), the call runs on to its one published result -- a
         started body is still awaited -- and only then is ``CancelledError`` re-raised.
         """
-        call = self.begin(
-            name, arguments, signal=signal, call_id=call_id, agent=agent, parent=parent
-        )
-        assert isinstance(call, _Call)
-        return PendingCall(call)
+        return PendingCall(self._enter(name, arguments, signal, call_id, agent, parent))
 
     def begin(
         self,
@@ -548,6 +544,17 @@ class ToolRegistry:
         and post-execute one call at a time in model order while bodies overlap.  A begun call
         is listed in :meth:`in_flight` until ``finalize()`` publishes it: drive it to the end.
         """
+        return self._enter(name, arguments, signal, call_id, agent, parent)
+
+    def _enter(
+        self,
+        name: str,
+        arguments: Any,
+        signal: AbortSignal | None,
+        call_id: str | None,
+        agent: str | None,
+        parent: str | None,
+    ) -> _Call:
         if signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
         if signal is None and self._signal_required:
@@ -899,7 +906,12 @@ class _Call:
     async def run(self) -> ToolResult:
         if self.preparing():  # prepare(), one coroutine frame fewer
             pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
-            self.result = await self.around() if pending is None else pending
+            if pending is not None:
+                self.result = pending
+            elif self.wrappers:
+                self.result = await self.around()
+            else:  # around(), one coroutine frame fewer
+                self.result = self.settled(await self.base_dispatch())
         return await self.finalize()
 
     async def prepare(self) -> bool:
@@ -1004,7 +1016,7 @@ class _Call:
             if self.state == "guards":
                 if self.trace is not None:
                     self.emit("stage_enter", stage="guards")
-                denial = self.run_guards()
+                denial = self.run_guards() if self.registry._guards else None
                 if denial is None:
                     self.offer("guards_pass")
                 else:
@@ -1055,8 +1067,6 @@ class _Call:
     def run_guards(self) -> str | None:
         """Global guards in registration order, then the calling agent's; first reason denies."""
         guards = self.registry._guards
-        if not guards:
-            return None
         ordered = [g for a, g in guards if a is None]
         ordered += [g for a, g in guards if a is not None and a == self.agent]
         for guard in ordered:
@@ -1068,14 +1078,21 @@ class _Call:
     async def around(self) -> ToolResult:
         """The around waterfall and checkpoint C3.  Leaves the machine in ``post_policy``, or in
         ``finalizing`` after a wrapper failure nobody caught (R16)."""
+        if not self.wrappers:  # what the body raises, the base dispatch has caught
+            return self.settled(await self.base_dispatch())
         try:
-            result = await (self.wrap(0) if self.wrappers else self.base_dispatch())
+            result = await self.wrap(0)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
             self.merged = True
             self.offer("around_raised")
             return self.results.thrown(exc)
+        return self.settled(result)
+
+    def settled(self, result: ToolResult) -> ToolResult:
+        """The around waterfall settled with ``result``: merge the deferred contexts (D4) and
+        pass checkpoint C3."""
         self.merged = True
         if self.deferred:
             result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
@@ -1199,7 +1216,7 @@ class _Call:
         view._slot = fused
         try:
             try:
-                value = await tool.body(view.arguments, view)
+                value = await tool.body(view._arguments, view)
                 result, event = r.success(value), "body_ok"
             except GeneratorExit:
                 raise
