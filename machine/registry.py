@@ -968,7 +968,7 @@ class _Call:
         for observer in tuple(self.registry._observers):
             try:
                 pending = observer(view, frozen)
-                if inspect.isawaitable(pending):
+                if pending is not None and inspect.isawaitable(pending):
                     await pending
             except GeneratorExit:
                 raise
