@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
 from .calltask import CallTask
-from .compiled import DRAINING, SETTLED, CompiledMachine
+from .compiled import DRAINING, SETTLED, Node, initial_node
 from .contract import Contract, RevisionContract, load_contract
 from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
@@ -280,11 +280,11 @@ class Execution:
     @property
     def path(self) -> tuple[PathStep, ...]:
         """The call's path so far: every state, event and rule id (the explanation)."""
-        return tuple(self._call.machine.path)
+        return tuple(self._call.path)
 
     @property
     def state(self) -> str:
-        return self._call.machine.state
+        return self._call.state
 
     def __repr__(self) -> str:
         return f"<Execution {self.call_id} {self.name!r} in {self.state}>"
@@ -611,7 +611,8 @@ class StagedCall(Protocol):
 
     call_id: str
     view: Execution
-    machine: CompiledMachine
+    state: str
+    path: list[PathStep]
 
     async def run(self) -> ToolResult: ...
     async def prepare(self) -> bool: ...
@@ -620,9 +621,11 @@ class StagedCall(Protocol):
 
 
 class _Call:
-    """One call in flight: its machine, its view, its deferred contexts.
+    """One call in flight: where it stands in its compiled machine, its view, its deferred
+    contexts.
 
-    Invariant: every decision below is read back from ``self.machine`` after an ``offer``; the
+    Invariant: every decision below is read back from ``self.node`` -- the call's state in the
+    contract compiled for its shape (:mod:`toolcancel.compiled`) -- after an ``offer``; the
     driver never decides an outcome itself.
     """
 
@@ -636,9 +639,10 @@ class _Call:
         "entered",
         "given",
         "interrupt",
-        "machine",
         "merged",
         "name",
+        "node",
+        "path",
         "raw_arguments",
         "registry",
         "result",
@@ -682,8 +686,9 @@ class _Call:
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
-        self.machine: CompiledMachine  # made by enter(), once the caller signal is captured
-        self.state: str = registry._table.initial  # the machine's state: offer() sets both
+        self.node: Node  # set by enter(), once the caller signal is captured; offer() steps it
+        self.state: str = registry._table.initial  # always self.node.state (offer() sets both)
+        self.path: list[PathStep] = []  # the steps taken: the call's explanation
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.watched = registry._on_step is not None or self.trace is not None  # see stepped()
         self.view = Execution(self, call_id, name, None, agent, parent, None)
@@ -721,7 +726,7 @@ class _Call:
                 captured = "live"
                 given.add_listener(self.follow)
             self.caller = self.view._slot = own.signal
-        self.machine = CompiledMachine(
+        self.node = initial_node(
             registry._table,
             (  # a plain tuple finds the compiled Shape it equals (building one costs more)
                 captured,
@@ -742,7 +747,7 @@ class _Call:
                 "call_entry",
                 caller=captured,
                 agent=self.agent is not None,
-                approval_seam=self.machine.current.approval_seam,
+                approval_seam=self.node.current.approval_seam,
                 revision=registry.revision,
                 retry=registry._retry,
                 wrappers=len(self.wrappers),
@@ -755,7 +760,7 @@ class _Call:
         self.offer("args_valid", False)
         if self.state == "finalizing":  # revised: a pre-aborted entry short-circuits (R42)
             self.result = self.results.cancellation(
-                self.machine.outcome or "aborted_before_dispatch"
+                self.node.outcome or "aborted_before_dispatch"
             )
 
     # -- the call signal and the awaiting task (Python binding) -------------------------------
@@ -846,16 +851,15 @@ class _Call:
         from a table made by :func:`_observed` -- after any caller abort not yet seen (unless
         ``caller_first`` is false), do what the step's precomputed effect says; return the
         call's outcome."""
-        machine = self.machine
         if caller_first:
             c = self.caller
-            if c is not None and c.aborted and not machine.node.caller_aborted:
+            if c is not None and c.aborted and not self.node.caller_aborted:
                 self.offer("caller_abort", False)
-        edge = machine.node.edges.get(key) or machine.edge(key)
+        edge = self.node.edges.get(key) or self.node.expand(self.registry._table, key)
         _, node, record, effect = edge
-        machine.node = node
+        self.node = node
         self.state = node.state
-        machine.path.append(record)
+        self.path.append(record)
         if effect:
             self.entered = self.clock()
             if effect == DRAINING:
@@ -1028,9 +1032,9 @@ class _Call:
             return self.pre_failed(exc)
         if self.state == "around_before":
             return None
-        if self.machine.node.outcome == "denied":
+        if self.node.outcome == "denied":
             return r.denied(reason)
-        return r.cancellation(self.machine.node.outcome or "aborted")
+        return r.cancellation(self.node.outcome or "aborted")
 
     def pre_failed(self, exc: BaseException) -> ToolResult:
         """A pre-execute hook, the approval seam or a guard raised ``exc`` (R16)."""
@@ -1039,7 +1043,7 @@ class _Call:
         self.offer(failure)
         if self.state == "finalizing":
             return self.results.thrown(exc)
-        return self.results.cancellation(self.machine.node.outcome or "aborted")
+        return self.results.cancellation(self.node.outcome or "aborted")
 
     async def approval(self, decision: Ask) -> str:
         """Ask the seam; offer its answer; return the denial reason it implies."""
@@ -1105,7 +1109,7 @@ class _Call:
         """What wrapper ``i``'s ``next()`` runs: the next wrapper, or past the last one the base
         dispatch.  Which one is next depends on the retry behaviour (D11): a cursor stands after
         the wrappers handed out so far (the machine counts them), otherwise it is ``i + 1``."""
-        j = self.machine.current.handed if self.registry._retry == "cursor" else i + 1
+        j = self.node.current.handed if self.registry._retry == "cursor" else i + 1
         return self.wrap(j) if j < len(self.wrappers) else self.base_dispatch()
 
     async def wrap(self, i: int) -> ToolResult:
@@ -1242,7 +1246,7 @@ class _Call:
     def on_fused_abort(self, signal: AbortSignal) -> None:
         """The body's fused signal aborted: from now on the call is draining."""
         c = self.caller
-        if c is not None and c.aborted and not self.machine.node.caller_aborted:
+        if c is not None and c.aborted and not self.node.caller_aborted:
             self.offer("caller_abort", False)
         elif self.state == "body":
             self.offer("fused_abort", False)

@@ -172,7 +172,7 @@ def _keeps_late_success() -> Iterator[None]:
     real = _Call.offer
 
     def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
-        before = self.machine.outcome
+        before = self.node.outcome
         outcome = real(self, key, caller_first)
         event = key if isinstance(key, str) else key.event
         if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":

@@ -81,13 +81,13 @@ def test_the_alphabet_is_every_event_with_every_combination_of_its_data() -> Non
 
 def test_an_occurrence_the_contract_refuses_is_refused_by_the_core_with_its_message() -> None:
     table = CONTRACT.revision("seed")
-    machine = compiled.CompiledMachine(table, ("live", False, False, "reenter", 0))
+    node = compiled.initial_node(table, ("live", False, False, "reenter", 0))
     with pytest.raises(ContractViolation) as refused:
-        machine.offer("body_ok")  # still in entry
+        node.expand(table, "body_ok")  # still in entry
     with pytest.raises(ContractViolation) as expected:
-        core.decide(table, machine.current, core.Occurrence("body_ok"))
+        core.decide(table, node.current, core.Occurrence("body_ok"))
     assert str(refused.value) == str(expected.value)
-    assert machine.path == [] and machine.state == "entry"
+    assert "body_ok" not in node.edges and node.state == "entry"
 
 
 @pytest.mark.parametrize("revision", CONTRACT.revisions)
