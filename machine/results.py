@@ -18,28 +18,31 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .contract import RevisionContract
 from .errors import NotSerializable
 from .errors import ToolError as ToolError  # defined there since signals.AbortError is one
 
+_new: Final = object.__new__
+
 
 class FrozenDict(Mapping[str, Any]):
     """An immutable, hashable JSON object (what a snapshot turns a dict into)."""
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_data", "_hash")  # _hash stays unset until the first hash() asks for it
+
+    _data: dict[str, Any]
+    _hash: int
 
     def __init__(self, data: Mapping[str, Any] = {}) -> None:
         self._data = dict(data)
-        self._hash: int | None = None
 
-    @classmethod
-    def _adopt(cls, data: dict[str, Any]) -> FrozenDict:
+    @staticmethod
+    def _adopt(data: dict[str, Any]) -> FrozenDict:
         """Wrap a dict nobody else holds, without copying it (the snapshot's fast path)."""
-        self = cls.__new__(cls)
+        self = _new(FrozenDict)
         self._data = data
-        self._hash = None
         return self
 
     def __getitem__(self, key: str) -> Any:
@@ -52,9 +55,11 @@ class FrozenDict(Mapping[str, Any]):
         return len(self._data)
 
     def __hash__(self) -> int:
-        if self._hash is None:
+        try:
+            return self._hash
+        except AttributeError:
             self._hash = hash(frozenset(self._data.items()))
-        return self._hash
+            return self._hash
 
     def __repr__(self) -> str:
         return f"FrozenDict({self._data!r})"
@@ -63,9 +68,19 @@ class FrozenDict(Mapping[str, Any]):
 def snapshot(value: Any, path: str = "$") -> Any:
     """A deep-frozen copy of ``value`` if it is losslessly JSON-serializable.
 
-    Raises :class:`NotSerializable` naming the first offending place.  The common case takes a
-    fast walk that builds no path strings; only a refusal walks again to say where.
+    Raises :class:`NotSerializable` naming the first offending place.  The common case (plain
+    dicts, lists, tuples and scalars, less than :data:`_FAST_DEPTH` deep) takes a walk that keeps
+    neither paths nor a cycle set; anything else is walked again by :func:`_freeze`, which finds
+    cycles, and only a refusal walks a third time to say where.  A cycle always exceeds the depth,
+    so every value still ends in the walk that would have judged it alone.
     """
+    try:
+        return _walk(value, 0)
+    except _Unusual:
+        pass
+    except _Refused:
+        _snap(value, path, set())  # raises NotSerializable with the path
+        raise AssertionError("the two walks disagree") from None
     try:
         return _freeze(value, set())
     except _Refused:
@@ -74,7 +89,51 @@ def snapshot(value: Any, path: str = "$") -> Any:
 
 
 class _Refused(Exception):
-    """The fast walk met something that is not lossless JSON."""
+    """A walk without paths met something that is not lossless JSON."""
+
+
+class _Unusual(Exception):
+    """The plain walk met a value it does not judge: too deep (maybe a cycle), or not a plain
+    dict, list, tuple or scalar."""
+
+
+_FAST_DEPTH: Final = 64
+"""Containers the plain walk enters before handing the value to the cycle-finding walk."""
+
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
+"""Types a snapshot keeps as they are without looking (a float must be checked)."""
+
+
+def _walk(value: Any, depth: int) -> Any:
+    """The plain walk: no cycle set, no paths; containers' leaves are judged inline."""
+    t = type(value)
+    if t is dict or t is FrozenDict:
+        if depth > _FAST_DEPTH:
+            raise _Unusual
+        out = value.copy() if t is dict else value._data.copy()
+        for k, v in out.items():
+            if type(k) is not str:
+                raise _Refused
+            if type(v) not in _LEAVES:
+                out[k] = _walk(v, depth + 1)  # replacing a key's value keeps the iteration valid
+        frozen = _new(FrozenDict)  # FrozenDict._adopt, inline: the call was a tenth of a walk
+        frozen._data = out
+        return frozen
+    if t is tuple or t is list:
+        if depth > _FAST_DEPTH:
+            raise _Unusual
+        depth += 1
+        items = []  # a loop, not a comprehension: no frame of its own (3.11), faster when short
+        for v in value:
+            items.append(v if type(v) in _LEAVES else _walk(v, depth))
+        return tuple(items)
+    if t in _LEAVES:
+        return value
+    if t is float:
+        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+            raise _Refused
+        return value
+    raise _Unusual
 
 
 def _freeze(value: Any, active: set[int]) -> Any:
