@@ -167,6 +167,15 @@ class _ByEquality:
         return isinstance(other, _ByEquality) and bool(self.fn == other.fn)
 
 
+def _by_equality(fn: object) -> _ByEquality | None:
+    """The table key of ``fn`` if it is unhashable; None if it is hashable."""
+    try:
+        hash(fn)
+    except TypeError:
+        return _ByEquality(fn)
+    return None
+
+
 _HANDLER: Final = object()
 """The key of the ``onabort`` entry: equal to no callable, so never deduplicated with one."""
 
@@ -299,31 +308,32 @@ class AbortSignal:
         added after the signal aborted is kept but never called, as in the
         DOM.
         """
-        key: object = fn  # the table key: the callable itself, or _ByEquality if unhashable
-        try:
-            hash(fn)
-        except TypeError:
-            key = _ByEquality(fn)
-        listeners = self._listeners
-        if key in listeners:
-            return
-        entry = _new(_Entry)  # _Entry(fn, once, key), inline: a third of this method's cost
-        entry.callback = fn
+        entry = _new(_Entry)  # _Entry(fn, once, fn), inline: a third of this method's cost
+        entry.callback = entry.key = fn
         entry.once = once
-        entry.key = key
         entry.removed = False
-        listeners[key] = entry
-        if self._sources:
+        # One table operation (this is on every call's path); an unhashable callable is then
+        # keyed by equality instead.
+        try:
+            found = self._listeners.setdefault(fn, entry)
+        except TypeError:
+            key = _by_equality(fn)
+            if key is None:
+                raise  # fn is hashable: the table's lookup itself failed (an __eq__ raised)
+            entry.key = key
+            found = self._listeners.setdefault(key, entry)
+        if found is entry and self._sources:
             self._update_retention()
 
     def remove_listener(self, fn: Listener) -> None:
         """Unregister ``fn``; a no-op if it is not registered."""
-        key: object = fn  # as in add_listener (inline: this is on every call's path)
         try:
-            hash(fn)
-        except TypeError:
-            key = _ByEquality(fn)
-        entry = self._listeners.pop(key, None)
+            entry = self._listeners.pop(fn, None)
+        except TypeError:  # as in add_listener
+            key = _by_equality(fn)
+            if key is None:
+                raise
+            entry = self._listeners.pop(key, None)
         if entry is not None:
             entry.removed = True
             if self._sources:
