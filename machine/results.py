@@ -69,10 +69,11 @@ def snapshot(value: Any, path: str = "$") -> Any:
     """A deep-frozen copy of ``value`` if it is losslessly JSON-serializable.
 
     Raises :class:`NotSerializable` naming the first offending place.  The common case (plain
-    dicts, lists, tuples and scalars, less than :data:`_FAST_DEPTH` deep) takes a walk that keeps
-    neither paths nor a cycle set; anything else is walked again by :func:`_freeze`, which finds
-    cycles, and only a refusal walks a third time to say where.  A cycle always exceeds the depth,
-    so every value still ends in the walk that would have judged it alone.
+    dicts, lists, tuples and scalars, nested at most :data:`_FAST_DEPTH` containers below the top
+    one) takes a walk that keeps neither paths nor a cycle set; anything else is walked again by
+    :func:`_freeze`, which finds cycles, and only a refusal walks a third time to say where.  A
+    cycle always exceeds the depth, so every value still ends in the walk that would have judged
+    it alone.
     """
     try:
         return _walk(value, 0)
@@ -98,7 +99,8 @@ class _Unusual(Exception):
 
 
 _FAST_DEPTH: Final = 64
-"""Containers the plain walk enters before handing the value to the cycle-finding walk."""
+"""How many containers below the top one the plain walk enters before it hands the value to the
+cycle-finding walk (deeper JSON is rare; a cycle reaches it after a few laps)."""
 
 _LEAVES: Final = frozenset({str, int, bool, type(None)})
 """Types a snapshot keeps as they are without looking (a float must be checked)."""
