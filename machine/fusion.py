@@ -13,7 +13,7 @@ settled does not reach the F that body saw, and the caller keeps no listener aft
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal, NamedTuple
+from typing import Final, Literal, NamedTuple, get_args
 
 from .signals import AbortController, AbortSignal
 
@@ -50,12 +50,21 @@ def plan_fusion(
     caller_dead = c_present and c_aborted
     slot_dead = w_present and w_aborted
     if not c_present:
-        return FusionPlan("slot" if w_present else "none", "slot" if slot_dead else None)
+        return _PLANS["slot" if w_present else "none", "slot" if slot_dead else None]
     if not w_present or same:
-        return FusionPlan("caller", "caller" if caller_dead else None)
+        return _PLANS["caller", "caller" if caller_dead else None]
     if slot_dead:  # W's reason wins when both already are aborted
-        return FusionPlan("relay", "slot")
-    return FusionPlan("relay", "caller" if caller_dead else None)
+        return _PLANS["relay", "slot"]
+    return _PLANS["relay", "caller" if caller_dead else None]
+
+
+_PLANS: Final = {
+    (kind, born): FusionPlan(kind, born)
+    for kind in get_args(FusionKind)
+    for born in (None, "caller", "slot")
+}
+"""Every plan, made once: a plan is immutable, and making a NamedTuple costs more than the
+decision (this runs at every base dispatch whose slot a wrapper replaced)."""
 
 
 class Fusion:
@@ -68,7 +77,7 @@ class Fusion:
         """Told ``(signal, "remove")`` when the relay takes its listener off the caller's
         (``"caller"``) or the slot's (``"slot"``) signal; the trace's listener lines.  (The
         constructor adds them before anyone can set this: see :attr:`relaying`.)"""
-        self.plan = plan_fusion(
+        self.plan = plan = plan_fusion(
             caller is not None,
             slot is not None,
             caller is not None and slot is caller,
@@ -77,7 +86,7 @@ class Fusion:
         )
         self._controller: AbortController | None = None
         self._sources: tuple[AbortSignal, ...] = ()
-        kind, born = self.plan
+        kind, born = plan
         if kind == "none":
             self.signal: AbortSignal | None = None
         elif kind == "caller":
@@ -86,16 +95,17 @@ class Fusion:
             self.signal = slot
         else:
             assert caller is not None and slot is not None
-            self._controller = AbortController()
-            self.signal = self._controller.signal
+            self._controller = controller = AbortController()
+            self.signal = controller.signal
             if born == "slot":
-                self._controller.abort(slot.reason)
+                controller.abort(slot.reason)
             elif born == "caller":
-                self._controller.abort(caller.reason)
+                controller.abort(caller.reason)
             else:
                 self._sources = (caller, slot)
-                caller.add_listener(self._relay)
-                slot.add_listener(self._relay)
+                relay = self._relay
+                caller.add_listener(relay)
+                slot.add_listener(relay)
 
     def _relay(self, source: AbortSignal) -> None:
         self.dispose()
@@ -109,9 +119,12 @@ class Fusion:
 
     def dispose(self) -> None:
         """Remove the relay's listeners from both sources (idempotent)."""
-        for s in self._sources:
-            s.remove_listener(self._relay)
-        if self._sources and self.on_listener is not None:
-            self.on_listener("caller", "remove")
-            self.on_listener("slot", "remove")
-        self._sources = ()
+        sources = self._sources
+        if sources:
+            relay = self._relay
+            for s in sources:
+                s.remove_listener(relay)
+            if self.on_listener is not None:
+                self.on_listener("caller", "remove")
+                self.on_listener("slot", "remove")
+            self._sources = ()

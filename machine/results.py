@@ -18,28 +18,31 @@ import json
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from .contract import RevisionContract
 from .errors import NotSerializable
 from .errors import ToolError as ToolError  # defined there since signals.AbortError is one
 
+_new: Final = object.__new__
+
 
 class FrozenDict(Mapping[str, Any]):
     """An immutable, hashable JSON object (what a snapshot turns a dict into)."""
 
-    __slots__ = ("_data", "_hash")
+    __slots__ = ("_data", "_hash")  # _hash stays unset until the first hash() asks for it
+
+    _data: dict[str, Any]
+    _hash: int
 
     def __init__(self, data: Mapping[str, Any] = {}) -> None:
         self._data = dict(data)
-        self._hash: int | None = None
 
-    @classmethod
-    def _adopt(cls, data: dict[str, Any]) -> FrozenDict:
+    @staticmethod
+    def _adopt(data: dict[str, Any]) -> FrozenDict:
         """Wrap a dict nobody else holds, without copying it (the snapshot's fast path)."""
-        self = cls.__new__(cls)
+        self = _new(FrozenDict)
         self._data = data
-        self._hash = None
         return self
 
     def __getitem__(self, key: str) -> Any:
@@ -52,9 +55,11 @@ class FrozenDict(Mapping[str, Any]):
         return len(self._data)
 
     def __hash__(self) -> int:
-        if self._hash is None:
+        try:
+            return self._hash
+        except AttributeError:
             self._hash = hash(frozenset(self._data.items()))
-        return self._hash
+            return self._hash
 
     def __repr__(self) -> str:
         return f"FrozenDict({self._data!r})"
@@ -63,9 +68,20 @@ class FrozenDict(Mapping[str, Any]):
 def snapshot(value: Any, path: str = "$") -> Any:
     """A deep-frozen copy of ``value`` if it is losslessly JSON-serializable.
 
-    Raises :class:`NotSerializable` naming the first offending place.  The common case takes a
-    fast walk that builds no path strings; only a refusal walks again to say where.
+    Raises :class:`NotSerializable` naming the first offending place.  The common case (plain
+    dicts, lists, tuples and scalars, nested at most :data:`_FAST_DEPTH` containers below the top
+    one) takes a walk that keeps neither paths nor a cycle set; anything else is walked again by
+    :func:`_freeze`, which finds cycles, and only a refusal walks a third time to say where.  A
+    cycle always exceeds the depth, so every value still ends in the walk that would have judged
+    it alone.
     """
+    try:
+        return _walk(value, 0)
+    except _Unusual:
+        pass
+    except _Refused:
+        _snap(value, path, set())  # raises NotSerializable with the path
+        raise AssertionError("the two walks disagree") from None
     try:
         return _freeze(value, set())
     except _Refused:
@@ -74,7 +90,52 @@ def snapshot(value: Any, path: str = "$") -> Any:
 
 
 class _Refused(Exception):
-    """The fast walk met something that is not lossless JSON."""
+    """A walk without paths met something that is not lossless JSON."""
+
+
+class _Unusual(Exception):
+    """The plain walk met a value it does not judge: too deep (maybe a cycle), or not a plain
+    dict, list, tuple or scalar."""
+
+
+_FAST_DEPTH: Final = 64
+"""How many containers below the top one the plain walk enters before it hands the value to the
+cycle-finding walk (deeper JSON is rare; a cycle reaches it after a few laps)."""
+
+_LEAVES: Final = frozenset({str, int, bool, type(None)})
+"""Types a snapshot keeps as they are without looking (a float must be checked)."""
+
+
+def _walk(value: Any, depth: int) -> Any:
+    """The plain walk: no cycle set, no paths; containers' leaves are judged inline."""
+    t = type(value)
+    if t is dict or t is FrozenDict:
+        if depth > _FAST_DEPTH:
+            raise _Unusual
+        out = value.copy() if t is dict else value._data.copy()
+        for k, v in out.items():
+            if type(k) is not str:
+                raise _Refused
+            if type(v) not in _LEAVES:
+                out[k] = _walk(v, depth + 1)  # replacing a key's value keeps the iteration valid
+        frozen = _new(FrozenDict)  # FrozenDict._adopt, inline: the call was a tenth of a walk
+        frozen._data = out
+        return frozen
+    if t is tuple or t is list:
+        if depth > _FAST_DEPTH:
+            raise _Unusual
+        depth += 1
+        items = []  # a loop, not a comprehension: no frame of its own (3.11), faster when short
+        for v in value:
+            items.append(v if type(v) in _LEAVES else _walk(v, depth))
+        return tuple(items)
+    if t in _LEAVES:
+        return value
+    if t is float:
+        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+            raise _Refused
+        return value
+    raise _Unusual
 
 
 def _freeze(value: Any, active: set[int]) -> Any:
@@ -289,10 +350,39 @@ class ToolResult:
             b["text"] for b in self.content if isinstance(b, Mapping) and b.get("type") == "text"
         )
 
+    @staticmethod
+    def _make(
+        content: Sequence[Any],
+        is_error: bool,
+        error: ErrorInfo | None,
+        contexts: Sequence[Any],
+        meta: Any,
+        revision: str,
+    ) -> ToolResult:
+        """``ToolResult(...)`` with every field given, at less than half the cost: the frozen
+        dataclass's ``__init__`` stores each field through ``object.__setattr__``, while this
+        fills a :class:`_Unfrozen` with plain stores and then makes it a ToolResult."""
+        self: Any = _new(_Unfrozen)
+        self.content = content
+        self.is_error = is_error
+        self.error = error
+        self.contexts = contexts
+        self.meta = meta
+        self.revision = revision
+        self.__class__ = ToolResult
+        return self  # type: ignore[no-any-return]
+
     def with_contexts(self, contexts: Sequence[Any]) -> ToolResult:
-        return ToolResult(
+        return ToolResult._make(
             self.content, self.is_error, self.error, tuple(contexts), self.meta, self.revision
         )
+
+
+class _Unfrozen:
+    """ToolResult's slots without its frozen ``__setattr__``.  The layouts are the same, so an
+    instance may change its ``__class__`` to ToolResult once filled (see ToolResult._make)."""
+
+    __slots__ = ToolResult.__slots__
 
 
 @dataclass(frozen=True, slots=True)
@@ -338,14 +428,16 @@ class Results:
             info = ErrorInfo(name, code) if name is not None else None
         else:
             info = ErrorInfo(name, code, message)
-        return ToolResult((text_block(text),), True, info, (), None, self.revision)
+        return ToolResult._make((text_block(text),), True, info, (), None, self.revision)
 
     def success(self, value: Any) -> ToolResult:
         """R2: a body's return value as a result; a wrong type raises ``TypeError``."""
+        if isinstance(value, (list, tuple)):  # first: the common case (never a ToolOutput)
+            return ToolResult._make(tuple(value), False, None, (), None, self.revision)
         if isinstance(value, ToolOutput):
-            return ToolResult(tuple(value.content), False, None, (), value.meta, self.revision)
-        if isinstance(value, (list, tuple)):
-            return ToolResult(tuple(value), False, None, (), None, self.revision)
+            return ToolResult._make(
+                tuple(value.content), False, None, (), value.meta, self.revision
+            )
         raise TypeError(
             f"a tool body must return a list of content blocks or a ToolOutput, "
             f"not {type(value).__name__}"
@@ -416,11 +508,15 @@ class Results:
         info = None
         if self.revision != "seed":
             info = ErrorInfo(None, None, block_message(feedback, self.texts))
-        return ToolResult(tuple(feedback), True, info, tuple(contexts), None, self.revision)
+        return ToolResult._make(
+            tuple(feedback), True, info, tuple(contexts), None, self.revision
+        )
 
     def materialize(self, result: ToolResult) -> ToolResult:
         """R30: the lossless, deep-frozen snapshot of ``result`` (raises NotSerializable)."""
         content = snapshot(result.content, "$.content")
         contexts = snapshot(result.contexts, "$.additionalContexts") if result.contexts else ()
         meta = None if result.meta is None else snapshot(result.meta, "$.meta")
-        return ToolResult(content, result.is_error, result.error, contexts, meta, self.revision)
+        return ToolResult._make(
+            content, result.is_error, result.error, contexts, meta, self.revision
+        )

@@ -1178,6 +1178,32 @@ def test_bound_methods_are_deduplicated_and_removable() -> None:
     assert (task.cancelled, other.cancelled) == (1, 0)
 
 
+def test_unhashable_callables_are_deduplicated_and_removed_by_equality() -> None:
+    class Callback:  # equal by name; __eq__ without __hash__ makes it unhashable
+        def __init__(self, name: str, calls: list[str]) -> None:
+            self.name, self.calls = name, calls
+
+        def __eq__(self, other: object) -> bool:
+            return isinstance(other, Callback) and other.name == self.name
+
+        def __call__(self, _: AbortSignal) -> None:
+            self.calls.append(self.name)
+
+    controller = AbortController()
+    signal = controller.signal
+    calls: list[str] = []
+    signal.add_listener(Callback("a", calls))
+    signal.add_listener(Callback("a", calls))  # an equal one: a no-op
+    signal.add_listener(Callback("b", calls))
+    signal.add_listener(Callback("c", calls), once=True)
+    assert signal.listener_count == 3
+    signal.remove_listener(Callback("b", calls))  # found by equality
+    assert signal.listener_count == 2
+    controller.abort()
+    assert calls == ["a", "c"]
+    assert signal.listener_count == 1, "the once listener is gone, the other stays"
+
+
 def test_once_listener_is_removed_before_it_is_called() -> None:
     controller = AbortController()
     signal = controller.signal

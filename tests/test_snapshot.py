@@ -1,0 +1,99 @@
+"""The snapshot (R30) and the result constructor it feeds, held to their slow references.
+
+``snapshot`` first takes a plain walk that keeps neither a cycle set nor paths, and hands any value
+it does not judge (too deep -- as every cycle is -- or not a plain dict, list, tuple or scalar) to
+the walks that find cycles and name paths.  So every value must come out exactly as the
+path-naming walk ``_snap``, which judges any value alone, would have it: the same frozen copy, or
+the same refusal with the same path and reason.  ``ToolResult._make`` is the registry's cheap
+constructor and must give what the dataclass's own constructor gives.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from toolcancel.errors import NotSerializable
+from toolcancel.results import _FAST_DEPTH, ErrorInfo, FrozenDict, ToolResult, _snap, snapshot
+
+
+def outcome(walk: Any, value: Any) -> tuple[str, str]:
+    """What a walk made of ``value``: its frozen copy's repr (types and all), or its refusal."""
+    try:
+        return "frozen", repr(walk(value))
+    except NotSerializable as exc:
+        return "refused", str(exc)
+
+
+def reference(value: Any) -> Any:
+    return _snap(value, "$.x", set())
+
+
+leaves = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(),  # NaN, the infinities and -0.0 are refused
+    st.text(max_size=3),
+    st.sampled_from([{1}, b"x", ...]),  # not JSON at all
+)
+
+
+def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+    keys = st.one_of(st.text(max_size=2), st.integers(0, 2))  # an int key is refused
+    return st.one_of(
+        st.lists(children, max_size=3),
+        st.lists(children, max_size=3).map(tuple),
+        st.dictionaries(keys, children, max_size=3),
+        st.dictionaries(st.text(max_size=2), children, max_size=3).map(FrozenDict),
+    )
+
+
+@given(st.recursive(leaves, containers, max_leaves=12))
+def test_the_plain_walk_agrees_with_the_path_naming_walk(value: Any) -> None:
+    assert outcome(lambda v: snapshot(v, "$.x"), value) == outcome(reference, value)
+
+
+@pytest.mark.parametrize("depth", [_FAST_DEPTH, _FAST_DEPTH + 1, _FAST_DEPTH + 2, 300])
+@pytest.mark.parametrize("container", ["list", "dict"])
+def test_a_value_deeper_than_the_plain_walk_is_frozen_alike(depth: int, container: str) -> None:
+    value: Any = [1.5, "leaf"]
+    for _ in range(depth):
+        value = [value, None] if container == "list" else {"k": value, "n": 1}
+    assert outcome(lambda v: snapshot(v, "$.x"), value) == outcome(reference, value)
+    assert outcome(lambda v: snapshot(v, "$.x"), value)[0] == "frozen"
+
+
+@pytest.mark.parametrize("depth", [0, 1, _FAST_DEPTH - 1, _FAST_DEPTH, 100])
+def test_a_cycle_at_any_depth_is_refused_where_it_closes(depth: int) -> None:
+    inner: dict[str, Any] = {"ok": 1}
+    inner["back"] = inner
+    value: Any = inner
+    for _ in range(depth):
+        value = {"k": [value]}
+    with pytest.raises(NotSerializable) as refused:
+        snapshot(value, "$.x")
+    where = "$.x" + ".k[0]" * depth + ".back"
+    assert str(refused.value) == f"{where}: the value contains itself (a cycle)"
+
+
+def test_a_cycle_behind_a_bad_leaf_is_refused_at_the_leaf() -> None:
+    value: list[Any] = [float("nan")]
+    value.append(value)
+    with pytest.raises(NotSerializable, match=r"^\$\.x\[0\]: nan is not a finite number$"):
+        snapshot(value, "$.x")
+
+
+def test_make_gives_what_the_constructor_gives() -> None:
+    fields = (({"type": "text"},), True, ErrorInfo("n", "c", "m"), ("ctx",), 7, "revised")
+    made = ToolResult._make(*fields)
+    built = ToolResult(*fields)
+    assert type(made) is ToolResult
+    assert made == built and repr(made) == repr(built)
+    assert hash(ToolResult._make((), False, None, (), None, "seed")) == hash(ToolResult(()))
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        made.content = ()  # type: ignore[misc]
+    assert dataclasses.replace(made, meta=None) == dataclasses.replace(built, meta=None)
