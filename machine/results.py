@@ -114,8 +114,8 @@ def _walk(value: Any, depth: int) -> Any:
             raise _Unusual
         out = value.copy() if t is dict else value._data.copy()
         for k, v in out.items():
-            if type(k) is not str:
-                raise _Refused
+            if type(k) is not str:  # not a string, or a str subclass: _freeze judges it
+                raise _Unusual
             if type(v) not in _LEAVES:
                 out[k] = _walk(v, depth + 1)  # replacing a key's value keeps the iteration valid
         frozen = _new(FrozenDict)  # FrozenDict._adopt, inline: the call was a tenth of a walk
@@ -154,7 +154,7 @@ def _freeze(value: Any, active: set[int]) -> Any:
         active.add(id(value))
         out = {}
         for k, v in value.items():
-            if type(k) is not str:
+            if not isinstance(k, str):  # a str subclass is a string key, as _snap judges it
                 raise _Refused
             out[k] = _freeze(v, active)
         active.discard(id(value))
@@ -166,15 +166,16 @@ def _freeze(value: Any, active: set[int]) -> Any:
         frozen = tuple([_freeze(v, active) for v in value])
         active.discard(id(value))
         return frozen
-    return _snap(value, "$", active) if _plausible(value) else _refuse()
+    if not _plausible(value):
+        raise _Refused
+    try:
+        return _snap(value, "$", active)
+    except NotSerializable:  # its path starts here, not at the top: the top walks again
+        raise _Refused from None
 
 
 def _plausible(value: Any) -> bool:
     return isinstance(value, (bool, str, int, float, list, tuple, Mapping))
-
-
-def _refuse() -> Any:
-    raise _Refused
 
 
 def _snap(value: Any, path: str, active: set[int]) -> Any:

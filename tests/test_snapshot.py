@@ -11,6 +11,7 @@ constructor and must give what the dataclass's own constructor gives.
 from __future__ import annotations
 
 import dataclasses
+from collections import UserDict
 from typing import Any
 
 import pytest
@@ -42,13 +43,19 @@ leaves = st.one_of(
 )
 
 
+class Key(str):
+    """A ``str`` subclass: a string key all the same."""
+
+
 def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
-    keys = st.one_of(st.text(max_size=2), st.integers(0, 2))  # an int key is refused
+    # an int key is refused; a str subclass is a string
+    keys = st.one_of(st.text(max_size=2), st.integers(0, 2), st.text(max_size=2).map(Key))
     return st.one_of(
         st.lists(children, max_size=3),
         st.lists(children, max_size=3).map(tuple),
         st.dictionaries(keys, children, max_size=3),
         st.dictionaries(st.text(max_size=2), children, max_size=3).map(FrozenDict),
+        st.dictionaries(st.text(max_size=2), children, max_size=3).map(UserDict),  # a Mapping
     )
 
 
@@ -97,3 +104,14 @@ def test_make_gives_what_the_constructor_gives() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         made.content = ()  # type: ignore[misc]
     assert dataclasses.replace(made, meta=None) == dataclasses.replace(built, meta=None)
+
+
+def test_a_string_subclass_key_is_a_string_key() -> None:
+    frozen = snapshot({Key("k"): [1]}, "$.x")
+    assert frozen == FrozenDict({"k": (1,)})
+
+
+def test_a_bad_value_inside_another_mapping_is_named_from_the_top() -> None:
+    value = {"content": [{"a": UserDict({"k": float("inf")})}]}
+    with pytest.raises(NotSerializable, match=r"^\$\.x\.content\[0\]\.a\.k: inf is not"):
+        snapshot(value, "$.x")
