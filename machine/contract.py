@@ -32,6 +32,16 @@ class State:
 
 
 @dataclass(frozen=True)
+class Stage:
+    """A step of the pipeline in R10's order and the states it spans (how the explorer's
+    overview groups them: a teaching view that decides nothing)."""
+
+    name: str
+    rule: str
+    states: tuple[str, ...]
+
+
+@dataclass(frozen=True)
 class Event:
     name: str
     doc: str
@@ -122,6 +132,7 @@ class Contract:
     revision_info: Mapping[str, Mapping[str, str]]
     texts: Mapping[str, str]
     states: tuple[State, ...]
+    stages: tuple[Stage, ...]
     events: tuple[Event, ...]
     guards: tuple[Guard, ...]
     outcomes: tuple[Outcome, ...]
@@ -346,6 +357,15 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         )
         for i, e in enumerate(entries("state"))
     )
+    stages = tuple(
+        Stage(
+            name=_need(e, "name", str, f"{source} stage #{i + 1}"),
+            rule=_need(e, "rule", str, f"{source} stage #{i + 1}"),
+            states=_strs(_need(e, "states", list, f"{source} stage #{i + 1}"),
+                         f"{source} stage #{i + 1}"),
+        )
+        for i, e in enumerate(entries("stage"))
+    )
     events = tuple(
         Event(
             name=_need(e, "name", str, f"{source} event #{i + 1}"),
@@ -450,6 +470,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         revision_info=revision_info,
         texts=texts,
         states=states,
+        stages=stages,
         events=events,
         guards=guards,
         outcomes=outcomes,
@@ -488,6 +509,22 @@ def _check_references(c: Contract) -> None:
     for s in c.states:
         if s.parent is not None and s.parent in states and s.parent == s.name:
             raise ContractError(f"{c.source}: state {s.name!r} is its own parent")
+    staged: dict[str, str] = {}
+    for stage in c.stages:
+        where = f"{c.source}: stage {stage.name!r}"
+        if stage.rule not in rules:
+            raise ContractError(f"{where} cites unknown rule {stage.rule!r}")
+        for name in stage.states:
+            if name not in states:
+                raise ContractError(f"{where} holds unknown state {name!r}")
+            if name in staged:
+                raise ContractError(
+                    f"{c.source}: state {name!r} is in stages {staged[name]!r} and {stage.name!r}"
+                )
+            staged[name] = stage.name
+    unstaged = [s.name for s in c.states if s.name not in staged]
+    if c.stages and unstaged:
+        raise ContractError(f"{c.source}: no [[stage]] holds state(s) {', '.join(unstaged)}")
     for g in c.guards:
         if g.rule not in rules:
             raise ContractError(f"{c.source}: guard {g.name!r} cites unknown rule {g.rule!r}")

@@ -50,18 +50,6 @@ ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz-_"
 """One character per transition index (0-63) or per scenario value: a path of 16 steps costs 16
 bytes instead of ~200 for the event names."""
 
-STAGES: tuple[tuple[str, str, tuple[str, ...]], ...] = (
-    ("entry", "R11", ("entry",)),
-    ("pre-execute", "R10", ("pre_policy",)),
-    ("approval", "R5", ("approval",)),
-    ("C1 · denial · guards", "R15", ("guards",)),
-    ("around dispatch · body", "R16", ("around_before", "body", "draining", "around_after")),
-    ("post-execute · C4", "R20", ("post_policy",)),
-    ("materialize · notify", "R30", ("finalizing", "materialized")),
-)
-"""The seven stages of R10's stage order, as the overview groups the contract's states: a
-teaching grouping of states the contract has, checked by a test to cover each state once."""
-
 SCENARIO_FIELDS = (
     "caller", "args", "agent", "approval_seam", "tool_known", "pre", "approval", "guard",
     "timeout", "body", "cooperative", "post", "observer", "cancel",
@@ -449,7 +437,8 @@ def contract_data(contract: Contract, markdown: str) -> dict[str, Any]:
         "default_retry": contract.default_retry,
         "retries": [{"name": r.name, "doc": r.doc} for r in contract.retries],
         "stages": [
-            {"name": n, "rule": rule, "states": list(states)} for n, rule, states in STAGES
+            {"name": st.name, "rule": st.rule, "states": list(st.states)}
+            for st in contract.stages
         ],
         "states": [
             {
@@ -572,15 +561,13 @@ def explorer_dot(table: RevisionContract) -> str:
            splines="true")  # fmt: skip
     g.attr("node", shape="box", style="rounded", fontname=FONT, fontsize="20", margin="0.16,0.08")
     g.attr("edge", fontname=FONT, fontsize="10", arrowsize="0.6")
-    staged = {s for _, _, states in STAGES for s in states}
-    unknown = [s.name for s in table.states if s.name not in staged]
-    if unknown:
-        raise ExplorerError(f"no overview stage holds state(s) {', '.join(unknown)}")
-    for k, (name, _, states) in enumerate(STAGES):
+    if not table.contract.stages:  # the loader makes sure any stages hold every state once
+        raise ExplorerError(f"{table.contract.source} declares no [[stage]] for the overview")
+    for k, stage in enumerate(table.contract.stages):
         with g.subgraph(name=f"cluster_stage{k}") as c:
-            c.attr(label=f"{k + 1} {name}", id=f"stage-{k}", fontname=FONT, fontsize="26",
+            c.attr(label=f"{k + 1} {stage.name}", id=f"stage-{k}", fontname=FONT, fontsize="26",
                    style="rounded,filled", fillcolor=STAGE_FILL, color=STAGE_LINE)  # fmt: skip
-            for s in states:
+            for s in stage.states:
                 spec = table.contract.state(s)
                 attrs = {"id": f"state-{s}"}
                 if spec.wait:

@@ -430,9 +430,18 @@ CONTRACT = (ROOT / "spec" / "contract.toml").read_text("utf-8")
         (lambda c: c.replace('"wrapper_success"\nauthored_by = "wrapper"',
                              '"wrapper_success"\nauthored_by = "body"', 1),
          "outcome 'wrapper_success' has authored_by 'body'; choose registry or wrapper"),
+        (lambda c: c.replace('states = ["guards"]', 'states = ["guards", "gaurds"]', 1),
+         "stage 'C1 · denial · guards' holds unknown state 'gaurds'"),
+        (lambda c: c.replace('states = ["guards"]', 'states = ["guards", "body"]', 1),
+         "state 'body' is in stages 'C1 · denial · guards' and 'around dispatch · body'"),
+        (lambda c: c.replace('states = ["guards"]', "states = []", 1),
+         "no [[stage]] holds state(s) guards"),
+        (lambda c: c.replace('rule = "R15"\nstates', 'rule = "R99"\nstates', 1),
+         "stage 'C1 · denial · guards' cites unknown rule 'R99'"),
     ],
     ids=["a misspelt outcome key", "an unknown table", "an unknown [contract] key",
-         "a 5,000-digit integer", "an unknown author"],
+         "a 5,000-digit integer", "an unknown author", "a stage's unknown state",
+         "a state in two stages", "a state in no stage", "a stage's unknown rule"],
 )  # fmt: skip
 def test_the_contract_loader_refuses_what_it_does_not_read(
     edit: Callable[[str], str], message: str, tmp_path: Path

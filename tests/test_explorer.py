@@ -22,7 +22,6 @@ from toolcancel.explain import shipped_vectors
 from toolcancel.explorer import (
     ALPHABET,
     SCENARIO_FIELDS,
-    STAGES,
     Interned,
     SiteFile,
     build_vectors,
@@ -58,10 +57,10 @@ def decode(table: object, code: str) -> list[tuple[int, str]]:
 
 
 def test_the_seven_stages_hold_every_state_once() -> None:
-    held = [s for _, _, states in STAGES for s in states]
-    assert len(STAGES) == 7
+    held = [s for stage in CONTRACT.stages for s in stage.states]
+    assert len(CONTRACT.stages) == 7
     assert sorted(held) == sorted(s.name for s in CONTRACT.states)
-    assert all(rule in {r.id for r in CONTRACT.rules} for _, rule, _ in STAGES)
+    assert all(stage.rule in {r.id for r in CONTRACT.rules} for stage in CONTRACT.stages)
 
 
 @pytest.mark.parametrize("revision", CONTRACT.revisions)
@@ -70,7 +69,7 @@ def test_the_layout_has_one_cell_per_transition_and_source(revision: str) -> Non
     dot = explorer_dot(table)
     cells = re.findall(r'<td id="([^"]+)"', dot)
     assert sorted(cells) == sorted(edge_id(t, s) for t in table.transitions for s in t.sources)
-    for k in range(len(STAGES)):
+    for k in range(len(CONTRACT.stages)):
         assert f'id="stage-{k}"' in dot
     for s in table.states:
         assert f'id="state-{s.name}"' in dot

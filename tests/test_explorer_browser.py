@@ -122,9 +122,9 @@ def test_overview_loads_without_error_and_reads_on_a_slide(page: Page, tmp_path:
 
 
 def _stage_names() -> list[str]:
-    from toolcancel.explorer import STAGES
+    from toolcancel import load_contract
 
-    return [name for name, _, _ in STAGES]
+    return [stage.name for stage in load_contract().stages]
 
 
 class _Quiet(SimpleHTTPRequestHandler):
