@@ -13,9 +13,8 @@ sink is set:
   test of the sink, in a statement or an expression, folded to its value when the sink is
   ``None`` (``a if b and x.trace is None else c`` becomes ``a if b else c``);
 * the ``emit`` and ``emit_listener`` methods, and ``if`` statements that do nothing but call them;
-* the assignments of the sink and of the per-registry event data (``self._trace``,
-  ``self.trace``, ``self._event_data``), the ``trace`` keyword of ``ToolRegistry``, and the
-  imports from ``.trace``;
+* the assignments of the sink (``self._trace``, ``self.trace``), the ``trace`` keyword of
+  ``ToolRegistry``, and the imports from ``.trace``;
 * locals that only the removed blocks set (``owner``), with their initial constant and the
   ``if <local> is not None:`` blocks that only emit.
 
@@ -43,8 +42,6 @@ MODULE = "toolcancel._registry_untraced"
 
 SINK_ATTRS = frozenset({"trace", "_trace"})
 """Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
-TRACE_DATA_ATTRS = frozenset({"_event_data"})
-"""Attributes only tracing reads."""
 EMITTERS = frozenset({"emit", "emit_listener"})
 """The methods that write trace lines."""
 TRACE_MODULE = "trace"
@@ -59,7 +56,6 @@ EXPECTED = {
     "emit method": 1,
     "emit_listener method": 1,
     "sink assignment (self._trace / self.trace = ...)": 2,
-    "trace data assignment (self._event_data = ...)": 1,
     "trace keyword of ToolRegistry.__init__": 1,
     "import from .trace": 1,
     "shared decision class": len(SHARED),
@@ -239,9 +235,8 @@ class _Stripper(ast.NodeTransformer):
             and any(isinstance(t, ast.Name) and t.id == "__slots__" for t in node.targets)
             and isinstance(node.value, (ast.Tuple, ast.List))
         ):
-            tracing = SINK_ATTRS | TRACE_DATA_ATTRS
             kept = [e for e in node.value.elts
-                    if not (isinstance(e, ast.Constant) and e.value in tracing)]
+                    if not (isinstance(e, ast.Constant) and e.value in SINK_ATTRS)]
             if len(kept) < len(node.value.elts):
                 self.out.removed["trace slot"] += len(node.value.elts) - len(kept)
                 node.value.elts = kept
@@ -249,9 +244,6 @@ class _Stripper(ast.NodeTransformer):
         attr = _assigned_attr(node)
         if attr in SINK_ATTRS:
             self.out.removed["sink assignment (self._trace / self.trace = ...)"] += 1
-            return None
-        if attr in TRACE_DATA_ATTRS:
-            self.out.removed["trace data assignment (self._event_data = ...)"] += 1
             return None
         return node
 
@@ -318,16 +310,6 @@ class _FoldExpressions(ast.NodeTransformer):
         return node
 
 
-    def visit_BoolOp(self, node: ast.BoolOp) -> Any:
-        # ``a is not None or x.trace is not None``: a truth value made only of comparisons,
-        # so folding keeps its value too.
-        self.generic_visit(node)
-        if not _depends_on_sink(node) or not all(isinstance(v, ast.Compare) for v in node.values):
-            return node
-        self.out.removed["sink test folded in an expression"] += 1
-        return fold(node)
-
-
 class _TraceLocals(ast.NodeTransformer):
     """Second pass: locals only the removed blocks of a function set (their initial constant, and
     ``if`` blocks on them that only emit)."""
@@ -375,7 +357,7 @@ class _TraceLocals(ast.NodeTransformer):
 def _leftovers(tree: ast.AST) -> list[str]:
     """Anything tracing-related still in the stripped tree (``line N: what``)."""
     found: list[str] = []
-    attrs = SINK_ATTRS | TRACE_DATA_ATTRS | EMITTERS | {"on_listener"}
+    attrs = SINK_ATTRS | EMITTERS | {"on_listener"}
     names = {"FORMAT_VERSION", "TraceSink", "trace"}
 
     def walk(node: ast.AST, local: set[str]) -> None:

@@ -44,6 +44,9 @@ class Edge(NamedTuple):
     node: Node
     record: PathStep
     effect: int  # 0, MOVED, DRAINING or SETTLED
+    observed: dict[str, Any]
+    """The occurrence as a trace line carries it: its ``event`` and the observations its event
+    declares (``data`` in contract.toml).  Built once; a line copies it."""
 
 
 class Node:
@@ -71,7 +74,10 @@ class Node:
         t, after = decide(table, self.current, o)
         nxt = self.interned.get(after) or Node(after, self.interned)
         record = PathStep(self.state, o.event, after.state, t.index, t.rules, after.outcome, o)
-        edge = self.edges[o] = Edge(t, nxt, record, _effect(self.state, after.state))
+        declared = next((e.data for e in table.events if e.name == o.event), ())
+        observed = {"event": o.event, **{name: getattr(o, name) for name in declared}}
+        edge = Edge(t, nxt, record, _effect(self.state, after.state), observed)
+        self.edges[o] = edge
         if o == Occurrence(o.event):
             self.edges[o.event] = edge  # a plain occurrence is also found by its name
         return edge

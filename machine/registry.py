@@ -42,7 +42,7 @@ from .fusion import Fusion
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
 from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
-from .trace import FORMAT_VERSION, TraceSink
+from .trace import FORMAT_VERSION, TraceSink, line_sink
 
 log = logging.getLogger("toolcancel.registry")
 
@@ -349,10 +349,7 @@ class ToolRegistry:
         self._signal_required = info.get("caller_signal") == "required"  # R40
         self._in_flight: dict[_Call, None] = {}  # calls between entry and materialization
         self._on_step = on_step
-        self._trace = trace
-        self._event_data: dict[str, tuple[str, ...]] = (
-            {} if trace is None else {e.name: e.data for e in self._table.events}
-        )
+        self._trace = None if trace is None else line_sink(trace)
         self._results = Results(self._table)
         self._tools: dict[tuple[str, str | None], ToolDefinition] = {}
         self._pre: list[PreHook] = []
@@ -648,11 +645,11 @@ class _Call:
         "result",
         "results",
         "state",
+        "tap",
         "trace",
         "unwinding",
         "view",
         "watchdog",
-        "watched",
         "wrappers",
     )
 
@@ -690,7 +687,7 @@ class _Call:
         self.state: str = registry._table.initial  # always self.node.state (offer() sets both)
         self.path: list[PathStep] = []  # the steps taken: the call's explanation
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
-        self.watched = registry._on_step is not None or self.trace is not None  # see stepped()
+        self.tap = registry._on_step  # told every step, before the trace sink
         self.view = Execution(self, call_id, name, None, agent, parent, None)
 
     def enter(self) -> None:
@@ -856,7 +853,7 @@ class _Call:
             if c is not None and c.aborted and not self.node.caller_aborted:
                 self.offer("caller_abort", False)
         edge = self.node.edges.get(key) or self.node.expand(self.registry._table, key)
-        _, node, record, effect = edge
+        _, node, record, effect, observed = edge
         self.node = node
         self.state = node.state
         self.path.append(record)
@@ -866,23 +863,11 @@ class _Call:
                 self.watch_draining()
             elif effect == SETTLED and self.watchdog is not None:
                 self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
-        if self.watched:
-            self.stepped(record)
-        return node.outcome
-
-    def stepped(self, record: PathStep) -> None:
-        """Tell the step tap and the trace sink about a step (only called when one is set)."""
-        tap = self.registry._on_step
-        if tap is not None:
-            tap(self.view, record)
+        if self.tap is not None:
+            self.tap(self.view, record)
         if self.trace is not None:
-            occurrence = record.occurrence
-            event = occurrence.event
-            data = self.registry._event_data.get(event)
-            if data:
-                self.emit(event, **{name: getattr(occurrence, name) for name in data})
-            else:
-                self.emit(event)
+            self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
+        return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""

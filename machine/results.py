@@ -209,6 +209,11 @@ def _snap(value: Any, path: str, active: set[int]) -> Any:
 
 def thaw(value: Any) -> Any:
     """Plain JSON data (dicts and lists) from a snapshot, for ``json`` and comparisons."""
+    t = type(value)
+    if t in _LEAVES:  # most values: no isinstance against the Mapping ABC
+        return value
+    if t is FrozenDict:
+        return {k: thaw(v) for k, v in value._data.items()}
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

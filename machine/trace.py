@@ -230,11 +230,18 @@ def encode_line(line: Mapping[str, Any]) -> str:
     return "{" + ",".join(head + rest) + "}"
 
 
+def line_sink(sink: TraceSink) -> TraceSink:
+    """What the registry calls with each line of ``sink``'s trace: a :class:`TraceRecorder`'s
+    own list's ``append`` (no Python call per line), else ``sink`` itself."""
+    return sink.lines.append if type(sink) is TraceRecorder else sink
+
+
 class TraceRecorder:
     """A trace sink that keeps every line; pass it as ``ToolRegistry(trace=recorder)``.
 
     It only appends, so recording costs a list append per line; encoding happens in
-    :meth:`jsonl` and :meth:`write`, after the calls ran.
+    :meth:`jsonl` and :meth:`write`, after the calls ran.  A registry appends to :attr:`lines`
+    directly (:func:`line_sink`): keep that list (``clear()`` it, never replace it).
     """
 
     __slots__ = ("lines",)
