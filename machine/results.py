@@ -132,22 +132,24 @@ def _walk(value: Any, depth: int) -> Any:
     if t in _LEAVES:
         return value
     if t is float:
-        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
-            raise _Refused
-        return value
+        return _lossless(value)
     raise _Unusual
+
+
+def _lossless(value: float) -> float:
+    """``value`` if it survives JSON; NaN, the infinities and -0.0 are refused (the walks that
+    keep no path; :func:`_snap` says which it was)."""
+    if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+        raise _Refused
+    return value
 
 
 def _freeze(value: Any, active: set[int]) -> Any:
     t = type(value)
-    if t is str or t is bool or value is None:
-        return value
-    if t is int:
+    if t in _LEAVES:
         return value
     if t is float:
-        if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
-            raise _Refused
-        return value
+        return _lossless(value)
     if t is dict or t is FrozenDict:
         if id(value) in active:
             raise _Refused
