@@ -213,6 +213,17 @@ def read_bytes(path: str | Path, limit: int, what: str = "file") -> bytes:
     return raw.removeprefix(BOM)
 
 
+def generated_text(path: Path) -> str | None:
+    """What a generated file holds now, for a freshness check: ``None`` when it is missing, and
+    ``""`` when it cannot be read as UTF-8 text (so it compares as stale, not as an error)."""
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None
+    except (OSError, UnicodeDecodeError):
+        return ""
+
+
 def utf8_text(raw: bytes, source: str, first_line: int = 1) -> str:
     """``raw`` decoded; bytes that are not UTF-8 are an :class:`InputError` naming the line."""
     try:

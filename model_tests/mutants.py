@@ -465,36 +465,6 @@ TURN_MUTANTS: tuple[Mutant, ...] = (
 
 
 @contextlib.contextmanager
-def _mutable_result() -> Iterator[None]:
-    """Publishes a result whose content is a plain list of plain dicts: it serializes exactly
-    like the frozen one, but an observer can write into it."""
-    real = Results.materialize
-
-    def materialize(self: Any, result: ToolResult) -> ToolResult:
-        frozen = real(self, result)
-        return dataclasses.replace(frozen, content=thaw(frozen.content))
-
-    with mock.patch.object(Results, "materialize", materialize):
-        yield
-
-
-@contextlib.contextmanager
-def _unfrozen_view() -> Iterator[None]:
-    """Lets the execution view's slot be written after the result is published."""
-    prop = registry_module.Execution.signal
-
-    def setter(self: Any, value: AbortSignal | None) -> None:
-        frozen, self._frozen = self._frozen, False
-        try:
-            prop.fset(self, value)
-        finally:
-            self._frozen = frozen
-
-    with mock.patch.object(registry_module.Execution, "signal", property(prop.fget, setter)):
-        yield
-
-
-@contextlib.contextmanager
 def _approval_gets_a_copy() -> Iterator[None]:
     """Hands the approval seam a fresh signal instead of the slot's (C) one."""
     real = registry_module.ApprovalRequest
@@ -536,9 +506,9 @@ OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
     # Broken registries only the protocol's optional observations show (issue 14, blind spot 6):
     # caught by conform at both levels (tests/test_conform_observations.py).
     Mutant("mutable_result", "R30", "publishes a result an observer can write into",
-           _mutable_result),
+           _publishes_mutable_result),  # the same break; conform sees it, verify does too
     Mutant("unfrozen_view", "R31", "leaves the view's slot writable after publication",
-           _unfrozen_view),
+           _view_writable_by_observers),
     Mutant("approval_gets_a_copy", "R24", "hands the approval seam another signal than C",
            _approval_gets_a_copy),
     Mutant("late_success_reaches_post", "R19",

@@ -35,7 +35,7 @@ from typing import Any
 
 from ..cli import CliError, UsageError
 from ..contract import Contract, load_contract, load_contract_file
-from ..fileio import check_destination, is_stream, write_text
+from ..fileio import check_destination, generated_text, is_stream, write_text
 
 SUFFIXES = (".dot", ".svg", ".mmd")
 PREFIX = "contract-"
@@ -156,7 +156,7 @@ _END = "<!-- END GENERATED -->"
 def _readme(path: Path, planned: list[Planned]) -> Planned | None:
     """README.md with every ``<!-- BEGIN GENERATED: <file> -->`` block refilled from the planned
     Mermaid file of that name, so the picture a reader sees cannot drift from the contract."""
-    text = _read(path)
+    text = generated_text(path)
     if text is None or _BEGIN not in text:
         return None
     mermaid = {str(p.path): p.text for p in planned if p.path.suffix == ".mmd"}
@@ -181,20 +181,11 @@ def _precedence_path(args: argparse.Namespace) -> Path:
     return (args.out if args.out is not None else Path("diagrams")) / "PRECEDENCE.md"
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
 def _svg_problem(path: Path, dot: str) -> str | None:
     """Why the SVG at ``path`` is not a drawing of ``dot`` (None if it is)."""
     from ..diagrams import dot_digest, svg_dot_digest
 
-    text = _read(path)
+    text = generated_text(path)
     if text is None:
         return "missing"
     try:
@@ -213,7 +204,7 @@ def _problem(item: Planned) -> str | None:
     if item.text is None:
         assert item.dot is not None
         return _svg_problem(item.path, item.dot)
-    current = _read(item.path)
+    current = generated_text(item.path)
     if current is None:
         return "missing"
     return None if current == item.text else "differs from the contract"
@@ -256,7 +247,7 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
     not_rendered = 0
     for item in planned:
         if item.text is not None:
-            if _read(item.path) != item.text:
+            if generated_text(item.path) != item.text:
                 contents.append((item.path, item.text))
             continue
         assert item.dot is not None

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..cli import CliError, Progress, UsageError
-from ..fileio import check_destination, is_stream, write_text
+from ..fileio import check_destination, generated_text, is_stream, write_text
 
 
 def register(sub: Any) -> None:
@@ -84,19 +84,10 @@ def _names(contract: Any) -> list[str]:
     return [*STATIC, "data.js", *(f"vectors-{r}.js" for r in contract.revisions), LAYOUT]
 
 
-def _read(path: Path) -> str | None:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None
-    except (OSError, UnicodeDecodeError):
-        return ""
-
-
 def _problem(out: Path, f: Any) -> str | None:
     from ..explorer import embedded_layout_digest
 
-    current = _read(out / f.name)
+    current = generated_text(out / f.name)
     if current is None:
         return "missing"
     if f.text is None:
