@@ -20,18 +20,29 @@ abort.  Everything else a task offers is the awaiting task's.
 from __future__ import annotations
 
 import asyncio
-from asyncio.events import _get_running_loop
 from asyncio.tasks import _enter_task, _leave_task
 from typing import Any
 
-__all__ = ["CallTask"]
+__all__ = ["CURRENT_TASKS", "CallTask"]
 
-# asyncio's own table of each loop's current task (CPython 3.11-3.13, C and Python alike): one
-# store to swap, where _enter_task/_leave_task cost two checked calls each way.  Elsewhere,
-# those two are the way.
-_CURRENT: dict[asyncio.AbstractEventLoop, Any] | None = getattr(
-    asyncio.tasks, "_current_tasks", None
-)
+
+class _TaskTable:
+    """asyncio's table of each loop's current task, where this Python does not expose it: the
+    same two operations, through ``_enter_task``/``_leave_task``."""
+
+    def get(self, loop: asyncio.AbstractEventLoop) -> Any:
+        return asyncio.current_task(loop)
+
+    def __setitem__(self, loop: asyncio.AbstractEventLoop, task: Any) -> None:
+        _leave_task(loop, asyncio.current_task(loop))  # type: ignore[arg-type]
+        _enter_task(loop, task)
+
+
+_TABLE: Any = getattr(asyncio.tasks, "_current_tasks", None)
+CURRENT_TASKS: Any = _TaskTable() if _TABLE is None else _TABLE
+"""asyncio's own table of each loop's current task (CPython 3.11-3.13, C and Python alike).  The
+driver swaps a :class:`CallTask` in and the awaiting task back with one store each way, inline
+(a method call per step cost a tenth of a hook-free call)."""
 
 
 class CallTask:
@@ -39,22 +50,21 @@ class CallTask:
 
     Invariants: ``fut_waiter`` is the future the pipeline waits on while it is suspended on one,
     else ``None``; ``must_cancel`` is set only when a cancellation found no future to cancel, and
-    is consumed (a ``CancelledError`` thrown in) at the pipeline's next step.
+    is consumed (a ``CancelledError`` thrown in, :meth:`cancellation`) at the pipeline's next
+    step.
     """
 
     __slots__ = (
         "__weakref__",
         "_cancel_message",
         "_fut_waiter",
-        "_loop",
         "_must_cancel",
         "_num_cancels_requested",
         "_task",
         "call_id",
     )
 
-    def __init__(self, loop: asyncio.AbstractEventLoop, task: asyncio.Task[Any], call_id: str):
-        self._loop = loop
+    def __init__(self, task: asyncio.Task[Any], call_id: str):
         self._task = task
         self.call_id = call_id
         self._fut_waiter: asyncio.Future[Any] | None = None
@@ -62,35 +72,12 @@ class CallTask:
         self._cancel_message: str | None = None
         self._num_cancels_requested = 0
 
-    @classmethod
-    def for_call(cls, call_id: str) -> CallTask | None:
-        """The view for a call driven by the current task (none outside a task)."""
-        loop = _get_running_loop()
-        if loop is None:
-            return None
-        task = _CURRENT.get(loop) if _CURRENT is not None else asyncio.current_task(loop)
-        return None if task is None else cls(loop, task, call_id)
-
-    def enter(self) -> asyncio.CancelledError | None:
-        """Be the current task for one step of the pipeline; the cancellation to throw in, if
-        one found no future to cancel (consumed here)."""
-        if _CURRENT is not None:
-            _CURRENT[self._loop] = self
-        else:  # pragma: no cover - a Python without the table
-            _leave_task(self._loop, self._task)
-            _enter_task(self._loop, self)  # type: ignore[arg-type]
-        if not self._must_cancel:
-            return None
+    def cancellation(self) -> asyncio.CancelledError:
+        """The cancellation to throw in at the next step, one that found no future to cancel
+        (only asked when ``_must_cancel`` is set; consumed here)."""
         self._must_cancel = False
         message, self._cancel_message = self._cancel_message, None
         return asyncio.CancelledError() if message is None else asyncio.CancelledError(message)
-
-    def leave(self) -> None:
-        if _CURRENT is not None:
-            _CURRENT[self._loop] = self._task
-        else:  # pragma: no cover - a Python without the table
-            _leave_task(self._loop, self)  # type: ignore[arg-type]
-            _enter_task(self._loop, self._task)
 
     def cancel(self, msg: Any = None) -> bool:
         """Cancel what the call's user code awaits, as ``Task.cancel`` would (not the call)."""

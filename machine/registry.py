@@ -33,8 +33,8 @@ from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, 
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from .calltask import CallTask
-from .compiled import DRAINING, SETTLED, Node, initial_node
+from .calltask import CURRENT_TASKS, CallTask
+from .compiled import DRAINING, MOVED, Node, initial_node
 from .contract import Contract, RevisionContract, load_contract
 from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
@@ -204,7 +204,6 @@ class Execution:
         parent: str | None,
         slot: AbortSignal | None,
     ) -> None:
-        self._token = object()
         self._call_id = call_id
         self._name = name
         self._arguments = arguments
@@ -214,7 +213,14 @@ class Execution:
         self._frozen = False  # set just before notification; the slot is immutable after
         self._call = call
 
-    token = property(lambda self: self._token, doc="An opaque object unique to this call.")
+    @property
+    def token(self) -> object:
+        """An opaque object unique to this call."""
+        try:
+            return self._token
+        except AttributeError:  # made on first use: most calls never ask
+            self._token: object = object()
+            return self._token
     call_id = property(lambda self: self._call_id, doc="The call's id.")
     name = property(lambda self: self._name, doc="The tool name the call asked for.")
     arguments = property(lambda self: self._arguments, doc="The deep-frozen arguments.")
@@ -647,6 +653,7 @@ class _Call:
         "state",
         "tap",
         "trace",
+        "unseen_abort",
         "unwinding",
         "view",
         "watchdog",
@@ -673,6 +680,10 @@ class _Call:
         # on first use for one without (most never need it).
         self.controller: AbortController | None = None
         self.caller: AbortSignal | None = None  # C: the call signal when a signal was given
+        # True from the moment C aborts until the machine is offered ``caller_abort``: C is
+        # aborted only by follow() and task_cancelled(), which set it first, so a step asks one
+        # flag instead of C and the node.
+        self.unseen_abort = False
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = 0.0  # loop time the machine entered its current state
@@ -772,6 +783,7 @@ class _Call:
     def follow(self, given: AbortSignal) -> None:
         """The given signal aborted: so does the call signal, with its reason."""
         given.remove_listener(self.follow)
+        self.unseen_abort = True
         self.own().abort(given.reason)
 
     def detach(self) -> None:
@@ -783,7 +795,10 @@ class _Call:
         """The awaiting task was cancelled (``message``: the cancellation's, if any): abort the
         call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
-        self.own().abort(TaskCancelled(self.call_id, message))
+        own = self.own()
+        if self.caller is not None and not own.signal.aborted:
+            self.unseen_abort = True
+        own.abort(TaskCancelled(self.call_id, message))
         # Without a caller signal (seed, R26) the call signal is not the contract's C: no
         # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
         # still running is watched like a draining one.
@@ -848,10 +863,9 @@ class _Call:
         from a table made by :func:`_observed` -- after any caller abort not yet seen (unless
         ``caller_first`` is false), do what the step's precomputed effect says; return the
         call's outcome."""
-        if caller_first:
-            c = self.caller
-            if c is not None and c.aborted and not self.node.caller_aborted:
-                self.offer("caller_abort", False)
+        if caller_first and self.unseen_abort:
+            self.unseen_abort = False
+            self.offer("caller_abort", False)
         edge = self.node.edges.get(key) or self.node.expand(self.registry._table, key)
         _, node, record, effect, observed = edge
         self.node = node
@@ -859,15 +873,20 @@ class _Call:
         self.path.append(record)
         if effect:
             self.entered = self.clock()
-            if effect == DRAINING:
-                self.watch_draining()
-            elif effect == SETTLED and self.watchdog is not None:
-                self.watchdog.cancel()  # the body settled (a no-signal call's ran in ``body``)
+            if effect != MOVED:
+                self.watch(effect)
         if self.tap is not None:
             self.tap(self.view, record)
         if self.trace is not None:
             self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
         return node.outcome
+
+    def watch(self, effect: int) -> None:
+        """A step entered ``draining`` (start the drain watchdog) or left the body (stop it)."""
+        if effect == DRAINING:
+            self.watch_draining()
+        elif self.watchdog is not None:  # SETTLED: a no-signal call's body ran in ``body``
+            self.watchdog.cancel()
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -901,7 +920,12 @@ class _Call:
                 self.result = await self.around()
             else:  # around(), one coroutine frame fewer
                 self.result = self.settled(await self.base_dispatch())
-        return await self.finalize()
+        if self.registry._post or self.registry._observers:
+            return await self.finalize()
+        frozen = self.conclude()  # finalize(), one coroutine frame fewer
+        if self.interrupt is not None:
+            raise self.interrupt
+        return frozen
 
     async def prepare(self) -> bool:
         """Pre-execute, approval, guards (entry happened in ``begin()``).  True when the call
@@ -944,15 +968,11 @@ class _Call:
             raise RegistryUsageError(
                 f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
             )
-        result = self.result
-        if self.state == "post_policy":
+        if self.state == "post_policy" and self.registry._post:
             if self.trace is not None:
                 self.emit("stage_enter", stage="post")
-            if self.registry._post:
-                result = await self.post_policy(result)
-            else:
-                result = self.post_decided(result, _ACCEPT)
-        frozen = self.publish(result)
+            self.result = await self.post_policy(self.result)
+        frozen = self.conclude()
         view = self.view
         for observer in tuple(self.registry._observers):
             try:
@@ -966,6 +986,15 @@ class _Call:
         if self.interrupt is not None:
             raise self.interrupt
         return frozen
+
+    def conclude(self) -> ToolResult:
+        """Post-execute without hooks (accept as is) if the call is still before it, then
+        publish; the observers come next."""
+        if self.state == "post_policy":  # no post-execute hooks
+            if self.trace is not None:
+                self.emit("stage_enter", stage="post")
+            self.result = self.post_decided(self.result, _ACCEPT)
+        return self.publish(self.result)
 
     async def pre_policy(self) -> ToolResult | None:
         """The pre-execute waterfall (C1) and, when it asks, the approval seam (C1'); then
@@ -1230,8 +1259,8 @@ class _Call:
 
     def on_fused_abort(self, signal: AbortSignal) -> None:
         """The body's fused signal aborted: from now on the call is draining."""
-        c = self.caller
-        if c is not None and c.aborted and not self.node.caller_aborted:
+        if self.unseen_abort:
+            self.unseen_abort = False
             self.offer("caller_abort", False)
         elif self.state == "body":
             self.offer("fused_abort", False)
@@ -1436,10 +1465,14 @@ def _guarded(
     pipeline = call.run()
     throw: BaseException | None = None
     # While a step runs, user code's current_task() is the call's own (toolcancel.calltask).
-    own = CallTask.for_call(call.call_id)
+    loop = asyncio._get_running_loop()
+    task = None if loop is None else CURRENT_TASKS.get(loop)
+    own = None if task is None else CallTask(task, call.call_id)
     while True:
-        if own is not None:
-            throw = own.enter() or throw
+        if own is not None:  # the swap, inline: this runs on every step of every call
+            if own._must_cancel:
+                throw = own.cancellation()
+            CURRENT_TASKS[loop] = own
         try:
             pending = pipeline.send(None) if throw is None else pipeline.throw(throw)
         except StopIteration as done:
@@ -1449,7 +1482,7 @@ def _guarded(
             return result
         finally:
             if own is not None:
-                own.leave()
+                CURRENT_TASKS[loop] = task
         throw = None
         if getattr(pending, "_asyncio_future_blocking", None) is None:
             try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
@@ -1536,10 +1569,15 @@ def _under_anyio() -> bool:
 
     anyio's asyncio backend keeps a state per task it manages (no public API says whether a
     scope is active).  Only asked when that backend is loaded: a plain asyncio program pays one
-    dictionary look-up in ``sys.modules``.
+    dictionary look-up in ``sys.modules``.  A program that loaded the backend (a library using
+    anyio, pytest's anyio plugin) but has no task in a scope now pays one more: the emptiness of
+    the weak table's own dict, where a full look-up (``current_task()``, a ``WeakKeyDictionary``
+    method, a weak reference) costs about 0.7 us per call.
     """
     states = getattr(sys.modules.get(_ANYIO_ASYNCIO), "_task_states", None)
-    if states is None or asyncio._get_running_loop() is None:
+    if states is None or not getattr(states, "data", True):
+        return False
+    if asyncio._get_running_loop() is None:
         return False
     state = states.get(asyncio.current_task())
     return state is not None and getattr(state, "cancel_scope", None) is not None

@@ -293,6 +293,25 @@ async def test_a_bodys_own_asyncio_timeout_fires_into_the_body_not_the_call() ->
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
 
 
+@pytest.mark.parametrize("table", ["asyncio's own", "enter/leave"])
+async def test_the_call_task_is_swapped_in_through_either_task_table(
+    table: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The driver swaps the CallTask in with one store into asyncio's table; a Python that does
+    not expose the table gets the same two operations through _enter_task/_leave_task."""
+    import toolcancel.calltask
+    import toolcancel.registry
+
+    if table == "enter/leave":
+        monkeypatch.setattr(toolcancel.registry, "CURRENT_TASKS", toolcancel.calltask._TaskTable())
+    reg, gate, log = ToolRegistry(), Gate(), []
+    _timing_out_body(reg, gate, log)
+    me = asyncio.current_task()
+    result = await reg.execute("t", signal=controller()[1])
+    assert log == ["timed out"] and result.to_json() == ok("gave up waiting")
+    assert asyncio.current_task() is me and me is not None and me.cancelling() == 0
+
+
 async def test_a_bodys_own_timeout_inside_a_caller_timeout_is_told_apart() -> None:
     reg = ToolRegistry()
     inner_fired: list[str] = []
