@@ -690,7 +690,7 @@ class _Call:
         self.clock: Callable[[], float] = time.monotonic  # the event loop's, once running
         self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent
-        self.deferred: list[Any] = []
+        self.deferred: list[Any] | None = None  # made by the first defer_context()
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
         self.wrappers = tuple(registry._around)  # the call's one list of around listeners
@@ -873,20 +873,16 @@ class _Call:
         self.path.append(record)
         if effect:
             self.entered = self.clock()
-            if effect != MOVED:
-                self.watch(effect)
+            if effect != MOVED:  # rare: into draining, or out of the body
+                if effect == DRAINING:
+                    self.watch_draining()
+                elif self.watchdog is not None:  # the body settled (a no-signal call's ran
+                    self.watchdog.cancel()  # in ``body``)
         if self.tap is not None:
             self.tap(self.view, record)
         if self.trace is not None:
             self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
         return node.outcome
-
-    def watch(self, effect: int) -> None:
-        """A step entered ``draining`` (start the drain watchdog) or left the body (stop it)."""
-        if effect == DRAINING:
-            self.watch_draining()
-        elif self.watchdog is not None:  # SETTLED: a no-signal call's body ran in ``body``
-            self.watchdog.cancel()
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -903,6 +899,8 @@ class _Call:
                 "call %s: context deferred after dispatch settled is dropped (D4)", self.call_id
             )
             return
+        if self.deferred is None:
+            self.deferred = []
         self.deferred.append(context)
 
     # -- the pipeline ---------------------------------------------------------------------------
