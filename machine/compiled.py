@@ -49,6 +49,15 @@ class Edge(NamedTuple):
     declares (``data`` in contract.toml).  Built once; a line copies it."""
 
 
+class Through(NamedTuple):
+    """Two steps a driver takes back to back when the first leads to the state it expects and no
+    code of anyone else's can run between them: taken as one (one lookup, one clock reading)."""
+
+    node: Node
+    records: tuple[PathStep, PathStep]
+    moved: bool  # the call changed state: its clock restarts
+
+
 class Node:
     """One reachable call state and the steps out of it taken so far.
 
@@ -56,7 +65,7 @@ class Node:
     a step to a state already seen leads to its node, so a call shape's graph is built once.
     """
 
-    __slots__ = ("caller_aborted", "current", "edges", "interned", "outcome", "state")
+    __slots__ = ("caller_aborted", "current", "edges", "interned", "outcome", "state", "throughs")
 
     def __init__(self, current: CallState, interned: dict[CallState, Node]) -> None:
         self.current = current
@@ -64,6 +73,7 @@ class Node:
         self.outcome = current.outcome
         self.caller_aborted = current.caller_aborted
         self.edges: dict[Hashable, Edge] = {}
+        self.throughs: dict[tuple[str, str, str], Through | None] = {}  # by key, as taken
         self.interned = interned
         interned[current] = self
 
@@ -81,6 +91,24 @@ class Node:
         if o == Occurrence(o.event):
             self.edges[o.event] = edge  # a plain occurrence is also found by its name
         return edge
+
+    def through(self, table: RevisionContract, key: tuple[str, str, str]) -> Through | None:
+        """``key`` is ``(first, then, second)``: the step on ``first`` and, when it leads to state
+        ``then``, the step on ``second``, as one :class:`Through` -- or ``None`` when ``first``
+        leads elsewhere or either step starts or stops the drain watchdog (the driver takes them
+        one by one).  Both are edges of this graph: nothing is decided here.  Kept in
+        ``throughs`` under ``key``."""
+        if key in self.throughs:
+            return self.throughs[key]
+        first, then, second = key
+        a = self.edges.get(first) or self.expand(table, first)
+        found = None
+        if a.node.state == then and a.effect in (0, MOVED):
+            b = a.node.edges.get(second) or a.node.expand(table, second)
+            if b.effect in (0, MOVED):
+                found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
+        self.throughs[key] = found
+        return found
 
 
 class Shape(NamedTuple):

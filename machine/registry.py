@@ -884,6 +884,26 @@ class _Call:
             self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
         return node.outcome
 
+    def offer_through(self, key: tuple[str, str, str]) -> None:
+        """Offer ``key[0]`` (after any caller abort not yet seen); when that leads to state
+        ``key[1]`` and no tap or trace sink watches the steps, offer ``key[2]`` with it, as one
+        step of the compiled graph (:meth:`Node.through`).  Nothing but those two can run user
+        code between the steps, so the caller cannot abort there.  The caller of this method goes
+        on from whichever state the call is in."""
+        if self.unseen_abort or self.tap is not None or self.trace is not None:
+            self.offer(key[0])
+            return
+        node = self.node
+        through = node.throughs.get(key) or node.through(self.registry._table, key)
+        if through is None:
+            self.offer(key[0])
+            return
+        node = self.node = through.node
+        self.state = node.state
+        self.path += through.records
+        if through.moved:
+            self.entered = self.clock()
+
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
         assert self.trace is not None
@@ -1018,7 +1038,10 @@ class _Call:
         try:
             if isinstance(decision, Allow):
                 reason = ""
-                self.offer("pre_allow")
+                if self.registry._guards:
+                    self.offer("pre_allow")
+                else:  # no guard to run: the guards pass at once
+                    self.offer_through(_ALLOWED_UNGUARDED)
             elif isinstance(decision, Deny):
                 reason = decision.reason
                 self.offer("pre_deny")
@@ -1344,6 +1367,8 @@ _PRE_RAISE: Final = {
     "guards": "guard_raise",
 }
 
+
+_ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()

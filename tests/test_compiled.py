@@ -91,6 +91,36 @@ def test_an_occurrence_the_contract_refuses_is_refused_by_the_core_with_its_mess
 
 
 @pytest.mark.parametrize("revision", CONTRACT.revisions)
+def test_a_through_step_is_the_two_edges_it_stands_for(revision: str) -> None:
+    """From every reachable state of every shape, the registry's through step (pre-execute
+    allowed, no guard registered) is exactly its two edges -- or refused when the first leads
+    elsewhere or either touches the drain watchdog, and the registry then steps one by one."""
+    from toolcancel.registry import _ALLOWED_UNGUARDED as key
+
+    table = CONTRACT.revision(revision)
+    first, then, second = key
+    taken = refused = 0
+    for _, shape in (s for s in SHAPES if s[0] == revision):
+        for node in compiled.reachable(compiled.compile_shape(table, shape)):
+            if first not in node.edges:
+                continue
+            through = node.through(table, key)
+            a = node.edges[first]
+            b = a.node.edges.get(second) if a.node.state == then else None
+            quiet = b is not None and {a.effect, b.effect} <= {0, compiled.MOVED}
+            if not quiet:
+                assert through is None, (shape, node.current)
+                refused += 1
+                continue
+            assert through is not None and b is not None
+            assert through.node is b.node and through.records == (a.record, b.record)
+            assert through.moved == bool(a.effect or b.effect)
+            taken += 1
+    assert taken  # and refusals: in the seed, a caller abort seen at C1 sends pre_allow to post
+    assert refused or revision == "revised"
+
+
+@pytest.mark.parametrize("revision", CONTRACT.revisions)
 def test_a_registry_call_records_the_path_the_core_replays(revision: str) -> None:
     """The registry runs the compiled machine; replaying its path through the core lands in the
     same states with the same transitions."""
