@@ -95,9 +95,10 @@ class Node:
     def through(self, table: RevisionContract, key: tuple[str, str, str]) -> Through | None:
         """``key`` is ``(first, then, second)``: the step on ``first`` and, when it leads to state
         ``then``, the step on ``second``, as one :class:`Through` -- or ``None`` when ``first``
-        leads elsewhere or either step starts or stops the drain watchdog (the driver takes them
-        one by one).  Both are edges of this graph: nothing is decided here.  Kept in
-        ``throughs`` under ``key``."""
+        leads elsewhere, changes the outcome the second step leaves (a driver acting on the
+        outcome after both acts as it would have after either), or either step starts or stops
+        the drain watchdog: the driver then takes them one by one.  Both are edges of this
+        graph: nothing is decided here.  Kept in ``throughs`` under ``key``."""
         if key in self.throughs:
             return self.throughs[key]
         first, then, second = key
@@ -105,7 +106,7 @@ class Node:
         found = None
         if a.node.state == then and a.effect in (0, MOVED):
             b = a.node.edges.get(second) or a.node.expand(table, second)
-            if b.effect in (0, MOVED):
+            if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
                 found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
         self.throughs[key] = found
         return found

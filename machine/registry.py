@@ -884,25 +884,24 @@ class _Call:
             self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
         return node.outcome
 
-    def offer_through(self, key: tuple[str, str, str]) -> None:
+    def offer_through(self, key: tuple[str, str, str]) -> str | None:
         """Offer ``key[0]`` (after any caller abort not yet seen); when that leads to state
         ``key[1]`` and no tap or trace sink watches the steps, offer ``key[2]`` with it, as one
         step of the compiled graph (:meth:`Node.through`).  Nothing but those two can run user
-        code between the steps, so the caller cannot abort there.  The caller of this method goes
-        on from whichever state the call is in."""
+        code between the steps, so the caller cannot abort there.  Returns the call's outcome;
+        the caller of this method goes on from whichever state the call is in."""
         if self.unseen_abort or self.tap is not None or self.trace is not None:
-            self.offer(key[0])
-            return
+            return self.offer(key[0])
         node = self.node
         through = node.throughs.get(key) or node.through(self.registry._table, key)
         if through is None:
-            self.offer(key[0])
-            return
+            return self.offer(key[0])
         node = self.node = through.node
         self.state = node.state
         self.path += through.records
         if through.moved:
             self.entered = self.clock()
+        return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
         """Write one trace line (only called when a trace sink is set)."""
@@ -935,9 +934,9 @@ class _Call:
             if pending is not None:
                 self.result = pending
             elif self.wrappers:
-                self.result = await self.around()
+                self.result = await self.around(not self.registry._post)
             else:  # around(), one coroutine frame fewer
-                self.result = self.settled(await self.base_dispatch())
+                self.result = self.settled(await self.base_dispatch(), not self.registry._post)
         if self.registry._post or self.registry._observers:
             return await self.finalize()
         frozen = self.conclude()  # finalize(), one coroutine frame fewer
@@ -1114,11 +1113,12 @@ class _Call:
                 return str(reason)
         return None
 
-    async def around(self) -> ToolResult:
+    async def around(self, accepting: bool = False) -> ToolResult:
         """The around waterfall and checkpoint C3.  Leaves the machine in ``post_policy``, or in
-        ``finalizing`` after a wrapper failure nobody caught (R16)."""
+        ``finalizing`` after a wrapper failure nobody caught (R16) -- or, when ``accepting``
+        (:meth:`settled`), past post-execute too."""
         if not self.wrappers:  # what the body raises, the base dispatch has caught
-            return self.settled(await self.base_dispatch())
+            return self.settled(await self.base_dispatch(), accepting)
         try:
             result = await self.wrap(0)
         except (ContractViolation, GeneratorExit):
@@ -1127,15 +1127,23 @@ class _Call:
             self.merged = True
             self.offer("around_raised")
             return self.results.thrown(exc)
-        return self.settled(result)
+        return self.settled(result, accepting)
 
-    def settled(self, result: ToolResult) -> ToolResult:
+    def settled(self, result: ToolResult, accepting: bool = False) -> ToolResult:
         """The around waterfall settled with ``result``: merge the deferred contexts (D4) and
-        pass checkpoint C3."""
+        pass checkpoint C3.
+
+        ``accepting``: the call publishes right after this, with no post-execute hook to run
+        (``run()``, not a scheduler's ``dispatch()`` whose ``finalize()`` comes later), so
+        post-execute's acceptance and C4 may be passed in the same step (a through step,
+        :meth:`offer_through`); whatever its outcome then says, the result already says it."""
         self.merged = True
         if self.deferred:
             result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
-        outcome = self.offer("around_settled")
+        if accepting:
+            outcome = self.offer_through(_SETTLED_ACCEPTED)
+        else:
+            outcome = self.offer("around_settled")
         if outcome in _CANCELLATIONS and not result.is_error:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
@@ -1369,6 +1377,7 @@ _PRE_RAISE: Final = {
 
 
 _ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
+_SETTLED_ACCEPTED: Final = ("around_settled", "post_policy", "post_accept")
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()
