@@ -27,7 +27,6 @@ import itertools
 import logging
 import math
 import sys
-import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
@@ -686,8 +685,8 @@ class _Call:
         self.unseen_abort = False
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
-        self.entered = 0.0  # loop time the machine entered its current state
-        self.clock: Callable[[], float] = time.monotonic  # the event loop's, once running
+        self.entered = 0.0  # loop time the machine entered its current state (-1: no loop yet)
+        self.clock: Callable[[], float]  # the event loop's, once running: set by enter()
         self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] | None = None  # made by the first defer_context()
@@ -734,21 +733,18 @@ class _Call:
                 captured = "live"
                 given.add_listener(self.follow)
             self.caller = self.view._slot = own.signal
-        self.node = initial_node(
-            registry._table,
-            (  # a plain tuple finds the compiled Shape it equals (building one costs more)
-                captured,
-                self.agent is not None,
-                registry._approval is not None,
-                registry._retry,
-                len(self.wrappers),
-            ),
+        shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
+            captured,
+            self.agent is not None,
+            registry._approval is not None,
+            registry._retry,
+            len(self.wrappers),
         )
+        self.node = registry._table.compiled.get(shape) or initial_node(registry._table, shape)
         try:
-            self.clock = clock()
-            self.entered = self.clock()
+            self.clock = clock()  # read by the step out of ``entry``, just below
         except RuntimeError:  # execute() called outside the loop that will await it
-            self.entered = -1.0  # prepare() takes that loop's clock
+            self.clock = _no_loop  # until prepare() takes that loop's clock
         registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
@@ -1354,6 +1350,11 @@ class _Call:
 
 
 _NO_RESULT: Final = ToolResult(())
+
+
+def _no_loop() -> float:
+    """The clock of a call entered outside any event loop: ``prepare()`` replaces it."""
+    return -1.0
 
 
 def _observed(event: str, *fields: str) -> dict[tuple[bool, ...], Occurrence]:
