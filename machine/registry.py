@@ -31,6 +31,7 @@ import time
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, Protocol
 
 from .calltask import CallTask
@@ -592,10 +593,13 @@ def _waterfall(
     i: int = 0,
 ) -> Awaitable[Any]:
     """Listeners ``i`` onwards, outermost first: each gets ``args`` and a ``next()`` running the
-    rest.  Returns the outermost listener's awaitable itself (no coroutine of its own)."""
+    rest.  Returns the outermost listener's awaitable itself (no coroutine of its own).
+
+    ``next()`` is a ``partial`` of this function: calling it enters here directly, with no frame
+    of its own, and still reads the listener list only when called, as a closure would."""
     if i == len(listeners):
         return base()
-    return listeners[i](*args, lambda: _waterfall(listeners, args, base, i + 1))
+    return listeners[i](*args, partial(_waterfall, listeners, args, base, i + 1))
 
 
 _CANCELLATIONS: Final = frozenset(o.name for o in load_contract().outcomes if o.cancellation)
