@@ -89,24 +89,20 @@ class Fusion:
         )
         self._sources: tuple[AbortSignal, ...] = ()
         kind, born = plan
-        if kind == "none":
-            self.signal: AbortSignal | None = None
-        elif kind == "caller":
-            self.signal = caller
-        elif kind == "slot":
-            self.signal = slot
+        if kind != "relay":
+            self.signal: AbortSignal | None = (
+                caller if kind == "caller" else slot if kind == "slot" else None
+            )
+            return
+        assert caller is not None and slot is not None
+        # F is the registry's own: aborted only from here, so it needs no controller.
+        self.signal = fused = AbortSignal()
+        if born is None:
+            self._sources = (caller, slot)
+            caller.add_listener(self)
+            slot.add_listener(self)
         else:
-            assert caller is not None and slot is not None
-            # F is the registry's own: aborted only from here, so it needs no controller.
-            self.signal = fused = AbortSignal()
-            if born == "slot":
-                fused._signal_abort(slot.reason)
-            elif born == "caller":
-                fused._signal_abort(caller.reason)
-            else:
-                self._sources = (caller, slot)
-                caller.add_listener(self)
-                slot.add_listener(self)
+            fused._signal_abort((slot if born == "slot" else caller).reason)
 
     def __call__(self, source: AbortSignal) -> None:
         """The relay: ``source`` (C or W) aborted, so F does, with its reason."""
@@ -123,8 +119,9 @@ class Fusion:
         """Remove the relay's listeners from both sources (idempotent)."""
         sources = self._sources
         if sources:
-            for s in sources:
-                s.remove_listener(self)
+            caller, slot = sources
+            caller.remove_listener(self)
+            slot.remove_listener(self)
             if self.on_listener is not None:
                 self.on_listener("caller", "remove")
                 self.on_listener("slot", "remove")
