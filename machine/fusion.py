@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Final, Literal, NamedTuple, get_args
 
-from .signals import AbortController, AbortSignal
+from .signals import AbortSignal
 
 FusionKind = Literal["none", "caller", "slot", "relay"]
 
@@ -68,9 +68,12 @@ decision (this runs at every base dispatch whose slot a wrapper replaced)."""
 
 
 class Fusion:
-    """The fused signal of one base dispatch, and the means to unhook it."""
+    """The fused signal of one base dispatch, and the means to unhook it.
 
-    __slots__ = ("_controller", "_sources", "on_listener", "plan", "signal")
+    A relay is its own listener on C and W (see :meth:`__call__`): an object hashed by identity
+    is found in a signal's listener table faster than a bound method made for each operation."""
+
+    __slots__ = ("_sources", "on_listener", "plan", "signal")
 
     def __init__(self, caller: AbortSignal | None, slot: AbortSignal | None) -> None:
         self.on_listener: Callable[[str, str], None] | None = None
@@ -84,33 +87,28 @@ class Fusion:
             caller is not None and caller.aborted,
             slot is not None and slot.aborted,
         )
-        self._controller: AbortController | None = None
         self._sources: tuple[AbortSignal, ...] = ()
         kind, born = plan
-        if kind == "none":
-            self.signal: AbortSignal | None = None
-        elif kind == "caller":
-            self.signal = caller
-        elif kind == "slot":
-            self.signal = slot
+        if kind != "relay":
+            self.signal: AbortSignal | None = (
+                caller if kind == "caller" else slot if kind == "slot" else None
+            )
+            return
+        assert caller is not None and slot is not None
+        # F is the registry's own: aborted only from here, so it needs no controller.
+        self.signal = fused = AbortSignal()
+        if born is None:
+            self._sources = (caller, slot)
+            caller.add_listener(self)
+            slot.add_listener(self)
         else:
-            assert caller is not None and slot is not None
-            self._controller = controller = AbortController()
-            self.signal = controller.signal
-            if born == "slot":
-                controller.abort(slot.reason)
-            elif born == "caller":
-                controller.abort(caller.reason)
-            else:
-                self._sources = (caller, slot)
-                relay = self._relay
-                caller.add_listener(relay)
-                slot.add_listener(relay)
+            fused._signal_abort((slot if born == "slot" else caller).reason)
 
-    def _relay(self, source: AbortSignal) -> None:
+    def __call__(self, source: AbortSignal) -> None:
+        """The relay: ``source`` (C or W) aborted, so F does, with its reason."""
         self.dispose()
-        assert self._controller is not None
-        self._controller.abort(source.reason)
+        assert self.signal is not None
+        self.signal._signal_abort(source.reason)
 
     @property
     def relaying(self) -> bool:
@@ -121,9 +119,9 @@ class Fusion:
         """Remove the relay's listeners from both sources (idempotent)."""
         sources = self._sources
         if sources:
-            relay = self._relay
-            for s in sources:
-                s.remove_listener(relay)
+            caller, slot = sources
+            caller.remove_listener(self)
+            slot.remove_listener(self)
             if self.on_listener is not None:
                 self.on_listener("caller", "remove")
                 self.on_listener("slot", "remove")

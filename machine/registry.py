@@ -30,6 +30,7 @@ import sys
 import warnings
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Final, Protocol
 
 from .calltask import CURRENT_TASKS, CallTask
@@ -597,10 +598,13 @@ def _waterfall(
     i: int = 0,
 ) -> Awaitable[Any]:
     """Listeners ``i`` onwards, outermost first: each gets ``args`` and a ``next()`` running the
-    rest.  Returns the outermost listener's awaitable itself (no coroutine of its own)."""
+    rest.  Returns the outermost listener's awaitable itself (no coroutine of its own).
+
+    ``next()`` is a ``partial`` of this function: calling it enters here directly, with no frame
+    of its own, and still reads the listener list only when called, as a closure would."""
     if i == len(listeners):
         return base()
-    return listeners[i](*args, lambda: _waterfall(listeners, args, base, i + 1))
+    return listeners[i](*args, partial(_waterfall, listeners, args, base, i + 1))
 
 
 _CANCELLATIONS: Final = frozenset(o.name for o in load_contract().outcomes if o.cancellation)
@@ -1162,24 +1166,18 @@ class _Call:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
 
-    def hand_out(self, i: int) -> Coroutine[Any, Any, ToolResult]:
-        """What wrapper ``i``'s ``next()`` runs: the next wrapper, or past the last one the base
-        dispatch.  Which one is next depends on the retry behaviour (D11): a cursor stands after
-        the wrappers handed out so far (the machine counts them), otherwise it is ``i + 1``."""
-        j = self.node.current.handed if self.registry._retry == "cursor" else i + 1
-        return self.wrap(j) if j < len(self.wrappers) else self.base_dispatch()
-
     async def wrap(self, i: int) -> ToolResult:
         """Wrapper ``i`` of the around waterfall."""
         self.offer("wrapper_enter")
         calls = 0
-        pending = False  # a next() of this wrapper is running
-        forgotten: Waiter | None = None  # set when the wrapper left it running
+        # A next() of this wrapper is running: True, or once the wrapper settled and left it
+        # running, the Waiter its end sets (R27).  One variable, so one closure serves.
+        running: bool | Waiter = False
         last: ToolResult | None = None
 
         async def next_() -> ToolResult:
-            nonlocal calls, pending, last
-            if pending:
+            nonlocal calls, running, last
+            if running:
                 raise RegistryUsageError(
                     "next() was called again while the previous next() of this wrapper is "
                     "still running; await it before retrying"
@@ -1192,40 +1190,32 @@ class _Call:
                         "(ToolRegistry(retry='reject')): delegate once per wrapper"
                     )
             calls += 1
-            pending = True
+            running = True
             last = None
             try:
-                last = await self.hand_out(i)
+                # The next wrapper, or past the last one the base dispatch.  Which one is next
+                # depends on the retry behaviour (D11): a cursor stands after the wrappers
+                # handed out so far (the machine counts them), otherwise it is ``i + 1``.
+                j = self.node.current.handed if self.registry._retry == "cursor" else i + 1
+                last = await (self.wrap(j) if j < len(self.wrappers) else self.base_dispatch())
                 return last
             finally:
-                pending = False
-                if forgotten is not None:
-                    forgotten.set()
-
-        async def await_forgotten() -> None:
-            """The wrapper settled while a next() it started (say in a task) still runs: a
-            body may be running under it, so the registry awaits it (R27)."""
-            nonlocal forgotten
-            log.warning(
-                "call %s: around-dispatch wrapper %d settled while its next() was still "
-                "running; awaiting it (R27) -- a wrapper must await the next() it calls",
-                self.call_id,
-                i,
-            )
-            forgotten = Waiter()
-            await forgotten
+                waiter, running = running, False
+                if waiter is not True:  # the wrapper settled and awaits this end
+                    assert isinstance(waiter, Waiter)
+                    waiter.set()
 
         try:
             result = await self.wrappers[i](self.view, next_)
-            if pending:
-                await await_forgotten()
+            if running:
+                await (running := self.forgotten(i))
             if result is not last:
                 result = _wrapper_result(result, self.wrappers[i], i, self.registry.revision)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
-            if pending:
-                await await_forgotten()
+            if running:
+                await (running := self.forgotten(i))
             if exc is not self.unwinding:  # logged once, by the wrapper it escaped first
                 self.failed(exc, f"around-dispatch wrapper {i}")
                 self.unwinding = exc
@@ -1234,6 +1224,17 @@ class _Call:
         timeout = result.error is not None and result.error.code == "TOOL_TIMEOUT"
         self.offer(_WRAPPER_RETURNED[result is last, result.is_error, timeout])
         return result
+
+    def forgotten(self, i: int) -> Waiter:
+        """Wrapper ``i`` settled while a next() it started (say in a task) still runs: a body
+        may be running under it, so the registry awaits it (R27) on the Waiter returned."""
+        log.warning(
+            "call %s: around-dispatch wrapper %d settled while its next() was still "
+            "running; awaiting it (R27) -- a wrapper must await the next() it calls",
+            self.call_id,
+            i,
+        )
+        return Waiter()
 
     async def base_dispatch(self, leave_success: bool = False) -> ToolResult:
         """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18).
