@@ -189,7 +189,9 @@ class Execution:
         "_call_id",
         "_frozen",
         "_name",
+        "_own",
         "_parent",
+        "_path",
         "_slot",
         "_token",
     )
@@ -203,6 +205,7 @@ class Execution:
         agent: str | None,
         parent: str | None,
         slot: AbortSignal | None,
+        path: list[PathStep],
     ) -> None:
         self._call_id = call_id
         self._name = name
@@ -211,7 +214,18 @@ class Execution:
         self._parent = parent
         self._slot = slot  # the mutable signal slot; the caller's signal lives in _call
         self._frozen = False  # set just before notification; the slot is immutable after
-        self._call = call
+        # The call in flight; None once published (:meth:`ended`), so that the call and its view
+        # hold no cycle and a finished call is freed at once, not by the garbage collector.
+        self._call: _Call | None = call
+        self._path = path  # the call's own list of steps, shared
+        self._own: AbortController | None = None  # the call signal's controller, once ended
+
+    def ended(self, controller: AbortController | None) -> None:
+        """The call published its result: freeze the slot and let go of the call, keeping
+        the controller of its call signal (``None``: it never made one)."""
+        self._frozen = True
+        self._own = controller
+        self._call = None
 
     @property
     def token(self) -> object:
@@ -245,8 +259,9 @@ class Execution:
                 f"not {type(value).__name__}"
             )
         self._slot = value
-        if self._call.trace is not None:
-            self._call.emit(
+        call = self._call
+        if call is not None and call.trace is not None:
+            call.emit(
                 "slot",
                 action="remove" if value is None else "replace",
                 aborted=value is not None and value.aborted,
@@ -268,7 +283,11 @@ class Execution:
         aborts it, so a hook or body can stop.  The helpers of :mod:`toolcancel.cooperate`
         watch it and the slot together when given the view.
         """
-        return self._call.own().signal
+        if self._call is not None:
+            return self._call.own().signal
+        if self._own is None:  # asked first after the call ended: a signal nothing aborts
+            self._own = AbortController()
+        return self._own.signal
 
     @property
     def frozen(self) -> bool:
@@ -281,16 +300,19 @@ class Execution:
         Contexts deferred after the around waterfall settled can no longer be attached; they are
         dropped with a warning (CONTRACT.md, D4).
         """
-        self._call.defer(context)
+        if self._call is None:
+            _drop_late_context(self._call_id)
+        else:
+            self._call.defer(context)
 
     @property
     def path(self) -> tuple[PathStep, ...]:
         """The call's path so far: every state, event and rule id (the explanation)."""
-        return tuple(self._call.path)
+        return tuple(self._path)
 
     @property
     def state(self) -> str:
-        return self._call.state
+        return "materialized" if self._call is None else self._call.state
 
     def __repr__(self) -> str:
         return f"<Execution {self.call_id} {self.name!r} in {self.state}>"
@@ -702,7 +724,7 @@ class _Call:
         self.path: list[PathStep] = []  # the steps taken: the call's explanation
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.tap = registry._on_step  # told every step, before the trace sink
-        self.view = Execution(self, call_id, name, None, agent, parent, None)
+        self.view = Execution(self, call_id, name, None, agent, parent, None, self.path)
 
     def enter(self) -> None:
         """Entry (R11), synchronous: snapshot the arguments, *then* capture the caller signal
@@ -917,9 +939,7 @@ class _Call:
 
     def defer(self, context: Any) -> None:
         if self.merged:
-            log.warning(
-                "call %s: context deferred after dispatch settled is dropped (D4)", self.call_id
-            )
+            _drop_late_context(self.call_id)
             return
         if self.deferred is None:
             self.deferred = []
@@ -1368,7 +1388,7 @@ class _Call:
             log.info("call %s: result not serializable: %s", self.call_id, exc)
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
-        self.view._frozen = True
+        self.view.ended(self.controller)
         self.detach()
         self.registry._in_flight.pop(self, None)
         if self.trace is not None:
@@ -1378,6 +1398,10 @@ class _Call:
 
 
 _NO_RESULT: Final = ToolResult(())
+
+
+def _drop_late_context(call_id: str) -> None:
+    log.warning("call %s: context deferred after dispatch settled is dropped (D4)", call_id)
 
 
 def _no_loop() -> float:

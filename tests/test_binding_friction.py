@@ -533,6 +533,50 @@ async def test_the_view_says_whether_it_is_frozen() -> None:
         views[0].frozen = False  # type: ignore[misc]  # read-only
 
 
+@pytest.mark.parametrize("given", [True, False], ids=["with a signal", "without"])
+async def test_a_finished_call_is_freed_at_once_and_its_view_still_answers(
+    given: bool, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A published call and its view hold no reference cycle: dropping the pending call frees
+    both without the garbage collector. A view a hook kept still answers after the call."""
+    import gc
+
+    reg = ToolRegistry()
+    views: list[Execution] = []
+
+    async def body(args: Any, call: Execution) -> Any:
+        if args.get("keep"):
+            views.append(call)
+        return [text("ok")]
+
+    reg.register("t", body)
+    signal = controller()[1] if given else None
+    gc.collect()
+    gc.disable()
+    try:
+        await reg.execute("t", {"keep": False}, signal=signal)
+        gc.set_debug(gc.DEBUG_SAVEALL)  # what only the collector would free is kept here
+        gc.collect()
+        left = [type(o).__name__ for o in gc.garbage]
+    finally:
+        gc.set_debug(0)
+        gc.garbage.clear()
+        gc.enable()
+    assert "_Call" not in left and "Execution" not in left  # freed by reference counting
+
+    pending = reg.execute("t", {"keep": True}, signal=signal)
+    await pending
+    (view,) = views
+    assert view.call_signal is pending.view.call_signal and not view.call_signal.aborted
+    del pending
+    assert view.state == "materialized" and view.frozen
+    assert [step.event for step in view.path][-1] == "publish"
+    view.defer_context(text("late"))
+    assert "context deferred after dispatch settled is dropped (D4)" in caplog.text
+    with pytest.raises(RegistryUsageError):
+        view.signal = None
+
+
 @pytest.mark.parametrize("what", ["a body raising", "a wrong return type"])
 async def test_body_failures_are_logged_as_warnings(
     what: str, caplog: pytest.LogCaptureFixture
