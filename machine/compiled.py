@@ -50,13 +50,12 @@ class Edge(NamedTuple):
 
 
 class Through(NamedTuple):
-    """Steps a driver takes back to back, each leading to the state the next expects, with no
-    code of anyone else's between them: taken as one (one lookup, one clock reading)."""
+    """Two steps a driver takes back to back when the first leads to the state it expects and no
+    code of anyone else's can run between them: taken as one (one lookup, one clock reading)."""
 
     node: Node
-    records: tuple[PathStep, ...]
+    records: tuple[PathStep, PathStep]
     moved: bool  # the call changed state: its clock restarts
-    settles: bool  # a step left the body: the drain watchdog stops, if it runs
 
 
 class Node:
@@ -74,7 +73,7 @@ class Node:
         self.outcome = current.outcome
         self.caller_aborted = current.caller_aborted
         self.edges: dict[Hashable, Edge] = {}
-        self.throughs: dict[tuple[Hashable, ...], Through | None] = {}  # by key, as taken
+        self.throughs: dict[tuple[str, str, str], Through | None] = {}  # by key, as taken
         self.interned = interned
         interned[current] = self
 
@@ -93,34 +92,22 @@ class Node:
             self.edges[o.event] = edge  # a plain occurrence is also found by its name
         return edge
 
-    def through(self, table: RevisionContract, key: tuple[Hashable, ...]) -> Through | None:
-        """``key`` is ``(event, state, event, ..., event)``: the step on the first event and,
-        each time the call lands in the state that follows, the step on the next, as one
-        :class:`Through` -- or ``None`` when a step lands elsewhere, the outcome changes along
-        the way (a driver acting on the outcome after all of them acts as it would have after
-        each), a step enters ``draining``, or the core refuses one: the driver then takes them
-        one by one.  Every step is an edge of this graph: nothing is decided here.  Kept in
-        ``throughs`` under ``key``."""
+    def through(self, table: RevisionContract, key: tuple[str, str, str]) -> Through | None:
+        """``key`` is ``(first, then, second)``: the step on ``first`` and, when it leads to state
+        ``then``, the step on ``second``, as one :class:`Through` -- or ``None`` when ``first``
+        leads elsewhere, changes the outcome the second step leaves (a driver acting on the
+        outcome after both acts as it would have after either), or either step starts or stops
+        the drain watchdog: the driver then takes them one by one.  Both are edges of this
+        graph: nothing is decided here.  Kept in ``throughs`` under ``key``."""
         if key in self.throughs:
             return self.throughs[key]
-        node, records, moved, settles = self, [], False, False
+        first, then, second = key
+        a = self.edges.get(first) or self.expand(table, first)
         found = None
-        try:
-            for i in range(0, len(key), 2):
-                if i and node.state != key[i - 1]:
-                    break
-                edge = node.edges.get(key[i]) or node.expand(table, key[i])
-                if edge.effect == DRAINING:
-                    break
-                moved = moved or edge.effect != 0
-                settles = settles or edge.effect == SETTLED
-                records.append(edge.record)
-                node = edge.node
-            else:
-                if all(r.outcome == node.outcome for r in records):
-                    found = Through(node, tuple(records), moved, settles)
-        except ContractViolation:  # the driver, stepping one by one, meets it where it is
-            pass
+        if a.node.state == then and a.effect in (0, MOVED):
+            b = a.node.edges.get(second) or a.node.expand(table, second)
+            if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
+                found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
         self.throughs[key] = found
         return found
 

@@ -34,7 +34,7 @@ from functools import partial
 from typing import Any, Final, Protocol
 
 from .calltask import CURRENT_TASKS, CallTask
-from .compiled import _BODY_STATES, DRAINING, MOVED, Node, initial_node
+from .compiled import DRAINING, MOVED, Node, initial_node
 from .contract import Contract, RevisionContract, load_contract
 from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
@@ -906,13 +906,12 @@ class _Call:
             self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
         return node.outcome
 
-    def offer_through(self, key: tuple[Any, ...]) -> str | None:
-        """Offer ``key[0]`` (after any caller abort not yet seen); when no tap or trace sink
-        watches the steps, take the rest of ``key`` -- ``(event, state, event, ...)``, each event
-        offered where the call lands in the state before it -- with it, as one step of the
-        compiled graph (:meth:`Node.through`).  Nothing but those two can run user code between
-        the steps, so the caller cannot abort there.  Returns the call's outcome; the caller of
-        this method goes on from whichever state the call is in."""
+    def offer_through(self, key: tuple[str, str, str]) -> str | None:
+        """Offer ``key[0]`` (after any caller abort not yet seen); when that leads to state
+        ``key[1]`` and no tap or trace sink watches the steps, offer ``key[2]`` with it, as one
+        step of the compiled graph (:meth:`Node.through`).  Nothing but those two can run user
+        code between the steps, so the caller cannot abort there.  Returns the call's outcome;
+        the caller of this method goes on from whichever state the call is in."""
         if self.unseen_abort or self.tap is not None or self.trace is not None:
             return self.offer(key[0])
         node = self.node
@@ -924,8 +923,6 @@ class _Call:
         self.path += through.records
         if through.moved:
             self.entered = self.clock()
-            if through.settles and self.watchdog is not None:
-                self.watchdog.cancel()
         return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
@@ -959,9 +956,7 @@ class _Call:
             elif self.wrappers:
                 self.result = await self.around(not self.registry._post)
             else:  # around(), one coroutine frame fewer
-                result = await self.base_dispatch(True)
-                succeeded = self.state in _BODY_STATES  # base_dispatch() left body_ok to take
-                self.result = self.settled(result, not self.registry._post, succeeded)
+                self.result = self.settled(await self.base_dispatch(), not self.registry._post)
         if self.registry._post or self.registry._observers:
             return await self.finalize()
         frozen = self.conclude()  # finalize(), one coroutine frame fewer
@@ -1154,34 +1149,21 @@ class _Call:
             return self.results.thrown(exc)
         return self.settled(result, accepting)
 
-    def settled(
-        self, result: ToolResult, accepting: bool = False, succeeded: bool = False
-    ) -> ToolResult:
+    def settled(self, result: ToolResult, accepting: bool = False) -> ToolResult:
         """The around waterfall settled with ``result``: merge the deferred contexts (D4) and
         pass checkpoint C3.
 
         ``accepting``: the call publishes right after this, with no post-execute hook to run
         (``run()``, not a scheduler's ``dispatch()`` whose ``finalize()`` comes later), so
         post-execute's acceptance and C4 may be passed in the same step (a through step,
-        :meth:`offer_through`); whatever its outcome then says, the result already says it.
-        ``succeeded``: the body's success (``result``) is not taken yet
-        (:meth:`base_dispatch`): it is, first, in the same through step when one applies."""
-        if succeeded:
-            outcome = self.offer_through(_THROUGH[True, accepting])
-            if self.path[-1].event == "body_ok":  # taken alone: C3 comes below
-                result = self.body_settled(result, outcome, "body_ok")
-            else:
-                self.merged = True
-                return self.passed(result, outcome)
+        :meth:`offer_through`); whatever its outcome then says, the result already says it."""
         self.merged = True
-        outcome = self.offer_through(_THROUGH[False, accepting])
-        return self.passed(result, outcome)
-
-    def passed(self, result: ToolResult, outcome: str | None) -> ToolResult:
-        """C3 (and C4, in a through step) passed with ``outcome``: merge the deferred contexts
-        (D4); a success the outcome says is cancelled becomes the cancellation, keeping them."""
         if self.deferred:
             result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
+        if accepting:
+            outcome = self.offer_through(_SETTLED_ACCEPTED)
+        else:
+            outcome = self.offer("around_settled")
         if outcome in _CANCELLATIONS and not result.is_error:
             return self.results.cancellation(outcome or "aborted", result.contexts)
         return result
@@ -1256,12 +1238,8 @@ class _Call:
         )
         return Waiter()
 
-    async def base_dispatch(self, leave_success: bool = False) -> ToolResult:
-        """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18).
-
-        ``leave_success``: a body's success is left for :meth:`settled` to take, right after,
-        with C3 (``run()`` without wrappers); the call is then still in ``body`` or ``draining``.
-        """
+    async def base_dispatch(self) -> ToolResult:
+        """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18)."""
         r, view = self.results, self.view
         w = view._slot
         # No wrapper changed the slot: F is C itself (R21), nothing to relay or to trace.
@@ -1320,14 +1298,9 @@ class _Call:
             if fusion is not None:
                 fusion.dispose()
             view._slot = w
-        if leave_success and event == "body_ok":
-            return result
-        return self.body_settled(result, self.offer(event), event)
-
-    def body_settled(self, result: ToolResult, outcome: str | None, event: str) -> ToolResult:
-        """The body's step is taken: a success the outcome says came too late is ABORTED."""
+        outcome = self.offer(event)
         if event == "body_ok" and outcome in _CANCELLATIONS:
-            return self.results.cancellation(outcome or "aborted")
+            return r.cancellation(outcome or "aborted")
         return result
 
     def on_fused_abort(self, signal: AbortSignal) -> None:
@@ -1430,15 +1403,7 @@ _PRE_RAISE: Final = {
 
 
 _ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
-_THROUGH: Final = {
-    (succeeded, accepting): ("body_ok", "around_after") * succeeded
-    + ("around_settled",)
-    + ("post_policy", "post_accept") * accepting
-    for succeeded in (False, True)
-    for accepting in (False, True)
-}
-"""settled()'s steps by (the body's success not taken yet, post-execute accepting at once):
-C3, maybe preceded by the body's success and followed by post-execute's acceptance (C4)."""
+_SETTLED_ACCEPTED: Final = ("around_settled", "post_policy", "post_accept")
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()
