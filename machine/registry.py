@@ -28,6 +28,7 @@ import logging
 import math
 import sys
 import warnings
+import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from functools import partial
@@ -1626,19 +1627,34 @@ def _under_anyio() -> bool:
     """Whether the current asyncio task runs inside an anyio cancel scope.
 
     anyio's asyncio backend keeps a state per task it manages (no public API says whether a
-    scope is active).  Only asked when that backend is loaded: a plain asyncio program pays one
-    dictionary look-up in ``sys.modules``.  A program that loaded the backend (a library using
-    anyio, pytest's anyio plugin) but has no task in a scope now pays one more: the emptiness of
-    the weak table's own dict, where a full look-up (``current_task()``, a ``WeakKeyDictionary``
-    method, a weak reference) costs about 0.7 us per call.
+    scope is active).  Only asked when that backend is loaded and some task has a state
+    (:func:`_anyio_tasks`).
     """
-    states = getattr(sys.modules.get(_ANYIO_ASYNCIO), "_task_states", None)
-    if states is None or not getattr(states, "data", True):
+    states = _anyio_tasks()
+    if not states or asyncio._get_running_loop() is None:
         return False
-    if asyncio._get_running_loop() is None:
-        return False
-    state = states.get(asyncio.current_task())
+    task = asyncio.current_task()
+    state = None if task is None else states.get(weakref.ref(task))
     return state is not None and getattr(state, "cancel_scope", None) is not None
+
+
+def _anyio_tasks() -> dict[Any, Any] | None:
+    """anyio's table of the tasks it keeps a state for (the dict inside its weak-keyed table,
+    kept here once found), or ``None`` while its asyncio backend is not loaded.
+
+    So a plain asyncio program pays one look-up in ``sys.modules`` per call, and one that loaded
+    the backend (a library using anyio, pytest's anyio plugin) but has no task in a scope pays
+    the emptiness of a dict it already holds: asking anyio's ``WeakKeyDictionary`` for the
+    current task cost a call 0.4-0.7 us.
+    """
+    global _ANYIO_TASKS
+    if _ANYIO_TASKS is None and _ANYIO_ASYNCIO in sys.modules:
+        states = getattr(sys.modules[_ANYIO_ASYNCIO], "_task_states", None)
+        _ANYIO_TASKS = getattr(states, "data", None)
+    return _ANYIO_TASKS
+
+
+_ANYIO_TASKS: dict[Any, Any] | None = None
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:
@@ -1705,7 +1721,10 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
     def __await__(self) -> Generator[Any, None, ToolResult]:
         if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
             # _start() inlined: the common path, on asyncio
-            if _ANYIO_ASYNCIO in sys.modules and _under_anyio():
+            tasks = _ANYIO_TASKS
+            if tasks is None and _ANYIO_ASYNCIO in sys.modules:
+                tasks = _anyio_tasks()
+            if tasks and _under_anyio():  # a task in anyio's table: maybe in a cancel scope
                 self._driver = driver = _structured(self._call, False)
             else:
                 self._driver = driver = _guarded(self._call)
