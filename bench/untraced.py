@@ -12,7 +12,8 @@ sink is set:
   (replaced by its ``else`` branch, which is what runs when the sink is ``None``), and every other
   test of the sink, in a statement or an expression, folded to its value when the sink is
   ``None`` (``a if b and x.trace is None else c`` becomes ``a if b else c``);
-* the ``emit`` and ``emit_listener`` methods, and ``if`` statements that do nothing but call them;
+* the ``emit``, ``emit_line`` and ``emit_listener`` methods, and ``if`` statements that do nothing
+  but call them;
 * the assignments of the sink (``self._trace``, ``self.trace``), the ``trace`` keyword of
   ``ToolRegistry``, and the imports from ``.trace``;
 * locals that only the removed blocks set (``owner``), with their initial constant and the
@@ -42,7 +43,7 @@ MODULE = "toolcancel._registry_untraced"
 
 SINK_ATTRS = frozenset({"trace", "_trace"})
 """Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
-EMITTERS = frozenset({"emit", "emit_listener"})
+EMITTERS = frozenset({"emit", "emit_line", "emit_listener"})
 """The methods that write trace lines."""
 TRACE_MODULE = "trace"
 """``from .trace import ...`` brings in only tracing names."""
@@ -54,6 +55,7 @@ checks in hooks and harnesses; they contain no tracing code)."""
 EXPECTED = {
     "trace guard (if <x>.trace is not None[ and ...])": 1,
     "emit method": 1,
+    "emit_line method": 1,
     "emit_listener method": 1,
     "sink assignment (self._trace / self.trace = ...)": 2,
     "trace keyword of ToolRegistry.__init__": 1,

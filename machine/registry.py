@@ -931,9 +931,14 @@ class _Call:
         assert self.trace is not None
         self.trace({"trace": FORMAT_VERSION, "call": self.call_id, "event": event, **fields})
 
+    def emit_line(self, line: dict[str, Any]) -> None:
+        """Write one trace line whose fields never vary (a template from :data:`_LINES`)."""
+        assert self.trace is not None
+        self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **line})
+
     def emit_listener(self, signal: str, action: str) -> None:
         """Fusion's callback: the registry put a listener on (or took one off) C or W."""
-        self.emit("listener", signal=signal, action=action)
+        self.emit_line(_LINES["listener", signal, action])
 
     def defer(self, context: Any) -> None:
         if self.merged:
@@ -988,7 +993,7 @@ class _Call:
             self.clock = clock()
             self.entered = self.clock()
         if self.trace is not None:
-            self.emit("stage_enter", stage="pre")
+            self.emit_line(_LINES["stage_enter", "pre"])
         return True
 
     async def dispatch(self) -> None:
@@ -1008,7 +1013,7 @@ class _Call:
             )
         if self.state == "post_policy" and self.registry._post:
             if self.trace is not None:
-                self.emit("stage_enter", stage="post")
+                self.emit_line(_LINES["stage_enter", "post"])
             self.result = await self.post_policy(self.result)
         frozen = self.conclude()
         view = self.view
@@ -1030,7 +1035,7 @@ class _Call:
         publish; the observers come next."""
         if self.state == "post_policy":  # no post-execute hooks
             if self.trace is not None:
-                self.emit("stage_enter", stage="post")
+                self.emit_line(_LINES["stage_enter", "post"])
             self.result = self.post_decided(self.result, _ACCEPT)
         return self.publish(self.result)
 
@@ -1074,7 +1079,7 @@ class _Call:
                 raise TypeError(f"pre-execute returned {decision!r}; expected Allow, Deny or Ask")
             if self.state == "guards":
                 if self.trace is not None:
-                    self.emit("stage_enter", stage="guards")
+                    self.emit_line(_LINES["stage_enter", "guards"])
                 denial = self.run_guards() if self.registry._guards else None
                 if denial is None:
                     self.offer("guards_pass")
@@ -1114,7 +1119,7 @@ class _Call:
             self.own().signal,
         )
         if self.trace is not None:
-            self.emit("stage_enter", stage="approval")
+            self.emit_line(_LINES["stage_enter", "approval"])
         answer = await seam(request)
         if not isinstance(answer, Approval):
             raise RuntimeError(r.text("unreachable_approval", value=_describe(answer)))
@@ -1277,7 +1282,7 @@ class _Call:
             if listening and kind in ("caller", "slot"):
                 owner = kind
                 self.emit_listener(owner, "add")
-            self.emit("body_start")
+            self.emit_line(_LINES["body_start"])
         view._slot = fused
         try:
             try:
@@ -1289,7 +1294,7 @@ class _Call:
                 self.failed(exc, "the tool body")
                 result, event = r.thrown(exc), "body_raise"
             if self.trace is not None:
-                self.emit("body_settle", how="ok" if event == "body_ok" else "raise")
+                self.emit_line(_LINES["body_settle", event])
         finally:
             if listening:
                 assert fused is not None
@@ -1367,7 +1372,7 @@ class _Call:
         self.registry._in_flight.pop(self, None)
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
-            self.emit("notify")
+            self.emit_line(_LINES["notify"])
         return frozen
 
 
@@ -1405,6 +1410,18 @@ _PRE_RAISE: Final = {
 
 _ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
 _SETTLED_ACCEPTED: Final = ("around_settled", "post_policy", "post_accept")
+
+_LINES: Final[dict[Any, dict[str, Any]]] = {
+    **{("stage_enter", stage): {"event": "stage_enter", "stage": stage}
+       for stage in ("pre", "approval", "guards", "post")},
+    **{("listener", signal, action): {"event": "listener", "signal": signal, "action": action}
+       for signal in ("caller", "slot") for action in ("add", "remove")},
+    ("body_settle", "body_ok"): {"event": "body_settle", "how": "ok"},
+    ("body_settle", "body_raise"): {"event": "body_settle", "how": "raise"},
+    "body_start": {"event": "body_start"},
+    "notify": {"event": "notify"},
+}
+"""The trace lines whose fields never vary, made once (a line copies its template)."""
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()
