@@ -707,8 +707,8 @@ class _Call:
         self.controller: AbortController | None = None
         self.caller: AbortSignal | None = None  # C: the call signal when a signal was given
         # True from the moment C aborts until the machine is offered ``caller_abort``: C is
-        # aborted only by follow() and task_cancelled(), which set it first, so a step asks one
-        # flag instead of C and the node.
+        # aborted only through abort_call_signal(), which sets it first when C was live, so a
+        # step asks one flag instead of C and the node.
         self.unseen_abort = False
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
@@ -806,8 +806,15 @@ class _Call:
     def follow(self, given: AbortSignal) -> None:
         """The given signal aborted: so does the call signal, with its reason."""
         given.remove_listener(self.follow)
-        self.unseen_abort = True
-        self.own().abort(given.reason)
+        self.abort_call_signal(given.reason)
+
+    def abort_call_signal(self, reason: object) -> None:
+        """Abort the call signal (a no-op if it already is); when it is C and was live, the
+        machine has a caller abort to see (``unseen_abort``) from now on."""
+        own = self.own()
+        if self.caller is not None and not own.signal.aborted:
+            self.unseen_abort = True
+        own.abort(reason)
 
     def detach(self) -> None:
         """Take the call signal's listener off the given signal (idempotent)."""
@@ -818,10 +825,7 @@ class _Call:
         """The awaiting task was cancelled (``message``: the cancellation's, if any): abort the
         call signal, as the caller would have."""
         log.info("call %s: the task awaiting execute() was cancelled", self.call_id)
-        own = self.own()
-        if self.caller is not None and not own.signal.aborted:
-            self.unseen_abort = True
-        own.abort(TaskCancelled(self.call_id, message))
+        self.abort_call_signal(TaskCancelled(self.call_id, message))
         # Without a caller signal (seed, R26) the call signal is not the contract's C: no
         # checkpoint fires, but a body or hook watching ``call_signal`` is told (P1), and a body
         # still running is watched like a draining one.

@@ -149,6 +149,30 @@ async def test_cancelling_the_awaiting_task_at_every_wait(where: str) -> None:
 
 
 @pytest.mark.parametrize("where", WAITS)
+async def test_the_caller_aborting_after_the_task_was_cancelled_is_one_caller_abort(
+    where: str,
+) -> None:
+    """Task cancellation aborted the call signal C first; the caller's own abort afterwards finds
+    C aborted already: the machine sees one caller abort, and the call ends as for the first."""
+    rig = Rig(where)
+    c, signal = controller()
+    paths: list[list[str]] = []
+    rig.registry.add_observer(lambda view, result: paths.append([s.event for s in view.path]))
+    task = rig.start(signal)
+    await rig.gate.reached()
+    task.cancel()
+    await asyncio.sleep(0)
+    c.abort("the caller too")
+    rig.gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [r.to_json() for r in rig.published] == [SEED_RESULT[where]]
+    assert paths[0].count("caller_abort") == (0 if where == "observer" else 1), paths[0]
+    if where == "body":
+        assert rig.body_signal is not None and isinstance(rig.body_signal.reason, TaskCancelled)
+
+
+@pytest.mark.parametrize("where", WAITS)
 async def test_asyncio_timeout_still_raises_timeout_error(where: str) -> None:
     rig = Rig(where)
     _, signal = controller()
