@@ -712,7 +712,7 @@ class _Call:
         self.unseen_abort = False
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
-        self.entered = 0.0  # loop time the machine entered its current state (-1: no loop yet)
+        self.entered = -1.0  # loop time the call entered its state (-1: not yet, or no loop)
         self.clock: Callable[[], float]  # the event loop's, once running: set by enter()
         self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent

@@ -347,3 +347,23 @@ def test_a_call_entered_outside_the_loop_runs_in_the_loop_that_awaits_it() -> No
 
     assert asyncio.run(main()).to_json() == ok("done")
     assert rec.ran == ["pre", "body", "post"]
+
+
+async def test_a_call_listed_before_its_first_step_has_been_in_its_state_no_time() -> None:
+    """A trace sink runs between the call's listing and its first step: in_flight() asked there
+    reports the call at entry, for no time, not for the loop's whole age."""
+    seen: list[tuple[str, float]] = []
+
+    def sink(line: Mapping[str, Any]) -> None:
+        if line["event"] == "call_entry":
+            seen.extend((s.state, s.seconds) for s in reg.in_flight())
+
+    reg = ToolRegistry(trace=sink)
+
+    async def body(args: Any, call: Any) -> Any:
+        return [text("done")]
+
+    reg.register("t", body)
+    await asyncio.sleep(5)  # the loop's clock (virtual here) is well past 0
+    await reg.execute("t", signal=controller()[1])
+    assert seen == [("entry", 0.0)]
