@@ -97,17 +97,21 @@ class Node:
         ``then``, the step on ``second``, as one :class:`Through` -- or ``None`` when ``first``
         leads elsewhere, changes the outcome the second step leaves (a driver acting on the
         outcome after both acts as it would have after either), or either step starts or stops
-        the drain watchdog: the driver then takes them one by one.  Both are edges of this
-        graph: nothing is decided here.  Kept in ``throughs`` under ``key``."""
+        the drain watchdog, or the core refuses either (a perturbed table): the driver then
+        takes them one by one.  Both are edges of this graph: nothing is decided here.  Kept
+        in ``throughs`` under ``key``."""
         if key in self.throughs:
             return self.throughs[key]
         first, then, second = key
-        a = self.edges.get(first) or self.expand(table, first)
         found = None
-        if a.node.state == then and a.effect in (0, MOVED):
-            b = a.node.edges.get(second) or a.node.expand(table, second)
-            if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
-                found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
+        try:
+            a = self.edges.get(first) or self.expand(table, first)
+            if a.node.state == then and a.effect in (0, MOVED):
+                b = a.node.edges.get(second) or a.node.expand(table, second)
+                if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
+                    found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
+        except ContractViolation:  # stepping one by one, the driver meets it where it is
+            pass
         self.throughs[key] = found
         return found
 
