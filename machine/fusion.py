@@ -73,13 +73,9 @@ class Fusion:
     A relay is its own listener on C and W (see :meth:`__call__`): an object hashed by identity
     is found in a signal's listener table faster than a bound method made for each operation."""
 
-    __slots__ = ("_sources", "on_abort", "on_listener", "plan", "signal")
+    __slots__ = ("_sources", "on_listener", "plan", "signal")
 
     def __init__(self, caller: AbortSignal | None, slot: AbortSignal | None) -> None:
-        self.on_abort: Callable[[AbortSignal], None] | None = None
-        """Told first, with F, when the relay aborts F: before any of F's listeners, where a
-        listener the registry added before the body could run would be.  F is aborted only
-        here, so the registry watches a relay through this, with no listener of its own."""
         self.on_listener: Callable[[str, str], None] | None = None
         """Told ``(signal, "remove")`` when the relay takes its listener off the caller's
         (``"caller"``) or the slot's (``"slot"``) signal; the trace's listener lines.  (The
@@ -111,15 +107,8 @@ class Fusion:
     def __call__(self, source: AbortSignal) -> None:
         """The relay: ``source`` (C or W) aborted, so F does, with its reason."""
         self.dispose()
-        self.fire(source.reason)
-
-    def fire(self, reason: object) -> None:
-        """Abort F with ``reason``, telling :attr:`on_abort` first."""
-        signal = self.signal
-        assert signal is not None
-        if self.on_abort is not None:
-            self.on_abort(signal)
-        signal._signal_abort(reason)
+        assert self.signal is not None
+        self.signal._signal_abort(source.reason)
 
     @property
     def relaying(self) -> bool:

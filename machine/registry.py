@@ -1271,14 +1271,9 @@ class _Call:
         assert tool is not None
         fused = w if fusion is None else fusion.signal
         listening = fused is not None and self.state == "body"
-        # A relay's F is aborted only by the relay, which tells the registry first: no listener.
-        relay = fusion if fusion is not None and fusion.plan.kind == "relay" else None
         if listening:
             assert fused is not None
-            if relay is not None:
-                relay.on_abort = self.on_fused_abort
-            else:
-                fused.add_listener(self.on_fused_abort)
+            fused.add_listener(self.on_fused_abort)
             if fused.aborted:  # it aborted while base_dispatch was offered (a tap or trace sink)
                 self.on_fused_abort(fused)
         owner = None  # set only when tracing: whose signal carries the listener just added
@@ -1305,9 +1300,7 @@ class _Call:
             if self.trace is not None:
                 self.emit_line(_LINES["body_settle", event])
         finally:
-            if relay is not None:
-                relay.on_abort = None
-            elif listening:
+            if listening:
                 assert fused is not None
                 fused.remove_listener(self.on_fused_abort)
                 if owner is not None:

@@ -213,7 +213,7 @@ def _wrong_reason_source() -> Iterator[None]:
     def relay(self: Any, source: AbortSignal) -> None:
         caller = self._sources[0] if self._sources else source
         self.dispose()
-        self.fire(caller.reason if caller.aborted else "aborted")
+        self.signal._signal_abort(caller.reason if caller.aborted else "aborted")
 
     with mock.patch.object(fusion_module.Fusion, "__call__", relay):
         yield
