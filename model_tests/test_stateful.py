@@ -512,6 +512,34 @@ def test_interleaved_calls_keep_the_contract() -> None:
     run_state_machine_as_test(_RecordingMachine, settings=settings())
 
 
+@pytest.mark.rules("R21")
+def test_a_caller_abort_during_a_relayed_body_is_stepped_after_the_body_signal_aborts() -> None:
+    """A falsifying example this suite found (2026-12-01, CI under load), kept as it printed:
+    the registry once took the step for a caller abort during a relayed body (the timeout
+    policy replaced the slot) before the body's signal F had aborted."""
+    state = ContractMachine()
+    registry = state.new_registry(
+        approval_seam=True, observer="none", revision="seed", timeout_policy=True, wrappers=()
+    )
+    common: dict[str, Any] = dict(
+        agent=True, approval="approved", args="ok", body="success", caller="live",
+        cooperative=False, guard="none", post="accept", pre="allow", registry=registry,
+    )  # fmt: skip
+    state.start(tool="plain", **common)
+    state.abort_caller(call="c1", when="now")
+    state.start(tool="plain", **common)
+    state.abort_caller(call="c2", when="now")
+    state.finish(call="c1")
+    state.start(tool="plain", **common)
+    state.abort_caller(call="c3", when="now")
+    state.finish(call="c2")
+    state.start(tool="budgeted", **common)
+    state.finish(call="c3")
+    state.release(call="c4")
+    state.abort_caller(call="c4", when="now")
+    state.teardown()  # every invariant, the verifier's check of each finished call among them
+
+
 def test_every_cell_of_the_cancellation_matrix_is_reached() -> None:
     """Under the suite's profiles every (state, source) cell must have been hit: a cell never
     reached is a cancellation the stateful test never tried."""
