@@ -188,6 +188,7 @@ class Execution:
         "_arguments",
         "_call",
         "_call_id",
+        "_ended_in",
         "_frozen",
         "_name",
         "_own",
@@ -220,12 +221,14 @@ class Execution:
         self._call: _Call | None = call
         self._path = path  # the call's own list of steps, shared
         self._own: AbortController | None = None  # the call signal's controller, once ended
+        self._ended_in = ""  # the call's state when it let go of this view
 
-    def ended(self, controller: AbortController | None) -> None:
+    def ended(self, call: _Call) -> None:
         """The call published its result: freeze the slot and let go of the call, keeping
-        the controller of its call signal (``None``: it never made one)."""
+        its final state and the controller of its call signal (``None``: it never made one)."""
         self._frozen = True
-        self._own = controller
+        self._own = call.controller
+        self._ended_in = call.state
         self._call = None
 
     @property
@@ -313,7 +316,7 @@ class Execution:
 
     @property
     def state(self) -> str:
-        return "materialized" if self._call is None else self._call.state
+        return self._ended_in if self._call is None else self._call.state
 
     def __repr__(self) -> str:
         return f"<Execution {self.call_id} {self.name!r} in {self.state}>"
@@ -1371,7 +1374,7 @@ class _Call:
             log.info("call %s: result not serializable: %s", self.call_id, exc)
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
-        self.view.ended(self.controller)
+        self.view.ended(self)
         self.detach()
         self.registry._in_flight.pop(self, None)
         if self.trace is not None:
