@@ -23,7 +23,7 @@ import asyncio
 from asyncio.tasks import _enter_task, _leave_task
 from typing import Any
 
-__all__ = ["CURRENT_TASKS", "CallTask"]
+__all__ = ["CURRENT_TASKS", "CallTask", "StandIn"]
 
 
 class _TaskTable:
@@ -107,3 +107,23 @@ class CallTask:
 
     def __repr__(self) -> str:
         return f"<CallTask of call {self.call_id} in {self._task!r}>"
+
+
+class StandIn(asyncio.Future[None]):
+    """The future the awaiting task waits on instead of ``real``: done, with no value, when
+    ``real`` is.  So cancelling that task cancels this one, never the hook's or body's own future
+    (the registry's driver hands it to the task; a subclass of asyncio's C future, it stays out
+    of the compiled registry, which could not extend that type)."""
+
+    def __init__(self, real: asyncio.Future[Any]) -> None:
+        super().__init__(loop=real.get_loop())
+        self.real = real
+        real.add_done_callback(self.relay)
+        self._asyncio_future_blocking = True
+
+    def relay(self, _: asyncio.Future[Any]) -> None:
+        if not self.done():
+            self.set_result(None)
+
+    def release(self) -> None:
+        self.real.remove_done_callback(self.relay)

@@ -75,3 +75,11 @@ class TaskCancelled(ToolcancelError, ToolError):
         said = "" if message is None else f" ({message})"
         ToolError.__init__(self, f"the task awaiting the tool call was cancelled{said}",
                            code="ABORTED")
+
+
+class InvalidBudget(ValueError, TypeError):
+    """A declared ``timeout_ms`` that is not a positive finite number (R32).
+
+    A ``ValueError`` as Python wants for a bad value of the right type, and a ``TypeError`` as
+    R32 says; the message is R32's with the Python name (``timeout_ms`` for ``timeoutMs``).
+    """

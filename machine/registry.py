@@ -21,7 +21,6 @@ What the registry guarantees (see CONTRACT.md for the numbered rules):
 from __future__ import annotations
 
 import asyncio
-import enum
 import inspect
 import itertools
 import logging
@@ -30,133 +29,49 @@ import sys
 import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
-from dataclasses import dataclass
 from functools import partial
 from typing import Any, Final, Protocol
 
-from .calltask import CURRENT_TASKS, CallTask
+from mypy_extensions import mypyc_attr
+
+from .calltask import CURRENT_TASKS, CallTask, StandIn
 from .compiled import DRAINING, MOVED, Node, initial_node
 from .contract import Contract, RevisionContract, load_contract
 from .core import CallerSignal, Occurrence, PathStep, revision_table
 from .errors import ContractViolation, NotSerializable, RegistryUsageError, TaskCancelled
+from .errors import InvalidBudget as InvalidBudget
+from .execution import CALL_IDS, drop_late_context
+from .execution import Execution as Execution
 from .fusion import Fusion
+
+# What hooks exchange with the registry lives in .hooks (and the view in .execution), shared by
+# every build of this module (toolcancel.native); imported here under their public names.
+from .hooks import Accept as Accept
+from .hooks import Allow as Allow
+from .hooks import Approval as Approval
+from .hooks import ApprovalRequest as ApprovalRequest
+from .hooks import ApprovalSeam as ApprovalSeam
+from .hooks import AroundHook as AroundHook
+from .hooks import Ask as Ask
+from .hooks import Block as Block
+from .hooks import Deny as Deny
+from .hooks import Guard as Guard
+from .hooks import InFlight as InFlight
+from .hooks import Next as Next
+from .hooks import Observer as Observer
+from .hooks import PostDecision as PostDecision
+from .hooks import PostHook as PostHook
+from .hooks import PreDecision as PreDecision
+from .hooks import PreHook as PreHook
+from .hooks import StepTap as StepTap
+from .hooks import ToolBody as ToolBody
+from .hooks import ToolDefinition as ToolDefinition
 from .results import ErrorInfo, Results, ToolResult, canonical_json, snapshot
 from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
 from .trace import FORMAT_VERSION, TraceSink, line_sink
 
 log = logging.getLogger("toolcancel.registry")
-
-# ------------------------------------------------------------------------------------------------
-# What hooks return
-# ------------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Allow:
-    """Pre-execute decision: go on (guards still run and may deny)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Deny:
-    """Pre-execute decision: refuse with ``reason`` (the model reads ``Error: <reason>``)."""
-
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Ask:
-    """Pre-execute decision: ask the approval seam (``reason`` is used when no seam is mounted)."""
-
-    reason: str | None = None
-
-
-PreDecision = Allow | Deny | Ask
-
-
-@dataclass(frozen=True, slots=True)
-class Accept:
-    """Post-execute decision: keep the result; optionally replace its content, append contexts."""
-
-    content: Sequence[Any] | None = None
-    contexts: Sequence[Any] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Block:
-    """Post-execute decision: replace the result by ``feedback`` as an error (no error key)."""
-
-    feedback: Sequence[Any]
-    contexts: Sequence[Any] = ()
-
-
-PostDecision = Accept | Block
-
-
-class Approval(enum.Enum):
-    """What the approval seam answers."""
-
-    APPROVED = "approved"
-    REJECTED = "rejected"
-    CANCELLED = "cancelled"
-    UNAVAILABLE = "unavailable"
-
-
-@dataclass(frozen=True, slots=True)
-class ApprovalRequest:
-    """What the approval seam is asked: which call, why, and the signal to stop waiting on."""
-
-    call_id: str
-    name: str
-    arguments: Any
-    agent: str
-    reason: str | None
-    signal: AbortSignal | None
-    call_signal: AbortSignal | None = None
-    """The call's own signal (P1): task cancellation aborts it even for a call without a caller
-    signal, where ``signal`` is absent.  A seam that waits should watch both."""
-
-
-Next = Callable[[], Awaitable[Any]]
-PreHook = Callable[["Execution", Next], Awaitable[PreDecision]]
-AroundHook = Callable[["Execution", Next], Awaitable[ToolResult]]
-PostHook = Callable[["Execution", ToolResult, Next], Awaitable[PostDecision]]
-Guard = Callable[["Execution"], "str | None"]
-ApprovalSeam = Callable[[ApprovalRequest], Awaitable[Approval]]
-Observer = Callable[["Execution", ToolResult], "Awaitable[None] | None"]
-ToolBody = Callable[[Any, "Execution"], Awaitable[Any]]
-StepTap = Callable[["Execution", PathStep], None]
-
-
-@dataclass(frozen=True, slots=True)
-class ToolDefinition:
-    """A registered tool.  ``timeout_ms`` is a declared budget; it is never shown to a model."""
-
-    name: str
-    body: ToolBody
-    timeout_ms: float | None = None
-    agent: str | None = None
-    description: str = ""
-    parallel_safe: bool = False
-    """Whether a :class:`~toolcancel.TurnScheduler` may overlap this tool's calls with others."""
-    input_schema: Mapping[str, Any] | None = None
-    """The JSON Schema of the tool's arguments, as a model is shown it (MCP's ``inputSchema``);
-    ``None``: any object."""
-
-
-@dataclass(frozen=True, slots=True)
-class InFlight:
-    """One call that has not materialized yet, as :meth:`ToolRegistry.in_flight` reports it."""
-
-    call_id: str
-    name: str
-    state: str
-    """The call machine's state (``draining``: its body has been told to stop and is running)."""
-    seconds: float
-    """How long the call has been in ``state``, in the event loop's clock."""
-    aborted: bool
-    """Whether the call's signal, or the signal the body or approval holds, has aborted."""
-
 
 _ABSENT: Final = object()
 
@@ -165,170 +80,14 @@ DRAIN_WARNING: Final = 30.0
 aborted before the registry logs it as not cooperating (P5)."""
 
 
-class InvalidBudget(ValueError, TypeError):
-    """A declared ``timeout_ms`` that is not a positive finite number (R32).
-
-    A ``ValueError`` as Python wants for a bad value of the right type, and a ``TypeError`` as
-    R32 says; the message is R32's with the Python name (``timeout_ms`` for ``timeoutMs``).
-    """
-
-
-class Execution:
-    """The per-call view that hooks and the tool body receive.
-
-    Everything is read-only except the ``signal`` slot, which around-dispatch wrappers may set,
-    replace or delete (``None`` and ``del`` both mean *absent*) to compose deadlines.  Doing so
-    never detaches the caller: the registry captured the caller's signal at entry, outside this
-    object, and fuses it back in before the body runs.  After the result is materialized the view
-    is frozen; touching the slot then raises :class:`RegistryUsageError`.
-    """
-
-    __slots__ = (
-        "_agent",
-        "_arguments",
-        "_call",
-        "_call_id",
-        "_ended_in",
-        "_frozen",
-        "_name",
-        "_own",
-        "_parent",
-        "_path",
-        "_slot",
-        "_token",
-    )
-
-    def __init__(
-        self,
-        call: _Call,
-        call_id: str,
-        name: str,
-        arguments: Any,
-        agent: str | None,
-        parent: str | None,
-        slot: AbortSignal | None,
-        path: list[PathStep],
-    ) -> None:
-        self._call_id = call_id
-        self._name = name
-        self._arguments = arguments
-        self._agent = agent
-        self._parent = parent
-        self._slot = slot  # the mutable signal slot; the caller's signal lives in _call
-        self._frozen = False  # set just before notification; the slot is immutable after
-        # The call in flight; None once published (:meth:`ended`), so that the call and its view
-        # hold no cycle and a finished call is freed at once, not by the garbage collector.
-        self._call: _Call | None = call
-        self._path = path  # the call's own list of steps, shared
-        self._own: AbortController | None = None  # the call signal's controller, once ended
-        self._ended_in = ""  # the call's state when it let go of this view
-
-    def ended(self, call: _Call) -> None:
-        """The call published its result: freeze the slot and let go of the call, keeping
-        its final state and the controller of its call signal (``None``: it never made one)."""
-        self._frozen = True
-        self._own = call.controller
-        self._ended_in = call.state
-        self._call = None
-
-    @property
-    def token(self) -> object:
-        """An opaque object unique to this call."""
-        try:
-            return self._token
-        except AttributeError:  # made on first use: most calls never ask
-            self._token: object = object()
-            return self._token
-    call_id = property(lambda self: self._call_id, doc="The call's id.")
-    name = property(lambda self: self._name, doc="The tool name the call asked for.")
-    arguments = property(lambda self: self._arguments, doc="The deep-frozen arguments.")
-    agent = property(lambda self: self._agent, doc="The calling agent, if any.")
-    parent = property(lambda self: self._parent, doc="The parent call's id, if nested.")
-
-    @property
-    def signal(self) -> AbortSignal | None:
-        """The signal slot: the caller's signal, a wrapper's, or during the body the fused one."""
-        return self._slot
-
-    @signal.setter
-    def signal(self, value: AbortSignal | None) -> None:
-        if self._frozen:
-            raise RegistryUsageError(
-                f"call {self.call_id}: the execution view is frozen once its result is "
-                "published; derive signals inside an around-dispatch wrapper instead"
-            )
-        if value is not None and not isinstance(value, AbortSignal):
-            raise RegistryUsageError(
-                f"call {self.call_id}: the signal slot takes an AbortSignal or None, "
-                f"not {type(value).__name__}"
-            )
-        self._slot = value
-        call = self._call
-        if call is not None and call.trace is not None:
-            call.emit(
-                "slot",
-                action="remove" if value is None else "replace",
-                aborted=value is not None and value.aborted,
-            )
-
-    @signal.deleter
-    def signal(self) -> None:
-        self.signal = None
-
-    @property
-    def call_signal(self) -> AbortSignal:
-        """The call's own signal (Python binding P1); every call has one.
-
-        It follows the signal passed to ``execute()`` (aborting with its reason) and also aborts,
-        with a :class:`~toolcancel.TaskCancelled` reason, when the task awaiting ``execute()`` is
-        cancelled.  For a call made with a signal it is what the contract calls the caller's
-        signal C, and the slot's initial value.  For a call made without one (seed, R26) it is
-        *not* C: the slot starts absent and no checkpoint reads it, but task cancellation still
-        aborts it, so a hook or body can stop.  The helpers of :mod:`toolcancel.cooperate`
-        watch it and the slot together when given the view.
-        """
-        if self._call is not None:
-            return self._call.own().signal
-        if self._own is None:  # asked first after the call ended: a signal nothing aborts
-            self._own = AbortController()
-        return self._own.signal
-
-    @property
-    def frozen(self) -> bool:
-        """Whether the view is frozen: its result was published and the slot is read-only."""
-        return self._frozen
-
-    def defer_context(self, context: Any) -> None:
-        """Attach a context to this call's result (kept in call order, before wrapper contexts).
-
-        Contexts deferred after the around waterfall settled can no longer be attached; they are
-        dropped with a warning (CONTRACT.md, D4).
-        """
-        if self._call is None:
-            _drop_late_context(self._call_id)
-        else:
-            self._call.defer(context)
-
-    @property
-    def path(self) -> tuple[PathStep, ...]:
-        """The call's path so far: every state, event and rule id (the explanation)."""
-        return tuple(self._path)
-
-    @property
-    def state(self) -> str:
-        return self._ended_in if self._call is None else self._call.state
-
-    def __repr__(self) -> str:
-        return f"<Execution {self.call_id} {self.name!r} in {self.state}>"
-
-
 # ------------------------------------------------------------------------------------------------
 # The registry
 # ------------------------------------------------------------------------------------------------
 
-_ids = itertools.count(1)
-
-
+# A plain Python class even when this module is compiled (toolcancel.native): programs and tests
+# replace a registry's methods on the instance (``registry.execute = ...``), which a compiled
+# class's instances, having no __dict__, refuse.  Its methods are still compiled.
+@mypyc_attr(native_class=False)
 class ToolRegistry:
     """Tools, hooks, and ``execute()`` under the cooperative, quiescent cancellation contract.
 
@@ -478,20 +237,15 @@ class ToolRegistry:
     ) -> Callable[[ToolBody], ToolBody]:
         """Decorator form of :meth:`register` (the same options; the name defaults to the
         function's)."""
-
-        def decorate(body: ToolBody) -> ToolBody:
-            self.register(
-                name or body.__name__,
-                body,
-                timeout_ms=timeout_ms,
-                agent=agent,
-                description=description,
-                parallel_safe=parallel_safe,
-                input_schema=input_schema,
-            )
-            return body
-
-        return decorate
+        options = {
+            "timeout_ms": timeout_ms,
+            "agent": agent,
+            "description": description,
+            "parallel_safe": parallel_safe,
+            "input_schema": input_schema,
+        }
+        # A partial, not a closure: mypyc cannot compile a closure in a non-native class.
+        return partial(_register_decorated, self, name, options)
 
     def unregister(self, name: str, *, agent: str | None = None) -> None:
         self._tools.pop((name, agent), None)
@@ -596,12 +350,20 @@ class ToolRegistry:
             name,
             {} if arguments is None else arguments,
             signal,
-            call_id or f"call-{next(_ids)}",
+            call_id or f"call-{next(CALL_IDS)}",
             agent,
             parent,
         )
         call.enter()
         return call
+
+
+def _register_decorated(
+    registry: ToolRegistry, name: str | None, options: dict[str, Any], body: ToolBody
+) -> ToolBody:
+    """What :meth:`ToolRegistry.tool` decorates ``body`` with: its registration."""
+    registry.register(name or body.__name__, body, **options)
+    return body
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
@@ -947,9 +709,18 @@ class _Call:
         """Fusion's callback: the registry put a listener on (or took one off) C or W."""
         self.emit_line(_LINES["listener", signal, action])
 
+    def slot_replaced(self, value: AbortSignal | None) -> None:
+        """A hook set the view's signal slot to ``value`` (the trace's ``slot`` line)."""
+        if self.trace is not None:
+            self.emit(
+                "slot",
+                action="remove" if value is None else "replace",
+                aborted=value is not None and value.aborted,
+            )
+
     def defer(self, context: Any) -> None:
         if self.merged:
-            _drop_late_context(self.call_id)
+            drop_late_context(self.call_id)
             return
         if self.deferred is None:
             self.deferred = []
@@ -1127,7 +898,7 @@ class _Call:
         )
         if self.trace is not None:
             self.emit_line(_LINES["stage_enter", "approval"])
-        answer = await seam(request)
+        answer: object = await seam(request)  # what a seam returns is checked here, not typed
         if not isinstance(answer, Approval):
             raise RuntimeError(r.text("unreachable_approval", value=_describe(answer)))
         self.offer("approval_" + answer.value)
@@ -1186,8 +957,10 @@ class _Call:
         self.offer("wrapper_enter")
         calls = 0
         # A next() of this wrapper is running: True, or once the wrapper settled and left it
-        # running, the Waiter its end sets (R27).  One variable, so one closure serves.
-        running: bool | Waiter = False
+        # running, the Waiter its end sets (R27).  One variable, so one closure serves.  Typed
+        # Any: next_() sees it change while it is suspended, which mypy's narrowing does not
+        # know, and the compiled registry would trust that narrowing (toolcancel.native).
+        running: Any = False
         last: ToolResult | None = None
 
         async def next_() -> ToolResult:
@@ -1386,10 +1159,6 @@ class _Call:
 _NO_RESULT: Final = ToolResult(())
 
 
-def _drop_late_context(call_id: str) -> None:
-    log.warning("call %s: context deferred after dispatch settled is dropped (D4)", call_id)
-
-
 def _no_loop() -> float:
     """The clock of a call entered outside any event loop: ``prepare()`` replaces it."""
     return -1.0
@@ -1582,7 +1351,7 @@ def _guarded(
         if own is not None:
             own._fut_waiter = pending  # what user code's own cancellations cancel
         while not pending.done():
-            stand_in = _StandIn(pending)
+            stand_in = StandIn(pending)
             try:
                 yield stand_in
             except asyncio.CancelledError as exc:
@@ -1805,20 +1574,3 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
 
     def __repr__(self) -> str:
         return f"<PendingCall {self._call.call_id} {self._call.name!r} in {self._call.state}>"
-
-
-class _StandIn(asyncio.Future[None]):
-    """The future the task waits on instead of ``real``: done, with no value, when ``real`` is."""
-
-    def __init__(self, real: asyncio.Future[Any]) -> None:
-        super().__init__(loop=real.get_loop())
-        self.real = real
-        real.add_done_callback(self.relay)
-        self._asyncio_future_blocking = True
-
-    def relay(self, _: asyncio.Future[Any]) -> None:
-        if not self.done():
-            self.set_result(None)
-
-    def release(self) -> None:
-        self.real.remove_done_callback(self.relay)
