@@ -5,7 +5,8 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 
 * per-call overhead: a bare task switch, the registry plain, hooked, and hooked with a trace
   recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
-  slices on this shared machine do not count);
+  slices on this shared machine do not count) -- of the registry the package runs (compiled with
+  mypyc when built, :mod:`toolcancel.native`), and, for comparison, of its source interpreted;
 * tracing off: the registry as shipped (``trace=None``) against the same registry with all its
   tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
 * memory per in-flight call (tracemalloc);
@@ -86,10 +87,24 @@ def per_call(b: dict[str, Any]) -> dict[str, float]:
             "max_us": s["max"] / n * 1e6, "rounds": s["rounds"]}
 
 
-def call_overhead(quick: bool) -> dict[str, Any]:
-    """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time)."""
+def registry_kind(pure: bool = False) -> str:
+    """Which registry a benchmark process runs (``pure``: with ``TOOLCANCEL_PURE=1``)."""
+    env = {**os.environ, "TOOLCANCEL_PURE": "1"} if pure else None
+    done = subprocess.run(
+        [sys.executable, "-c", "from toolcancel import native; print(native.loaded())"],
+        capture_output=True, text=True, check=True, cwd=ROOT, env=env,
+    )  # fmt: skip
+    return "compiled (mypyc)" if done.stdout.strip() == "True" else "interpreted"
+
+
+def call_overhead(quick: bool, pure: bool = False) -> dict[str, Any]:
+    """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time);
+    ``pure``: of the registry's source interpreted, per-call figures only."""
+    env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
+    if pure:
+        env["TOOLCANCEL_PURE"] = "1"
     benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
-                                  env={"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"})
+                                  *(["-k", "not tracing_off"] if pure else []), env=env)
     figures = {b["name"].removeprefix("test_"): per_call(b)
                for b in benchmarks if b["group"] == "call"}
     def ratios_of(stat: str) -> dict[str, float]:
@@ -103,9 +118,11 @@ def call_overhead(quick: bool) -> dict[str, Any]:
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
     # both are shown, and a target counts as met only when both ratios meet it.
-    return {"timer": "process CPU time", "per_call": figures, "ratios": ratios_of("median_us"),
-            "ratios_of_minima": ratios_of("min_us"),
-            "tracing_off": tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])}
+    out = {"timer": "process CPU time", "registry": registry_kind(pure), "per_call": figures,
+           "ratios": ratios_of("median_us"), "ratios_of_minima": ratios_of("min_us")}
+    if not pure:
+        out["tracing_off"] = tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])
+    return out
 
 
 def tracing_off(benchmarks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -424,15 +441,9 @@ def print_table(out: dict[str, Any]) -> None:
     print(f"toolcancel benchmarks, {out['date']}, Python {out['python']}, "
           f"{os.cpu_count()} cores, load average {out['load_average']:.1f} at start")
     call = out["call"]
-    print(f"\nper call ({call['timer']}, {call['per_call']['bare_task']['rounds']} rounds each)"
-          f"{'min us':>15}{'median us':>11}{'max us':>9}")
-    for name, f in call["per_call"].items():
-        print(f"  {name:<46}{f['min_us']:>9.1f}{f['median_us']:>11.1f}{f['max_us']:>9.1f}")
-    print(f"  {'ratios (same run)':<30}{'of medians':>14}{'of minima':>10}{'target':>9}")
-    for name, value in call["ratios"].items():
-        low = call["ratios_of_minima"][name]
-        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
-              f"{mark(max(value, low) <= TARGETS[name])}")
+    print_calls(call, "the registry the package runs")
+    if "call_interpreted" in out:
+        print_calls(out["call_interpreted"], "for comparison: its source interpreted")
     off = call["tracing_off"]
     print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
           "(ratio of medians per alternating pair)")
@@ -470,6 +481,19 @@ def print_table(out: dict[str, Any]) -> None:
     print_engines(out["engines"])
     if "verifier" in out:
         print_verifier(out["verifier"])
+
+
+def print_calls(call: dict[str, Any], which: str) -> None:
+    print(f"\nper call, {which}: {call['registry']} ({call['timer']}, "
+          f"{call['per_call']['bare_task']['rounds']} rounds each)")
+    print(f"  {'':<46}{'min us':>9}{'median us':>11}{'max us':>9}")
+    for name, f in call["per_call"].items():
+        print(f"  {name:<46}{f['min_us']:>9.1f}{f['median_us']:>11.1f}{f['max_us']:>9.1f}")
+    print(f"  {'ratios (same run)':<30}{'of medians':>14}{'of minima':>10}{'target':>9}")
+    for name, value in call["ratios"].items():
+        low = call["ratios_of_minima"][name]
+        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
+              f"{mark(max(value, low) <= TARGETS[name])}")
 
 
 def print_engines(e: dict[str, Any]) -> None:
@@ -547,6 +571,8 @@ def main() -> int:
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"),
                            "python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
     out["call"] = call_overhead(args.quick)
+    if out["call"]["registry"] != "interpreted":
+        out["call_interpreted"] = call_overhead(args.quick, pure=True)
     out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)
     out["memory"] = in_flight_memory()
     out["throughput"] = throughput(args.quick)

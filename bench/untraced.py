@@ -22,9 +22,11 @@ sink is set:
 Everything else is kept verbatim.  If an expected pattern is missing (registry.py changed how
 tracing is wired), or anything trace-related is left after stripping, :class:`StripError` names
 it: the benchmark must then be taught the new wiring, not silently measure something else.
-The plain data classes hooks return (``Allow``, ``Accept``, ...) are not redefined: the stripped
-module imports them from the real one, so hooks written against ``toolcancel`` and the module's own
-``_ALLOW``-style constants are instances of one class, and isinstance checks hold on both.
+What hooks return (``Allow``, ``Accept``, ...) lives in ``toolcancel.hooks``, which both modules
+import, so isinstance checks hold on both.
+
+Like with like: when the package runs the registry compiled with mypyc (:mod:`toolcancel.native`),
+the stripped module is compiled the same way (into a temporary folder) before it is loaded.
 """
 
 from __future__ import annotations
@@ -48,10 +50,6 @@ EMITTERS = frozenset({"emit", "emit_line", "emit_listener"})
 TRACE_MODULE = "trace"
 """``from .trace import ...`` brings in only tracing names."""
 
-SHARED = ("Allow", "Deny", "Ask", "Accept", "Block", "Approval", "ApprovalRequest")
-"""Decision classes the stripped module takes from the real one (identity matters to isinstance
-checks in hooks and harnesses; they contain no tracing code)."""
-
 EXPECTED = {
     "trace guard (if <x>.trace is not None[ and ...])": 1,
     "emit method": 1,
@@ -60,7 +58,6 @@ EXPECTED = {
     "sink assignment (self._trace / self.trace = ...)": 2,
     "trace keyword of ToolRegistry.__init__": 1,
     "import from .trace": 1,
-    "shared decision class": len(SHARED),
 }
 """Each pattern the stripper expects, with the fewest times it must be found (two sink
 assignments: the registry's ``_trace`` and each call's ``trace``)."""
@@ -76,16 +73,19 @@ class Stripped:
     removed: Counter[str] = field(default_factory=Counter)
     trace_locals: set[str] = field(default_factory=set)
     code: Any = None
+    source: str = ""
+    """The stripped module's source (what mypyc compiles when the registry runs compiled)."""
+    compiled: bool = False
+    """Whether the stripped module was compiled with mypyc, as the shipped registry is."""
 
     def summary(self) -> str:
         """What was cut, e.g. ``11 trace guards, 1 emit method, ...``."""
         parts = [f"{n} {what.split(' (')[0]}{'s' if n > 1 else ''}"
-                 for what, n in sorted(self.removed.items(), key=lambda kv: -kv[1])
-                 if what != "shared decision class"]
-        parts.append(f"{self.removed['shared decision class']} decision classes imported from "
-                     "the real module")
+                 for what, n in sorted(self.removed.items(), key=lambda kv: -kv[1])]
         if self.trace_locals:
             parts.append(f"trace-only locals {', '.join(sorted(self.trace_locals))}")
+        if self.compiled:
+            parts.append("compiled with mypyc like the shipped registry")
         return ", ".join(parts)
 
 
@@ -249,14 +249,6 @@ class _Stripper(ast.NodeTransformer):
             return None
         return node
 
-    def visit_ClassDef(self, node: ast.ClassDef) -> Any:
-        if node.name in SHARED:
-            # Taken from the real module instead: module-level instances (``_ALLOW = Allow()``)
-            # and hooks' decisions must be instances of one class for isinstance to hold.
-            self.out.removed["shared decision class"] += 1
-            return ast.ImportFrom(module="registry", names=[ast.alias(node.name)], level=1)
-        return self.generic_visit(node)
-
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
         if node.level == 1 and node.module == TRACE_MODULE:
             self.out.removed["import from .trace"] += 1
@@ -402,15 +394,25 @@ def strip(source: str, filename: str = str(SOURCE)) -> Stripped:
         )
     ast.fix_missing_locations(tree)
     out.code = compile(tree, f"{filename} (tracing stripped)", "exec")
+    out.source = ast.unparse(tree)
     return out
 
 
 def load(source_path: Path = SOURCE) -> tuple[types.ModuleType, Stripped]:
-    """Build (or rebuild) ``toolcancel._registry_untraced`` from registry.py as it is now."""
+    """Build (or rebuild) ``toolcancel._registry_untraced`` from registry.py as it is now:
+    compiled with mypyc when the package runs its registry compiled, else interpreted."""
+    import tempfile
+
     import toolcancel
     import toolcancel.registry as real
+    from toolcancel import native
 
     stripped = strip(source_path.read_text("utf-8"), str(source_path))
+    if native.loaded():
+        with tempfile.TemporaryDirectory(prefix="untraced-") as folder:
+            module = native.compile_variant(stripped.source, MODULE.rsplit(".", 1)[1], folder)
+        stripped.compiled = True
+        return module, stripped
     module = types.ModuleType(MODULE, real.__doc__)
     module.__package__ = toolcancel.__name__
     module.__file__ = str(source_path)
@@ -420,9 +422,6 @@ def load(source_path: Path = SOURCE) -> tuple[types.ModuleType, Stripped]:
     except BaseException:
         del sys.modules[MODULE]
         raise
-    for name in SHARED:
-        if getattr(module, name) is not getattr(real, name):
-            raise StripError(f"{source_path}: {name} is not the real module's class")
     return module, stripped
 
 

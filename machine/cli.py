@@ -26,7 +26,7 @@ from typing import Any
 
 from .errors import ToolcancelError
 
-COMMANDS = ("verify", "check", "vectors", "conform", "diagram", "explain", "explore")
+COMMANDS = ("verify", "check", "vectors", "conform", "diagram", "explain", "explore", "native")
 """Command modules, in the order ``--help`` lists them; a missing module is simply not offered."""
 
 MAX_WORKERS = 256
