@@ -447,7 +447,8 @@ def print_table(out: dict[str, Any]) -> None:
     off = call["tracing_off"]
     print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
           "(ratio of medians per alternating pair)")
-    print(f"  stripped at run time from machine/registry.py: {off['stripped']}")
+    print(f"  stripped at run time from machine/registry.py and toolregistry.py: "
+          f"{off['stripped']}")
     print(f"  {'shape':<12}{'shipped us':>11}{'stripped us':>12}{'min':>7}{'median':>8}{'max':>7}"
           f"  target")
     for shape, s in off["shapes"].items():

@@ -1,12 +1,13 @@
-"""``toolcancel.registry`` with every line of tracing code taken out, built at benchmark time.
+"""The registry with every line of tracing code taken out, built at benchmark time.
 
 The registry promises that tracing off costs nothing measurable: with ``trace=None`` every
 emission point is one attribute test.  To measure that honestly the benchmark needs the same
 registry *without* those tests, and a hand-kept copy would drift from the real one.  So this
-module reads ``machine/registry.py`` as it is now, removes the tracing code with :mod:`ast`, and
-compiles the rest as a sibling module, ``toolcancel._registry_untraced`` (so its relative imports
-resolve to the real package).  What is removed, all of it only ever doing something when a trace
-sink is set:
+module reads ``machine/registry.py`` (the per-call driver) and ``machine/toolregistry.py``
+(``ToolRegistry``) as they are now, removes the tracing code with :mod:`ast`, and compiles the
+rest as sibling modules, ``toolcancel._registry_untraced`` and
+``toolcancel._toolregistry_untraced`` (so their relative imports resolve to the real package).
+What is removed, all of it only ever doing something when a trace sink is set:
 
 * every ``if <x>.trace is not None: ...`` and ``if <x>.trace is not None and ...: ...``
   (replaced by its ``else`` branch, which is what runs when the sink is ``None``), and every other
@@ -40,8 +41,11 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCE = ROOT / "machine" / "registry.py"
-MODULE = "toolcancel._registry_untraced"
+SOURCES = {
+    "registry": ROOT / "machine" / "registry.py",
+    "toolregistry": ROOT / "machine" / "toolregistry.py",
+}
+"""The registry's two modules: the per-call driver and the public face (``ToolRegistry``)."""
 
 SINK_ATTRS = frozenset({"trace", "_trace"})
 """Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
@@ -72,9 +76,10 @@ class Stripped:
     source_lines: int
     removed: Counter[str] = field(default_factory=Counter)
     trace_locals: set[str] = field(default_factory=set)
-    code: Any = None
-    source: str = ""
-    """The stripped module's source (what mypyc compiles when the registry runs compiled)."""
+    code: dict[str, Any] = field(default_factory=dict)
+    """Each stripped module's code, by module (``registry``, ``toolregistry``)."""
+    source: dict[str, str] = field(default_factory=dict)
+    """Each stripped module's source (mypyc compiles the driver's when it runs compiled)."""
     compiled: bool = False
     """Whether the stripped module was compiled with mypyc, as the shipped registry is."""
 
@@ -373,58 +378,80 @@ def _leftovers(tree: ast.AST) -> list[str]:
     return found
 
 
-def strip(source: str, filename: str = str(SOURCE)) -> Stripped:
-    """The registry's source without its tracing code, compiled (``code``), and what was cut."""
-    tree = ast.parse(source, filename)
-    out = Stripped(source_lines=source.count("\n"))
-    tree = _FoldExpressions(out).visit(tree)
-    tree = _Stripper(out).visit(tree)
-    tree = _TraceLocals(out).visit(tree)
+def strip(sources: dict[str, str], filenames: dict[str, str] | None = None) -> Stripped:
+    """The registry's modules (source by module name) without their tracing code, compiled
+    (``code``), and what was cut from them together."""
+    out = Stripped(source_lines=sum(source.count("\n") for source in sources.values()))
+    trees = {}
+    for name, source in sources.items():
+        filename = (filenames or {}).get(name, name + ".py")
+        tree = ast.parse(source, filename)
+        tree = _FoldExpressions(out).visit(tree)
+        tree = _Stripper(out).visit(tree)
+        tree = _TraceLocals(out).visit(tree)
+        left = _leftovers(tree)
+        if left:
+            raise StripError(
+                f"{filename}: tracing code the stripper does not know survived: "
+                + "; ".join(left)
+            )
+        ast.fix_missing_locations(tree)
+        trees[name] = tree
+        out.code[name] = compile(tree, f"{filename} (tracing stripped)", "exec")
+        out.source[name] = ast.unparse(tree)
     missing = [f"{what} (found {out.removed[what]}, expected at least {least})"
                for what, least in EXPECTED.items() if out.removed[what] < least]
     if missing:
         raise StripError(
-            f"{filename}: tracing is no longer wired as bench/untraced.py expects; missing: "
-            + "; ".join(missing)
+            f"{', '.join(sorted(sources))}: tracing is no longer wired as bench/untraced.py "
+            "expects; missing: " + "; ".join(missing)
         )
-    left = _leftovers(tree)
-    if left:
-        raise StripError(
-            f"{filename}: tracing code the stripper does not know survived: " + "; ".join(left)
-        )
-    ast.fix_missing_locations(tree)
-    out.code = compile(tree, f"{filename} (tracing stripped)", "exec")
-    out.source = ast.unparse(tree)
     return out
 
 
-def load(source_path: Path = SOURCE) -> tuple[types.ModuleType, Stripped]:
-    """Build (or rebuild) ``toolcancel._registry_untraced`` from registry.py as it is now:
-    compiled with mypyc when the package runs its registry compiled, else interpreted."""
+def load(paths: dict[str, Path] = SOURCES) -> tuple[types.ModuleType, Stripped]:
+    """Build (or rebuild) the registry without tracing from its modules as they are now:
+    ``toolcancel._registry_untraced`` (the driver; compiled with mypyc when the package runs
+    its driver compiled) and ``toolcancel._toolregistry_untraced``, whose ``ToolRegistry``
+    runs its calls on it.  Returns the latter."""
     import tempfile
 
-    import toolcancel
-    import toolcancel.registry as real
     from toolcancel import native
 
-    stripped = strip(source_path.read_text("utf-8"), str(source_path))
+    stripped = strip({name: path.read_text("utf-8") for name, path in paths.items()},
+                     {name: str(path) for name, path in paths.items()})
     if native.loaded():
         with tempfile.TemporaryDirectory(prefix="untraced-") as folder:
-            module = native.compile_variant(stripped.source, MODULE.rsplit(".", 1)[1], folder)
+            driver = native.compile_variant(stripped.source["registry"], "_registry_untraced",
+                                            folder)
         stripped.compiled = True
-        return module, stripped
-    module = types.ModuleType(MODULE, real.__doc__)
+    else:
+        driver = _run("toolcancel._registry_untraced", stripped.code["registry"],
+                      paths["registry"])
+    face = _run("toolcancel._toolregistry_untraced", stripped.code["toolregistry"],
+                paths["toolregistry"])
+    face.ToolRegistry._driver = driver
+    return face, stripped
+
+
+def _run(name: str, code: Any, path: Path) -> types.ModuleType:
+    """Run ``code`` as the module ``name`` of the package (its relative imports are the
+    package's)."""
+    import toolcancel
+
+    module = types.ModuleType(name)
     module.__package__ = toolcancel.__name__
-    module.__file__ = str(source_path)
-    sys.modules[MODULE] = module
+    module.__file__ = str(path)
+    sys.modules[name] = module
     try:
-        exec(stripped.code, module.__dict__)
+        exec(code, module.__dict__)
     except BaseException:
-        del sys.modules[MODULE]
+        del sys.modules[name]
         raise
-    return module, stripped
+    return module
 
 
 if __name__ == "__main__":
     _, s = load()
-    print(f"{SOURCE.relative_to(ROOT)}: removed {s.summary()}")
+    print(f"{', '.join(str(p.relative_to(ROOT)) for p in SOURCES.values())}: removed "
+          f"{s.summary()}")

@@ -30,10 +30,17 @@ from toolcancel import timeout_policy as timeout_module
 from toolcancel.results import Results, ToolResult, thaw
 from toolcancel.signals import AbortController, AbortSignal
 
-# The mutants patch the registry's source as it runs interpreted: a compiled class refuses to be
-# patched, so beside a compiled registry they patch a copy of its source (toolcancel.native).
+# The mutants patch the per-call driver's source as it runs interpreted: a compiled class refuses
+# to be patched, so beside a compiled driver they patch a copy of its source (toolcancel.native),
+# and their registries run their calls on that copy.
 registry_module: Any = native.interpreted()
-ToolRegistry: Any = registry_module.ToolRegistry
+
+
+class ToolRegistry(registry_module.ToolRegistry):  # type: ignore[misc]
+    """The registry every mutant patches and checks: its calls run on ``registry_module``."""
+
+    _driver = registry_module
+
 
 Factory = Callable[..., Any]
 

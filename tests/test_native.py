@@ -1,4 +1,4 @@
-"""The compiled registry (toolcancel.native): loaded only when it is a build of the source beside it.
+"""The compiled registry (toolcancel.native): loaded only when built from the sources beside it.
 
 Why these tests: a compiled module that shadowed an edited ``registry.py`` would make every other
 test run yesterday's code, so the finder must answer only for a build whose name carries the hash
@@ -117,12 +117,36 @@ def test_mutants_patch_a_copy_of_the_source_beside_the_compiled_registry() -> No
     assert source.__file__ is not None and source.__file__.endswith("registry.py")
     if native.loaded():
         assert source is not toolcancel.registry and source.__name__ == native.INTERPRETED
-        assert source.ToolRegistry is not toolcancel.registry.ToolRegistry
+        assert source._Call is not toolcancel.registry._Call
     else:
         assert source is toolcancel.registry
-    # Both builds take and return the package's own hooks, views and results.
+    # Both builds take and return the package's own hooks, views and results, and share the
+    # registry's face: a registry runs its calls on the driver its class names.
     assert source.Allow is toolcancel.registry.Allow
     assert source.Execution is toolcancel.registry.Execution
+    assert source.ToolRegistry is toolcancel.registry.ToolRegistry
+
+
+def test_a_registry_runs_its_calls_on_the_driver_its_class_names() -> None:
+    import asyncio
+
+    import toolcancel.registry
+    from toolcancel import AbortController
+
+    source = native.interpreted()
+
+    class OnSource(toolcancel.registry.ToolRegistry):
+        _driver = source
+
+    async def body(args: object, view: object) -> list[dict[str, str]]:
+        return [{"type": "text", "text": "ok"}]
+
+    for registry, driver in ((toolcancel.registry.ToolRegistry(), toolcancel.registry),
+                             (OnSource(), source)):
+        registry.register("t", body)
+        pending = registry.execute("t", {}, signal=AbortController().signal)
+        assert isinstance(pending, driver.PendingCall)
+        assert not asyncio.run(pending).is_error
 
 
 def test_status_names_the_registry_this_interpreter_runs() -> None:

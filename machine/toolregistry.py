@@ -1,0 +1,353 @@
+"""The tool registry's public face: tools, hooks, ``execute()`` and ``begin()``.
+
+Plain Python, also when the per-call driver beside it (:mod:`toolcancel.registry`) runs compiled
+(:mod:`toolcancel.native`): a registry's methods keep their signatures, their own validation and
+messages, and can be replaced on an instance.  Each call is the driver's:
+:attr:`ToolRegistry._driver` names the module whose ``_Call`` and ``PendingCall`` run it
+(``toolcancel.registry``, looked up on first use; the mutants' registries name a copy of its
+source).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from functools import partial
+from types import ModuleType
+from typing import TYPE_CHECKING, Any, ClassVar, Final
+
+from .contract import Contract, RevisionContract
+from .core import revision_table
+from .errors import InvalidBudget, RegistryUsageError
+from .execution import CALL_IDS
+from .hooks import (
+    ApprovalSeam,
+    AroundHook,
+    Guard,
+    InFlight,
+    Observer,
+    PostHook,
+    PreHook,
+    StepTap,
+    ToolBody,
+    ToolDefinition,
+)
+from .results import Results
+from .runtime import clock
+from .signals import AbortSignal
+from .trace import TraceSink, line_sink
+
+if TYPE_CHECKING:
+    from .registry import PendingCall, StagedCall, _Call
+
+DRAIN_WARNING: Final = 30.0
+"""Default of ``ToolRegistry(drain_warning=...)``: seconds a body may run on after its signal
+aborted before the registry logs it as not cooperating (P5)."""
+
+
+class ToolRegistry:
+    """Tools, hooks, and ``execute()`` under the cooperative, quiescent cancellation contract.
+
+    ``revision`` chooses the contract revision (``"seed"`` or ``"revised"``).  ``on_step``, if
+    given, is called synchronously after every transition any call takes, with the call's view
+    and the step; tracers and the model checker use it (it costs one test when absent).
+
+    ``trace``, if given, is called synchronously with every line of the canonical trace of every
+    call (a fresh dict per line, :mod:`toolcancel.trace`): the contract events the call's machine
+    takes, and the observation events at the code points they describe.  Off, it costs one
+    attribute test per emission point.  :class:`toolcancel.trace.TraceRecorder` collects lines.
+
+    ``drain_warning`` is a number of seconds (default :data:`DRAIN_WARNING`, ``None`` turns it
+    off): a call whose body is still running that long after its signal aborted is logged once,
+    as a warning naming the call and its state.  The registry keeps waiting -- it reports a body
+    that does not cooperate, it never abandons it (only a second interrupt does, P7).
+
+    ``retry`` is what an around wrapper's second ``next()`` does (CONTRACT.md D11): ``"reenter"``
+    (the default: the rest of the chain runs again, every inner wrapper included), ``"cursor"``
+    (the original's: the next listener not yet handed out, else the base dispatch) or
+    ``"reject"`` (``next()`` raises :class:`RegistryUsageError`).  A call's around wrappers are
+    those registered when it entered.
+    """
+
+    _driver: ClassVar[ModuleType | None] = None
+    """The module whose ``_Call`` and ``PendingCall`` run this registry's calls (``None``: the
+    package's ``toolcancel.registry``, set on first use)."""
+
+    def __init__(
+        self,
+        *,
+        revision: str | None = None,
+        contract: Contract | None = None,
+        on_step: StepTap | None = None,
+        trace: TraceSink | None = None,
+        drain_warning: float | None = DRAIN_WARNING,
+        retry: str | None = None,
+    ) -> None:
+        if drain_warning is not None and not (
+            isinstance(drain_warning, (int, float)) and 0 <= drain_warning < math.inf
+        ):
+            raise RegistryUsageError(
+                f"drain_warning is a number of seconds (or None), not {drain_warning!r}"
+            )
+        self._table: RevisionContract = revision_table(revision, contract)
+        behaviours = self._table.contract.retry_names
+        self._retry: str = self._table.contract.default_retry if retry is None else retry
+        if self._retry not in behaviours:
+            raise RegistryUsageError(
+                f"retry must be one of {', '.join(map(repr, behaviours))}, not {retry!r}"
+            )
+        self._drain_warning = drain_warning
+        info = self._table.contract.revision_info[self._table.name]
+        self._signal_required = info.get("caller_signal") == "required"  # R40
+        # calls between entry and materialization (of whichever driver runs them: _driver)
+        self._in_flight: dict[Any, None] = {}
+        self._on_step = on_step
+        self._trace = None if trace is None else line_sink(trace)
+        self._results = Results(self._table)
+        self._tools: dict[tuple[str, str | None], ToolDefinition] = {}
+        self._pre: list[PreHook] = []
+        self._around: list[AroundHook] = []
+        self._post: list[PostHook] = []
+        self._guards: list[tuple[str | None, Guard]] = []
+        self._observers: list[Observer] = []
+        self._approval: ApprovalSeam | None = None
+
+    @property
+    def revision(self) -> str:
+        return self._table.name
+
+    @property
+    def retry(self) -> str:
+        """The declared retry behaviour of around wrappers' ``next()`` (D11)."""
+        return self._retry
+
+    def in_flight(self) -> list[InFlight]:
+        """Every call that has entered and not yet materialized, oldest first.
+
+        Non-quiescence made visible: a call stuck in ``draining`` is a body ignoring its signal.
+        """
+        now = clock()()
+        return [call.status(now) for call in self._in_flight]
+
+    @property
+    def contract(self) -> RevisionContract:
+        return self._table
+
+    @property
+    def results(self) -> Results:
+        """The result builders of this registry's revision (exact contract texts)."""
+        return self._results
+
+    # -- registration ------------------------------------------------------------------------
+
+    def register(
+        self,
+        name: str,
+        body: ToolBody,
+        *,
+        timeout_ms: float | None = None,
+        agent: str | None = None,
+        description: str = "",
+        parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> ToolDefinition:
+        """Register a tool body, visible to every agent, or only to ``agent``.
+
+        A declared ``timeout_ms`` must be a positive finite number of milliseconds (R32): a
+        number that is not raises :class:`InvalidBudget` (a ``ValueError``, and the ``TypeError``
+        R32 asks for), anything else ``TypeError``.
+        ``parallel_safe=True`` lets a :class:`~toolcancel.TurnScheduler` overlap its calls.
+        """
+        if timeout_ms is not None:
+            if isinstance(timeout_ms, bool):
+                raise InvalidBudget(
+                    f'tool "{name}" timeout_ms must be a positive finite number '
+                    f"(milliseconds), not {timeout_ms!r}"
+                )
+            if not isinstance(timeout_ms, (int, float)):
+                raise TypeError(
+                    f"tool {name!r}: timeout_ms must be a number of milliseconds or None, "
+                    f"not {type(timeout_ms).__name__}"
+                )
+            if not math.isfinite(timeout_ms) or timeout_ms <= 0:
+                raise InvalidBudget(
+                    f'tool "{name}" timeout_ms must be a positive finite number '
+                    f"(milliseconds), not {timeout_ms!r}"
+                )
+        if not callable(body):
+            raise TypeError(f"tool {name!r}: the body must be an async callable")
+        if input_schema is not None and not isinstance(input_schema, Mapping):
+            raise TypeError(
+                f"tool {name!r}: input_schema must be a JSON Schema object (a mapping), "
+                f"not {type(input_schema).__name__}"
+            )
+        definition = ToolDefinition(
+            name, body, timeout_ms, agent, description, bool(parallel_safe), input_schema
+        )
+        self._tools[(name, agent)] = definition
+        return definition
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        timeout_ms: float | None = None,
+        agent: str | None = None,
+        description: str = "",
+        parallel_safe: bool = False,
+        input_schema: Mapping[str, Any] | None = None,
+    ) -> Callable[[ToolBody], ToolBody]:
+        """Decorator form of :meth:`register` (the same options; the name defaults to the
+        function's)."""
+        options = {
+            "timeout_ms": timeout_ms,
+            "agent": agent,
+            "description": description,
+            "parallel_safe": parallel_safe,
+            "input_schema": input_schema,
+        }
+        return partial(_register_decorated, self, name, options)
+
+    def unregister(self, name: str, *, agent: str | None = None) -> None:
+        self._tools.pop((name, agent), None)
+
+    def definitions(self, agent: str | None = None) -> list[ToolDefinition]:
+        """Every tool ``agent`` can call (its own hide global ones of the same name), in
+        registration order."""
+        names = dict.fromkeys(n for n, owner in self._tools if owner is None or owner == agent)
+        return [d for n in names if (d := self.definition(n, agent)) is not None]
+
+    def definition(self, name: str, agent: str | None = None) -> ToolDefinition | None:
+        """The definition visible to ``agent`` (its own first, then the global one)."""
+        if agent is not None:
+            found = self._tools.get((name, agent))
+            if found is not None:
+                return found
+        return self._tools.get((name, None))
+
+    def add_pre_execute(self, hook: PreHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._pre, hook, prepend)
+
+    def add_around(self, hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._around, hook, prepend)
+
+    def add_post_execute(self, hook: PostHook, *, prepend: bool = False) -> Callable[[], None]:
+        return _add(self._post, hook, prepend)
+
+    def add_guard(self, guard: Guard, *, agent: str | None = None) -> Callable[[], None]:
+        return _add(self._guards, (agent, guard), False)
+
+    def add_observer(self, observer: Observer) -> Callable[[], None]:
+        return _add(self._observers, observer, False)
+
+    def set_approval(self, seam: ApprovalSeam | None) -> None:
+        """Mount (or with ``None`` unmount) the approval seam that answers ``Ask``."""
+        self._approval = seam
+
+    # -- execution ---------------------------------------------------------------------------
+
+    def execute(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+        agent: str | None = None,
+        parent: str | None = None,
+    ) -> PendingCall:
+        """Enter one tool call now; await what this returns for its frozen result.
+
+        Entry (CONTRACT.md R11, Python binding P0) happens here, synchronously, as in the
+        original: the arguments are snapshotted, the caller signal is captured and the call is
+        listed in :meth:`in_flight`.  So ``task = create_task(registry.execute(...));
+        caller.abort()`` aborts a call that has entered: it is seen at C1.  The returned
+        :class:`PendingCall` is a coroutine (``await`` it, or hand it to ``create_task``);
+        pre-execute, the body and the rest run when it is first awaited.
+
+        If the task awaiting it is cancelled, the call's signal aborts (the reason is a
+        :class:`~toolcancel.TaskCancelled`), the call runs on to its one published result -- a
+        started body is still awaited -- and only then is ``CancelledError`` re-raised.
+        """
+        driver = self._driver or _driver()
+        pending: PendingCall = driver.PendingCall(
+            self._enter(name, arguments, signal, call_id, agent, parent)
+        )
+        return pending
+
+    def begin(
+        self,
+        name: str,
+        arguments: Any = None,
+        *,
+        signal: AbortSignal | None = None,
+        call_id: str | None = None,
+        agent: str | None = None,
+        parent: str | None = None,
+    ) -> StagedCall:
+        """A call split into the scheduler's three stages (prepare, dispatch, finalize).
+
+        Entry happens here, synchronously, exactly as in :meth:`execute` (which is
+        ``begin(...)`` awaited through ``run()``).  A turn scheduler uses the stages to run pre-
+        and post-execute one call at a time in model order while bodies overlap.  A begun call
+        is listed in :meth:`in_flight` until ``finalize()`` publishes it: drive it to the end.
+        """
+        return self._enter(name, arguments, signal, call_id, agent, parent)
+
+    def _enter(
+        self,
+        name: str,
+        arguments: Any,
+        signal: AbortSignal | None,
+        call_id: str | None,
+        agent: str | None,
+        parent: str | None,
+    ) -> _Call:
+        if signal is not None and not isinstance(signal, AbortSignal):
+            raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
+        if signal is None and self._signal_required:
+            raise RegistryUsageError(
+                f"the {self.revision} contract requires a caller signal (R40): pass "
+                "signal=AbortController().signal if the call is never cancelled"
+            )
+        driver = self._driver or _driver()
+        call: _Call = driver._Call(
+            self,
+            name,
+            {} if arguments is None else arguments,
+            signal,
+            call_id or f"call-{next(CALL_IDS)}",
+            agent,
+            parent,
+        )
+        call.enter()
+        return call
+
+
+def _register_decorated(
+    registry: ToolRegistry, name: str | None, options: dict[str, Any], body: ToolBody
+) -> ToolBody:
+    """What :meth:`ToolRegistry.tool` decorates ``body`` with: its registration."""
+    registry.register(name or body.__name__, body, **options)
+    return body
+
+
+def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
+    if prepend:
+        items.insert(0, item)
+    else:
+        items.append(item)
+
+    def remove() -> None:
+        if item in items:
+            items.remove(item)
+
+    return remove
+
+
+def _driver() -> ModuleType:
+    """The per-call driver, imported on first use (it imports this module)."""
+    from . import registry
+
+    ToolRegistry._driver = registry
+    return registry
