@@ -18,7 +18,9 @@ What is removed, all of it only ever doing something when a trace sink is set:
 * the assignments of the sink (``self._trace``, ``self.trace``), the ``trace`` keyword of
   ``ToolRegistry``, and the imports from ``.trace``;
 * locals that only the removed blocks set (``owner``), with their initial constant and the
-  ``if <local> is not None:`` blocks that only emit.
+  ``if <local> is not None:`` blocks that only emit;
+* module-level tables built from names of ``.trace`` that nothing uses any more (``_LINES``,
+  the line templates).
 
 Everything else is kept verbatim.  If an expected pattern is missing (registry.py changed how
 tracing is wired), or anything trace-related is left after stripping, :class:`StripError` names
@@ -169,6 +171,7 @@ class _Stripper(ast.NodeTransformer):
     def __init__(self, out: Stripped) -> None:
         self.out = out
         self.functions: list[ast.AST] = []  # the enclosing functions, innermost last
+        self.trace_names: set[str] = set()  # the names imported from .trace
 
     def _body(self, stmts: list[ast.stmt]) -> list[ast.stmt]:
         kept: list[ast.stmt] = []
@@ -257,6 +260,7 @@ class _Stripper(ast.NodeTransformer):
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
         if node.level == 1 and node.module == TRACE_MODULE:
             self.out.removed["import from .trace"] += 1
+            self.trace_names |= {alias.asname or alias.name for alias in node.names}
             return None
         return node
 
@@ -353,11 +357,34 @@ class _TraceLocals(ast.NodeTransformer):
         return node
 
 
-def _leftovers(tree: ast.AST) -> list[str]:
+def _drop_trace_tables(tree: ast.Module, trace_names: set[str], out: Stripped) -> None:
+    """Third pass: module-level assignments built from names of ``.trace`` whose names nothing
+    in the stripped module reads any more."""
+    read = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
+    kept: list[ast.stmt] = []
+    dropped = False  # the statement before was a removed table (its docstring goes with it)
+    for stmt in tree.body:
+        if dropped and isinstance(stmt, ast.Expr) and isinstance(stmt.value, ast.Constant):
+            dropped = False
+            continue
+        dropped = False
+        if isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            bound = {t.id for t in targets if isinstance(t, ast.Name)}
+            uses = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
+            if bound and uses & trace_names and not bound & read:
+                out.removed["trace-only module table"] += 1
+                dropped = True
+                continue
+        kept.append(stmt)
+    tree.body = kept
+
+
+def _leftovers(tree: ast.AST, trace_names: set[str]) -> list[str]:
     """Anything tracing-related still in the stripped tree (``line N: what``)."""
     found: list[str] = []
     attrs = SINK_ATTRS | EMITTERS | {"on_listener"}
-    names = {"FORMAT_VERSION", "TraceSink", "trace"}
+    names = {"FORMAT_VERSION", "TraceSink", "trace"} | trace_names
 
     def walk(node: ast.AST, local: set[str]) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -387,9 +414,11 @@ def strip(sources: dict[str, str], filenames: dict[str, str] | None = None) -> S
         filename = (filenames or {}).get(name, name + ".py")
         tree = ast.parse(source, filename)
         tree = _FoldExpressions(out).visit(tree)
-        tree = _Stripper(out).visit(tree)
+        stripper = _Stripper(out)
+        tree = stripper.visit(tree)
         tree = _TraceLocals(out).visit(tree)
-        left = _leftovers(tree)
+        _drop_trace_tables(tree, stripper.trace_names, out)
+        left = _leftovers(tree, stripper.trace_names)
         if left:
             raise StripError(
                 f"{filename}: tracing code the stripper does not know survived: "

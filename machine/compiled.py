@@ -26,6 +26,7 @@ from typing import Any, Final, NamedTuple
 from .contract import RevisionContract, Transition
 from .core import CallerSignal, CallState, Occurrence, PathStep, decide, initial_state
 from .errors import ContractViolation
+from .trace import line_template
 
 MOVED: Final = 1
 """Edge effect: the call leaves its state (the registry restarts the state's clock)."""
@@ -44,9 +45,10 @@ class Edge(NamedTuple):
     node: Node
     record: PathStep
     effect: int  # 0, MOVED, DRAINING or SETTLED
-    observed: dict[str, Any]
-    """The occurrence as a trace line carries it: its ``event`` and the observations its event
-    declares (``data`` in contract.toml).  Built once; a line copies it."""
+    line: dict[str, Any]
+    """The step's trace line (:func:`~toolcancel.trace.line_template`, call id blank): the
+    occurrence's ``event`` and the observations its event declares (``data`` in contract.toml).
+    Built once; the registry copies it and fills in the call."""
 
 
 class Through(NamedTuple):
@@ -56,6 +58,7 @@ class Through(NamedTuple):
     node: Node
     records: tuple[PathStep, PathStep]
     moved: bool  # the call changed state: its clock restarts
+    lines: tuple[dict[str, Any], dict[str, Any]]  # the two steps' trace lines (Edge.line)
 
 
 class Node:
@@ -85,8 +88,8 @@ class Node:
         nxt = self.interned.get(after) or Node(after, self.interned)
         record = PathStep(self.state, o.event, after.state, t.index, t.rules, after.outcome, o)
         declared = next((e.data for e in table.events if e.name == o.event), ())
-        observed = {"event": o.event, **{name: getattr(o, name) for name in declared}}
-        edge = Edge(t, nxt, record, _effect(self.state, after.state), observed)
+        line = line_template({"event": o.event, **{name: getattr(o, name) for name in declared}})
+        edge = Edge(t, nxt, record, _effect(self.state, after.state), line)
         self.edges[o] = edge
         if o == Occurrence(o.event):
             self.edges[o.event] = edge  # a plain occurrence is also found by its name
@@ -109,7 +112,9 @@ class Node:
             if a.node.state == then and a.effect in (0, MOVED):
                 b = a.node.edges.get(second) or a.node.expand(table, second)
                 if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
-                    found = Through(b.node, (a.record, b.record), bool(a.effect or b.effect))
+                    found = Through(
+                        b.node, (a.record, b.record), bool(a.effect or b.effect), (a.line, b.line)
+                    )
         except ContractViolation:  # stepping one by one, the driver meets it where it is
             pass
         self.throughs[key] = found

@@ -33,7 +33,7 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import partial
-from typing import Any, Final, Protocol
+from typing import Any, Final, Protocol, get_args
 
 from .calltask import CURRENT_TASKS, CallTask, StandIn
 from .compiled import DRAINING, MOVED, Node, initial_node
@@ -43,7 +43,7 @@ from .errors import ContractViolation, NotSerializable, RegistryUsageError, Task
 from .errors import InvalidBudget as InvalidBudget
 from .execution import Execution as Execution
 from .execution import drop_late_context
-from .fusion import Fusion
+from .fusion import Fusion, FusionKind
 
 # What hooks exchange with the registry lives in .hooks (and the view in .execution), shared by
 # every build of this module (toolcancel.native); imported here under their public names.
@@ -72,7 +72,7 @@ from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
 from .toolregistry import DRAIN_WARNING as DRAIN_WARNING
 from .toolregistry import ToolRegistry as ToolRegistry
-from .trace import FORMAT_VERSION
+from .trace import FORMAT_VERSION, line_template, runs_code
 
 log = logging.getLogger("toolcancel.registry")
 
@@ -139,6 +139,7 @@ class _Call:
         "result",
         "results",
         "state",
+        "stepwise",
         "tap",
         "trace",
         "unseen_abort",
@@ -187,6 +188,12 @@ class _Call:
         self.path: list[PathStep] = []  # the steps taken: the call's explanation
         self.trace = registry._trace  # the trace sink, or None (one test per emission point)
         self.tap = registry._on_step  # told every step, before the trace sink
+        # Whether each step is offered on its own (no two taken as one, offer_through): when
+        # code of anyone's runs between steps -- a tap, or a trace sink that is not a list's
+        # append -- and could abort a signal there.
+        self.stepwise = self.tap is not None
+        if self.trace is not None and runs_code(self.trace):
+            self.stepwise = True
         self.view = Execution(self, call_id, name, None, agent, parent, None, self.path)
 
     def enter(self) -> None:
@@ -356,7 +363,7 @@ class _Call:
             self.unseen_abort = False
             self.offer("caller_abort", False)
         edge = self.node.edges.get(key) or self.node.expand(self.registry._table, key)
-        _, node, record, effect, observed = edge
+        _, node, record, effect, line = edge
         self.node = node
         self.state = node.state
         self.path.append(record)
@@ -370,16 +377,18 @@ class _Call:
         if self.tap is not None:
             self.tap(self.view, record)
         if self.trace is not None:
-            self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **observed})
+            self.emit_line(line)
         return node.outcome
 
-    def offer_through(self, key: tuple[str, str, str]) -> str | None:
+    def offer_through(self, key: tuple[str, str, str], stage: str) -> str | None:
         """Offer ``key[0]`` (after any caller abort not yet seen); when that leads to state
-        ``key[1]`` and no tap or trace sink watches the steps, offer ``key[2]`` with it, as one
-        step of the compiled graph (:meth:`Node.through`).  Nothing but those two can run user
-        code between the steps, so the caller cannot abort there.  Returns the call's outcome;
-        the caller of this method goes on from whichever state the call is in."""
-        if self.unseen_abort or self.tap is not None or self.trace is not None:
+        ``key[1]``, offer ``key[2]`` with it, as one step of the compiled graph
+        (:meth:`Node.through`).  Nothing but a tap or a trace sink can run code of anyone's
+        between the steps, so the caller cannot abort there unless ``stepwise``.  Returns the
+        call's outcome; the caller of this method goes on from whichever state the call is in.
+        ``key[1]`` is a state of ``stage``: a trace has that stage's ``stage_enter`` line
+        between the two steps' lines, as when they are offered one by one."""
+        if self.unseen_abort or self.stepwise:
             return self.offer(key[0])
         node = self.node
         through = node.throughs.get(key) or node.through(self.registry._table, key)
@@ -390,6 +399,10 @@ class _Call:
         self.path += through.records
         if through.moved:
             self.entered = self.clock()
+        if self.trace is not None:
+            self.emit_line(through.lines[0])
+            self.emit_line(_LINES["stage_enter", stage])
+            self.emit_line(through.lines[1])
         return node.outcome
 
     def emit(self, event: str, **fields: Any) -> None:
@@ -397,10 +410,13 @@ class _Call:
         assert self.trace is not None
         self.trace({"trace": FORMAT_VERSION, "call": self.call_id, "event": event, **fields})
 
-    def emit_line(self, line: dict[str, Any]) -> None:
-        """Write one trace line whose fields never vary (a template from :data:`_LINES`)."""
+    def emit_line(self, template: dict[str, Any]) -> None:
+        """Write one trace line made from ``template`` (:func:`~toolcancel.trace.line_template`:
+        from :data:`_LINES`, or a compiled edge's), with this call's id."""
         assert self.trace is not None
-        self.trace({"trace": FORMAT_VERSION, "call": self.call_id, **line})
+        line = template.copy()
+        line["call"] = self.call_id
+        self.trace(line)
 
     def emit_listener(self, signal: str, action: str) -> None:
         """Fusion's callback: the registry put a listener on (or took one off) C or W."""
@@ -409,10 +425,10 @@ class _Call:
     def slot_replaced(self, value: AbortSignal | None) -> None:
         """A hook set the view's signal slot to ``value`` (the trace's ``slot`` line)."""
         if self.trace is not None:
-            self.emit(
-                "slot",
-                action="remove" if value is None else "replace",
-                aborted=value is not None and value.aborted,
+            self.emit_line(
+                _LINES["slot", "remove", False]
+                if value is None
+                else _LINES["slot", "replace", value.aborted]
             )
 
     def defer(self, context: Any) -> None:
@@ -541,7 +557,7 @@ class _Call:
                 if self.registry._guards:
                     self.offer("pre_allow")
                 else:  # no guard to run: the guards pass at once
-                    self.offer_through(_ALLOWED_UNGUARDED)
+                    self.offer_through(_ALLOWED_UNGUARDED, "guards")
             elif isinstance(decision, Deny):
                 reason = decision.reason
                 self.offer("pre_deny")
@@ -642,7 +658,7 @@ class _Call:
         if self.deferred:
             result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
         if accepting:
-            outcome = self.offer_through(_SETTLED_ACCEPTED)
+            outcome = self.offer_through(_SETTLED_ACCEPTED, "post")
         else:
             outcome = self.offer("around_settled")
         if outcome in _CANCELLATIONS and not result.is_error:
@@ -753,7 +769,7 @@ class _Call:
         if self.trace is not None:
             assert fusion is not None
             kind = fusion.plan.kind
-            self.emit("fused", kind=kind, aborted=fusion.plan.born_aborted_from is not None)
+            self.emit_line(_LINES["fused", kind, fusion.plan.born_aborted_from is not None])
             # Unless F is a relay, it *is* the caller's or the slot's signal, so the registry's
             # own listener sits on that signal, and the trace says so (R22).
             if listening and kind in ("caller", "slot"):
@@ -884,17 +900,23 @@ _PRE_RAISE: Final = {
 _ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
 _SETTLED_ACCEPTED: Final = ("around_settled", "post_policy", "post_accept")
 
-_LINES: Final[dict[Any, dict[str, Any]]] = {
+_LINE_FIELDS: dict[Any, dict[str, Any]] = {
     **{("stage_enter", stage): {"event": "stage_enter", "stage": stage}
        for stage in ("pre", "approval", "guards", "post")},
     **{("listener", signal, action): {"event": "listener", "signal": signal, "action": action}
        for signal in ("caller", "slot") for action in ("add", "remove")},
+    **{("slot", action, aborted): {"event": "slot", "action": action, "aborted": aborted}
+       for action in ("replace", "remove") for aborted in (False, True)},
+    **{("fused", kind, aborted): {"event": "fused", "kind": kind, "aborted": aborted}
+       for kind in get_args(FusionKind) for aborted in (False, True)},
     ("body_settle", "body_ok"): {"event": "body_settle", "how": "ok"},
     ("body_settle", "body_raise"): {"event": "body_settle", "how": "raise"},
     "body_start": {"event": "body_start"},
     "notify": {"event": "notify"},
 }
-"""The trace lines whose fields never vary, made once (a line copies its template)."""
+_LINES: Final = {key: line_template(fields) for key, fields in _LINE_FIELDS.items()}
+"""Every trace line the registry writes outside the machine's steps but ``call_entry`` and
+``result``, by what varies in it: made once, with the header (a line copies its template)."""
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()

@@ -214,8 +214,17 @@ def thaw(value: Any) -> Any:
     t = type(value)
     if t in _LEAVES:  # most values: no isinstance against the Mapping ABC
         return value
-    if t is FrozenDict:
-        return {k: thaw(v) for k, v in value._data.items()}
+    if t is FrozenDict:  # a copy with containers replaced: loops, not comprehensions (3.11
+        out = value._data.copy()  # gives each comprehension a frame), as in _walk
+        for k, v in out.items():
+            if type(v) not in _LEAVES:
+                out[k] = thaw(v)  # replacing a key's value keeps the iteration valid
+        return out
+    if t is tuple:
+        items = []
+        for v in value:
+            items.append(v if type(v) in _LEAVES else thaw(v))
+        return items
     if isinstance(value, Mapping):
         return {k: thaw(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

@@ -236,6 +236,22 @@ def line_sink(sink: TraceSink) -> TraceSink:
     return sink.lines.append if type(sink) is TraceRecorder else sink
 
 
+def runs_code(sink: TraceSink) -> bool:
+    """Whether calling ``sink`` may run code of anyone's: false only for a plain list's
+    ``append`` (what :func:`line_sink` makes of a :class:`TraceRecorder`).  A sink that runs code
+    can abort a signal between two steps, so the registry then offers every step on its own."""
+    return not (type(sink) is _LIST_APPEND and type(getattr(sink, "__self__", None)) is list)
+
+
+_LIST_APPEND: Final[type] = type([].append)
+
+
+def line_template(fields: dict[str, Any]) -> dict[str, Any]:
+    """A line with the header in front and the call id still blank: the registry copies it and
+    sets ``call`` (cheaper than building a line from the header and the fields each time)."""
+    return {"trace": FORMAT_VERSION, "call": "", **fields}
+
+
 class TraceRecorder:
     """A trace sink that keeps every line; pass it as ``ToolRegistry(trace=recorder)``.
 

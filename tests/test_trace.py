@@ -11,14 +11,17 @@ that it accepts what the registry writes and refuses what the reader refuses.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import itertools
 import json
 import re
 from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel import load_contract
+from toolcancel import AbortController, load_contract
+from toolcancel.checker import check_lines
 from toolcancel.contract import parse_contract
 from toolcancel.registry import ToolRegistry
 from toolcancel.scenario import Harness, Observation, Scenario
@@ -179,6 +182,62 @@ def test_recording_changes_nothing_the_call_does(revision: str) -> None:
         assert plain.result.to_json() == traced.result.to_json(), scenario.as_code()
         assert [p[:4] for p in plain.path] == [p[:4] for p in traced.path]
         assert _comparable(plain.log) == _comparable(traced.log)
+
+
+def _traced_call(trace: Any, revision: str, hooks: tuple[str, ...], cancel: str) -> None:
+    """One call on a registry with ``hooks`` (a subset of pre, guard, around, post), its caller
+    signal live, aborted by the body (``cancel == "body"``) or absent (``"none"``, seed only:
+    the revised contract requires a caller signal, R40)."""
+    registry = ToolRegistry(revision=revision, trace=trace)
+    caller = AbortController()
+
+    async def body(args: Any, view: Any) -> list[dict[str, str]]:
+        if cancel == "body":
+            caller.abort("stop")
+        return [{"type": "text", "text": "ok"}]
+
+    async def pre(view: Any, nxt: Any) -> Any:
+        return await nxt()
+
+    async def around(view: Any, nxt: Any) -> Any:
+        return await nxt()
+
+    async def post(view: Any, result: Any, nxt: Any) -> Any:
+        return await nxt()
+
+    registry.register("t", body)
+    if "pre" in hooks:
+        registry.add_pre_execute(pre)
+    if "guard" in hooks:
+        registry.add_guard(lambda view: None)
+    if "around" in hooks:
+        registry.add_around(around)
+    if "post" in hooks:
+        registry.add_post_execute(post)
+    signal = None if cancel == "none" else caller.signal
+    asyncio.run(registry.execute("t", {}, signal=signal))
+
+
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_a_recorder_gets_the_lines_a_sink_that_runs_code_gets(revision: str) -> None:
+    """A TraceRecorder runs no code between two steps, so the registry may take two steps as
+    one (without guards, ``pre_allow`` then ``guards_pass``; without post-execute hooks,
+    ``around_settled`` then ``post_accept``); a sink that is a function runs code, so each step
+    is offered on its own.  The lines must be the same, stage lines included, and conform."""
+    shapes = [
+        hooks
+        for n in range(5)
+        for hooks in itertools.combinations(("pre", "guard", "around", "post"), n)
+    ]
+    for hooks in shapes:
+        for cancel in ("live", "body", "none") if revision == "seed" else ("live", "body"):
+            recorder, seen = TraceRecorder(), []
+            _traced_call(recorder, revision, hooks, cancel)
+            _traced_call(lambda line: seen.append(line), revision, hooks, cancel)
+            same_call = [{**line, "call": recorder.lines[0]["call"]} for line in seen]
+            assert recorder.lines == same_call, (hooks, cancel)
+            (verdict,) = check_lines(recorder.lines, revision)
+            assert verdict.conforming, (hooks, cancel, verdict)
 
 
 def _comparable(log: list[tuple[Any, ...]]) -> list[str]:
