@@ -224,6 +224,11 @@ def _compile(package_dir: str, target: str, stem: str = "registry", source: str 
 
     if importlib.util.find_spec("mypyc") is None:
         raise NativeBuildError("mypyc is not installed (it comes with mypy: pip install mypy)")
+    if importlib.util.find_spec("setuptools") is None:  # mypyc's build script imports it
+        raise NativeBuildError(
+            "setuptools is not installed (mypyc builds with it; a venv of Python 3.12 or later "
+            "has none by itself): pip install setuptools"
+        )
     with tempfile.TemporaryDirectory(prefix="toolcancel-native-") as tmp:
         # mypyc type-checks the module against the package it imports from: compile a copy of the
         # whole package, so that nothing is written beside the source but the finished build.

@@ -99,6 +99,22 @@ def test_a_refused_build_says_why_and_leaves_nothing(package: Path) -> None:
     assert not (package / "_native").exists() or not any((package / "_native").iterdir())
 
 
+@pytest.mark.parametrize("missing", ["mypyc", "setuptools"])
+def test_a_build_without_its_tools_names_the_missing_one(
+    package: Path, monkeypatch: pytest.MonkeyPatch, missing: str
+) -> None:
+    """mypyc comes with mypy; its build script imports setuptools, which a venv of Python 3.12
+    or later does not hold by itself."""
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == missing else real(name, *a))  # fmt: skip
+    with pytest.raises(native.NativeBuildError, match=f"^{missing} is not installed .*pip install"):
+        native.build(str(package))
+    assert not (package / "_native").exists() or not any((package / "_native").iterdir())
+
+
 def test_the_suite_runs_the_compiled_registry_whenever_it_is_built() -> None:
     if os.environ.get(native.PURE_ENV, "") not in ("", "0"):
         pytest.skip("TOOLCANCEL_PURE is set: this run is of the source")

@@ -233,7 +233,7 @@ def test_a_recorder_gets_the_lines_a_sink_that_runs_code_gets(revision: str) -> 
         for cancel in ("live", "body", "none") if revision == "seed" else ("live", "body"):
             recorder, seen = TraceRecorder(), []
             _traced_call(recorder, revision, hooks, cancel)
-            _traced_call(lambda line: seen.append(line), revision, hooks, cancel)
+            _traced_call(lambda line, seen=seen: seen.append(line), revision, hooks, cancel)
             same_call = [{**line, "call": recorder.lines[0]["call"]} for line in seen]
             assert recorder.lines == same_call, (hooks, cancel)
             (verdict,) = check_lines(recorder.lines, revision)
