@@ -174,6 +174,10 @@ def interpreted() -> ModuleType:
     return module
 
 
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
 def build(package_dir: str = PACKAGE_DIR) -> str:
     """Compile ``package_dir/registry.py`` for this interpreter unless its build exists; drop
     this interpreter's builds of other versions of the source.  Returns the build's folder."""
@@ -229,37 +233,44 @@ def _compile(package_dir: str, target: str, stem: str = "registry", source: str 
             "setuptools is not installed (mypyc builds with it; a venv of Python 3.12 or later "
             "has none by itself): pip install setuptools"
         )
-    with tempfile.TemporaryDirectory(prefix="toolcancel-native-") as tmp:
-        # mypyc type-checks the module against the package it imports from: compile a copy of the
-        # whole package, so that nothing is written beside the source but the finished build.
-        copy = os.path.join(tmp, "toolcancel")
-        shutil.copytree(
-            package_dir,
-            copy,
-            ignore=shutil.ignore_patterns("_native", "__pycache__", "*.so", "*.pyd"),
-        )
-        if source is not None:
-            with open(os.path.join(copy, f"{stem}.py"), "w", encoding="utf-8") as out:
-                out.write(source)
-        proc = subprocess.run(
-            [sys.executable, "-m", "mypyc", f"toolcancel/{stem}.py"],
-            cwd=tmp,
-            capture_output=True,
-            text=True,
-        )
-        built = complete(copy, stem)
-        if proc.returncode or built is None:
-            said = (proc.stdout + proc.stderr).strip().splitlines()
-            errors = [line for line in said if ": error:" in line] or said[-3:]
-            raise NativeBuildError("mypyc failed: " + " | ".join(errors[:5]))
-        # Complete or not at all: the files go to a fresh folder beside the target, renamed in.
-        os.makedirs(os.path.dirname(target), exist_ok=True)
-        staging = tempfile.mkdtemp(prefix=".building-", dir=os.path.dirname(target))
-        try:
+    # Complete or not at all: the files go to a fresh folder beside the target, renamed in.  It
+    # is made first, so that a folder that cannot be written is said before a long compile.
+    where = os.path.dirname(target)
+    try:
+        os.makedirs(where, exist_ok=True)
+        staging = tempfile.mkdtemp(prefix=".building-", dir=where)
+    except OSError as exc:  # an installed package's folder may not be writable
+        raise NativeBuildError(f"cannot write the build into {where}: {_why(exc)}") from None
+    try:
+        with tempfile.TemporaryDirectory(prefix="toolcancel-native-") as tmp:
+            # mypyc type-checks the module against the package it imports from: compile a copy
+            # of the whole package, so that nothing is written beside the source but the build.
+            copy = os.path.join(tmp, "toolcancel")
+            shutil.copytree(
+                package_dir,
+                copy,
+                ignore=shutil.ignore_patterns("_native", "__pycache__", "*.so", "*.pyd"),
+            )
+            if source is not None:
+                with open(os.path.join(copy, f"{stem}.py"), "w", encoding="utf-8") as out:
+                    out.write(source)
+            proc = subprocess.run(
+                [sys.executable, "-m", "mypyc", f"toolcancel/{stem}.py"],
+                cwd=tmp,
+                capture_output=True,
+                text=True,
+            )
+            built = complete(copy, stem)
+            if proc.returncode or built is None:
+                said = (proc.stdout + proc.stderr).strip().splitlines()
+                errors = [line for line in said if ": error:" in line] or said[-3:]
+                raise NativeBuildError("mypyc failed: " + " | ".join(errors[:5]))
             for path in built.values():
                 shutil.copy2(path, staging)
+        try:
             os.rename(staging, target)
-        except OSError:
-            shutil.rmtree(staging, ignore_errors=True)
+        except OSError as exc:
             if complete(target) is None:  # not another build that won the race
-                raise
+                raise NativeBuildError(f"cannot write the build {target}: {_why(exc)}") from None
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)  # gone already once renamed

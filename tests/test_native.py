@@ -115,6 +115,18 @@ def test_a_build_without_its_tools_names_the_missing_one(
     assert not (package / "_native").exists() or not any((package / "_native").iterdir())
 
 
+def test_a_build_that_cannot_be_written_says_where_in_one_line(package: Path) -> None:
+    """An installed package's folder may not be writable (root writes anywhere, so the test
+    puts a file where the builds' folder goes)."""
+    (package / "_native").write_text("not a folder")
+    with pytest.raises(native.NativeBuildError) as refused:
+        native.build(str(package))
+    message = str(refused.value)
+    assert message.startswith(f"cannot write the build into {package / '_native'}: ")
+    assert "\n" not in message
+    assert (package / "_native").read_text() == "not a folder"
+
+
 def test_the_suite_runs_the_compiled_registry_whenever_it_is_built() -> None:
     if os.environ.get(native.PURE_ENV, "") not in ("", "0"):
         pytest.skip("TOOLCANCEL_PURE is set: this run is of the source")
