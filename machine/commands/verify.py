@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from .. import cluster
+from .. import cluster, native
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
@@ -119,7 +119,8 @@ def run(args: argparse.Namespace) -> int:
 def _table(report: Report) -> str:
     d = report.to_json()
     lines = [
-        f"toolcancel verify — {report.revision} contract, real asyncio registry",
+        f"toolcancel verify — {report.revision} contract, real asyncio registry "
+        f"({'compiled' if native.loaded() else 'interpreted'})",
         f"  bounds                up to {d['max_wrappers']} around wrapper(s) per call, "
         f"{d['max_calls']} call(s) per turn batch",
         f"  configurations        {d['configurations']:>10,}",
