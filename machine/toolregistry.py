@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from functools import partial
 from types import ModuleType
 from typing import TYPE_CHECKING, Any, ClassVar, Final
 
@@ -199,14 +198,20 @@ class ToolRegistry:
     ) -> Callable[[ToolBody], ToolBody]:
         """Decorator form of :meth:`register` (the same options; the name defaults to the
         function's)."""
-        options = {
-            "timeout_ms": timeout_ms,
-            "agent": agent,
-            "description": description,
-            "parallel_safe": parallel_safe,
-            "input_schema": input_schema,
-        }
-        return partial(_register_decorated, self, name, options)
+
+        def decorate(body: ToolBody) -> ToolBody:
+            self.register(
+                name or body.__name__,
+                body,
+                timeout_ms=timeout_ms,
+                agent=agent,
+                description=description,
+                parallel_safe=parallel_safe,
+                input_schema=input_schema,
+            )
+            return body
+
+        return decorate
 
     def unregister(self, name: str, *, agent: str | None = None) -> None:
         self._tools.pop((name, agent), None)
@@ -322,14 +327,6 @@ class ToolRegistry:
         )
         call.enter()
         return call
-
-
-def _register_decorated(
-    registry: ToolRegistry, name: str | None, options: dict[str, Any], body: ToolBody
-) -> ToolBody:
-    """What :meth:`ToolRegistry.tool` decorates ``body`` with: its registration."""
-    registry.register(name or body.__name__, body, **options)
-    return body
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
