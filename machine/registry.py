@@ -33,7 +33,7 @@ import warnings
 import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import partial
-from typing import Any, Final, Protocol, get_args
+from typing import Any, Final, Protocol
 
 from .calltask import CURRENT_TASKS, CallTask, StandIn
 from .compiled import DRAINING, MOVED, Node, initial_node
@@ -43,7 +43,7 @@ from .errors import ContractViolation, NotSerializable, RegistryUsageError, Task
 from .errors import InvalidBudget as InvalidBudget
 from .execution import Execution as Execution
 from .execution import drop_late_context
-from .fusion import Fusion, FusionKind
+from .fusion import Fusion
 
 # What hooks exchange with the registry lives in .hooks (and the view in .execution), shared by
 # every build of this module (toolcancel.native); imported here under their public names.
@@ -72,7 +72,7 @@ from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
 from .signals import AbortController, AbortSignal
 from .toolregistry import DRAIN_WARNING as DRAIN_WARNING
 from .toolregistry import ToolRegistry as ToolRegistry
-from .trace import FORMAT_VERSION, line_template, runs_code
+from .trace import FORMAT_VERSION, line_templates, runs_code
 
 log = logging.getLogger("toolcancel.registry")
 
@@ -775,7 +775,7 @@ class _Call:
             if listening and kind in ("caller", "slot"):
                 owner = kind
                 self.emit_listener(owner, "add")
-            self.emit_line(_LINES["body_start"])
+            self.emit_line(_LINES[("body_start",)])
         view._slot = fused
         try:
             try:
@@ -787,7 +787,7 @@ class _Call:
                 self.failed(exc, "the tool body")
                 result, event = r.thrown(exc), "body_raise"
             if self.trace is not None:
-                self.emit_line(_LINES["body_settle", event])
+                self.emit_line(_LINES["body_settle", "ok" if event == "body_ok" else "raise"])
         finally:
             if listening:
                 assert fused is not None
@@ -865,7 +865,7 @@ class _Call:
         self.registry._in_flight.pop(self, None)
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
-            self.emit_line(_LINES["notify"])
+            self.emit_line(_LINES[("notify",)])
         return frozen
 
 
@@ -900,23 +900,9 @@ _PRE_RAISE: Final = {
 _ALLOWED_UNGUARDED: Final = ("pre_allow", "guards", "guards_pass")
 _SETTLED_ACCEPTED: Final = ("around_settled", "post_policy", "post_accept")
 
-_LINE_FIELDS: dict[Any, dict[str, Any]] = {
-    **{("stage_enter", stage): {"event": "stage_enter", "stage": stage}
-       for stage in ("pre", "approval", "guards", "post")},
-    **{("listener", signal, action): {"event": "listener", "signal": signal, "action": action}
-       for signal in ("caller", "slot") for action in ("add", "remove")},
-    **{("slot", action, aborted): {"event": "slot", "action": action, "aborted": aborted}
-       for action in ("replace", "remove") for aborted in (False, True)},
-    **{("fused", kind, aborted): {"event": "fused", "kind": kind, "aborted": aborted}
-       for kind in get_args(FusionKind) for aborted in (False, True)},
-    ("body_settle", "body_ok"): {"event": "body_settle", "how": "ok"},
-    ("body_settle", "body_raise"): {"event": "body_settle", "how": "raise"},
-    "body_start": {"event": "body_start"},
-    "notify": {"event": "notify"},
-}
-_LINES: Final = {key: line_template(fields) for key, fields in _LINE_FIELDS.items()}
+_LINES: Final = line_templates()
 """Every trace line the registry writes outside the machine's steps but ``call_entry`` and
-``result``, by what varies in it: made once, with the header (a line copies its template)."""
+``result``, by event and field values (a line copies its template)."""
 
 _ALLOW: Final = Allow()
 _ACCEPT: Final = Accept()

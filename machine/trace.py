@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import gc
+import itertools
 import json
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from importlib import resources
@@ -250,6 +251,27 @@ def line_template(fields: dict[str, Any]) -> dict[str, Any]:
     """A line with the header in front and the call id still blank: the registry copies it and
     sets ``call`` (cheaper than building a line from the header and the fields each time)."""
     return {"trace": FORMAT_VERSION, "call": "", **fields}
+
+
+def line_templates() -> dict[tuple[Any, ...], dict[str, Any]]:
+    """The template of every observation line whose fields are all enums or flags, keyed by the
+    event and its fields' values in :data:`OBSERVATIONS`' order, e.g. ``("slot", "replace",
+    False)``: every such line a registry can write, made once from the vocabulary."""
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for event, (_, fields) in OBSERVATIONS.items():
+        choices: list[tuple[Any, ...]] = []
+        for spec in fields.values():
+            if spec.type == "boolean":
+                choices.append((False, True))
+            elif spec.type == "string" and spec.values:
+                choices.append(spec.values)
+            else:  # a free value (call_entry's revision, the result): built per call
+                break
+        else:
+            for values in itertools.product(*choices):
+                line = {"event": event, **dict(zip(fields, values, strict=True))}
+                out[(event, *values)] = line_template(line)
+    return out
 
 
 class TraceRecorder:
