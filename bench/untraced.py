@@ -384,7 +384,7 @@ def _leftovers(tree: ast.AST, trace_names: set[str]) -> list[str]:
     """Anything tracing-related still in the stripped tree (``line N: what``)."""
     found: list[str] = []
     attrs = SINK_ATTRS | EMITTERS | {"on_listener"}
-    names = {"FORMAT_VERSION", "TraceSink", "trace"} | trace_names
+    names = {"trace"} | trace_names  # and what this module imported from .trace
 
     def walk(node: ast.AST, local: set[str]) -> None:
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
