@@ -98,6 +98,17 @@ def complete(folder: str, stem: str = "registry") -> dict[str, str] | None:
     return files if all(os.path.isfile(f) for f in files.values()) else None
 
 
+def _extension_spec(name: str, location: str) -> ModuleSpec:
+    """The spec of the compiled module ``name`` in the library at ``location``."""
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.ExtensionFileLoader(name, location)
+    spec = importlib.util.spec_from_file_location(name, location, loader=loader)
+    assert spec is not None
+    return spec
+
+
 class _Finder:
     """A ``sys.meta_path`` finder for ``toolcancel.registry`` (and its library) in the build of
     the current source; it finds nothing else, and nothing under ``TOOLCANCEL_PURE=1``."""
@@ -120,12 +131,7 @@ class _Finder:
                 self._found = None
         if self._found is None:
             return None
-        import importlib.machinery
-        import importlib.util
-
-        location = self._found[fullname]
-        loader = importlib.machinery.ExtensionFileLoader(fullname, location)
-        return importlib.util.spec_from_file_location(fullname, location, loader=loader)
+        return _extension_spec(fullname, self._found[fullname])
 
     def invalidate_caches(self) -> None:
         self._looked = False
@@ -200,7 +206,6 @@ def compile_variant(source: str, stem: str, folder: str) -> ModuleType:
     For a variant of the registry that must be built the way the registry is to be compared with
     it: the benchmark's registry with its tracing code stripped (``bench/untraced.py``).
     """
-    import importlib.machinery
     import importlib.util
 
     target = os.path.join(folder, stem)
@@ -209,12 +214,11 @@ def compile_variant(source: str, stem: str, folder: str) -> ModuleType:
     assert files is not None
     module: ModuleType | None = None
     for name in sorted(files, reverse=True):  # its code's library first: the module imports it
-        loader = importlib.machinery.ExtensionFileLoader(name, files[name])
-        spec = importlib.util.spec_from_file_location(name, files[name], loader=loader)
-        assert spec is not None
+        spec = _extension_spec(name, files[name])
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
-        loader.exec_module(module)
+        assert spec.loader is not None
+        spec.loader.exec_module(module)
     assert module is not None
     return module
 
