@@ -44,7 +44,6 @@ import contextlib
 import itertools
 import json
 import os
-import signal
 import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -52,7 +51,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from . import turnvectors
+from . import reaper, turnvectors
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
@@ -179,6 +178,7 @@ class Report:
     turns: bool = False  # the adapter's hello declared turns (the scheduler's vectors ran)
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
     report_path: str | None = None  # where --report wrote the verdicts, if it did
+    strays: int = 0  # processes the adapter started outside its session, killed by the runner
 
     @property
     def passed(self) -> int:
@@ -1229,6 +1229,9 @@ class Adapter:
         self.hello: dict[str, Any] = {}
         self.stderr_tail = b""
         self._stderr_task: asyncio.Task[None] | None = None
+        self._transport: asyncio.SubprocessTransport | None = None
+        self._mark = ""  # marks every process of the current start (toolcancel.reaper)
+        self.strays = 0  # processes that had left the adapter's session, killed at its stops
 
     @property
     def protocol(self) -> int:
@@ -1266,6 +1269,7 @@ class Adapter:
         loop = asyncio.get_running_loop()
         self.exited = loop.create_future()
         exited = self.exited
+        self._mark = reaper.new_mark()
         try:
             transport, protocol = await loop.subprocess_exec(
                 lambda: _Protocol(exited, loop),
@@ -1274,7 +1278,9 @@ class Adapter:
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,
+                env={**os.environ, reaper.MARK_VARIABLE: self._mark},
             )
+            self._transport = transport
             self.proc = asyncio.subprocess.Process(transport, protocol, loop)
         except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument
             why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -1372,26 +1378,26 @@ class Adapter:
             await self.proc.stdin.drain()
 
     async def stop(self, *, graceful: bool = False) -> None:
-        """Close stdin, let the adapter exit (if ``graceful``), then kill what is left of its
-        session -- the adapter and every process it started -- and reap the adapter.
+        """Close stdin, let the adapter exit (if ``graceful``), then kill every process it
+        started -- its session, its descendants, and what carries its mark, wherever it moved
+        (:mod:`toolcancel.reaper`) -- await their exits, reap them, and close the transport.
 
-        The adapter leads its own session (``start_new_session``), so its process group id is
-        its pid: children it forked are in that group even after it exited, and a child that
-        moved to another group of the session is found by its session id.  Only a process that
-        starts a session of its own escapes; its copies of the pipes are then closed on our side
-        so the runner never waits for it.
+        Everything is closed before this returns, so nothing is left for the garbage collector
+        to close after the event loop has closed (asyncio's "Event loop is closed" tracebacks).
         """
-        proc = self.proc
+        proc, transport = self.proc, self._transport
         if proc is None:
             return
-        self.proc = None
+        self.proc = self._transport = None
         if proc.stdin is not None:
             with contextlib.suppress(ConnectionError):
                 proc.stdin.close()
         if graceful and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.exited), self.timeout)
-        orphans = kill_session(proc.pid)
+        sweep = reaper.kill_all(proc.pid, self._mark)
+        self.strays += len(sweep.strays)
+        await reaper.await_exits(sweep, REAP_TIMEOUT)
         # asyncio (3.11) reports the exit only once every pipe reached EOF, and a stdout paused
         # on an over-long line never does unless someone reads it: read what is left.
         if proc.stdout is not None:
@@ -1399,14 +1405,12 @@ class Adapter:
                 await asyncio.wait_for(_discard(proc.stdout), REAP_TIMEOUT)
         try:
             await asyncio.wait_for(asyncio.shield(proc.wait()), REAP_TIMEOUT)
-        except TimeoutError:  # an escaped process holds a pipe: stop listening to it
-            transport = getattr(proc, "_transport", None)
-            for fd in (1, 2):
-                pipe = transport.get_pipe_transport(fd) if transport is not None else None
-                if pipe is not None:
-                    pipe.close()
-            await proc.wait()
-        await reap(orphans)
+        except TimeoutError:  # a process we could not kill holds a pipe: stop listening to it
+            pass
+        assert transport is not None
+        transport.close()  # the pipes too; the process is dead, so nothing is signalled
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(proc.wait(), REAP_TIMEOUT)
         task, self._stderr_task = self._stderr_task, None
         if task is not None:
             task.cancel()
@@ -1440,81 +1444,6 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
     if type(hello.get("turns", False)) is not bool:
         return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
     return None
-
-
-def session_members(sid: int) -> list[int]:
-    """Pids of the processes in session ``sid``, zombies included (Linux ``/proc``; elsewhere:
-    none)."""
-    found = []
-    with contextlib.suppress(OSError):
-        for name in os.listdir("/proc"):
-            if not name.isdigit():
-                continue
-            try:
-                with open(f"/proc/{name}/stat", "rb") as f:
-                    stat = f.read()
-            except OSError:
-                continue
-            fields = stat[stat.rindex(b")") + 2 :].split()
-            # fields: state ppid pgrp session ...
-            if int(fields[3]) == sid:
-                found.append(int(name))
-    return found
-
-
-def kill_session(leader: int) -> list[int]:
-    """SIGKILL the process group ``leader`` leads and every other process of its session;
-    the pids of the others (for :func:`reap`)."""
-    others = [pid for pid in session_members(leader) if pid != leader]
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, signal.SIGKILL)
-    others += [pid for pid in session_members(leader) if pid not in others and pid != leader]
-    for pid in others:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, signal.SIGKILL)
-    return others
-
-
-async def reap(pids: Sequence[int]) -> None:
-    """Collect the exit status of killed processes that were orphaned to us (we are their
-    subreaper, :func:`subreaper`), so none stays behind as a zombie; others are skipped."""
-    for pid in pids:
-        for _ in range(100):
-            try:
-                done, _status = os.waitpid(pid, os.WNOHANG)
-            except ChildProcessError:  # not ours (not orphaned to us, or already collected)
-                break
-            if done:
-                break
-            await asyncio.sleep(0.01)
-
-
-@contextlib.contextmanager
-def subreaper() -> Iterator[None]:
-    """While inside, processes orphaned below us are reparented to us rather than to init
-    (Linux ``PR_SET_CHILD_SUBREAPER``; elsewhere nothing), so :func:`reap` can collect a
-    forking adapter's children.  Init in a container may never reap them."""
-    prctl = None
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            import ctypes
-
-            prctl = ctypes.CDLL(None, use_errno=True).prctl
-    was = None
-    if prctl is not None:
-        flag = ctypes.c_int(0)
-        if prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(flag), 0, 0, 0) == 0:
-            was = flag.value
-            prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
-    try:
-        yield
-    finally:
-        if prctl is not None and was is not None:
-            prctl(_PR_SET_CHILD_SUBREAPER, was, 0, 0, 0)
-
-
-_PR_SET_CHILD_SUBREAPER: Final = 36
-_PR_GET_CHILD_SUBREAPER: Final = 37
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):
@@ -1553,7 +1482,7 @@ async def run_vectors(
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
-    with subreaper():
+    with reaper.subreaper():
         return await _run_vectors(
             command,
             vectors,
@@ -1592,7 +1521,8 @@ async def _run_vectors(
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
-    report.turns = adapter.turns
+    ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
+    report.turns = ran_turns
     report.scenarios = {
         v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
         for v in items
@@ -1674,7 +1604,8 @@ async def _run_vectors(
     finally:
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
-    report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
+    report.strays = adapter.strays
+    report.seen = frozenset(judge.seen | ({"turns"} if ran_turns else set()))
     return report
 
 

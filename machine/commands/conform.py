@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from typing import Any
 
 from ..cli import Progress, UsageError, clip
@@ -116,6 +117,12 @@ def run(args: argparse.Namespace) -> int:
             hello_timeout=args.hello_timeout,
             only=args.only or (),
             progress=progress.update,
+        )
+    if report.strays:  # one line: the adapter's business, but its user should know
+        print(
+            f"toolcancel conform: note: the adapter started {report.strays} process"
+            f"{'es' if report.strays != 1 else ''} that left its session; killed and reaped",
+            file=sys.stderr,
         )
     if args.report:
         report.write_report(args.report)
