@@ -56,6 +56,7 @@ from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
 from .coverage import CHECKED, NONE, decidable, rule_status
+from .deviations import problem as deviation_problem
 from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .scenario import Scenario
@@ -1250,6 +1251,12 @@ class Adapter:
         return self.hello.get("turns") is True
 
     @property
+    def deviations(self) -> tuple[str, ...]:
+        """The deviations the adapter's hello declared (spec/contract.toml ``[[deviation]]``;
+        none: judged exactly by the contract)."""
+        return tuple(self.hello.get("deviations", ()))
+
+    @property
     def retry(self) -> str:
         """The retry behaviour the adapter declared (protocol 1: the contract's default)."""
         return str(self.hello.get("retry", load_contract().default_retry))
@@ -1443,7 +1450,7 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
         )
     if type(hello.get("turns", False)) is not bool:
         return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
-    return None
+    return deviation_problem(hello.get("deviations", []))
 
 
 class _Protocol(asyncio.subprocess.SubprocessStreamProtocol):

@@ -58,6 +58,41 @@ class RetryBehaviour:
 
 
 @dataclass(frozen=True)
+class Measured:
+    """A count measured outside the repository: vectors a registry faithful to ``source``
+    failed with the deviation undeclared."""
+
+    source: str
+    vectors: int
+
+
+@dataclass(frozen=True)
+class Deviation:
+    """A known way a real implementation departs from rules ``departs_from``, declared like a
+    retry behaviour (an adapter's hello ``deviations``).  ``scope`` names the vectors it can
+    touch (scenario field -> values, any matching); ``model`` is the mutant of our reference
+    registry that behaves so, from which an alternative expectation is computed (or None)."""
+
+    name: str
+    departs_from: tuple[str, ...]
+    revisions: frozenset[str]
+    source: str
+    doc: str
+    scope: Mapping[str, tuple[str, ...]]
+    model: str | None
+    measured: tuple[Measured, ...]
+
+    def touches(self, scenario: Mapping[str, Any]) -> bool:
+        """Whether a vector of this scenario (its JSON data) is in the deviation's scope."""
+        for key, values in self.scope.items():
+            value = scenario.get(key)
+            found = value if isinstance(value, list) else [value]
+            if not any(v in values for v in found):
+                return False
+        return True
+
+
+@dataclass(frozen=True)
 class Guard:
     name: str
     doc: str
@@ -139,6 +174,7 @@ class Contract:
     transitions: tuple[Transition, ...]
     precedence: tuple[PrecedenceRow, ...]
     rules: tuple[Rule, ...]
+    deviations: tuple[Deviation, ...] = ()
     _by_revision: dict[str, RevisionContract] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -158,6 +194,13 @@ class Contract:
 
     def state(self, name: str) -> State:
         return next(s for s in self.states if s.name == name)
+
+    def deviation(self, name: str) -> Deviation:
+        """The declared deviation ``name`` (KeyError when there is none)."""
+        for d in self.deviations:
+            if d.name == name:
+                return d
+        raise KeyError(name)
 
     @property
     def retry_names(self) -> tuple[str, ...]:
@@ -382,6 +425,30 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         )
         for i, e in enumerate(entries("retry"))
     )
+    deviations = []
+    for i, e in enumerate(entries("deviation")):
+        where = f"{source} deviation #{i + 1}"
+        scope = _opt(e, "scope", dict, {}, where)
+        measured = _opt(e, "measured", list, [], where)
+        if not all(isinstance(m, dict) for m in measured):
+            raise ContractError(f"{where}: measured must be an array of tables")
+        deviations.append(
+            Deviation(
+                name=_need(e, "name", str, where),
+                departs_from=_strs(_need(e, "departs_from", list, where), where),
+                revisions=revs(e, where),
+                source=_need(e, "source", str, where),
+                doc=_need(e, "doc", str, where),
+                scope={k: _strs(_need(scope, k, list, where), where) for k in scope},
+                model=_opt(e, "model", str, None, where),
+                measured=tuple(
+                    Measured(
+                        _need(m, "source", str, where), _need(m, "vectors", int, where)
+                    )
+                    for m in measured
+                ),
+            )
+        )
     guards = tuple(
         Guard(
             name=_need(e, "name", str, f"{source} guard #{i + 1}"),
@@ -477,6 +544,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         transitions=tuple(transitions),
         precedence=precedence,
         rules=rules,
+        deviations=tuple(deviations),
     )
     _check_references(contract)
     _refuse_unknown_keys(data, source)
@@ -499,6 +567,13 @@ def _check_references(c: Contract) -> None:
     rules = unique("rule", [r.id for r in c.rules])
     if c.default_revision not in c.revisions:
         raise ContractError(f"{c.source}: default_revision {c.default_revision!r} is not listed")
+    unique("deviation", [d.name for d in c.deviations])
+    for d in c.deviations:
+        for rule in d.departs_from:
+            if rule not in rules:
+                raise ContractError(
+                    f"{c.source}: deviation {d.name!r} departs from unknown rule {rule!r}"
+                )
     retries = unique("retry behaviour", [r.name for r in c.retries])
     if c.default_retry not in retries:
         raise ContractError(f"{c.source}: default_retry {c.default_retry!r} is not a [[retry]]")

@@ -1,6 +1,8 @@
 // adapter-outcome.js -- an outcome-level (black-box) conformance adapter for registry.js: protocol 2
 // of spec/vectors/README.md, reporting only what a user of the registry sees, through its public API.
 //   toolcancel conform --revision seed --adapter node examples/js/adapter-outcome.js
+// --classify-by-code: the timeout policy classifies as the original does (timeoutOf), declared in
+// the hello as deviation D13 (--undeclared leaves the hello silent about it: plain failures).
 import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, deadline, installTimeoutPolicy } from './registry.js';
@@ -8,6 +10,8 @@ import { VirtualClock } from './adapter-trace.js'; // virtual time for deadlines
 import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
 import { Probes } from './probes.js'; // observer writes, the approval's signal, the slot after next()
 
+const byCode = process.argv.includes('--classify-by-code');
+const deviations = byCode && !process.argv.includes('--undeclared') ? ['D13'] : [];
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
 const text = (t) => ({ type: 'text', text: t });
@@ -21,8 +25,8 @@ const PRE = { allow: { kind: 'allow' }, deny: { kind: 'deny', reason: 'policy re
   ask: { kind: 'ask', reason: 'needs a human' } };
 const POST = { accept: { kind: 'accept' },
   accept_content: { kind: 'accept', content: [text('rewritten by post-execute')] },
-  accept_contexts: { kind: 'accept', contexts: [note('from post-execute')] },
-  block: { kind: 'block', feedback: [text('Error: blocked by post-execute')], contexts: [note('from block')] } };
+  accept_contexts: { kind: 'accept', additionalContexts: [note('from post-execute')] },
+  block: { kind: 'block', feedback: [text('Error: blocked by post-execute')], additionalContexts: [note('from block')] } };
 
 const HOLD_MS = 86_400_000; // how long an uncooperative body is held after its signal aborted
 
@@ -76,7 +80,7 @@ async function run(s) {
     if (w === 'throw_after') throw new Error(`wrapper ${i} failed after delegating`);
     return r;
   }));
-  if (s.timeout !== 'absent') installTimeoutPolicy(reg); // innermost wrapper
+  if (s.timeout !== 'absent') installTimeoutPolicy(reg, { classify: byCode ? 'code' : 'identity' }); // innermost
   if (s.tool_known) reg.register({ name: 'tool', timeoutMs: s.timeout === 'absent' ? undefined : 100,
     async execute(_args, exec) {
       const signal = exec.signal, body = { start: state(signal), settle: null, signal };
@@ -136,7 +140,8 @@ async function run(s) {
 }
 
 send({ type: 'hello', implementation: 'toolcancel examples/js registry.js (cursor next())',
-  revisions: REVISIONS, level: 'outcome', retry: 'cursor', turns: true });
+  revisions: REVISIONS, level: 'outcome', retry: 'cursor', turns: true,
+  ...(deviations.length ? { deviations } : {}) });
 for await (const line of readline.createInterface({ input: process.stdin })) {
   const v = JSON.parse(line);
   try { send({ type: 'outcome', id: v.id, ...(await (v.type === 'turn' ? runTurnVector(v.revision, v.turn) : run(v.scenario))) }); }

@@ -279,12 +279,13 @@ export async function runScenario(s, { log = () => {} } = {}) {
       case 'accept': return { kind: 'accept' };
       case 'accept_content':
         return { kind: 'accept', content: [text('rewritten by post-execute')] };
-      case 'accept_contexts': return { kind: 'accept', contexts: [note('from post-execute')] };
+      case 'accept_contexts':
+        return { kind: 'accept', additionalContexts: [note('from post-execute')] };
       case 'block':
         return {
           kind: 'block',
           feedback: [text('Error: blocked by post-execute')],
-          contexts: [note('from block')],
+          additionalContexts: [note('from block')],
         };
       default: throw new Error('post-execute policy failed');
     }

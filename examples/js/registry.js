@@ -23,16 +23,20 @@
 //     'tools/pre-execute'   async (exec, next) => {kind:'allow'} | {kind:'deny', reason}
 //                                                 | {kind:'ask', reason?}
 //     'tools/execute'       async (exec, next) => result         (around-dispatch wrapper)
-//     'tools/post-execute'  async (exec, result, next) => {kind:'accept', content?, contexts?}
-//                                                 | {kind:'block', feedback, contexts?}
+//     'tools/post-execute'  async (exec, result, next) => {kind:'accept', content?,
+//                                   additionalContexts?} | {kind:'block', feedback,
+//                                   additionalContexts?}   (the original's field names; any
+//                                   other key is refused, so a misspelt field never drops data)
 //     'tools/result'        (exec, result) => void | Promise     (observer)
 //   registry.setApproval(async (request) => 'approved'|'rejected'|'cancelled'|'unavailable')
 //     request: {callId, name, arguments, agent, reason, signal}
 //   registry.addGuard((exec) => undefined | reason, { agent? })  -> off()
 //   await registry.execute(name, args, { signal?, callId?, agent?, parent? })  -> frozen result
 //
-//   installTimeoutPolicy(registry) -> uninstall       the zero-configuration timeout wrapper (R33)
+//   installTimeoutPolicy(registry, {classify?}) -> uninstall    the timeout wrapper (R33);
+//                                classify 'identity' (default, D13) or 'code' (the original's)
 //   deadline(upstream, ms, code, timers?) -> {signal, firedByOwnTimer(), dispose()}      (R35)
+//   timeoutOf(signal, code) -> the signal's TimeoutReason of that code, or undefined      (R35)
 //   fuse(caller, slot, onListener?) -> {signal, kind, bornAborted, dispose()}          (R21, R22)
 //   waterfall(listeners, args, base)                  the cursor waterfall of the original (R16)
 //   snapshot(value) -> a deep-frozen lossless copy, or throws NotSerializableError    (R11, R30)
@@ -466,7 +470,28 @@ export function deadline(upstream, ms, code, timers = globalThis) {
  * TOOL_TIMEOUT only when its *own* deadline fired (D13).  It restores the slot and clears the
  * timer in every case; an inner throw propagates unchanged.  Returns a function that uninstalls.
  */
-export function installTimeoutPolicy(registry) {
+/**
+ * The timeout library's classification by code: the signal's reason if it is a timeout reason
+ * whose code is `code`, else undefined.  Any deadline with that code matches, an enclosing
+ * call's included: the original's timeout policy classifies with it (D13).
+ */
+export function timeoutOf(signal, code) {
+  const reason = signal?.reason;
+  return reason instanceof TimeoutReason && reason.code === code ? reason : undefined;
+}
+
+/**
+ * R33.  `classify: 'identity'` (the contract, D13) reports TOOL_TIMEOUT only when the policy's
+ * own deadline fired; `classify: 'code'` is the original's way (`timeoutOf`), the declared
+ * deviation D13: an enclosing call's same-coded deadline reads as this call's own timeout.
+ */
+export function installTimeoutPolicy(registry, { classify = 'identity' } = {}) {
+  if (classify !== 'identity' && classify !== 'code') {
+    throw new RangeError(`installTimeoutPolicy: classify is 'identity' or 'code', not ${classify}`);
+  }
+  const fired = classify === 'code'
+    ? (d) => timeoutOf(d.signal, 'TOOL_TIMEOUT') !== undefined
+    : (d) => d.firedByOwnTimer();
   return registry.hooks.on('tools/execute', async function timeoutPolicy(exec, next) {
     const ms = registry.definition(exec.name, exec.agent)?.timeoutMs;
     if (ms === undefined) return next(); // no budget: the slot is left untouched
@@ -475,7 +500,7 @@ export function installTimeoutPolicy(registry) {
     exec.signal = d.signal; // by mutation: next() takes no arguments
     try {
       const inner = await next();
-      return d.firedByOwnTimer() ? registry.results.toolTimeout(ms) : inner;
+      return fired(d) ? registry.results.toolTimeout(ms) : inner;
     } finally {
       setSlot(exec, upstream);
       d.dispose();
@@ -990,13 +1015,13 @@ class Call {
     }
     if (decision.kind === 'block') {
       this.event('post_block');
-      return r.blocked(decision.feedback, decision.contexts); // drops earlier contexts and codes
+      return r.blocked(decision.feedback, decision.additionalContexts); // drops earlier contexts and codes
     }
     let accepted = result;
-    if (decision.content !== undefined || decision.contexts?.length) {
+    if (decision.content !== undefined || decision.additionalContexts?.length) {
       accepted = withContexts(
         decision.content === undefined ? result : { ...result, content: decision.content },
-        [...(result.additionalContexts ?? []), ...(decision.contexts ?? [])],
+        [...(result.additionalContexts ?? []), ...(decision.additionalContexts ?? [])],
       );
     }
     this.event('post_accept');
@@ -1050,13 +1075,17 @@ function runGuards(guards, exec) {
 }
 
 function checkPostDecision(decision) {
+  // The original's names (R7): `additionalContexts`, as on a result.  A key of neither form is
+  // refused -- `contexts` above all, which the original would silently ignore.
   const list = (value) => value === undefined || Array.isArray(value);
-  if (decision?.kind === 'accept' && list(decision.content) && list(decision.contexts)) return;
-  if (decision?.kind === 'block' && Array.isArray(decision.feedback) && list(decision.contexts)) {
-    return;
-  }
+  const keys = (...allowed) => Object.keys(decision).every((k) => allowed.includes(k));
+  const contexts = list(decision?.additionalContexts);
+  if (decision?.kind === 'accept' && list(decision.content) && contexts &&
+      keys('kind', 'content', 'additionalContexts')) return;
+  if (decision?.kind === 'block' && Array.isArray(decision.feedback) && contexts &&
+      keys('kind', 'feedback', 'additionalContexts')) return;
   throw new TypeError(
-    'post-execute must return {kind: "accept", content?, contexts?} or ' +
-      '{kind: "block", feedback, contexts?}',
+    'post-execute must return {kind: "accept", content?, additionalContexts?} or ' +
+      '{kind: "block", feedback, additionalContexts?}, and no other key',
   );
 }

@@ -10,10 +10,12 @@ import assert from 'node:assert/strict';
 import { getEventListeners } from 'node:events';
 import {
   RegistryUsageError,
+  TimeoutReason,
   ToolError,
   ToolRegistry,
   deadline,
   fuse,
+  installTimeoutPolicy,
   snapshot,
 } from './registry.js';
 import { VirtualClock } from './adapter-trace.js';
@@ -152,4 +154,64 @@ test('R3: a ToolError subclass is named by its class; other codes are not struct
   registry.register({ name: 'b', execute: async () => Promise.reject(systemError) });
   assert.deepEqual((await registry.execute('a', {})).error, { name: 'DiskFull', code: 'ENOSPC' });
   assert.equal((await registry.execute('b', {})).error, undefined);
+});
+
+test('R7: post-execute decisions use the original\'s field, additionalContexts; no other key', async () => {
+  const note = (t) => ({ type: 'note', text: t });
+  const run = async (decision) => {
+    const registry = new ToolRegistry(quiet);
+    registry.register({ name: 't', execute: async () => done });
+    registry.hooks.on('tools/post-execute', async () => decision);
+    return registry.execute('t', {});
+  };
+  const accepted = await run({ kind: 'accept', additionalContexts: [note('kept')] });
+  assert.deepEqual(accepted.additionalContexts, [note('kept')]);
+  const blocked = await run({ kind: 'block', feedback: done, additionalContexts: [note('b')] });
+  assert.deepEqual([blocked.isError, blocked.additionalContexts], [true, [note('b')]]);
+  // `contexts` (a misspelling the original would silently ignore) is the listener's failure.
+  const refused = await run({ kind: 'accept', contexts: [note('lost')] });
+  assert.equal(refused.isError, true);
+  assert.equal(refused.additionalContexts, undefined);
+});
+
+test('D13: an outer deadline made by deadline() and one made by hand give the same verdict', async () => {
+  // The outer_deadline vectors' environment: a deadline with the timeout policy's own code,
+  // aborting with the same kind of reason the policy's deadline does (a TimeoutReason).
+  const byDeadline = (up, timers) => deadline(up, 50, 'TOOL_TIMEOUT', timers);
+  const byHand = (up, timers) => {
+    const c = new AbortController();
+    const timer = timers.setTimeout(() => c.abort(new TimeoutReason('TOOL_TIMEOUT', 50)), 50);
+    return { signal: c.signal, dispose: () => timers.clearTimeout(timer) };
+  };
+  const run = async (outer, classify) => {
+    const clock = new VirtualClock();
+    const registry = new ToolRegistry({ ...quiet, timers: clock });
+    let release;
+    registry.register({
+      name: 't',
+      timeoutMs: 100,
+      execute: (_args, exec) => new Promise((resolve) => {
+        release = () => resolve(done);
+        exec.signal.addEventListener('abort', () => resolve(done));
+      }),
+    });
+    registry.hooks.on('tools/execute', async (exec, next) => {
+      const up = exec.signal;
+      const d = outer(up, clock);
+      exec.signal = d.signal;
+      try { return await next(); } finally { exec.signal = up; d.dispose(); }
+    });
+    installTimeoutPolicy(registry, { classify });
+    const pending = registry.execute('t', {}, { signal: new AbortController().signal });
+    await new Promise((r) => setImmediate(r));
+    clock.advance(51);
+    await new Promise((r) => setImmediate(r));
+    release?.();
+    return (await pending).error.code;
+  };
+  for (const [classify, code] of [['identity', 'ABORTED'], ['code', 'TOOL_TIMEOUT']]) {
+    assert.equal(await run(byDeadline, classify), code, `deadline(), classify ${classify}`);
+    assert.equal(await run(byHand, classify), code, `by hand, classify ${classify}`);
+  }
+  assert.throws(() => installTimeoutPolicy(new ToolRegistry(quiet), { classify: 'name' }), RangeError);
 });
