@@ -1402,7 +1402,7 @@ class Adapter:
         if graceful and proc.returncode is None:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(asyncio.shield(self.exited), self.timeout)
-        sweep = reaper.kill_all(proc.pid, self._mark)
+        sweep = reaper.kill_all(proc.pid, self._mark, reaped=proc.returncode is not None)
         self.strays += len(sweep.strays)
         await reaper.await_exits(sweep, REAP_TIMEOUT)
         # asyncio (3.11) reports the exit only once every pipe reached EOF, and a stdout paused

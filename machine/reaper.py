@@ -83,15 +83,16 @@ def _marked(pid: int, mark: bytes) -> bool:
         return False
 
 
-def members(leader: int, mark: str) -> set[int]:
+def members(leader: int, mark: str, *, reaped: bool = False) -> set[int]:
     """The pids of what adapter ``leader`` started (see the module's docstring), itself
-    excluded; zombies included."""
+    excluded; zombies included.  Once the adapter is ``reaped`` its pid may belong to another
+    process, so its descendants are not walked (its session id stays reserved while in use)."""
     procs = _processes()
     children: dict[int, list[int]] = {}
     for p in procs:
         children.setdefault(p.ppid, []).append(p.pid)
     found = {p.pid for p in procs if p.session == leader}
-    stack = [leader]
+    stack = [] if reaped else [leader]
     while stack:
         for child in children.get(stack.pop(), ()):
             if child not in found:
@@ -121,15 +122,17 @@ def _pidfd(pid: int) -> int | None:
         return None
 
 
-def kill_all(leader: int, mark: str) -> Sweep:
+def kill_all(leader: int, mark: str, *, reaped: bool = False) -> Sweep:
     """SIGKILL adapter ``leader``'s process group and every process :func:`members` finds,
-    until a scan finds no new one."""
-    sweep = Sweep(leader_fd=_pidfd(leader))
+    until a scan finds no new one.  ``reaped``: the adapter's exit status was already
+    collected, so its pid means nothing any more but as a session id in use."""
+    sweep = Sweep(leader_fd=None if reaped else _pidfd(leader))
     session = {p.pid for p in _processes() if p.session == leader}
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, signal.SIGKILL)
+    if session or not reaped:  # a group id in use is never handed to another process
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(leader, signal.SIGKILL)
     for _ in range(SWEEPS):
-        new = members(leader, mark) - sweep.pidfds.keys()
+        new = members(leader, mark, reaped=reaped) - sweep.pidfds.keys()
         if not new:
             break
         for pid in sorted(new):
