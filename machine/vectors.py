@@ -57,9 +57,11 @@ from .scenario import (
     APPROVALS,
     ARGS,
     BODIES,
+    BUDGET_MS,
     CALLERS,
     GUARDS,
     OBSERVERS,
+    OUTER_MS,
     POSTS,
     PRE,
     TIMEOUTS,
@@ -71,6 +73,7 @@ from .scenario import (
     Scenario,
     WrapperReason,
 )
+from .timeout_policy import TOOL_TIMEOUT
 from .verifier import added_later, configurations
 from .virtual_time import VirtualClock, run
 
@@ -858,8 +861,22 @@ def schema() -> dict[str, Any]:
             "pre": enum(PRE),
             "approval": enum(APPROVALS),
             "guard": enum(GUARDS),
-            "wrappers": {"type": "array", "items": enum(WRAPPERS)},
-            "timeout": enum(TIMEOUTS),
+            "wrappers": {
+                "type": "array",
+                "items": enum(WRAPPERS),
+                "description": "Around-dispatch wrappers, outermost first (README: Wrappers). "
+                f"outer_deadline: the environment puts in the slot deadline(<the slot's value>, "
+                f"{OUTER_MS}, {TOOL_TIMEOUT!r}) made by the registry's own deadline function, the "
+                f"one its timeout policy calls, so that it aborts with the same kind of timeout "
+                f"reason as the policy's own (code {TOOL_TIMEOUT}, ms {OUTER_MS}); it fires first, "
+                "at the body gate. Classifying it by code is the declared deviation D13.",
+            },
+            "timeout": {
+                **enum(TIMEOUTS),
+                "description": f"budget: the definition declares timeoutMs {BUDGET_MS} and the "
+                "timeout policy is the innermost wrapper; timer_first: the same, and the clock "
+                f"passes {BUDGET_MS} ms at the body gate.",
+            },
             "body": enum(BODIES),
             "cooperative": {"type": "boolean"},
             "post": enum(POSTS),
