@@ -8,20 +8,24 @@ Why these tests exist:
   closed.  Now every such process is gone *when conform returns* -- conform waited on each pid,
   so the test reads ``/proc`` once, with no sleep, on a machine however loaded -- and conform
   says so in one line.
+* Where there is no ``/proc`` nor pidfds, the adapter's process group is still killed.
 * ``--vectors FILE`` runs call vectors only: the report must not claim the scheduler's (turn)
   vectors ran because the adapter's hello offers them.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 from support import run_cli, write_sample
+from toolcancel import reaper
 from toolcancel.vectors import shipped_vectors
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
@@ -61,3 +65,23 @@ def test_a_vectors_file_without_turn_vectors_reports_no_turns(
     path = write_sample(tmp_path, shipped_vectors("seed")[:3])
     code, data, _ = run_cli(["--vectors", str(path), "--json", "--self"], capsys)
     assert (code, data["vectors"], data["turns"]) == (0, 3, False)
+
+
+def test_without_proc_and_pidfds_the_adapters_group_is_still_killed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Elsewhere than Linux: no /proc to scan, no pidfds to wait on.  The runner falls back to
+    # killing the adapter's process group, and awaiting nothing returns at once.
+    monkeypatch.setattr(reaper, "_processes", list)
+    monkeypatch.delattr(os, "pidfd_open", raising=False)
+    leader = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(3600)"], start_new_session=True
+    )
+    try:
+        sweep = reaper.kill_all(leader.pid, reaper.new_mark())
+        assert (sweep.leader_fd, sweep.pidfds, sweep.strays) == (None, {}, set())
+        asyncio.run(reaper.await_exits(sweep, timeout=1.0))
+        assert leader.wait(timeout=60) == -signal.SIGKILL  # a bound, not a budget
+    finally:
+        leader.kill()
+        leader.wait()
