@@ -556,6 +556,7 @@ def test_without_dot_the_text_formats_are_written_and_one_line_says_how_to_get_s
          "PRECEDENCE.md", "SCENARIOS.md"]
     )  # fmt: skip
     assert err.count("\n") == 1 and "apt-get install graphviz" in err
+    assert err.endswith(f"; {len(REVISIONS)} SVG file(s) missing (never written)\n")  # not stale
     assert run_cli("--check") == 1
     assert _stale(capsys.readouterr().out) == sorted(
         f"diagrams/contract-{r}.svg" for r in REVISIONS
