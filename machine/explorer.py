@@ -437,14 +437,18 @@ def contract_data(contract: Contract, markdown: str) -> dict[str, Any]:
         "default_retry": contract.default_retry,
         "retries": [{"name": r.name, "doc": r.doc} for r in contract.retries],
         "stages": [
-            {"name": st.name, "rule": st.rule, "states": list(st.states)}
+            {
+                "name": st.name,
+                "titles": {r: st.title(r) for r in contract.revisions},
+                "rule": st.rule,
+                "states": list(st.states),
+            }
             for st in contract.stages
         ],
         "states": [
             {
                 "name": s.name,
                 "action": s.action,
-                "parent": s.parent,
                 "wait": s.wait,
                 "initial": s.initial,
                 "terminal": s.terminal,
@@ -530,90 +534,17 @@ def embedded_layout_digest(text: str) -> str | None:
     return m.group(1) if m else None
 
 
-STAGE_FILL = "#f3f7fc"
-STAGE_LINE = "#90a4c0"
-CELLS_PER_ROW = 5
-
-
 def explorer_dot(table: RevisionContract) -> str:
-    """The explorer's one layout: the seven stages as clusters, top to bottom, every state a node
-    named only, and the transitions between two states that are drawn alike as one edge whose
-    label has one cell per transition (``tN``, an SVG element ``a_<edge id>``).  Without the
-    diagrams' long labels (and with ``xlabel``, which takes no rank of its own) the whole
-    machine is about 730 x 1000 pt: it reads on a 1280x720 slide beside the side panel, and
-    the page shows a transition's full text when it is clicked."""
-    import graphviz  # type: ignore[import-untyped]
+    """The explorer's one layout: :func:`~toolcancel.diagrams.overview_dot` top to bottom, the
+    transitions between two states that are drawn alike as one edge whose label has one cell per
+    transition (``tN``, an SVG element ``a_<edge id>``).  About 900 x 1150 pt: it reads on a
+    1280x720 screen beside the side panel, and the page shows a transition's full text when it
+    is clicked."""
+    from .diagrams import overview_dot
 
-    from .diagrams import (
-        CANCEL_COLOUR,
-        FONT,
-        MAY_COLOUR,
-        TERMINAL_FILL,
-        WAIT_FILL,
-        _kind,
-        _label_lines,
-        edge_id,
-    )
-    from .diagrams import _is_success_flow as success_flow
-
-    g = graphviz.Digraph(name=f"toolcancel_explorer_{table.name}", comment=f"{GENERATED}.")
-    g.attr("graph", fontname=FONT, rankdir="TB", newrank="true", nodesep="0.3", ranksep="0.35",
-           splines="true")  # fmt: skip
-    g.attr("node", shape="box", style="rounded", fontname=FONT, fontsize="20", margin="0.16,0.08")
-    g.attr("edge", fontname=FONT, fontsize="10", arrowsize="0.6")
     if not table.contract.stages:  # the loader makes sure any stages hold every state once
         raise ExplorerError(f"{table.contract.source} declares no [[stage]] for the overview")
-    for k, stage in enumerate(table.contract.stages):
-        with g.subgraph(name=f"cluster_stage{k}") as c:
-            c.attr(label=f"{k + 1} {stage.name}", id=f"stage-{k}", fontname=FONT, fontsize="26",
-                   style="rounded,filled", fillcolor=STAGE_FILL, color=STAGE_LINE)  # fmt: skip
-            for s in stage.states:
-                spec = table.contract.state(s)
-                attrs = {"id": f"state-{s}"}
-                if spec.wait:
-                    attrs.update(style="rounded,filled", fillcolor=WAIT_FILL)
-                if spec.terminal:
-                    attrs.update(style="rounded,filled", fillcolor=TERMINAL_FILL, peripheries="2")
-                if spec.initial:
-                    attrs["penwidth"] = "2"
-                c.node(s, **attrs)
-    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
-    weighty: set[tuple[str, str, str]] = set()
-    for t in table.transitions:
-        for source in t.sources:
-            dest = source if t.dest is None else t.dest
-            key = (source, dest, _kind(table, t))
-            groups.setdefault(key, []).append((edge_id(t, source), " ".join(_label_lines(t))))
-            if key[2] == "plain" and success_flow(table, t):
-                weighty.add(key)  # a step of a successful call: laid out short and straight
-    for key, members in groups.items():
-        source, dest, kind = key
-        ids = [i for i, _ in members]
-        rows = [members[i : i + CELLS_PER_ROW] for i in range(0, len(members), CELLS_PER_ROW)]
-        cells = "".join(
-            "<tr>"
-            + "".join(
-                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{i.split("-")[0]}</td>'
-                for i, tip in row
-            )
-            + "</tr>"
-            for row in rows
-        )
-        attrs = {
-            "id": "+".join(ids),
-            "class": "transition" + ("" if kind == "plain" else f" {kind}"),
-            "xlabel": '<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">'
-            + cells
-            + "</table>>",
-        }
-        if kind == "cancel":
-            attrs.update(color=CANCEL_COLOUR, fontcolor=CANCEL_COLOUR, style="dashed")
-        elif kind == "may":
-            attrs.update(color=MAY_COLOUR, fontcolor=MAY_COLOUR, style="dotted")
-        elif key in weighty:
-            attrs["weight"] = "4"
-        g.edge(source, dest, **attrs)
-    return str(g.source)
+    return overview_dot(table, comment=f"{GENERATED}.")
 
 
 def site_files(

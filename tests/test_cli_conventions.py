@@ -438,10 +438,15 @@ CONTRACT = (ROOT / "spec" / "contract.toml").read_text("utf-8")
          "no [[stage]] holds state(s) guards"),
         (lambda c: c.replace('rule = "R15"\nstates', 'rule = "R99"\nstates', 1),
          "stage 'C1 · denial · guards' cites unknown rule 'R99'"),
+        (lambda c: c.replace("titles = { revised =", "titles = { tokyo =", 1),
+         "stage #4: titles names unknown revision 'tokyo'"),
+        (lambda c: c.replace('name = "guards"\n', 'name = "guards"\nparent = "pre_policy"\n', 1),
+         "unknown key 'parent'"),  # states group only into [[stage]], declared once
     ],
     ids=["a misspelt outcome key", "an unknown table", "an unknown [contract] key",
          "a 5,000-digit integer", "an unknown author", "a stage's unknown state",
-         "a state in two stages", "a state in no stage", "a stage's unknown rule"],
+         "a state in two stages", "a state in no stage", "a stage's unknown rule",
+         "a stage title for an unknown revision", "a second grouping of states"],
 )  # fmt: skip
 def test_the_contract_loader_refuses_what_it_does_not_read(
     edit: Callable[[str], str], message: str, tmp_path: Path

@@ -52,7 +52,8 @@ def register(sub: Any) -> None:
         "diagram",
         help="draw the per-call machine and the precedence table from contract.toml",
         description="Write diagrams/contract-<revision>.{dot,svg,mmd} (Graphviz DOT and SVG, "
-        "Mermaid stateDiagram-v2) and PRECEDENCE.md, all generated from the contract file. "
+        "Mermaid stateDiagram-v2), diagrams/contract-<revision>-overview.svg (the stages and "
+        "transitions on one 16:9 slide) and PRECEDENCE.md, all generated from the contract file. "
         "With --check, write nothing and exit 1 listing every stale file.",
         epilog="Where the files go: in a source checkout of toolcancel (the current directory "
         "holds spec/contract.toml and pyproject.toml), the repository's layout: diagrams/, "
@@ -134,6 +135,8 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(Planned(stem.with_suffix(".dot"), drawing.dot))
         planned.append(Planned(stem.with_suffix(".svg"), None, drawing.dot))
         planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
+        slide = diagrams.overview_dot(contract.revision(name), slide=True)
+        planned.append(Planned(out / f"{PREFIX}{name}-overview.svg", None, slide))
     planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
     if args.contract is None:  # the curated stories run the shipped contract's registry
         from ..explain import build_scenarios_markdown
