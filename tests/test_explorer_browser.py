@@ -433,3 +433,17 @@ def test_built_in_examples_show_checks_verdict(page: Page) -> None:
         # the page's own replay checks less than check: it never stops before check does
         if replayed.get("violation"):
             assert replayed["violation"]["index"] >= verdict.event_index
+
+
+def test_a_guard_that_cannot_fail_in_a_revision_is_said_so(page: Page) -> None:
+    """The drawings leave out revised t33's ``not aborted_at_entry`` (R42 ends such a call at
+    entry); the page still lists it, saying why it is not drawn, and the seed's is plain."""
+    open_site(page, "#machine")
+    for revision, moot in (("seed", False), ("revised", True)):
+        page.select_option("#revision", revision)
+        page.evaluate("location.hash = '#transition=t33-draining'")
+        page.wait_for_function("document.querySelector('#panel h2').textContent.startsWith('t33')")
+        guards = page.locator("#panel").inner_text()
+        assert "not aborted_at_entry" in guards
+        assert ("cannot fail in this revision" in guards) == moot
+        page.evaluate("location.hash = '#machine'")

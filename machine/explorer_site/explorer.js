@@ -392,6 +392,8 @@
       (o.route === "final" ? "<span class='tag'>FINAL route</span>" : "") + " <span class='muted'>(" + esc(o.rule) + ")</span>";
   }
   function precedenceRow(r, row) { return D.revisions[r].precedence.find((p) => p.row === row); }
+  // A transition's guards as the drawing labels them: without those that cannot fail here.
+  const shownGuards = (t) => t.guards.filter(([g]) => !t.moot.includes(g)).map(([g, w]) => (w ? "" : "not ") + g).join(" and ");
   function transitionTitle(t) {
     return "t" + t.i + " " + t.events.join(", ");
   }
@@ -410,7 +412,8 @@
     if (tags.length) h += "<p>" + tags.join(" ") + "</p>";
     h += "<h3>Events</h3>" + t.events.map((e) => "<div><code>" + esc(e) + "</code> — " + esc(D.events[e].doc) + "</div>").join("");
     h += "<h3>Guards</h3>" + (t.guards.length ? t.guards.map(([g, want]) => "<div><code>" + (want ? "" : "not ") + esc(g) + "</code> — " +
-      esc(D.guards[g].doc) + " <span class='muted'>(" + esc(D.guards[g].rule) + ")</span></div>").join("") : "<div class='muted'>none: the first candidate for this state and event</div>");
+      esc(D.guards[g].doc) + " <span class='muted'>(" + esc(D.guards[g].rule) + ")</span>" +
+      (t.moot.includes(g) ? " <span class='tag'>cannot fail in this revision: not drawn</span>" : "") + "</div>").join("") : "<div class='muted'>none: the first candidate for this state and event</div>");
     h += "<h3>Outcome</h3><div>" + (t.outcome ? outcomeHtml(t.outcome) : "<span class='muted'>kept: the call's result does not change</span>") + "</div>";
     if (t.precedence !== null) {
       const p = precedenceRow(r, t.precedence);
@@ -457,7 +460,7 @@
     const out = D.revisions[r].transitions.filter((t) => t.sources.includes(name));
     const inc = D.revisions[r].transitions.filter((t) => t.dest === name && !t.sources.includes(name));
     const li = (t, src) => "<li><a data-transition='t" + t.i + "-" + esc(src) + "'>" + esc(transitionTitle(t)) + "</a>" +
-      (t.guards.length ? " <span class='muted'>[" + esc(t.guards.map(([g, w]) => (w ? "" : "not ") + g).join(" and ")) + "]</span>" : "") +
+      (shownGuards(t) ? " <span class='muted'>[" + esc(shownGuards(t)) + "]</span>" : "") +
       " → " + esc(t.dest || "same") + (t.outcome ? " / " + esc(t.outcome) : "") + "</li>";
     h += "<h3>Leaving it (tried in this order)</h3><ul>" + out.map((t) => li(t, name)).join("") + "</ul>";
     h += "<h3>Entering it</h3><ul>" + inc.map((t) => li(t, t.sources[0])).join("") + "</ul>";
@@ -565,7 +568,7 @@
     } else if (current) {
       const t = current.t;
       h += "<h3>Step " + n + ": " + esc(current.source + " → " + current.dest) + "</h3>";
-      h += "<div><a data-transition='" + esc(edgeKey(current)) + "'>" + esc(transitionTitle(t)) + "</a>" + (t.guards.length ? " <span class='muted'>[" + esc(t.guards.map(([g, w]) => (w ? "" : "not ") + g).join(" and ")) + "]</span>" : "") + "</div>";
+      h += "<div><a data-transition='" + esc(edgeKey(current)) + "'>" + esc(transitionTitle(t)) + "</a>" + (shownGuards(t) ? " <span class='muted'>[" + esc(shownGuards(t)) + "]</span>" : "") + "</div>";
       h += "<h3>The call now holds</h3><div id='step-outcome'>" + outcomeHtml(current.outcome) + "</div>";
       h += "<h3>Rules cited</h3>" + t.rules.map((x) => ruleHtml(x, false)).join("");
     } else {
