@@ -392,6 +392,8 @@
       (o.route === "final" ? "<span class='tag'>FINAL route</span>" : "") + " <span class='muted'>(" + esc(o.rule) + ")</span>";
   }
   function precedenceRow(r, row) { return D.revisions[r].precedence.find((p) => p.row === row); }
+  // A transition's guards as the drawing labels them: without those that cannot fail here.
+  const shownGuards = (t) => t.guards.filter(([g]) => !t.moot.includes(g)).map(([g, w]) => (w ? "" : "not ") + g).join(" and ");
   function transitionTitle(t) {
     return "t" + t.i + " " + t.events.join(", ");
   }
@@ -410,7 +412,8 @@
     if (tags.length) h += "<p>" + tags.join(" ") + "</p>";
     h += "<h3>Events</h3>" + t.events.map((e) => "<div><code>" + esc(e) + "</code> — " + esc(D.events[e].doc) + "</div>").join("");
     h += "<h3>Guards</h3>" + (t.guards.length ? t.guards.map(([g, want]) => "<div><code>" + (want ? "" : "not ") + esc(g) + "</code> — " +
-      esc(D.guards[g].doc) + " <span class='muted'>(" + esc(D.guards[g].rule) + ")</span></div>").join("") : "<div class='muted'>none: the first candidate for this state and event</div>");
+      esc(D.guards[g].doc) + " <span class='muted'>(" + esc(D.guards[g].rule) + ")</span>" +
+      (t.moot.includes(g) ? " <span class='tag'>cannot fail in this revision: not drawn</span>" : "") + "</div>").join("") : "<div class='muted'>none: the first candidate for this state and event</div>");
     h += "<h3>Outcome</h3><div>" + (t.outcome ? outcomeHtml(t.outcome) : "<span class='muted'>kept: the call's result does not change</span>") + "</div>";
     if (t.precedence !== null) {
       const p = precedenceRow(r, t.precedence);
@@ -449,7 +452,7 @@
     if (g) g.classList.add("selected");
     const stage = D.stages.findIndex((st) => st.states.includes(name));
     let h = "<h2>state " + esc(name) + "</h2><p>" + esc(s.action) + "</p><p>";
-    if (stage >= 0) h += "<span class='tag'>stage " + (stage + 1) + ": " + esc(D.stages[stage].name) + "</span>";
+    if (stage >= 0) h += "<span class='tag'>stage " + (stage + 1) + ": " + esc(D.stages[stage].titles[r]) + "</span>";
     if (s.wait) h += "<span class='tag'>waits on foreign code: cancellation can arrive here</span>";
     if (s.initial) h += "<span class='tag'>initial</span>";
     if (s.terminal) h += "<span class='tag'>terminal</span>";
@@ -457,7 +460,7 @@
     const out = D.revisions[r].transitions.filter((t) => t.sources.includes(name));
     const inc = D.revisions[r].transitions.filter((t) => t.dest === name && !t.sources.includes(name));
     const li = (t, src) => "<li><a data-transition='t" + t.i + "-" + esc(src) + "'>" + esc(transitionTitle(t)) + "</a>" +
-      (t.guards.length ? " <span class='muted'>[" + esc(t.guards.map(([g, w]) => (w ? "" : "not ") + g).join(" and ")) + "]</span>" : "") +
+      (shownGuards(t) ? " <span class='muted'>[" + esc(shownGuards(t)) + "]</span>" : "") +
       " → " + esc(t.dest || "same") + (t.outcome ? " / " + esc(t.outcome) : "") + "</li>";
     h += "<h3>Leaving it (tried in this order)</h3><ul>" + out.map((t) => li(t, name)).join("") + "</ul>";
     h += "<h3>Entering it</h3><ul>" + inc.map((t) => li(t, t.sources[0])).join("") + "</ul>";
@@ -473,10 +476,15 @@
     h += "<p>One tool call runs through seven stages (R10). Click any state or transition (a <code>tN</code> label) for its guards, outcome, rule texts and precedence row. Drag to pan, wheel or +/− to zoom.</p><ol>";
     D.stages.forEach((s, k) => {
       const n = D.revisions[r].transitions.filter((t) => t.sources.some((x) => s.states.includes(x))).length;
-      h += "<li><a data-stage='" + k + "'><b>" + esc(s.name) + "</b></a> <span class='muted'>" + esc(s.states.join(", ")) + " · " + n + " transitions leave it · " + esc(s.rule) + "</span></li>";
+      h += "<li><a data-stage='" + k + "'><b>" + esc(s.titles[r]) + "</b></a> <span class='muted'>" + esc(s.states.join(", ")) + " · " + n + " transitions leave it · " + esc(s.rule) + "</span></li>";
     });
-    h += "</ol><p class='muted'>" + D.revisions[r].transitions.length + " transitions, " + vectorsOf(r).list.length +
-      " vectors in this revision. Shaded states wait on foreign code (cancellation can arrive there); dashed red edges are cancellation events; dotted purple ones are MAY (allowed, not taken by the reference).</p>";
+    const own = D.revisions[r].transitions.map((t) => t.i);
+    const all = new Set(REVISIONS.flatMap((x) => D.revisions[x].transitions.map((t) => t.i)));
+    const others = [...all].filter((i) => !own.includes(i));
+    h += "</ol><p class='muted' id='numbering'>" + own.length + " transitions in this revision, " + vectorsOf(r).list.length +
+      " vectors. <b>tN</b> is the Nth transition of contract.toml (from t0), one numbering for both revisions: the " + all.size +
+      " transitions run from t0 to t" + Math.max(...all) + ", and the numbers missing here (" + others.map((i) => "t" + i).join(" ") +
+      ") are transitions of the other revision only. Shaded states wait on foreign code (cancellation can arrive there); dashed red edges are cancellation events; dotted purple ones are MAY (allowed, not taken by the reference).</p>";
     h += "<p class='muted'>" + esc(D.generated) + ".</p>";
     panel().innerHTML = h;
   }
@@ -560,7 +568,7 @@
     } else if (current) {
       const t = current.t;
       h += "<h3>Step " + n + ": " + esc(current.source + " → " + current.dest) + "</h3>";
-      h += "<div><a data-transition='" + esc(edgeKey(current)) + "'>" + esc(transitionTitle(t)) + "</a>" + (t.guards.length ? " <span class='muted'>[" + esc(t.guards.map(([g, w]) => (w ? "" : "not ") + g).join(" and ")) + "]</span>" : "") + "</div>";
+      h += "<div><a data-transition='" + esc(edgeKey(current)) + "'>" + esc(transitionTitle(t)) + "</a>" + (shownGuards(t) ? " <span class='muted'>[" + esc(shownGuards(t)) + "]</span>" : "") + "</div>";
       h += "<h3>The call now holds</h3><div id='step-outcome'>" + outcomeHtml(current.outcome) + "</div>";
       h += "<h3>Rules cited</h3>" + t.rules.map((x) => ruleHtml(x, false)).join("");
     } else {
@@ -712,12 +720,13 @@
     let h = "<h2>Replay a trace</h2>";
     h += "<div class='drop' id='drop'>Drop a trace file (JSON Lines, the trace.schema.json format) here, or <label class='link'>choose one<input id='trace-file' type='file' accept='.jsonl,.json,.txt' hidden></label></div>";
     h += "<textarea id='trace-text' placeholder='…or paste trace lines here'></textarea><p><button class='btn' id='trace-go'>Replay</button> <select id='trace-call' hidden></select></p>";
+    h += "<div id='trace-error' role='alert'></div>";  // next to what the user just did, not below the examples
     h += "<p class='muted'><b>What this page checks, in your browser:</b> the call's contract events replayed through the contract's transition table (every transition the table allows, MAY points included), and whether the published result's kind (isError and its error code) agrees with the outcome reached. It stops at the first event the table does not allow. It does not check texts, result shapes, listeners, body signals or notifications, and does not name the rule: <code>toolcancel check FILE</code> gives the full verdict. The examples below carry that verdict, computed when the site was built.</p>";
     h += "<h3>Non-conforming examples (" + esc(r) + ")</h3><ul class='list' id='example-list'>";
     D.revisions[r].examples.forEach((x, k) => {
       h += "<li data-example='" + r + "/" + k + "'><b>" + esc(x.verdict.rule) + "</b> " + esc(x.verdict.title) + "<br><span class='muted'>" + esc(x.title) + "</span></li>";
     });
-    h += "</ul><div id='trace-error'></div>";
+    h += "</ul>";
     panel().innerHTML = h;
     const drop = $("#drop");
     drop.addEventListener("dragover", (e) => { e.preventDefault(); drop.classList.add("over"); });
@@ -726,26 +735,29 @@
     $("#trace-file").addEventListener("change", (e) => { if (e.target.files[0]) readFile(e.target.files[0]); });
     $("#trace-go").onclick = () => replayText($("#trace-text").value, "pasted trace");
   }
+  // A trace the page cannot replay: said under the Replay button, scrolled into view.
+  function traceError(message) {
+    if (ui.view !== "trace") setView("trace");
+    const box = $("#trace-error");
+    box.innerHTML = "<div class='violation-box'>" + esc(message) + "</div>";
+    box.scrollIntoView({ block: "nearest" });
+  }
   function readFile(file) {
     const reader = new FileReader();
     reader.onload = () => replayText(String(reader.result), file.name);
-    reader.onerror = () => { $("#trace-error").innerHTML = "<div class='violation-box'>" + esc(file.name) + ": cannot be read</div>"; };
+    reader.onerror = () => traceError(file.name + ": cannot be read");
     reader.readAsText(file);
   }
   function replayText(text, name, callId) {
     const parsed = parseTrace(text);
-    if (parsed.error) {
-      const box = $("#trace-error");
-      if (box) box.innerHTML = "<div class='violation-box'>" + esc(name + ": " + parsed.error) + "</div>";
-      return;
-    }
+    if (parsed.error) return traceError(name + ": " + parsed.error);
     const ids = [...parsed.calls.keys()];
     const call = callId && parsed.calls.has(callId) ? callId : ids[0];
     showReplay(parsed.calls.get(call), name + (ids.length > 1 ? ", call " + call : ""), null, ids.length > 1 ? { ids, call, text, name } : null);
   }
   function showReplay(lines, name, verdict, many) {
     const rep = replayCall(lines);
-    if (rep.error) { $("#trace-error").innerHTML = "<div class='violation-box'>" + esc(name + ": " + rep.error) + "</div>"; return; }
+    if (rep.error) return traceError(name + ": " + rep.error);
     if (rep.revision !== ui.rev) setRevision(rep.revision);
     setView("trace", true);
     let violation = null;

@@ -182,6 +182,19 @@ def complain(command: str | None, message: str, *, usage: bool = False) -> None:
     print(one_line(f"{prog}: {message}{hint}"), file=sys.stderr)
 
 
+def revision_option(value: str) -> str:
+    """The ``type`` of a ``--revision`` option: a revision of the shipped contract (anything
+    else is a usage error, so the line ends with the hint to ``--help``)."""
+    from .contract import load_contract
+
+    revisions = load_contract().revisions
+    if value not in revisions:
+        raise argparse.ArgumentTypeError(
+            f"unknown contract revision {value!r}; choose one of {', '.join(revisions)}"
+        )
+    return value
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> None:  # type: ignore[override]
         command = self.prog.removeprefix("toolcancel").strip()
@@ -206,12 +219,16 @@ def build_parser() -> argparse.ArgumentParser:
                 raise
             continue
         module.register(sub)
+    for command in sub.choices.values():
+        command.set_defaults(_parser=command)  # its own prefix for arguments it does not know
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the command's own parser: its prefix and its --help
+        args._parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         code: int = args.func(args)
     except UsageError as exc:

@@ -25,7 +25,6 @@ from .fileio import json_depth
 class State:
     name: str
     action: str
-    parent: str | None = None
     wait: bool = False
     initial: bool = False
     terminal: bool = False
@@ -33,12 +32,18 @@ class State:
 
 @dataclass(frozen=True)
 class Stage:
-    """A step of the pipeline in R10's order and the states it spans (how the explorer's
-    overview groups them: a teaching view that decides nothing)."""
+    """A step of the pipeline in R10's order and the states it spans: the one grouping of states
+    the explorer, the diagrams and the prose share (a teaching view that decides nothing).
+    ``titles`` names the stage differently under a revision that changes what it does."""
 
     name: str
     rule: str
     states: tuple[str, ...]
+    titles: Mapping[str, str] = field(default_factory=dict)
+
+    def title(self, revision: str) -> str:
+        """The stage's name under ``revision``."""
+        return self.titles.get(revision, self.name)
 
 
 @dataclass(frozen=True)
@@ -297,6 +302,16 @@ def _need(entry: Mapping[str, Any], key: str, kind: type | tuple[type, ...], whe
     return value
 
 
+def _titles(value: Mapping[str, Any], revisions: frozenset[str], where: str) -> dict[str, str]:
+    """A stage's ``titles``: a string for each revision named, and only listed revisions."""
+    for revision, title in value.items():
+        if revision not in revisions:
+            raise ContractError(f"{where}: titles names unknown revision {_show(revision)}")
+        if not isinstance(title, str):
+            raise ContractError(f"{where}: titles.{revision} must be a string, got {_show(title)}")
+    return dict(value)
+
+
 def _opt(
     entry: Mapping[str, Any], key: str, kind: type | tuple[type, ...], default: Any, where: str
 ) -> Any:
@@ -393,7 +408,6 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         State(
             name=_need(e, "name", str, f"{source} state #{i + 1}"),
             action=_need(e, "action", str, f"{source} state #{i + 1}"),
-            parent=_opt(e, "parent", str, None, f"{source} state #{i + 1}"),
             wait=_opt(e, "wait", bool, False, f"{source} state #{i + 1}"),
             initial=_opt(e, "initial", bool, False, f"{source} state #{i + 1}"),
             terminal=_opt(e, "terminal", bool, False, f"{source} state #{i + 1}"),
@@ -406,6 +420,8 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             rule=_need(e, "rule", str, f"{source} stage #{i + 1}"),
             states=_strs(_need(e, "states", list, f"{source} stage #{i + 1}"),
                          f"{source} stage #{i + 1}"),
+            titles=_titles(_opt(e, "titles", dict, {}, f"{source} stage #{i + 1}"),
+                           all_revs, f"{source} stage #{i + 1}"),
         )
         for i, e in enumerate(entries("stage"))
     )
@@ -581,9 +597,6 @@ def _check_references(c: Contract) -> None:
         raise ContractError(f"{c.source}: [revision.*] tables must match the listed revisions")
     if sum(s.initial for s in c.states) != 1:
         raise ContractError(f"{c.source}: exactly one state must be initial")
-    for s in c.states:
-        if s.parent is not None and s.parent in states and s.parent == s.name:
-            raise ContractError(f"{c.source}: state {s.name!r} is its own parent")
     staged: dict[str, str] = {}
     for stage in c.stages:
         where = f"{c.source}: stage {stage.name!r}"

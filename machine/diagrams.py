@@ -7,10 +7,10 @@ or tool versions in the text formats.
 
 What the drawing shows (a legend in the DOT drawing repeats it):
 
-* one node per contract state; sub-states sit in a cluster named after their ``parent``.  When the
-  parent is itself a state (``pre_policy``, ``materialized``) the cluster is its *stage* and holds
-  the parent's own node too -- an edge can only attach to a node, and the contract's transitions
-  leave ``pre_policy`` itself, not the group;
+* one node per contract state, each in the cluster of its *stage* (``[[stage]]`` of the contract,
+  numbered in pipeline order, titled per revision: :func:`stage_titles`) -- the one grouping the
+  explorer and CONTRACT.md use too;
+* a guard that cannot matter in the drawn revision (:func:`moot_guards`) is left out of labels;
 * one edge per (transition, source state): a transition listing three source states is three
   edges, each with the same label ``tN event(s) [guards] / outcome, effects (rule ids)``.  The
   edge's ``id`` is ``t<index>-<source>``, where ``index`` is the transition's position in
@@ -39,11 +39,12 @@ DOT source it was drawn from, and :func:`svg_dot_digest` reads it back.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import re
 import textwrap
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 import graphviz  # type: ignore[import-untyped]
@@ -62,9 +63,12 @@ __all__ = [
     "have_dot",
     "mermaid_source",
     "mermaid_text",
+    "moot_guards",
+    "overview_dot",
     "precedence_markdown",
     "render_svg",
     "resolve_path",
+    "stage_titles",
     "svg_dot_digest",
 ]
 
@@ -132,14 +136,70 @@ LABEL_WIDTH = 30
 """Characters per label line: narrow labels keep the drawing narrow enough to project."""
 
 
-def _label_lines(t: Transition) -> list[str]:
-    """The label of ``t`` as lines: ``tN events``, ``[guards]``, ``/ effects (rule ids)``."""
+_CALLERS = ("none", "live", "aborted")
+"""What the call captured of the caller's signal at entry (``CallState.caller``): fixed for the
+call's life, so the guards below have one value per kind of caller wherever the call goes."""
+
+_BY_CALLER: dict[str, Callable[[str], bool | None]] = {
+    "aborted_at_entry": lambda caller: caller == "aborted",
+    "caller_aborted": lambda caller: {"aborted": True, "none": False}.get(caller),
+    "cancelled_after_entry": lambda caller: None if caller == "live" else False,
+    "fused_aborted": lambda caller: True if caller == "aborted" else None,
+}
+"""Guards whose value the kind of caller decides (None: it depends on more than that)."""
+
+
+@functools.cache
+def moot_guards(table: RevisionContract) -> dict[int, frozenset[tuple[str, bool]]]:
+    """Per transition, the guards that cannot matter in this revision: true whenever the
+    transition is tried.  E.g. the revised contract stops a call whose caller aborted before
+    entry right after entry (R42), so ``not aborted_at_entry`` holds wherever it is tested later.
+
+    Found by walking the table once per kind of caller, taking every transition whose guards
+    could hold (an over-approximation, so a guard is called moot only when no call of this
+    revision can make it false), in candidate order: a transition whose guards surely hold
+    shadows the later candidates of its state and event."""
+    values: dict[int, dict[tuple[str, bool], set[bool | None]]] = {}
+    events = [e.name for e in table.events]
+    for caller in _CALLERS:
+        seen, todo = {table.initial}, [table.initial]
+        while todo:
+            state = todo.pop()
+            for event in events:
+                for t in table.candidates.get((state, event), ()):
+                    known = {
+                        (g, want): (None if v is None else v == want)
+                        for g, want in t.guards
+                        for v in [_BY_CALLER[g](caller) if g in _BY_CALLER else None]
+                    }
+                    tried = values.setdefault(t.index, {})
+                    for literal, value in known.items():
+                        tried.setdefault(literal, set()).add(value)
+                    if False in known.values():
+                        continue
+                    dest = state if t.dest is None else t.dest
+                    if dest not in seen:
+                        seen.add(dest)
+                        todo.append(dest)
+                    if not t.alternative and all(v is True for v in known.values()):
+                        break
+    return {
+        index: frozenset(lit for lit, got in tried.items() if got == {True})
+        for index, tried in values.items()
+    }
+
+
+def _label_lines(t: Transition, table: RevisionContract) -> list[str]:
+    """The label of ``t`` as lines: ``tN events``, ``[guards]``, ``/ effects (rule ids)``; a
+    guard that cannot matter in this revision (:func:`moot_guards`) is left out."""
     head = f"t{t.index} " + ", ".join(t.events)
     if t.alternative:
         head = "MAY " + head
     lines = textwrap.wrap(head, LABEL_WIDTH, break_long_words=False, subsequent_indent="  ")
-    if t.guards:
-        guards = [("" if want else "not ") + name for name, want in t.guards]
+    moot = moot_guards(table).get(t.index, frozenset())
+    shown = [(name, want) for name, want in t.guards if (name, want) not in moot]
+    if shown:
+        guards = [("" if want else "not ") + name for name, want in shown]
         lines += textwrap.wrap(
             "[" + " and ".join(guards) + "]", LABEL_WIDTH, break_long_words=False
         )
@@ -201,25 +261,16 @@ def _marks(table: RevisionContract, path: Sequence[int | PathStep] | None) -> _P
     return _PathMarks(steps, frozenset(states))
 
 
-def _clusters(table: RevisionContract) -> dict[str, list[str]]:
-    """Cluster name -> member states, in file order.  A parent that is a state joins its own
-    cluster (as its first member)."""
-    names = {s.name for s in table.states}
-    clusters: dict[str, list[str]] = {}
-    for s in table.states:
-        if s.parent is not None:
-            clusters.setdefault(s.parent, [])
-    for parent, members in clusters.items():
-        if parent in names:
-            members.append(parent)
-    for s in table.states:
-        if s.parent is not None:
-            clusters[s.parent].append(s.name)
-    return clusters
+def stage_titles(table: RevisionContract) -> list[str]:
+    """Each stage's title in this revision, numbered in pipeline order (``4 C1 · denial ·
+    guards``): the explorer, the diagrams and the overview all say exactly this."""
+    return [f"{k} {stage.title(table.name)}" for k, stage in enumerate(table.contract.stages, 1)]
 
 
-def _cluster_title(parent: str, table: RevisionContract) -> str:
-    return f"{parent} stage" if any(s.name == parent for s in table.states) else parent
+def _unstaged(table: RevisionContract) -> list[str]:
+    """States no stage holds (none in a contract that declares stages: the loader checks)."""
+    staged = {name for stage in table.contract.stages for name in stage.states}
+    return [s.name for s in table.states if s.name not in staged]
 
 
 # ------------------------------------------------------------------------------------------------
@@ -265,7 +316,8 @@ def _legend(path: bool) -> str:
     if path:
         rows.append(("bold", PATH_COLOUR, "the highlighted path, steps numbered"))
     notes = [
-        "tN = transition N of contract.toml (0-based)",
+        "tN = transition N of contract.toml (0-based); one",
+        "numbering for both revisions: gaps are the other's",
         "event(s) [guards] / outcome, effects (rule ids)",
         "internal: the state does not change",
         "FINAL: the route that skips post-execute",
@@ -392,23 +444,21 @@ def dot_source(table: RevisionContract, path: Sequence[int | PathStep] | None = 
         attrs["style"] = ",".join(styles)
         target.node(name, **attrs)
 
-    clusters = _clusters(table)
-    clustered = {m for members in clusters.values() for m in members}
-    for s in table.states:
-        if s.name not in clustered:
-            node(g, s.name)
-    for parent, members in clusters.items():
-        with g.subgraph(name=f"cluster_{parent}") as c:
+    for name in _unstaged(table):
+        node(g, name)
+    titles = stage_titles(table)
+    for k, (stage, title) in enumerate(zip(table.contract.stages, titles, strict=True)):
+        with g.subgraph(name=f"cluster_stage{k}") as c:
             c.attr(
-                label=_cluster_title(parent, table),
-                id=f"cluster-{parent}",
+                label=title,
+                id=f"stage-{k}",
                 style="rounded,dashed",
                 color="gray45",
                 fontname=FONT,
                 fontsize="12",
                 labeljust="l",
             )
-            for m in members:
+            for m in stage.states:
                 node(c, m)
 
     loops: dict[str, int] = {}
@@ -420,7 +470,7 @@ def dot_source(table: RevisionContract, path: Sequence[int | PathStep] | None = 
         attrs: dict[str, str] = {"id": "+".join(edge_id(t, src) for t, src in group)}
         styles = {"plain": [], "cancel": ["dashed"], "may": ["dotted"]}[kind]
         colour = {"plain": "black", "cancel": CANCEL_COLOUR, "may": MAY_COLOUR}[kind]
-        labels = [_label_lines(t) for t, _ in group]
+        labels = [_label_lines(t, table) for t, _ in group]
         if marks is not None:
             on_path = False
             for (t, src), lines in zip(group, labels, strict=True):
@@ -465,6 +515,94 @@ def dot_source(table: RevisionContract, path: Sequence[int | PathStep] | None = 
 
 
 # ------------------------------------------------------------------------------------------------
+# The overview: the stages, the states by name, the transitions by number
+# ------------------------------------------------------------------------------------------------
+
+STAGE_FILL = "#f3f7fc"
+STAGE_LINE = "#90a4c0"
+CELLS_PER_ROW = 5
+SLIDE_INCHES = (13.333, 7.5)
+"""A 16:9 slide (PowerPoint's and Keynote's default size); the slide overview fits in it."""
+
+
+def overview_dot(table: RevisionContract, *, slide: bool = False, comment: str = GENERATED) -> str:
+    """The machine at a glance: the stages as numbered clusters, every state a node named only,
+    and the transitions between two states that are drawn alike as one edge whose label has one
+    cell per transition (``tN``, an SVG element ``a_<edge id>``), top to bottom.  The explorer
+    draws it beside its side panel; ``slide`` titles it and scales it to fit a 16:9 slide
+    (``diagrams/overview-<revision>.svg``).
+
+    Labels are ordinary edge labels, not ``xlabel``: dot gives them room of their own, so no
+    label lands on a stage's title or a state (the explorer's browser test checks the boxes)."""
+    g = graphviz.Digraph(name=f"toolcancel_overview_{table.name}", comment=comment)
+    g.attr("graph", fontname=FONT, rankdir="TB", newrank="true", nodesep="0.3", ranksep="0.2",
+           splines="true")  # fmt: skip
+    if slide:  # left to right would be 3.7 times wider than tall: top to bottom reads larger
+        g.attr("graph", label=f"toolcancel, revision {table.name}: one tool call, stage by stage\n"
+               "tN = transition N of contract.toml (one numbering for both revisions); shaded: "
+               "waits on foreign code; red dashed: cancellation; purple dotted: MAY",
+               labelloc="t", fontsize="22", size=",".join(map(str, SLIDE_INCHES)),
+               pad="0.3")  # fmt: skip
+    g.attr("node", shape="box", style="rounded", fontname=FONT, fontsize="20", margin="0.16,0.08")
+    g.attr("edge", fontname=FONT, fontsize="14", arrowsize="0.6")
+    for name in _unstaged(table):
+        g.node(name, id=f"state-{name}")
+    titles = stage_titles(table)
+    for k, (stage, title) in enumerate(zip(table.contract.stages, titles, strict=True)):
+        with g.subgraph(name=f"cluster_stage{k}") as c:
+            c.attr(label=title, id=f"stage-{k}", fontname=FONT, fontsize="26",
+                   style="rounded,filled", fillcolor=STAGE_FILL, color=STAGE_LINE)  # fmt: skip
+            for s in stage.states:
+                spec = table.contract.state(s)
+                attrs = {"id": f"state-{s}"}
+                if spec.wait:
+                    attrs.update(style="rounded,filled", fillcolor=WAIT_FILL)
+                if spec.terminal:
+                    attrs.update(style="rounded,filled", fillcolor=TERMINAL_FILL, peripheries="2")
+                if spec.initial:
+                    attrs["penwidth"] = "2"
+                c.node(s, **attrs)
+    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    weighty: set[tuple[str, str, str]] = set()
+    for t in table.transitions:
+        for source in t.sources:
+            dest = source if t.dest is None else t.dest
+            key = (source, dest, _kind(table, t))
+            label = " ".join(_label_lines(t, table))
+            groups.setdefault(key, []).append((edge_id(t, source), label))
+            if key[2] == "plain" and _is_success_flow(table, t):
+                weighty.add(key)  # a step of a successful call: laid out short and straight
+    for key, members in groups.items():
+        source, dest, kind = key
+        ids = [i for i, _ in members]
+        rows = [members[i : i + CELLS_PER_ROW] for i in range(0, len(members), CELLS_PER_ROW)]
+        cells = "".join(
+            "<tr>"
+            + "".join(
+                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{i.split("-")[0]}</td>'
+                for i, tip in row
+            )
+            + "</tr>"
+            for row in rows
+        )
+        attrs = {
+            "id": "+".join(ids),
+            "class": "transition" + ("" if kind == "plain" else f" {kind}"),
+            "label": '<<table border="0" cellborder="0" cellspacing="0" cellpadding="1">'
+            + cells
+            + "</table>>",
+        }
+        if kind == "cancel":
+            attrs.update(color=CANCEL_COLOUR, fontcolor=CANCEL_COLOUR, style="dashed")
+        elif kind == "may":
+            attrs.update(color=MAY_COLOUR, fontcolor=MAY_COLOUR, style="dotted")
+        elif key in weighty:
+            attrs["weight"] = "4"
+        g.edge(source, dest, **attrs)
+    return str(g.source)
+
+
+# ------------------------------------------------------------------------------------------------
 # SVG
 # ------------------------------------------------------------------------------------------------
 
@@ -501,7 +639,7 @@ def svg_dot_digest(svg: str) -> str | None:
 _MERMAID_SWAPS = str.maketrans(
     {
         ":": "\u2236",  # RATIO: a ':' would end the label
-        ";": "\u204f",  # REVERSED SEMICOLON: a ';' would end the label
+        ";": ",",  # a ';' would end the label (a look-alike glyph reads as a stray mark)
         "#": "\uff03",  # FULLWIDTH NUMBER SIGN: '#' starts a comment or an entity code
         "%": "\uff05",  # FULLWIDTH PERCENT: '%%' starts a comment
         "<": "\u2039",  # '<' and '>' would be read as HTML
@@ -529,7 +667,8 @@ def mermaid_source(table: RevisionContract, path: Sequence[int | PathStep] | Non
         "---",
         "stateDiagram-v2",
         f"    %% {GENERATED} Revision {table.name}: {title}.",
-        "    %% tN = transition N of contract.toml (0-based). Mermaid cannot style one transition:",
+        "    %% tN = transition N of contract.toml (0-based), one numbering for both revisions",
+        "    %% (gaps are the other revision's transitions). Mermaid cannot style one transition:",
         "    %% CANCEL marks a cancellation event, MAY a transition the contract allows but the",
         "    %% reference does not take. Labels: event(s) [guards] / outcome, effects (rule ids).",
         "    direction TB",
@@ -546,22 +685,20 @@ def mermaid_source(table: RevisionContract, path: Sequence[int | PathStep] | Non
             lines.append(f"{indent}{name} : publishes one of {mermaid_text(kinds)}")
         return lines
 
-    clusters = _clusters(table)
-    clustered = {m for members in clusters.values() for m in members}
-    for s in table.states:
-        if s.name not in clustered:
-            out.extend(describe(s.name, "    "))
-    for parent, members in clusters.items():
-        group = f"{parent}_stage" if any(s.name == parent for s in table.states) else parent
-        out.append(f"    state {group} {{")
-        for m in members:
+    for name in _unstaged(table):
+        out.extend(describe(name, "    "))
+    titles = stage_titles(table)
+    for k, (stage, title) in enumerate(zip(table.contract.stages, titles, strict=True)):
+        out.append(f'    state "{mermaid_text(title)}" as stage{k}')
+        out.append(f"    state stage{k} {{")
+        for m in stage.states:
             out.extend(describe(m, "        "))
         out.append("    }")
 
     out.append(f"    [*] --> {table.initial}")
     for t, source in _edges(table):
         dest = source if t.dest is None else t.dest
-        lines = _label_lines(t)
+        lines = _label_lines(t, table)
         if _is_cancel(table, t):
             lines[0] = "CANCEL " + lines[0]
         if marks is not None:

@@ -59,7 +59,23 @@ class Explanation:
                 seen.setdefault(r, None)
         return tuple(seen)
 
-    def lines(self, *, rule_text: bool = True) -> list[str]:
+    def cooperative_stop(self, result: str | None) -> bool:
+        """Whether the body stopped cooperatively: it raised and the published ``result`` (its
+        canonical JSON) is the canonical ABORTED -- what the cooperation helpers' ``AbortError``
+        gives under R3 (P8), so the call ended ABORTED although its outcome is ``body_error``."""
+        import json
+
+        from .results import Results
+
+        if self.outcome != "body_error" or result is None:
+            return False
+        published = json.loads(result)
+        canonical = json.loads(Results(self.table).aborted().to_json())
+        return all(published.get(k) == canonical[k] for k in ("content", "error", "isError"))
+
+    def lines(self, *, rule_text: bool = True, result: str | None = None) -> list[str]:
+        """The explanation, one step per line (each with its rules' summaries if ``rule_text``),
+        then the outcome; given the published ``result``, what it means when the names differ."""
         contract = self.table.contract
         out = []
         width = max((len(f"{p.source} --{p.event}--> {p.dest}") for p in self.path), default=0)
@@ -91,6 +107,13 @@ class Explanation:
                     f"Outcome: {self.outcome}, decided by precedence row {row.row} "
                     f"(t{t.index}): {row.situation} -> {row.outcome}; beats {row.beats}"
                 )
+        if self.cooperative_stop(result):
+            out.append(
+                "The body stopped cooperatively: it raised AbortError (the cooperation helpers' "
+                "stop, P8), and R3 makes that exactly R4's canonical ABORTED result -- this call "
+                "ended ABORTED. The outcome is named body_error only because the registry keeps "
+                "what a body raises (R3, R18); the result is the same."
+            )
         return out
 
     def to_data(self) -> dict[str, Any]:

@@ -105,7 +105,8 @@ def _target(path: Path, mkdir: bool = False) -> Path:
                 parent = parent.parent
         if not parent.is_dir():
             what = "is not a directory" if parent.exists() else "does not exist"
-            raise OutputError(f"{path}: cannot write there: {parent} {what}") from None
+            where = _as_given(path, parent)
+            raise OutputError(f"{path}: cannot write there: {where} {what}") from None
         return target
     except OSError as exc:
         raise OutputError(f"{path}: cannot write ({exc.strerror})") from None
@@ -117,6 +118,29 @@ def _target(path: Path, mkdir: bool = False) -> Path:
             "regular files (give - for stdout)"
         )
     return target
+
+
+def _as_given(path: Path, other: Path) -> Path:
+    """``other`` (an absolute path) as ``path`` is written: relative when ``path`` is relative
+    and no symbolic link lies between them, so one message never mixes the two forms."""
+    if path.is_absolute() or Path(os.path.realpath(path)) != Path(os.path.abspath(path)):
+        return other
+    return Path(os.path.relpath(other))
+
+
+def check_directory(path: str | Path, option: str) -> None:
+    """Refuse, before any work, an output directory (``option``, e.g. ``--out``) that exists
+    and is not a directory, or lies under /dev, /proc or /sys (a missing one is created)."""
+    absolute = Path(os.path.abspath(path))
+    for p in (absolute, Path(os.path.realpath(path))):
+        if any(p == Path(t) or Path(t) in p.parents for t in _SPECIAL_TREES):
+            raise OutputError(
+                f"{option} {path}: is under /{p.parts[1]}; give a directory for the files"
+            )
+    if os.path.exists(path) and not os.path.isdir(path):
+        mode = os.stat(path).st_mode
+        kind = "a regular file" if stat.S_ISREG(mode) else _kind(mode)
+        raise OutputError(f"{option} {path}: is {kind}, not a directory")
 
 
 def check_destination(path: str | Path, *, mkdir: bool = False) -> None:

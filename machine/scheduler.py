@@ -43,7 +43,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
@@ -126,6 +126,25 @@ class TurnLog:
     def to_jsonl(self) -> str:
         """One canonical JSON object per line, in append order."""
         return "".join(e.to_json() + "\n" for e in self._entries)
+
+    def __repr__(self) -> str:
+        """How many entries, and the last few as ``kind call_id`` (a result says whether it is
+        an error): enough to see in a debugger or a failing test where a turn got to."""
+        shown = self._entries[-_REPR_ENTRIES:]
+        parts = []
+        for e in shown:
+            error = e.kind == "tool/result" and isinstance(e.payload, Mapping)
+            flag = f" isError={e.payload.get('isError')}" if error else ""
+            parts.append(f"{e.kind} {e.call_id}{flag}")
+        n = len(self._entries)
+        head = f"{n} entr{'y' if n == 1 else 'ies'}"
+        if n > len(shown):
+            head += f", the last {len(shown)}"
+        return f"<TurnLog {head}{': ' if parts else ''}{', '.join(parts)}>"
+
+
+_REPR_ENTRIES = 6
+"""Entries a :class:`TurnLog`'s ``repr`` names (the latest)."""
 
 
 def result_payload(result: ToolResult) -> dict[str, Any]:

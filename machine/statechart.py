@@ -10,9 +10,9 @@ Nothing here is written by hand: states, triggers, conditions and effects all co
 
 How the contract maps onto ``transitions``:
 
-* Each contract state is a ``transitions`` state (a :class:`ContractNode`, which also carries the
-  contract's ``parent``, ``action``, ``wait`` and ``terminal`` fields).  ``materialized`` is a
-  *final* state.
+* Each contract state is a ``transitions`` state (a :class:`ContractNode`, which also carries
+  the contract's ``action``, ``wait`` and ``terminal`` fields, and the stage that holds it).
+  ``materialized`` is a *final* state.
 * Each contract transition becomes one ``transitions`` transition per event it lists (a
   :class:`ContractEdge`, which remembers the contract transition it stands for).  Edges are added
   in file order, so ``transitions`` tries the candidates of a (state, event) pair in file order --
@@ -32,13 +32,13 @@ How the contract maps onto ``transitions``:
 
 Why a plain :class:`transitions.Machine` and not ``HierarchicalMachine``: in a hierarchical machine
 an event the sub-state does not handle bubbles up to its parent.  The contract has no such
-inheritance: candidates are indexed by the exact state, and ``parent`` only groups states for
-drawing.  ``pre_policy`` handles ``pre_allow`` but its sub-state ``guards`` must refuse it -- a
-``HierarchicalMachine`` would accept it through the parent and disagree with the contract.  Worse,
-``fused_dispatch`` is a parent that is not itself a state a call can be in, and the nested
-machine's name separator (``_``) collides with the contract's state names.  So the nesting lives
-where the contract puts it, on the states (:attr:`ContractNode.parent`, :meth:`Statechart.children`)
-and in the diagrams' clusters; the stepping stays flat and exact.
+inheritance: candidates are indexed by the exact state, and a stage (``[[stage]]``) only groups
+states for teaching and drawing.  ``body`` handles ``body_ok`` but ``around_after``, in the
+same stage, must refuse it -- a ``HierarchicalMachine`` with the stage as parent would accept it
+through the stage and disagree with the contract.  Worse, a stage is not itself a state a call can
+be in, and the nested machine's name separator (``_``) collides with the contract's state names.
+So the grouping lives where the contract puts it, in its stages (:attr:`ContractNode.stage`,
+:meth:`Statechart.stage_states`) and the diagrams' clusters; the stepping stays flat and exact.
 """
 
 from __future__ import annotations
@@ -68,13 +68,11 @@ __all__ = [
 class ContractNode(State):
     """A ``transitions`` state that keeps the contract's description of itself."""
 
-    def __init__(self, spec: ContractStateSpec) -> None:
+    def __init__(self, spec: ContractStateSpec, stage: str | None = None) -> None:
         super().__init__(spec.name, final=spec.terminal)
         self.spec = spec
-
-    @property
-    def parent(self) -> str | None:
-        return self.spec.parent
+        self.stage = stage
+        """The name of the contract's stage that holds this state (None: the contract has none)."""
 
     @property
     def action(self) -> str:
@@ -177,9 +175,10 @@ class Statechart:
 
     def __init__(self, table: RevisionContract) -> None:
         self.table = table
+        stages = {name: st.name for st in table.contract.stages for name in st.states}
         self.machine = _ContractMachine(
             model=None,
-            states=[ContractNode(s) for s in table.states],
+            states=[ContractNode(s, stages.get(s.name)) for s in table.states],
             initial=table.initial,
             auto_transitions=False,
             send_event=True,
@@ -289,9 +288,9 @@ class Statechart:
     def node(self, name: str) -> ContractNode:
         return cast(ContractNode, self.machine.get_state(name))
 
-    def children(self, parent: str) -> tuple[str, ...]:
-        """The sub-states the contract groups under ``parent`` (a state or a pure group)."""
-        return tuple(s.name for s in self.table.states if s.parent == parent)
+    def stage_states(self, stage: str) -> tuple[str, ...]:
+        """The states the contract's stage named ``stage`` holds, in pipeline order."""
+        return next((st.states for st in self.table.contract.stages if st.name == stage), ())
 
     def __repr__(self) -> str:
         return f"<Statechart {self.table.name}: {sum(1 for _ in self.edges())} edges>"

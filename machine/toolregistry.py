@@ -231,18 +231,42 @@ class ToolRegistry:
         return self._tools.get((name, None))
 
     def add_pre_execute(self, hook: PreHook, *, prepend: bool = False) -> Callable[[], None]:
+        """Add ``async pre(call, next) -> Allow() | Deny(reason) | Ask(reason=None)`` to the
+        pre-execute waterfall (R10): hooks run in registration order (``prepend``: first), each
+        deciding itself or returning ``await next()``, the later hooks' decision (``Allow()``
+        after the last).  ``Ask`` goes to the approval seam, which needs a call with an agent
+        (``execute(..., agent=...)``); without one it is a denial (R5).  Returns a function that
+        removes the hook."""
         return _add(self._pre, hook, prepend)
 
     def add_around(self, hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
+        """Add ``async around(call, next) -> ToolResult`` around the body (R16): ``await next()``
+        runs the inner wrappers and the body and returns their normalized result; a wrapper may
+        return its own result instead (a short-circuit), call ``next()`` again (a retry, D11),
+        or replace ``call.signal`` for what it wraps (a deadline).  A raise is a FINAL error.
+        The first registered is outermost (``prepend``: the new outermost).  Returns a function
+        that removes the hook."""
         return _add(self._around, hook, prepend)
 
     def add_post_execute(self, hook: PostHook, *, prepend: bool = False) -> Callable[[], None]:
+        """Add ``async post(call, result, next) -> Accept(...) | Block(feedback)`` to the
+        post-execute waterfall (R7, R20): it sees every post-route result, denials and ABORTED
+        included, and decides itself or returns ``await next()`` (``Accept()`` after the last).
+        A raise is a FINAL error.  Returns a function that removes the hook."""
         return _add(self._post, hook, prepend)
 
     def add_guard(self, guard: Guard, *, agent: str | None = None) -> Callable[[], None]:
+        """Add ``guard(call) -> str | None``, synchronous, run only once pre-execute and any
+        approval allowed the call (R15): a string denies with that reason, ``None`` passes.
+        Global guards run first, in registration order, then those of the call's ``agent``.
+        Returns a function that removes the guard."""
         return _add(self._guards, (agent, guard), False)
 
     def add_observer(self, observer: Observer) -> Callable[[], None]:
+        """Add ``observer(call, result)`` (plain or ``async``): called exactly once per call,
+        after materialization, with the frozen result ``execute()`` returns (R31).  It cannot
+        change the result; a failure is logged and contained.  Returns a function that removes
+        the observer."""
         return _add(self._observers, observer, False)
 
     def set_approval(self, seam: ApprovalSeam | None) -> None:

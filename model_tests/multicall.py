@@ -75,9 +75,9 @@ def matrix_cells() -> frozenset[tuple[str, str]]:
       began (captured as aborted at entry, R25/R42); the synchronous states ``guards`` and
       ``finalizing`` are reached by an abort armed to land right after a transition.
     * **wrapper**: a wrapper-supplied signal matters only while the wrapper that put it in the
-      slot is running, i.e. from ``around_before`` to its return: the ``fused_dispatch`` states
-      and ``draining``.  Aborts of a signal whose wrapper has returned are still performed (they
-      must change nothing, R22) but are not cells.
+      slot is running, i.e. from ``around_before`` to its return: the states of the around
+      dispatch stage (``draining`` among them).  Aborts of a signal whose wrapper has returned
+      are still performed (they must change nothing, R22) but are not cells.
     * **timer**: the timeout policy is the innermost wrapper (as the scenario language installs
       it).  Its deadline is armed when it delegates, and base dispatch follows synchronously; it
       is disposed when the body settles, and the wrapper returns synchronously.  So a timer can
@@ -85,7 +85,7 @@ def matrix_cells() -> frozenset[tuple[str, str]]:
     """
     contract = load_contract()
     states = [s for s in contract.states if not s.terminal]
-    dispatching = {s.name for s in states if s.parent == "fused_dispatch"} | {"draining"}
+    dispatching = next(set(st.states) for st in contract.stages if "body" in st.states)
     cells = {(s.name, "caller") for s in states}
     cells |= {(name, "wrapper") for name in dispatching}
     cells |= {("body", "timer"), ("draining", "timer")}

@@ -38,7 +38,10 @@ def write(path: Path, lines: list[dict[str, Any]], call: str = "c1") -> Path:
 
 
 def check(capsys: pytest.CaptureFixture[str], *args: str) -> tuple[int, str, str]:
-    code = main(["check", *args])
+    try:
+        code = main(["check", *args])
+    except SystemExit as exc:  # a usage error, said by argparse
+        code = exc.code if isinstance(exc.code, int) else 2
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -67,6 +70,25 @@ def test_a_conforming_trace_prints_one_line_per_call_and_exits_0(
     code, out, err = check(capsys, str(path))
     assert (code, err) == (0, "")
     assert out == "a: conforming\nb: conforming\n2 calls: 2 conforming, 0 violations\n"
+
+
+def test_summary_lists_only_violations_and_the_summary_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A trace of 20,000 calls must not print 20,000 lines to say they conform."""
+    ok = record(Scenario())
+    text = "".join(encode_line({**ln, "call": f"c{n}"}) + "\n" for n in range(50) for ln in ok)
+    text += "".join(encode_line({**ln, "call": "bad"}) + "\n" for ln in denial_instead_of_aborted())
+    path = tmp_path / "many.jsonl"
+    path.write_text(text, "utf-8")
+    code, out, err = check(capsys, "--summary", str(path))
+    assert (code, err) == (1, "")
+    lines = out.splitlines()
+    assert lines[0] == "bad: violation of R13 (Checkpoint C1)"
+    assert lines[-1] == "51 calls: 50 conforming, 1 violation"
+    assert not any("conforming" in line for line in lines[:-1])
+    code, out, _ = check(capsys, "-s", "--json", str(path))
+    assert code == 1 and [json.loads(x)["call_id"] for x in out.splitlines()] == ["bad"]
 
 
 @pytest.mark.rules("R13")
@@ -128,6 +150,7 @@ def test_the_revision_option_selects_the_contract(
     )
     code, _, err = check(capsys, "--revision", "v9", str(path))
     assert code == 2 and err.count("\n") == 1 and "unknown contract revision 'v9'" in err
+    assert err.endswith("(see toolcancel check --help)\n")  # a usage error: the hint to --help
     tokyo = tmp_path / "tokyo.jsonl"
     tokyo.write_text(path.read_text("utf-8").replace('"revised"', '"tokyo"'), "utf-8")
     code, _, err = check(capsys, str(tokyo))

@@ -438,10 +438,15 @@ CONTRACT = (ROOT / "spec" / "contract.toml").read_text("utf-8")
          "no [[stage]] holds state(s) guards"),
         (lambda c: c.replace('rule = "R15"\nstates', 'rule = "R99"\nstates', 1),
          "stage 'C1 · denial · guards' cites unknown rule 'R99'"),
+        (lambda c: c.replace("titles = { revised =", "titles = { tokyo =", 1),
+         "stage #4: titles names unknown revision 'tokyo'"),
+        (lambda c: c.replace('name = "guards"\n', 'name = "guards"\nparent = "pre_policy"\n', 1),
+         "unknown key 'parent'"),  # states group only into [[stage]], declared once
     ],
     ids=["a misspelt outcome key", "an unknown table", "an unknown [contract] key",
          "a 5,000-digit integer", "an unknown author", "a stage's unknown state",
-         "a state in two stages", "a state in no stage", "a stage's unknown rule"],
+         "a state in two stages", "a state in no stage", "a stage's unknown rule",
+         "a stage title for an unknown revision", "a second grouping of states"],
 )  # fmt: skip
 def test_the_contract_loader_refuses_what_it_does_not_read(
     edit: Callable[[str], str], message: str, tmp_path: Path
@@ -538,3 +543,87 @@ def test_check_follows_its_reading_of_a_trace_in_bytes(tmp_path: Path) -> None:
     size = path.stat().st_size
     assert len(verdicts) == 3 and seen and seen[-1] == (size, size)
     assert all(total == size for _, total in seen)
+
+
+# ------------------------------------------------------------------------------------------------
+# Remnants of issue 32: every message says where to look, in the words the user typed
+# ------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("argv", "line"),
+    [
+        (["verify", "--revision", "foo"],
+         "toolcancel verify: argument --revision: unknown contract revision 'foo'; choose one of "
+         "seed, revised (see toolcancel verify --help)"),
+        (["check", "--revision", "foo", "x.jsonl"],
+         "toolcancel check: argument --revision: unknown contract revision 'foo'; choose one of "
+         "seed, revised (see toolcancel check --help)"),
+        (["explain", "seed-00001", "--revision", "seed"],
+         "toolcancel explain: unrecognized arguments: --revision seed "
+         "(see toolcancel explain --help)"),
+    ],
+)  # fmt: skip
+def test_a_bad_option_is_reported_by_its_own_command_with_the_help_hint(
+    argv: list[str], line: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out, err = run_main(argv, capsys)
+    assert (code, out, err) == (2, "", line + "\n")
+
+
+def test_an_output_directory_option_is_not_told_to_use_stdout(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    code, _, err = run_main(["diagram", "--out", "/dev/null"], capsys)
+    assert code == 2
+    assert err == (
+        "toolcancel diagram: --out /dev/null: is under /dev; give a directory for the files\n"
+    )
+    afile = tmp_path / "file"
+    afile.write_text("x")
+    code, _, err = run_main(["diagram", "--out", str(afile)], capsys)
+    assert (code, err) == (
+        2, f"toolcancel diagram: --out {afile}: is a regular file, not a directory\n"
+    )  # fmt: skip
+    assert afile.read_text() == "x"
+
+
+def test_one_message_names_paths_in_the_form_they_were_given(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    code, _, err = run_main(["explain", "seed-00001", "--svg", "nodir/x.svg"], capsys)
+    assert (code, err) == (
+        2, "toolcancel explain: nodir/x.svg: cannot write there: nodir does not exist\n"
+    )  # fmt: skip
+    code, _, err = run_main(["explain", "seed-00001", "--svg", str(tmp_path / "nodir/x.svg")],
+                            capsys)  # fmt: skip
+    assert err.endswith(f"cannot write there: {tmp_path / 'nodir'} does not exist\n")
+
+
+def test_no_help_line_is_wider_than_a_terminal(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolcancel.cli import COMMANDS
+
+    monkeypatch.setenv("COLUMNS", "80")
+    for command in ["", *COMMANDS]:
+        code, out, _ = run_main([command, "--help"] if command else ["--help"], capsys)
+        assert code == 0
+        wide = [line for line in out.splitlines() if len(line) > 100]
+        assert wide == [], (command, wide)
+
+
+def test_explore_check_outside_a_checkout_says_the_site_is_missing_before_building(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import toolcancel.explorer
+
+    def never(*args: object, **kwargs: object) -> None:
+        raise AssertionError("built the whole site to say explorer/ is missing")
+
+    monkeypatch.setattr(toolcancel.explorer, "site_files", never)
+    monkeypatch.chdir(tmp_path)
+    code, out, err = run_main(["explore", "--check"], capsys)
+    assert (code, err) == (1, "")
+    assert out == "stale: explorer/ is missing; run `toolcancel explore` to write the site there\n"

@@ -27,13 +27,16 @@ from toolcancel.diagrams import (
     GENERATED,
     MAY_COLOUR,
     PATH_COLOUR,
+    SLIDE_INCHES,
     dot_digest,
     draw,
     edge_id,
     mermaid_text,
+    overview_dot,
     precedence_markdown,
     render_svg,
     resolve_path,
+    stage_titles,
     svg_dot_digest,
 )
 
@@ -202,11 +205,13 @@ def test_dot_states_clusters_and_terminal_outcomes(revision: str) -> None:
     dot = draw(table).dot
     nodes = dot_nodes(dot)
     assert set(nodes) == {s.name for s in table.states} | {"legend"}
+    # the contract's one grouping: every state in the cluster of its stage, in pipeline order
     assert dot_clusters(dot) == {
-        "pre_policy": ["pre_policy", "guards"],
-        "fused_dispatch": ["around_before", "body", "around_after"],
-        "materialized": ["materialized", "finalizing"],
+        f"stage{k}": list(stage.states) for k, stage in enumerate(CONTRACT.stages)
     }
+    titles = re.findall(r'\bid="stage-\d+" label="([^"]+)"', dot)
+    assert titles == stage_titles(table)
+    assert ("4 C1 · denial · guards" in titles) == (revision == "seed")  # revised: R43's order
     terminal = nodes["materialized"]["label"]
     published = set(re.findall(r">(\w+)(?: \([^)]*\))?</font>", terminal))
     assert published & {o.name for o in CONTRACT.outcomes} == {o.name for o in table.outcomes}
@@ -272,13 +277,11 @@ def test_mermaid_transitions_are_exactly_the_contract_transitions(revision: str)
     assert drawn == expected_edges(table)
     assert f"    [*] --> {table.initial}" in text
     assert "    materialized --> [*]" in text
-    for group, members in {
-        "pre_policy_stage": ["pre_policy", "guards"],
-        "fused_dispatch": ["around_before", "body", "around_after"],
-        "materialized_stage": ["materialized", "finalizing"],
-    }.items():
-        block = text.split(f"    state {group} {{\n", 1)[1].split("    }\n", 1)[0]
-        assert {line.split(" : ")[0].strip() for line in block.splitlines()} == set(members)
+    for k, (stage, title) in enumerate(zip(CONTRACT.stages, stage_titles(table), strict=True)):
+        assert f'    state "{mermaid_text(title)}" as stage{k}\n    state stage{k} {{\n' in text
+        block = text.split(f"    state stage{k} {{\n", 1)[1].split("    }\n", 1)[0]
+        assert {line.split(" : ")[0].strip() for line in block.splitlines()} == set(stage.states)
+    assert "\u204f" not in text  # no look-alike glyph standing for a ';' (it read as a stray mark)
 
 
 def test_mermaid_text_replaces_what_would_end_or_break_a_label() -> None:
@@ -286,6 +289,7 @@ def test_mermaid_text_replaces_what_would_end_or_break_a_label() -> None:
     safe = mermaid_text(raw)
     assert not re.search(r"[:;#%<>{}\"\n]", safe)
     assert safe.split()[0] == "a\u2236"
+    assert safe.split()[1] == "b,"  # a ';' between clauses reads as a comma
     assert len(safe) == len(raw)
 
 
@@ -471,7 +475,9 @@ def test_check_is_fresh_after_generating_and_stale_after_editing_the_contract(
     args = ("--contract", str(copy), "--out", "diagrams")
     assert run_cli(*args) == 0
     files = sorted(p.name for p in (tmp_path / "diagrams").iterdir())
-    assert files == sorted(f"contract-{r}.{x}" for r in REVISIONS for x in ("dot", "svg", "mmd"))
+    assert files == sorted(
+        f"contract-{r}{x}" for r in REVISIONS for x in (".dot", ".svg", ".mmd", "-overview.svg")
+    )
     assert (tmp_path / "spec" / "PRECEDENCE.md").read_text() == precedence_markdown(
         load_contract_file(copy)
     )
@@ -487,7 +493,9 @@ def test_check_is_fresh_after_generating_and_stale_after_editing_the_contract(
     assert len(load_contract_file(copy).transitions) == len(CONTRACT.transitions) - 1
     assert run_cli(*args, "--check") == 1
     every_drawing = sorted(
-        f"diagrams/contract-{r}.{x}" for r in REVISIONS for x in ("dot", "svg", "mmd")
+        f"diagrams/contract-{r}{x}"
+        for r in REVISIONS
+        for x in (".dot", ".svg", ".mmd", "-overview.svg")
     )
     assert _stale(capsys.readouterr().out) == every_drawing
     assert run_cli(*args) == 0
@@ -504,7 +512,7 @@ def test_check_is_fresh_after_generating_and_stale_after_editing_the_contract(
     )
     assert run_cli(*args, "--check") == 1
     assert _stale(capsys.readouterr().out) == sorted(
-        f"diagrams/contract-revised.{x}" for x in ("dot", "svg", "mmd")
+        f"diagrams/contract-revised{x}" for x in (".dot", ".svg", ".mmd", "-overview.svg")
     )
     assert run_cli(*args) == 0
     capsys.readouterr()
@@ -556,9 +564,10 @@ def test_without_dot_the_text_formats_are_written_and_one_line_says_how_to_get_s
          "PRECEDENCE.md", "SCENARIOS.md"]
     )  # fmt: skip
     assert err.count("\n") == 1 and "apt-get install graphviz" in err
+    assert err.endswith(f"; {2 * len(REVISIONS)} SVG file(s) missing (never written)\n")
     assert run_cli("--check") == 1
     assert _stale(capsys.readouterr().out) == sorted(
-        f"diagrams/contract-{r}.svg" for r in REVISIONS
+        f"diagrams/contract-{r}{x}" for r in REVISIONS for x in (".svg", "-overview.svg")
     )
 
 
@@ -628,3 +637,36 @@ def test_bad_input_is_one_line_and_exit_2(
     assert err.count("\n") == 1 and err.startswith("toolcancel diagram: ") and message in err
     assert "Traceback" not in err
     assert not (tmp_path / "diagrams").exists()
+
+
+def test_a_guard_that_cannot_matter_in_a_revision_is_not_drawn() -> None:
+    """The revised contract ends a pre-aborted call at entry (R42), so t33's guard
+    ``not aborted_at_entry`` cannot fail there: drawing it would suggest a branch that is not
+    (soundness for every guard: test_statechart.py)."""
+    seed, revised = (draw(CONTRACT.revision(r)) for r in ("seed", "revised"))
+    t33 = [line for line in revised.mermaid.splitlines() if ": t33 " in line]
+    assert t33 and "aborted_at_entry" not in t33[0]
+    assert any(": t33 " in ln and "not aborted_at_entry" in ln for ln in seed.mermaid.splitlines())
+    assert "not aborted_at_entry" in seed.dot
+
+
+@needs_dot
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_the_overview_fits_a_slide_and_shows_every_stage_and_transition(revision: str) -> None:
+    """diagrams/contract-<revision>-overview.svg: the seven stages and every transition's tN on
+    one 16:9 slide, where the full drawing is a poster a slide shrinks to nothing."""
+    table = CONTRACT.revision(revision)
+    svg = render_svg(overview_dot(table, slide=True))
+    root = ET.fromstring(svg.encode("utf-8"))
+    width, height = (float(root.get(k, "0").removesuffix("pt")) for k in ("width", "height"))
+    slide_w, slide_h = (72 * x for x in SLIDE_INCHES)
+    assert width <= slide_w + 1 and height <= slide_h + 1
+    assert max(width / slide_w, height / slide_h) > 0.95  # it fills the slide one way
+    text = [t.text for t in root.iter(f"{SVG}text")]
+    for title in stage_titles(table):
+        assert title in text
+    expected = {edge_id(t, s) for t in table.transitions for s in t.sources}
+    cells = {g.get("id", "")[2:] for g in root.iter(f"{SVG}g") if g.get("id", "").startswith("a_")}
+    assert cells == expected
+    full = ET.fromstring(draw(table).svg().encode("utf-8"))
+    assert float(full.get("width", "0").removesuffix("pt")) > 2 * slide_w  # why it is needed

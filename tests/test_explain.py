@@ -140,7 +140,8 @@ def test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the
             verdict = checker.check_file(path)[0]
             block = render(verdict)
             assert block in check_out
-            assert out.endswith(block + "\n"), (name, what, out)
+            # the violation first (right after the header line), then how the call got there
+            assert out.split("\n", 2)[2].startswith(block + "\n"), (name, what, out)
             assert f"violation of {verdict.rule} " in out
     assert violating > 100
 
@@ -189,3 +190,69 @@ def test_explain_reads_stdin_and_writes_a_drawing_to_stdout(tmp_path: Path) -> N
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("---\ntitle: ") and "stateDiagram-v2" in proc.stdout
     assert "Outcome: aborted" in proc.stderr  # the explanation moves out of the drawing's way
+
+
+def _cooperative_stop_trace(path: Path) -> Path:
+    """A real registry's trace of a body that stops with the cooperation helpers when the
+    caller aborts: it raises their AbortError (P8)."""
+    from toolcancel.cooperate import cancellable
+
+    recorder = TraceRecorder()
+
+    async def go() -> None:
+        registry = ToolRegistry(trace=recorder)
+        started = asyncio.Event()
+
+        @registry.tool("t")
+        async def body(args: object, call: object) -> object:
+            started.set()
+            return await cancellable(call, asyncio.Event().wait())  # type: ignore[arg-type]
+
+        caller = AbortController()
+        task = asyncio.create_task(
+            registry.execute("t", {}, signal=caller.signal, call_id="c1")
+        )
+        await started.wait()
+        caller.abort()
+        await task
+
+    asyncio.run(go())
+    recorder.write(path)
+    return path
+
+
+def test_a_cooperative_stop_is_explained_as_the_canonical_aborted(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A body's AbortError IS the canonical ABORTED (P8): explain says so next to body_error,
+    instead of leaving "a tool-owned failure is kept" beside an ABORTED result unexplained."""
+    path = _cooperative_stop_trace(tmp_path / "stop.jsonl")
+    assert main(["explain", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "Outcome: body_error" in out and '"code":"ABORTED"' in out
+    assert "exactly R4's canonical ABORTED result -- this call ended ABORTED" in out
+    assert "P8" in out
+    assert main(["explain", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["cooperative_stop"] is True
+    # a body that fails on its own is a body_error and nothing more
+    scenario = tmp_path / "s.json"
+    scenario.write_text(json.dumps({"body": "throw"}))
+    assert main(["explain", str(scenario)]) == 0
+    out = capsys.readouterr().out
+    assert "Outcome: body_error" in out and "canonical ABORTED" not in out
+
+
+def test_a_violation_is_shown_before_the_steps(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = [json.loads(x) for x in _cooperative_stop_trace(tmp_path / "a.jsonl").read_text()
+             .splitlines()]  # fmt: skip
+    for ln in lines:  # the registry published ABORTED; pretend it published a success instead
+        if ln["event"] == "result":
+            ln["result"] = {"content": [{"type": "text", "text": "late"}], "isError": False}
+    path = tmp_path / "bad.jsonl"
+    path.write_text("".join(json.dumps(ln) + "\n" for ln in lines))
+    assert main(["explain", str(path)]) == 1
+    out = capsys.readouterr().out
+    violation = out.index("does NOT conform")
+    assert violation < out.index("  1. entry --") < out.index("Outcome:")

@@ -121,10 +121,168 @@ def test_overview_loads_without_error_and_reads_on_a_slide(page: Page, tmp_path:
     png_checked(page.screenshot(), tmp_path / "overview.png")
 
 
-def _stage_names() -> list[str]:
-    from toolcancel import load_contract
+def _stage_names(revision: str = "seed") -> list[str]:
+    from toolcancel.diagrams import stage_titles
 
-    return [stage.name for stage in load_contract().stages]
+    return [title.split(" ", 1)[1] for title in stage_titles(load_contract().revision(revision))]
+
+
+# ------------------------------------------------------------------------------------------------
+# A class's screens: nothing drawn over anything, errors where the user looks
+# ------------------------------------------------------------------------------------------------
+
+SIZES = [(1280, 720), (1280, 900), (800, 600)]
+"""A projector, a laptop, and the small screen a class still meets."""
+
+BOXES = """() => {
+  const box = (el) => { const r = el.getBoundingClientRect();
+    return { x1: r.left, y1: r.top, x2: r.right, y2: r.bottom }; };
+  const area = box(document.querySelector("#diagram"));
+  const clip = (b) => ({ x1: Math.max(b.x1, area.x1), y1: Math.max(b.y1, area.y1),
+    x2: Math.min(b.x2, area.x2), y2: Math.min(b.y2, area.y2) });
+  const items = [];
+  const drawn = (kind, el, name) => {
+    const whole = box(el), b = clip(whole);
+    if (b.x2 - b.x1 > 0.5 && b.y2 - b.y1 > 0.5) items.push({ kind, name, whole, ...b });
+  };
+  for (const g of document.querySelectorAll("#diagram g.node")) {
+    const shape = g.querySelector("path, polygon, ellipse");
+    if (shape) drawn("state", shape, g.id);
+  }
+  for (const t of document.querySelectorAll("#diagram g.cluster > text")) {
+    drawn("title", t, t.textContent);
+  }
+  for (const t of document.querySelectorAll("#diagram g.edge text")) {
+    drawn("label", t, t.textContent);
+  }
+  for (const sel of ["header", "#toolbar", "#zoom", "#hint", "#stepper", "#panel"]) {
+    const el = document.querySelector(sel);
+    if (el && getComputedStyle(el).display !== "none" && el.getClientRects().length) {
+      items.push({ kind: "panel", name: sel, whole: box(el), ...box(el) });
+    }
+  }
+  const overlaps = [];
+  for (let i = 0; i < items.length; i++) for (let j = i + 1; j < items.length; j++) {
+    const a = items[i], b = items[j];
+    if (a.kind === "panel" && b.kind === "panel") continue;
+    const w = Math.min(a.x2, b.x2) - Math.max(a.x1, b.x1);
+    const h = Math.min(a.y2, b.y2) - Math.max(a.y1, b.y1);
+    if (w > 0.5 && h > 0.5) overlaps.push(a.kind + " " + a.name + " / " + b.kind + " " + b.name);
+  }
+  const cut = items.filter((a) => a.kind !== "panel" && (a.whole.x1 < area.x1 - 0.5 ||
+    a.whole.y1 < area.y1 - 0.5 || a.whole.x2 > area.x2 + 0.5 || a.whole.y2 > area.y2 + 0.5))
+    .map((a) => a.kind + " " + a.name);
+  const counts = {};
+  for (const a of items) counts[a.kind] = (counts[a.kind] || 0) + 1;
+  return { overlaps, cut, counts, width: innerWidth, height: innerHeight,
+    header: [...document.querySelectorAll("header *")].filter((e) => {
+      const b = box(e); return b.x2 > innerWidth + 0.5 || b.y2 > innerHeight + 0.5; })
+      .map((e) => e.id || e.tagName) };
+}"""
+
+
+def _boxes(browser: Browser, size: tuple[int, int], fragment: str) -> dict[str, Any]:
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        pg = context.new_page()
+        open_site(pg, fragment)
+        found: dict[str, Any] = pg.evaluate(BOXES)
+        return found
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", SIZES, ids=[f"{w}x{h}" for w, h in SIZES])
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_nothing_is_drawn_over_anything_at_a_class_screen_size(
+    browser: Browser, size: tuple[int, int], revision: str
+) -> None:
+    """On the overview, whole: no state, stage title or transition label overlaps another, and
+    none lies under the toolbar, the hint, the step bar or the side panel, or is cut off; the
+    header (the revision selector included) fits.  Then the same while stepping a vector, in
+    the part of the machine the page zooms to."""
+    table = load_contract().revision(revision)
+    if revision == "seed":
+        found = _boxes(browser, size, "#overview")
+    else:
+        found = _revised_overview(browser, size)
+    assert (found["width"], found["height"]) == size
+    assert found["overlaps"] == [], found["overlaps"]
+    assert found["cut"] == [], found["cut"]
+    assert found["header"] == [], f"cut off by the window's edge: {found['header']}"
+    assert found["counts"]["state"] == len(table.states)
+    assert found["counts"]["title"] == len(table.contract.stages)
+    assert found["counts"]["label"] >= len(table.transitions)  # a tN cell per (transition, source)
+    vector = shipped_vectors(revision)[0]["id"]
+    stepping = _boxes(browser, size, f"#vector={vector}")
+    assert stepping["overlaps"] == [], stepping["overlaps"]
+    assert stepping["header"] == []
+
+
+def _revised_overview(browser: Browser, size: tuple[int, int]) -> dict[str, Any]:
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        pg = context.new_page()
+        open_site(pg, "#overview")
+        pg.select_option("#revision", "revised")
+        labels = pg.eval_on_selector_all(
+            "#diagram g.cluster > text", "els => els.map(e => e.textContent)"
+        )
+        assert labels == [f"{k} {n}" for k, n in enumerate(_stage_names("revised"), 1)]
+        found: dict[str, Any] = pg.evaluate(BOXES)
+        return found
+    finally:
+        context.close()
+
+
+@pytest.mark.parametrize("size", [(1280, 720), (800, 600)], ids=["1280x720", "800x600"])
+def test_a_malformed_pasted_trace_is_reported_where_the_user_is_looking(
+    browser: Browser, size: tuple[int, int]
+) -> None:
+    context = browser.new_context(viewport={"width": size[0], "height": size[1]})
+    try:
+        pg = context.new_page()
+        open_site(pg, "#trace")
+        pg.fill("#trace-text", '{"call": "c1", "event": "call_entry"}\nthis is not JSON\n')
+        pg.click("#trace-go")
+        box = pg.locator("#trace-error .violation-box")
+        assert box.inner_text().startswith("pasted trace: line 2: not JSON")
+        inside = pg.evaluate(
+            "() => { const b = document.querySelector('#trace-error .violation-box')"
+            ".getBoundingClientRect(); const p = document.querySelector('#panel')"
+            ".getBoundingClientRect(); return b.top >= p.top && b.bottom <= Math.min(p.bottom,"
+            " innerHeight) && b.left >= 0 && b.right <= innerWidth; }"
+        )
+        assert inside, "the error is out of sight"
+        # the same for a file that is not a trace, dropped on the page
+        dropped = pg.evaluate_handle(
+            "() => { const dt = new DataTransfer();"
+            " dt.items.add(new File(['[1, 2]'], 'notes.jsonl')); return dt; }"
+        )
+        pg.dispatch_event("#drop", "drop", {"dataTransfer": dropped})
+        pg.wait_for_function(
+            "document.querySelector('#trace-error').textContent.startsWith('notes.jsonl')"
+        )
+        assert pg.locator("#trace-error .violation-box").is_visible()
+    finally:
+        context.close()
+
+
+def test_the_numbering_of_transitions_is_explained(page: Page) -> None:
+    """``tN`` is a transition's place in contract.toml; both revisions share the numbering, so
+    the seed shows 50 transitions labelled up to t58: the page says so and names the gaps."""
+    contract = load_contract()
+    open_site(page, "#machine")
+    for revision in contract.revisions:
+        page.select_option("#revision", revision)
+        text = page.locator("#numbering").inner_text()
+        own = {t.index for t in contract.revision(revision).transitions}
+        every = {t.index for r in contract.revisions for t in contract.revision(r).transitions}
+        assert f"{len(own)} transitions in this revision" in text
+        assert "one numbering for both revisions" in text
+        assert f"from t0 to t{max(every)}" in text
+        gaps = " ".join(f"t{i}" for i in sorted(every - own))
+        assert f"({gaps})" in text
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -275,3 +433,17 @@ def test_built_in_examples_show_checks_verdict(page: Page) -> None:
         # the page's own replay checks less than check: it never stops before check does
         if replayed.get("violation"):
             assert replayed["violation"]["index"] >= verdict.event_index
+
+
+def test_a_guard_that_cannot_fail_in_a_revision_is_said_so(page: Page) -> None:
+    """The drawings leave out revised t33's ``not aborted_at_entry`` (R42 ends such a call at
+    entry); the page still lists it, saying why it is not drawn, and the seed's is plain."""
+    open_site(page, "#machine")
+    for revision, moot in (("seed", False), ("revised", True)):
+        page.select_option("#revision", revision)
+        page.evaluate("location.hash = '#transition=t33-draining'")
+        page.wait_for_function("document.querySelector('#panel h2').textContent.startsWith('t33')")
+        guards = page.locator("#panel").inner_text()
+        assert "not aborted_at_entry" in guards
+        assert ("cannot fail in this revision" in guards) == moot
+        page.evaluate("location.hash = '#machine'")

@@ -374,7 +374,7 @@ BAD_OPTIONS: list[tuple[list[str], str]] = [
     (["conform"], "give exactly one of --self and --adapter"),
     (["diagram", "--revision", "tokyo", "--out", "OUT"], "unknown revision 'tokyo'"),
     (["diagram", "--revision", "seed", "--out", "FILE", "--precedence", "OUT/P.md"],
-     "FILE is not a directory"),
+     "--out FILE: is a regular file, not a directory"),
     (["diagram", "--revision", "seed", "--out", "OUT", "--precedence", "OUT"],
      "OUT: is a directory"),
     (["explain", "seed-99999"], "seed-99999: no such vector"),

@@ -16,7 +16,7 @@ import textwrap
 from typing import Any
 
 from ..checker import Checker, RecordedRevisionChecker, Verdict
-from ..cli import Progress, UsageError, complain
+from ..cli import Progress, UsageError, complain, revision_option
 from ..contract import load_contract
 from ..trace import TraceError
 
@@ -37,10 +37,13 @@ def register(sub: Any) -> None:
     p = sub.add_parser(
         "check",
         help="check recorded traces against the contract, call by call",
-        description="Replay each call of each trace (JSON Lines, spec/trace.schema.json) through "
-        "the pure machine, accepting every behaviour the contract allows, and report per call: "
-        "conforming, or the first violation with its rule id, where it is, what the contract "
-        "allowed there, what the trace shows, and why.",
+        description=textwrap.fill(  # the formatter keeps the epilog's layout, so wrap this here
+            "Replay each call of each trace (JSON Lines, spec/trace.schema.json) through the "
+            "pure machine, accepting every behaviour the contract allows, and report per call: "
+            "conforming, or the first violation with its rule id, where it is, what the "
+            "contract allowed there, what the trace shows, and why; then one summary line.",
+            79,
+        ),
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -50,10 +53,18 @@ def register(sub: Any) -> None:
     p.add_argument(
         "--revision",
         default=None,
+        type=revision_option,
         help="check every call against this contract revision (seed or revised); by default "
         "each call is checked against the revision its call_entry line records",
     )
     p.add_argument("--json", action="store_true", help="one JSON object per call (JSON Lines)")
+    p.add_argument(
+        "-s",
+        "--summary",
+        action="store_true",
+        help="list only the violations, not a line per conforming call, then the summary line "
+        "(for a trace of thousands of calls); with --json, only the violations' objects",
+    )
     p.add_argument(
         "-q",
         "--quiet",
@@ -87,6 +98,8 @@ def run(args: argparse.Namespace) -> int:
         progress.close()
         verdicts.extend(found)
         for v in found:
+            if args.summary and v.conforming:
+                continue
             if args.json:
                 print(json.dumps(v.to_json(), ensure_ascii=False))
             else:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ..cli import Progress, UsageError, clip
+from ..cli import Progress, UsageError, clip, revision_option
 from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
 from ..coverage import CHECKED, NONE, OUTCOME
@@ -27,7 +27,10 @@ def register(sub: Any) -> None:
         "the vector. Exit 0 when every vector passes, 1 when any fails, 2 on unusable input.",
     )
     p.add_argument(
-        "--revision", default="seed", help="contract revision: seed (default) or revised"
+        "--revision",
+        default="seed",
+        type=revision_option,
+        help="contract revision: seed (default) or revised",
     )
     p.add_argument("--self", dest="self_", action="store_true", help="run our own Python adapter")
     p.add_argument(

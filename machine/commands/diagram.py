@@ -35,7 +35,13 @@ from typing import Any
 
 from ..cli import CliError, UsageError
 from ..contract import Contract, load_contract, load_contract_file
-from ..fileio import check_destination, generated_text, is_stream, write_text
+from ..fileio import (
+    check_destination,
+    check_directory,
+    generated_text,
+    is_stream,
+    write_text,
+)
 
 SUFFIXES = (".dot", ".svg", ".mmd")
 PREFIX = "contract-"
@@ -46,7 +52,8 @@ def register(sub: Any) -> None:
         "diagram",
         help="draw the per-call machine and the precedence table from contract.toml",
         description="Write diagrams/contract-<revision>.{dot,svg,mmd} (Graphviz DOT and SVG, "
-        "Mermaid stateDiagram-v2) and PRECEDENCE.md, all generated from the contract file. "
+        "Mermaid stateDiagram-v2), diagrams/contract-<revision>-overview.svg (the stages and "
+        "transitions on one 16:9 slide) and PRECEDENCE.md, all generated from the contract file. "
         "With --check, write nothing and exit 1 listing every stale file.",
         epilog="Where the files go: in a source checkout of toolcancel (the current directory "
         "holds spec/contract.toml and pyproject.toml), the repository's layout: diagrams/, "
@@ -128,6 +135,8 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(Planned(stem.with_suffix(".dot"), drawing.dot))
         planned.append(Planned(stem.with_suffix(".svg"), None, drawing.dot))
         planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
+        slide = diagrams.overview_dot(contract.revision(name), slide=True)
+        planned.append(Planned(out / f"{PREFIX}{name}-overview.svg", None, slide))
     planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
     if args.contract is None:  # the curated stories run the shipped contract's registry
         from ..explain import build_scenarios_markdown
@@ -217,6 +226,8 @@ def run(args: argparse.Namespace) -> int:
                 f"{option} cannot be - (stdout): diagram writes a set of files; print one "
                 "drawing with `toolcancel explain TARGET --mermaid -`"
             )
+    if args.out is not None and not args.check:
+        check_directory(args.out, "--out")  # a device is no place for a set of files
     contract = load_contract() if args.contract is None else load_contract_file(args.contract)
     planned, orphans = _plan(args, contract)
     if args.check:
@@ -244,7 +255,7 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
     # Render everything before writing anything: a failure leaves the old set intact.
     contents: list[tuple[Path, str]] = []
     missing_dot: GraphvizMissing | None = None
-    not_rendered = 0
+    not_rendered: list[Path] = []
     for item in planned:
         if item.text is not None:
             if generated_text(item.path) != item.text:
@@ -259,7 +270,7 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
                 continue
             except GraphvizMissing as exc:
                 missing_dot = exc
-        not_rendered += 1
+        not_rendered.append(item.path)
     made: set[Path] = set()
     for path, text in contents:
         if not path.parent.is_dir() and path.parent not in made:
@@ -273,12 +284,13 @@ def _generate(planned: list[Planned], orphans: list[Path]) -> int:
             print(f"removed {path} (no such revision in the contract)")
     except OSError as exc:
         raise CliError(f"{exc.filename}: cannot remove ({exc.strerror})") from None
-    unchanged = len(planned) - len(contents) - not_rendered
+    unchanged = len(planned) - len(contents) - len(not_rendered)
     if unchanged:
         print(f"unchanged: {unchanged} file(s)")
     if missing_dot is not None:
-        print(
-            f"toolcancel diagram: {missing_dot}; {not_rendered} SVG file(s) not up to date",
-            file=sys.stderr,
-        )
+        absent = sum(not path.exists() for path in not_rendered)
+        left = [f"{absent} SVG file(s) missing (never written)"] if absent else []
+        if len(not_rendered) > absent:
+            left.append(f"{len(not_rendered) - absent} SVG file(s) left out of date")
+        print(f"toolcancel diagram: {missing_dot}; {', '.join(left)}", file=sys.stderr)
     return 0

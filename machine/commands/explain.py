@@ -88,20 +88,23 @@ def run(args: argparse.Namespace) -> int:
         data["target"] = header
         data["result"] = json.loads(result) if result else None
         data["verdict"] = verdict.to_json() if verdict is not None else None
+        data["cooperative_stop"] = (
+            explanation is not None and explanation.cooperative_stop(result)
+        )
         print(json.dumps(data, indent=2), file=report)
     else:
         print(header, file=report)
+        if violation:  # what matters most comes first; the steps show how the call got there
+            assert verdict is not None
+            print("This call does NOT conform to the contract; `toolcancel check` reports:",
+                  file=report)  # fmt: skip
+            print(render(verdict), file=report)
+            if explanation is not None:
+                print("\nThe call's events, step by step:", file=report)
         if explanation is not None:
-            print("\n".join(explanation.lines()), file=report)
+            print("\n".join(explanation.lines(result=result)), file=report)
         if result:
             print(f"Result: {result}", file=report)
-        if violation:
-            assert verdict is not None
-            print(
-                "\nThis call does NOT conform to the contract; `toolcancel check` reports:",
-                file=report,
-            )
-            print(render(verdict), file=report)
     if args.svg or args.mermaid:
         if explanation is None:
             complain(

@@ -61,6 +61,9 @@ def run(args: argparse.Namespace) -> int:
     out: Path = args.out if args.out is not None else Path("explorer")
     if out.exists() and not out.is_dir():
         raise CliError(f"{out}: not a directory")
+    if args.check and not out.is_dir():  # nothing to compare: say so before a long build
+        print(f"stale: {out}/ is missing; run `toolcancel explore` to write the site there")
+        return 1
     contract = load_contract()
     if not args.check:
         for name in _names(contract):  # a destination that cannot be a file: before any work

@@ -10,7 +10,7 @@ import sys
 from typing import Any
 
 from .. import cluster, native
-from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
+from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers, revision_option
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
 
@@ -24,7 +24,10 @@ def register(sub: Any) -> None:
         "it against the pure machine and every rule. Exit 1 on any violation.",
     )
     p.add_argument(
-        "--revision", default=None, help="contract revision: seed (default) or revised"
+        "--revision",
+        default=None,
+        type=revision_option,
+        help="contract revision: seed (default) or revised",
     )
     p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
     p.add_argument(
