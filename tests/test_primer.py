@@ -137,3 +137,11 @@ def test_the_docs_cite_nothing_a_reader_cannot_open() -> None:
         cwd=ROOT, capture_output=True, text=True, check=False,
     ).stdout
     assert found == ""
+
+
+def test_every_worked_scenario_names_a_vector_to_step() -> None:
+    scenarios = (ROOT / "spec" / "SCENARIOS.md").read_text("utf-8")
+    sections = scenarios.split("\n## ")[1:-1]  # the last lists the rules no scenario shows
+    assert sections
+    for section in sections:
+        assert re.search(r"^Vector: `(seed|revised)-\d{5}`", section, re.M), section.split("\n")[0]
