@@ -145,3 +145,16 @@ def test_every_worked_scenario_names_a_vector_to_step() -> None:
     assert sections
     for section in sections:
         assert re.search(r"^Vector: `(seed|revised)-\d{5}`", section, re.M), section.split("\n")[0]
+
+
+def test_the_primers_counts_and_dates_are_the_contracts() -> None:
+    guarantees = PRIMER.split("## The five guarantees", 1)[1].split("\n## ", 1)[0]
+    assert re.findall(r"^(\d)\. \*\*", guarantees, re.M) == ["1", "2", "3", "4", "5"]
+    titles = " ".join(load_contract().revision_info[r]["title"] for r in ("seed", "revised"))
+    for date in re.findall(r"\b20\d\d-\d\d-\d\d\b", PRIMER):
+        assert date in titles, date
+    v = vector("seed-00917")
+    deferred = len(v["expected"]["result"]["additionalContexts"])
+    assert "defers two contexts" in PRIMER and deferred == 2
+    revised = {r.id for r in load_contract().rules if r.revisions == frozenset({"revised"})}
+    assert revised == {f"R{n}" for n in range(40, 45)}  # "R40–R44" are the revised rules
