@@ -12,7 +12,7 @@ under fresh call ids, interleaved eight at a time like concurrent calls, until t
 least ``--events`` lines.  One run of ``Checker.check_file`` (read, validate, replay, verdicts)
 is timed and reported as events per second (wall clock, and per CPU-second of this process, which
 other load on the machine does not change); the read and check phases are timed once more on
-their own, for the profile.  The target of issue 5 is at least 200,000 events/s.
+their own, for the profile.  The target is at least 200,000 events/s.
 """
 
 from __future__ import annotations

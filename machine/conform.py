@@ -689,7 +689,7 @@ class Judge:
         return Judgement(v.id, True, rules=rules)
 
     def _probes(self, v: Vector, observed: Mapping[str, Any]) -> Judgement | None:
-        """The optional protocol observations (issue 14, blind spot 6): what an observer could
+        """The optional protocol observations: what an observer could
         write (R30: the result is deep-frozen; R31: the view is frozen before notification), the
         approval request's signal (R24) and the slot each wrapper finds after ``next()`` (R23)."""
         frozen = observed.get("frozen")

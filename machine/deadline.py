@@ -1,7 +1,7 @@
 """Deadlines: a signal that aborts on its upstream's abort or on its own timer, whichever is first.
 
-The timeout/deadline decision behind the contract (notes B.0) gives a deadline library exactly two
-jobs, *timing* and *classification*, and no third: it never terminates anything.  Stopping work is
+The timeout/deadline decision behind the contract (spec/ORIGIN.md) gives a deadline library two
+jobs only, *timing* and *classification*: it never terminates anything.  Stopping work is
 the duty of the capability that owns the work, reached through the signal; a deadline only says
 "now" and, afterwards, "that was me".  That is why there is no ``with_timeout(awaitable)`` here:
 racing an awaitable against a timer reports completion while the losing work keeps running.
@@ -15,7 +15,7 @@ Rules this module keeps:
   signal that never aborts.  Externally supplied budgets are checked by :func:`checked_hint`
   instead, so a 0 from a user is an error, never a silent "no timeout".
 * Classification by *code* (:func:`timeout_of`) cannot tell two deadlines with the same code
-  apart (notes D13: an outer ``TOOL_TIMEOUT`` expiry reaches a nested call as its upstream's
+  apart (CONTRACT.md D13: an outer ``TOOL_TIMEOUT`` expiry reaches a nested call as its upstream's
   reason).  So the reason refers to its deadline, and :attr:`Deadline.fired_by_own_timer` answers
   the question a wrapper actually has -- did *my* timer fire first -- by identity.
 * Disposing clears the timer and unhooks the upstream listener, idempotently, and never aborts:

@@ -734,6 +734,19 @@ def _md_cell(text: str) -> str:
     return re.sub(r"(?<!\w)_|_(?!\w)", r"\\_", text)
 
 
+def _outcomes_by_decider(deciding: Sequence[Transition]) -> str:
+    """Where a row's transitions end in different outcomes (revised rows 12 and 15: ABORTED or
+    ABORTED_BEFORE_DISPATCH by R41), which transition gives which, so the table never shows one
+    outcome for a row the machine decides two ways."""
+    by: dict[str, list[str]] = {}
+    for t in deciding:
+        if t.outcome is not None:
+            by.setdefault(t.outcome, []).append(f"t{t.index}")
+    if len(by) < 2:
+        return ""
+    return " (" + "; ".join(f"{o}: {', '.join(ts)}" for o, ts in by.items()) + ")"
+
+
 def precedence_markdown(contract: Contract) -> str:
     """``PRECEDENCE.md``: every revision's outcome precedence table, from ``[[precedence]]``."""
     out = [
@@ -758,11 +771,12 @@ def precedence_markdown(contract: Contract) -> str:
             "|---:|---|---|---|---|---|",
         ]
         for p in table.precedence:
-            deciders = ", ".join(f"t{t.index}" for t in table.transitions if t.precedence == p.row)
+            deciding = [t for t in table.transitions if t.precedence == p.row]
+            deciders = ", ".join(f"t{t.index}" for t in deciding)
             cells = [
                 str(p.row),
                 _md_cell(p.situation),
-                _md_cell(p.outcome),
+                _md_cell(p.outcome + _outcomes_by_decider(deciding)),
                 _md_cell(p.beats),
                 ", ".join(p.rules),
                 deciders,

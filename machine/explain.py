@@ -152,8 +152,27 @@ def stories() -> list[Story]:
     return [Story(s["title"], s["story"], s["scenario"]) for s in data["scenario"]]
 
 
+@dataclass(frozen=True)
+class VectorRef:
+    """The shipped vector a curated scenario is, or the one with its observable behaviour (the
+    vectors keep one scenario per behaviour), and the scenario fields in which that one differs."""
+
+    id: str
+    differs: tuple[str, ...] = ()
+
+    def markdown(self) -> str:
+        run = f"run it with `toolcancel explain {self.id}`."
+        if not self.differs:
+            return f"Vector: `{self.id}` — {run}"
+        fields = ", ".join(f"`{f}`" for f in self.differs)
+        return (
+            f"Vector: `{self.id}`, the same observable behaviour (the vectors keep one scenario "
+            f"per behaviour; its scenario differs in {fields}) — {run}"
+        )
+
+
 def scenarios_markdown(
-    entries: Sequence[tuple[Story, Explanation, str, str | None]], all_rules: Sequence[str]
+    entries: Sequence[tuple[Story, Explanation, str, VectorRef | None]], all_rules: Sequence[str]
 ) -> str:
     """SCENARIOS.md: each story, its path, its outcome and the rules it shows."""
     out = [
@@ -170,7 +189,7 @@ def scenarios_markdown(
         code = _scenario_code(ex.table.name, story.scenario)
         out += ["```python", code, "```", ""]
         if vector:
-            out += [f"Vector: `{vector}` — run it with `toolcancel explain {vector}`.", ""]
+            out += [vector.markdown(), ""]
         out += ["```text", *ex.lines(rule_text=False), "```", ""]
         out += [f"Result: `{result}`", ""]
         rules = ex.rules()
@@ -215,6 +234,35 @@ def find_vector(scenario_data: dict[str, Any], revision: str) -> str | None:
     return None
 
 
+def equivalent_vector(obs: Any) -> VectorRef | None:
+    """The shipped vector with the observable behaviour of the reference's run ``obs`` (same
+    result, outcome, body starts and signals, notifications and post-execute input, and the
+    run's path among its allowed ones), closest in scenario; None when no vector has it."""
+    from .vectors import Expectation, expectation
+
+    mine = expectation(obs)
+    data = obs.scenario.to_data()
+    best: tuple[int, str, tuple[str, ...]] | None = None
+    for v in shipped_vectors(obs.scenario.revision):
+        expected = v.get("expected")
+        if not isinstance(expected, dict) or "result" not in expected:
+            continue
+        theirs = Expectation.from_data(expected, str(v["id"]), obs.scenario.revision)
+        if not (mine.same_observables(theirs) and mine.paths[0] in theirs.paths):
+            continue
+        differs = tuple(k for k in data if v["scenario"].get(k) != data[k])
+        if best is None or len(differs) < len(best[2]):
+            best = (len(differs), str(v["id"]), differs)
+    return None if best is None else VectorRef(best[1], best[2])
+
+
+def cited_vectors(text: str) -> list[str]:
+    """Vector ids a story cites (``seed-00969``)."""
+    import re
+
+    return re.findall(r"\b(?:seed|revised)-\d{5}\b", text)
+
+
 def shipped_vectors(revision: str) -> list[dict[str, Any]]:
     """The conformance vectors shipped for ``revision`` (empty when none are shipped)."""
     import json
@@ -238,7 +286,12 @@ def build_scenarios_markdown() -> str:
         if obs.result is None:
             raise RuntimeError(f"scenario {story.title!r} produced no result: {obs.error!r}")
         table = contract.revision(scenario.revision)
-        vector = find_vector(scenario.to_data(), scenario.revision)
+        shipped = {str(v["id"]) for r in contract.revisions for v in shipped_vectors(r)}
+        for cited in cited_vectors(story.story):
+            if cited not in shipped:
+                raise RuntimeError(f"scenario {story.title!r} cites {cited}, not a shipped vector")
+        found = find_vector(scenario.to_data(), scenario.revision)
+        vector = VectorRef(found) if found else equivalent_vector(obs)
         entries.append((story, Explanation(table, obs.path), obs.result.to_json(), vector))
     every = [r.id for r in contract.rules]
     return scenarios_markdown(entries, every)

@@ -6,7 +6,7 @@ This module perturbs the transition table one row at a time -- delete a transiti
 outcome, drop one of its guards, swap two candidates for the same (state, event) -- drives the
 real registry with the perturbed table (``ToolRegistry(contract=perturbed)``) through the whole
 bounded space, and judges every run with the verifier's **table-independent** checks only: the
-checks on the environment's own record, written from the RFC and the notes (R27, R28, R21, R22,
+checks on the environment's own record, written from the RFC and the rules (R27, R28, R21, R22,
 R23, R29, R31, R34, the result shapes, ... -- :func:`toolcancel.verifier.check` with
 ``replay=False``).  The path replay is left out: it reads the same perturbed table.
 

@@ -15,7 +15,7 @@ that tool, and nothing else:
   the body has settled (R27).  An uncooperative body keeps the call pending past its budget --
   visible, rather than hidden behind an early result while its work goes on.
 * It claims only its own expiry.  ``TOOL_TIMEOUT`` replaces the inner result exactly when *this
-  call's* deadline timer fired first, decided by identity rather than by code (notes D13): a
+  call's* deadline timer fired first, decided by identity rather than by code (CONTRACT.md D13): a
   nested budgeted call running under an outer ``TOOL_TIMEOUT`` deadline sees the outer expiry as
   its upstream's abort, i.e. ordinary cancellation, and must not report its own budget for it.
 

@@ -167,7 +167,7 @@ def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator
 
 def added_later(config: Scenario) -> bool:
     """Whether ``config`` is of the dimensions added to the space after its vectors were first
-    numbered (issue 14): those vectors are numbered after all the others."""
+    numbered: those vectors are numbered after all the others."""
     return _NESTED in config.wrappers or (
         config.pre == "ask" and not config.approval_seam and not config.agent
     )

@@ -514,7 +514,7 @@ def _late_success_reaches_post() -> Iterator[None]:
 
 
 OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
-    # Broken registries only the protocol's optional observations show (issue 14, blind spot 6):
+    # Broken registries only the protocol's optional observations show:
     # caught by conform at both levels (tests/test_conform_observations.py).
     Mutant("mutable_result", "R30", "publishes a result an observer can write into",
            _publishes_mutable_result),  # the same break; conform sees it, verify does too

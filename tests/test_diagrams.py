@@ -426,11 +426,24 @@ def test_precedence_markdown_is_the_precedence_rows_of_each_revision() -> None:
         assert len(rows) == len(table.precedence)
         for line, p in zip(rows, table.precedence, strict=True):
             cells = [c.strip() for c in re.split(r"(?<!\\)\|", line)[1:-1]]
-            assert cells[0] == str(p.row) and cells[2] == p.outcome
+            deciding = [t for t in table.transitions if t.precedence == p.row]
+            by_outcome = {t.outcome for t in deciding if t.outcome is not None}
+            assert cells[0] == str(p.row)
+            if len(by_outcome) < 2:
+                assert cells[2] == p.outcome
+            else:  # a row decided two ways (revised 12, 15: R41) says which transition gives which
+                assert cells[2].startswith(p.outcome + " (")
+                for t in deciding:
+                    assert re.search(rf"{t.outcome}: [t0-9, ]*\bt{t.index}\b", cells[2]), cells[2]
             assert cells[4] == ", ".join(p.rules)
-            assert cells[5] == ", ".join(
-                f"t{t.index}" for t in table.transitions if t.precedence == p.row
-            )
+            assert cells[5] == ", ".join(f"t{t.index}" for t in deciding)
+
+
+def test_no_precedence_row_is_shown_with_one_outcome_where_its_transitions_give_two() -> None:
+    text = precedence_markdown(CONTRACT).split("## Revised", 1)[1]
+    for row in (12, 15):
+        (line,) = [x for x in text.splitlines() if x.startswith(f"| {row} |")]
+        assert "aborted_before_dispatch: t" in line and "aborted: t" in line
 
 
 def test_precedence_cells_escape_markdown_table_syntax(tmp_path: Path) -> None:
