@@ -327,9 +327,11 @@ def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None
             async with anyio.create_task_group() as group:
                 for i in range(len(plans)):
                     group.start_soon(one, i)
-            # A cancelled request is never answered: wait for what the server publishes.
-            while len(rig.published) < len(rig.entered):
-                await _next_publication(rig)
+        # Nothing is waited for here: the server's run has ended, so every call it entered has
+        # settled and published.  (Waiting inside the block for the cancelled calls to publish
+        # hung under load: the SDK gives a client's notifications/cancelled 5 wall-clock seconds
+        # to be written, then drops it, and a body waiting for an abort nobody sent never ends
+        # before the server shuts down.)
         counts = Counter(len(results) for results in rig.published.values())
         assert counts == Counter({1: len(rig.entered)}), "every entered call publishes once"
         assert set(rig.published) == rig.entered
@@ -346,23 +348,6 @@ def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None
         assert other_tasks() == []
 
     run(backend, main)
-
-
-async def _next_publication(rig: Rig) -> None:
-    """Wait for one more publication than there is now."""
-    event = anyio.Event()
-    before = len(rig.published)
-
-    def wake(view: Execution, result: ToolResult) -> None:
-        if len(rig.published) > before:
-            event.set()
-
-    remove = rig.registry.add_observer(wake)
-    try:
-        if len(rig.published) == before:
-            await event.wait()
-    finally:
-        remove()
 
 
 @pytest.mark.parametrize("mode", MODES)
