@@ -8,7 +8,11 @@ subprocess.
 
 Everything is ordered by events: a body or hook marks where it is, the test waits for that, then
 cancels; the registry's step tap tells when a call drains; observers tell when a call published.
-Nothing sleeps.
+Nothing sleeps.  When the server must *not* do something yet (settle a cancelled request, end its
+run), the test waits until every task is blocked (``anyio.wait_all_tasks_blocked``), looks, and
+only then opens the body's gate: the held-out kind of server that lets go early, a mutant kept
+here (``SERVERS``), must fail those tests.  Subprocess tests bound every wait (``BOUND``) and
+fail when it passes: a stuck server fails the test instead of hanging it.
 """
 
 from __future__ import annotations
@@ -16,16 +20,18 @@ from __future__ import annotations
 import asyncio
 import json
 import random
+import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult
+from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult, __version__
 from toolcancel.cooperate import aborted
 from toolcancel.mcp import build_server, report_progress, to_call_tool_result
 
@@ -121,6 +127,100 @@ async def cancelled_when(event: anyio.Event, work: Any) -> bool:
             await work()
             group.cancel_scope.cancel()
     return scope.cancelled_caught
+
+
+SERVERS = ("quiescent", "settles_early")
+"""The server under test: toolcancel's, and the mutant the quiescence tests must kill."""
+
+
+def settles_early(server: Any, group: anyio.abc.TaskGroup) -> None:
+    """The mutant: the held-out kind of server that runs each call in a task of its own and stops
+    waiting when the request is cancelled, so it settles the request -- and ends its run --
+    while a body that ignores its signal still runs."""
+
+    async def detach(ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        done, box = anyio.Event(), []
+        group.start_soon(lambda: _into(box, done, call_next(ctx)))
+        await done.wait()  # the one line that matters: this wait, not the call, is cancelled
+        return box[0]
+
+    server.middleware.append(detach)
+
+
+async def _into(box: list[Any], done: anyio.Event, work: Any) -> None:
+    box.append(await work)
+    done.set()
+
+
+def record_settling(server: Any, log: list[str]) -> None:
+    """Log ``settled`` when the server lets go of a ``tools/call`` request (its handler chain
+    ended, answered or not), through the SDK's public middleware list."""
+
+    async def observe(ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.method == "tools/call":
+                log.append("settled")
+
+    server.middleware.append(observe)
+
+
+def run_server_kind(server: str, backend: str, test: Any) -> None:
+    """Run ``test``; with the mutant, it must fail, on the order it asserts."""
+    if server == "quiescent":
+        run(backend, test)
+    else:
+        with pytest.raises(AssertionError, match=r"before its body|before every body"):
+            run(backend, test)
+
+
+@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancelled_request_settles_only_after_its_body(
+    backend: str, mode: str, server: str
+) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started, release = anyio.Event(), anyio.Event()
+        log: list[str] = []
+
+        async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started.set()
+            await release.wait()  # ignores its signal
+            log.append("body done")
+            return text("done anyway")
+
+        rig.registry.register("stubborn", stubborn)
+        record_settling(rig.server, log)
+        async with anyio.create_task_group() as outer:
+            if server == "settles_early":
+                settles_early(rig.server, outer)
+            async with Client(rig.server, mode=mode) as client:
+                request = anyio.CancelScope()
+
+                async def call() -> None:
+                    with request:
+                        await client.call_tool("stubborn", {})
+
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(call)
+                    await started.wait()
+                    request.cancel()  # the client cancels the request
+                    await anyio.wait_all_tasks_blocked()  # the server did all it would do
+                    seen = (list(log), [i.state for i in rig.registry.in_flight()])
+                    log.append("released")
+                    release.set()
+            log.append("run ended")
+        assert seen == ([], ["draining"]), "a cancelled request settled before its body"
+        assert log == ["released", "body done", "settled", "run ended"]
+        [[result]] = rig.published.values()
+        assert result.to_data() == ABORTED
+
+    run_server_kind(server, backend, main)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -350,13 +450,20 @@ def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None
     run(backend, main)
 
 
+@pytest.mark.parametrize("server", SERVERS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_server_shutdown_drains_every_call_in_flight(backend: str, mode: str) -> None:
+def test_the_server_run_ends_only_after_every_body_settled(
+    backend: str, mode: str, server: str
+) -> None:
+    """The client leaves with a cooperative and a stubborn call in flight: the server's run
+    (the in-memory client's block) ends only once both bodies settled and both published."""
+
     async def main() -> None:
         rig = Rig()
         started = {name: anyio.Event() for name in ("polite", "stubborn")}
         release = anyio.Event()
+        log: list[str] = []
 
         async def polite(arguments: Any, view: Execution) -> list[dict[str, str]]:
             started["polite"].set()
@@ -366,31 +473,42 @@ def test_server_shutdown_drains_every_call_in_flight(backend: str, mode: str) ->
         async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
             started["stubborn"].set()
             await release.wait()
+            log.append("body done")
             return text("done anyway")
 
         rig.registry.register("polite", polite)
         rig.registry.register("stubborn", stubborn)
+        seen: list[Any] = []
 
-        async def release_when_draining() -> None:
-            await rig.event(rig.draining, "stubborn").wait()
+        async def release_when_all_blocked() -> None:
+            await anyio.wait_all_tasks_blocked()  # the server did all it would do
+            seen.append([i.state for i in rig.registry.in_flight()])
+            log.append("released")
             release.set()
 
         async with anyio.create_task_group() as outer:
-            outer.start_soon(release_when_draining)
+            if server == "settles_early":
+                settles_early(rig.server, outer)
             async with Client(rig.server, mode=mode) as client:
                 async with anyio.create_task_group() as calls:
                     for name in started:
                         calls.start_soon(client.call_tool, name, {})
                     for event in started.values():
                         await event.wait()
+                    outer.start_soon(release_when_all_blocked)
                     calls.cancel_scope.cancel()  # the client leaves with both calls in flight
-        await rig.event(rig.done, "polite").wait()
-        await rig.event(rig.done, "stubborn").wait()
-        assert sorted(len(r) for r in rig.published.values()) == [1, 1]
+            log.append("run ended")
+            published = {view: len(results) for view, results in rig.published.items()}
+            order = list(log)
+            release.set()  # the mutant left its bodies running: let them end
+            outer.cancel_scope.cancel()
+        assert order == ["released", "body done", "run ended"], "run ended before every body"
+        assert seen == [["draining"]]
+        assert sorted(published.values()) == [1, 1]
         assert [r[0].to_data() for r in rig.published.values()] == [ABORTED, ABORTED]
         assert rig.registry.in_flight() == []
 
-    run(backend, main)
+    run_server_kind(server, backend, main)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -441,3 +559,73 @@ def test_the_contract_fields_mcp_has_no_place_for_ride_in_meta() -> None:
     assert wire(to_call_tool_result(listed))["_meta"] == {"toolcancel/meta": [1, 2]}
     mapped = ToolResult(({"type": "text", "text": "x"},), meta={"k": "v"})
     assert to_call_tool_result(mapped).meta == {"k": "v"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arguments_are_checked_against_the_input_schema_before_the_registry(backend: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        bodies: list[Any] = []
+
+        async def echo(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            bodies.append(arguments)
+            return text(arguments["text"])
+
+        schema = {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        }
+        rig.registry.register("echo", echo, input_schema=schema)
+        rig.registry.register("broken", echo, input_schema={"type": "object", "required": "text"})
+        async with Client(rig.server) as client:
+            missing = await client.call_tool("echo", {})
+            wrong = await client.call_tool("echo", {"text": 3})
+            broken = await client.call_tool("broken", {"text": "x"})
+            fine = await client.call_tool("echo", {"text": "hi"})
+        assert wire(missing) == {
+            "content": text(
+                "invalid arguments for tool 'echo' at $: 'text' is a required property"
+            ),
+            "isError": True,
+            "resultType": "complete",
+        }
+        assert wire(wrong)["content"] == text(
+            "invalid arguments for tool 'echo' at $.text: 3 is not of type 'string'"
+        )
+        [line] = [c["text"] for c in wire(broken)["content"]]
+        assert line.startswith("tool 'broken' has an input_schema that is not a JSON Schema: ")
+        assert "\n" not in line and broken.is_error
+        assert wire(fine)["content"] == text("hi")
+        assert bodies == [{"text": "hi"}]  # no body started, and the registry never entered:
+        assert len(rig.entered) == len(rig.published) == 1  # nothing published for them
+
+    run(backend, main)
+
+
+def test_server_info_names_the_package_version() -> None:
+    async def main() -> None:
+        async with Client(build_server(ToolRegistry())) as client:
+            assert client.server_info is not None
+            assert (client.server_info.name, client.server_info.version) == (
+                "toolcancel",
+                __version__,
+            )
+
+    run("asyncio", main)
+
+
+def test_without_the_extra_the_import_fails_in_one_line_naming_it() -> None:
+    """The SDK hidden (``sys.modules[name] = None`` makes its import fail as if absent)."""
+    for hidden in ("mcp", "mcp_types", "jsonschema"):
+        code = (
+            f"import sys; sys.modules[{hidden!r}] = None\n"
+            "try:\n    import toolcancel.mcp\n"
+            "except ModuleNotFoundError as e:\n    print(e.name, str(e), sep='|')"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+        )
+        name, message = out.stdout.rstrip("\n").split("|")
+        assert name.partition(".")[0] == hidden and "\n" not in message
+        assert "pip install './toolcancel[mcp]'" in message, message
