@@ -19,18 +19,25 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import signal
 import subprocess
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
 import anyio.abc
 import pytest
+from anyio.abc import ByteReceiveStream, Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult, __version__
 from toolcancel.cooperate import aborted
 from toolcancel.mcp import build_server, report_progress, to_call_tool_result
@@ -629,3 +636,206 @@ def test_without_the_extra_the_import_fails_in_one_line_naming_it() -> None:
         name, message = out.stdout.rstrip("\n").split("|")
         assert name.partition(".")[0] == hidden and "\n" not in message
         assert "pip install './toolcancel[mcp]'" in message, message
+
+
+BOUND = 120.0
+"""Real seconds any one wait on a subprocess may take before the test fails (the server is
+stuck): far above what it takes on a loaded machine."""
+
+LOG_LEVELS = ("DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ")
+
+
+class Served:
+    """tests/mcp_gated_server.py as a subprocess, spoken to in raw JSON-RPC lines, so that what
+    goes on the wire is seen exactly.  Its stdout messages and stderr lines are kept in order;
+    :meth:`until` waits (bounded) for a condition on them."""
+
+    def __init__(self, process: Process, gate: int) -> None:
+        self.process = process
+        self.gate = gate
+        self.messages: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.changed = anyio.Event()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    async def collect(self, stream: ByteReceiveStream | None, into: Callable[[str], None]) -> None:
+        assert stream is not None
+        lines = BufferedByteReceiveStream(stream)
+        while True:
+            try:
+                line = await lines.receive_until(b"\n", 1 << 20)
+            except (anyio.IncompleteRead, anyio.EndOfStream):
+                break
+            into(line.decode())
+            self.changed.set()
+            self.changed = anyio.Event()
+        self.changed.set()
+
+    async def until(self, what: str, ready: Callable[[], bool]) -> None:
+        with anyio.move_on_after(BOUND) as bound:
+            while not ready():
+                await self.changed.wait()
+        assert not bound.cancelled_caught, f"no {what} within {BOUND:g} s: {self.errors}"
+
+    def said(self, prefix: str) -> list[str]:
+        return [line for line in self.errors if line.startswith(prefix)]
+
+    def log(self) -> list[str]:
+        return [line for line in self.errors if line.startswith(LOG_LEVELS)]
+
+    def answered(self) -> set[Any]:
+        return {m["id"] for m in self.messages if "id" in m}
+
+    async def exit(self) -> int:
+        with anyio.move_on_after(BOUND) as bound:
+            code = await self.process.wait()
+        assert not bound.cancelled_caught, f"the server did not exit within {BOUND:g} s"
+        return code
+
+    def open_gate(self, bodies: int = 1) -> None:
+        os.write(self.gate, b"x" * bodies)
+
+    async def call(self, id_: int) -> str:
+        """Start a ``gated`` call as request ``id_``; its call id once its body runs."""
+        before = len(self.said("body started"))
+        await self.send({"id": id_, "method": "tools/call", "params": {"name": "gated"}})
+        await self.until("body start", lambda: len(self.said("body started")) > before)
+        return self.said("body started")[-1].rsplit(" ", 1)[1]
+
+
+@asynccontextmanager
+async def served(backend: str) -> AsyncIterator[Served]:
+    """The gated server, initialized; killed on the way out if it is still running."""
+    gate, opener = os.pipe()
+    args = [sys.executable, str(ROOT / "tests" / "mcp_gated_server.py"), str(gate)]
+    process = await anyio.open_process(
+        args + (["--trio"] if backend == "trio" else []), pass_fds=(gate,), start_new_session=True
+    )
+    os.close(gate)
+    server = Served(process, opener)
+    try:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(
+                server.collect, process.stdout, lambda s: server.messages.append(json.loads(s))
+            )
+            readers.start_soon(
+                server.collect, process.stderr, lambda s: server.errors.append(s.rstrip("\n"))
+            )
+            hello = {"name": "test", "version": "0"}
+            await server.send(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                        "capabilities": {},
+                        "clientInfo": hello,
+                    },
+                }
+            )
+            await server.until("initialize answer", lambda: 1 in server.answered())
+            assert server.messages[0]["result"]["serverInfo"]["version"] == __version__
+            await server.send({"method": "notifications/initialized"})
+            yield server
+    finally:
+        if process.returncode is None:
+            process.kill()
+        os.close(opener)
+        await process.aclose()
+
+
+def published_by_call(server: Served) -> dict[str, list[Any]]:
+    table: dict[str, list[Any]] = {}
+    for line in server.said("published "):
+        _, call_id, result = line.split(" ", 2)
+        table.setdefault(call_id, []).append(json.loads(result))
+    return table
+
+
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("stop", STOPS, ids=lambda s: s.name)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stop_signal_drains_publishes_once_and_exits_0(
+    backend: str, stop: signal.Signals
+) -> None:
+    """Two stubborn bodies in flight, one of them cancelled by the client: the signal stops the
+    server taking requests; it drains both, publishes each once, answers nothing for the
+    cancelled one, logs one line and exits 0 -- and not before the bodies end."""
+
+    async def main() -> None:
+        async with served(backend) as server:
+            cancelled = await server.call(2)
+            await server.send({"method": "notifications/cancelled", "params": {"requestId": 2}})
+            await server.until("drain", lambda: server.said(f"draining {cancelled}") != [])
+            running = await server.call(3)
+            server.process.send_signal(stop)
+            await server.until("stop line", lambda: server.log() != [])
+            await server.until("drain", lambda: server.said(f"draining {running}") != [])
+            await server.send({"id": 4, "method": "tools/call", "params": {"name": "gated"}})
+            assert server.process.returncode is None and server.said("published") == []
+            assert server.said("run ended") == []
+            server.open_gate(2)
+            code = await server.exit()
+            errors = list(server.errors)
+            answered = server.answered()
+        assert code == 0, errors
+        [line] = [e for e in errors if e.startswith(LOG_LEVELS)]
+        assert line.startswith(f"WARNING toolcancel.mcp: {stop.name}: taking no more requests")
+        assert cancelled in line and running in line
+        assert published_by_call(server) == {cancelled: [ABORTED], running: [ABORTED]}
+        assert len(server.said("body started")) == 2  # request 4 was never taken
+        assert 2 not in answered and 4 not in answered  # cancelled, and never read
+        done = max(errors.index(e) for e in errors if e.startswith(("body done", "published")))
+        assert errors.index("run ended") > done == len(errors) - 2
+        assert not any("Traceback" in e for e in errors), errors
+
+    anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_signal_abandons_in_one_error_line(backend: str) -> None:
+    async def main() -> None:
+        async with served(backend) as server:
+            call = await server.call(2)
+            server.process.send_signal(signal.SIGTERM)
+            await server.until("stop line", lambda: server.log() != [])
+            server.process.send_signal(signal.SIGINT)
+            code = await server.exit()
+            errors = list(server.errors)
+        assert code == 128 + signal.SIGINT, errors
+        warning, error = [e for e in errors if e.startswith(LOG_LEVELS)]
+        assert warning.startswith("WARNING toolcancel.mcp: SIGTERM: ")
+        assert error.startswith("ERROR toolcancel.mcp: SIGINT after SIGTERM: abandoned ")
+        assert f"{call} (gated, draining)" in error
+        assert server.said("published") == server.said("run ended") == []
+        assert not any("Traceback" in e for e in errors), errors
+
+    anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_over_stdio_a_client_hanging_up_ends_the_run_only_after_the_body(backend: str) -> None:
+    async def main() -> None:
+        async with served(backend) as server:
+            call = await server.call(2)
+            assert server.process.stdin is not None
+            await server.process.stdin.aclose()  # the client hangs up with the call in flight
+            await server.until("drain", lambda: server.said(f"draining {call}") != [])
+            assert server.process.returncode is None and server.said("run ended") == []
+            server.open_gate()
+            code = await server.exit()
+            errors = list(server.errors)
+        assert code == 0 and server.log() == [], errors
+        order = [
+            e.split(" ")[0] + (" " + e.split(" ")[1] if e.startswith("body") else "")
+            for e in errors
+        ]
+        assert order == ["body started", "draining", "body done", "published", "run"], errors
+        assert published_by_call(server) == {call: [ABORTED]}
+
+    anyio.run(main, backend=backend)
