@@ -804,6 +804,7 @@ def test_a_second_signal_abandons_in_one_error_line(backend: str) -> None:
             call = await server.call(2)
             server.process.send_signal(signal.SIGTERM)
             await server.until("stop line", lambda: server.log() != [])
+            await server.until("drain", lambda: server.said(f"draining {call}") != [])
             server.process.send_signal(signal.SIGINT)
             code = await server.exit()
             errors = list(server.errors)
