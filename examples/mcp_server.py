@@ -28,10 +28,11 @@ from toolcancel import Execution, ToolRegistry, ToolResult
 from toolcancel.cooperate import aborted
 
 try:
-    import anyio
     from toolcancel.mcp import report_progress, serve_stdio
 except ModuleNotFoundError as missing:  # without the mcp extra: its one line, no traceback
     sys.exit(f"mcp_server.py: {missing}")
+
+import anyio  # the mcp extra brings it
 
 log = logging.getLogger("mcp_server")
 

@@ -840,3 +840,17 @@ def test_over_stdio_a_client_hanging_up_ends_the_run_only_after_the_body(backend
         assert published_by_call(server) == {call: [ABORTED]}
 
     anyio.run(main, backend=backend)
+
+
+def test_the_example_without_the_extra_says_so_in_one_line() -> None:
+    example = ROOT / "examples" / "mcp_server.py"
+    code = (
+        "import runpy, sys; sys.modules['mcp'] = None\n"
+        f"sys.argv = [{str(example)!r}]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("mcp_server.py: toolcancel.mcp needs the mcp extra ")
+    assert out.stderr.count("\n") == 1, out.stderr
