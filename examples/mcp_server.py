@@ -86,4 +86,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C while starting, before serve_stdio took the signal over
+        sys.exit(130)
