@@ -655,6 +655,7 @@ class Served:
         self.gate = gate
         self.messages: list[dict[str, Any]] = []
         self.errors: list[str] = []
+        self.ended = 0  # how many of stdout and stderr reached their end
         self.changed = anyio.Event()
 
     async def send(self, message: dict[str, Any]) -> None:
@@ -672,6 +673,7 @@ class Served:
             into(line.decode())
             self.changed.set()
             self.changed = anyio.Event()
+        self.ended += 1
         self.changed.set()
 
     async def until(self, what: str, ready: Callable[[], bool]) -> None:
@@ -693,6 +695,7 @@ class Served:
         with anyio.move_on_after(BOUND) as bound:
             code = await self.process.wait()
         assert not bound.cancelled_caught, f"the server did not exit within {BOUND:g} s"
+        await self.until("end of its output", lambda: self.ended == 2)  # every line read
         return code
 
     def open_gate(self, bodies: int = 1) -> None:
