@@ -11,7 +11,11 @@ It speaks MCP on stdin/stdout (point any MCP client at this command) and serves 
 
 Every published result is logged to stderr as one JSON line (``published <call id> <result>``):
 a cancelled request is never answered on the wire, but its result is still published -- here,
-to this log.  Requires ``pip install toolcancel[mcp]``.
+to this log.  Ctrl-C (or SIGTERM) stops it: the calls in flight are cancelled and drained, their
+results published, and it exits 0; a second one abandons them (toolcancel.mcp, "Stopping").
+
+Requires the ``mcp`` extra, from your clone: ``pip install './toolcancel[mcp]'`` (``[mcp,trio]``
+for ``--trio``).
 """
 
 from __future__ import annotations
@@ -20,10 +24,15 @@ import logging
 import sys
 from typing import Any
 
-import anyio
 from toolcancel import Execution, ToolRegistry, ToolResult
 from toolcancel.cooperate import aborted
-from toolcancel.mcp import report_progress, serve_stdio
+
+try:
+    from toolcancel.mcp import report_progress, serve_stdio
+except ModuleNotFoundError as missing:  # without the mcp extra: its one line, no traceback
+    sys.exit(f"mcp_server.py: {missing}")
+
+import anyio  # the mcp extra brings it
 
 log = logging.getLogger("mcp_server")
 
@@ -68,8 +77,16 @@ def registry() -> ToolRegistry:
 def main() -> None:
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
     backend = "trio" if "--trio" in sys.argv[1:] else "asyncio"
+    if backend == "trio":
+        try:
+            import trio  # noqa: F401
+        except ModuleNotFoundError:
+            sys.exit("mcp_server.py: --trio needs trio: pip install './toolcancel[mcp,trio]'")
     anyio.run(serve_stdio, registry(), backend=backend)
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C while starting, before serve_stdio took the signal over
+        sys.exit(130)

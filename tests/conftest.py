@@ -133,3 +133,31 @@ def _run_on_trio(name: str, function: Any, arguments: dict[str, Any]) -> None:
     # order is the same on every run (pytest-trio seeds it too, under Hypothesis).
     trio._core._run._r.seed(int(os.environ.get("TOOLCANCEL_TRIO_SEED", "0")))
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
+
+
+WALL_CLOCK_BOUND = 300
+"""Real seconds after which a test of the suites in :data:`BOUNDED` fails (pytest-timeout).
+
+Those suites wait on real event loops -- the MCP SDK's client and server, subprocesses, the
+binding's task machinery -- where virtual time cannot tell a deadlock: a wait that can never be
+woken would hang CI.  The bound is far above what any of their tests takes on a loaded machine
+(the slowest, the MCP soak, takes seconds), so reaching it means a test is stuck, not slow.  A
+test may declare its own ``@pytest.mark.timeout``.
+
+The ``thread`` method: it prints every thread's stack and ends the run.  The ``signal`` method
+raises inside the stuck loop instead, whose teardown then waits for the very calls that are stuck
+(a cancelled call is awaited to quiescence), so the test would hang all the same."""
+
+BOUNDED = ("test_mcp", "test_binding_", "test_python_binding")
+"""Test modules (a name, or a prefix ending in ``_``) bounded by :data:`WALL_CLOCK_BOUND`."""
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Bound every test of :data:`BOUNDED` that has no timeout of its own."""
+    for item in items:
+        module = item.nodeid.partition("::")[0].rpartition("/")[2].removesuffix(".py")
+        bounded = any(
+            module.startswith(name) if name.endswith("_") else module == name for name in BOUNDED
+        )
+        if bounded and item.get_closest_marker("timeout") is None:
+            item.add_marker(pytest.mark.timeout(WALL_CLOCK_BOUND, method="thread"))

@@ -8,24 +8,37 @@ subprocess.
 
 Everything is ordered by events: a body or hook marks where it is, the test waits for that, then
 cancels; the registry's step tap tells when a call drains; observers tell when a call published.
-Nothing sleeps.
+Nothing sleeps.  When the server must *not* do something yet (settle a cancelled request, end its
+run), the test waits until every task is blocked (``anyio.wait_all_tasks_blocked``), looks, and
+only then opens the body's gate: the held-out kind of server that lets go early, a mutant kept
+here (``SERVERS``), must fail those tests.  Subprocess tests bound every wait (``BOUND``) and
+fail when it passes: a stuck server fails the test instead of hanging it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import random
+import signal
+import subprocess
 import sys
 from collections import Counter
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.abc
 import pytest
+from anyio.abc import ByteReceiveStream, Process
+from anyio.streams.buffered import BufferedByteReceiveStream
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult
+from mcp_types.version import LATEST_HANDSHAKE_VERSION
+from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult, __version__
 from toolcancel.cooperate import aborted
 from toolcancel.mcp import build_server, report_progress, to_call_tool_result
 
@@ -121,6 +134,100 @@ async def cancelled_when(event: anyio.Event, work: Any) -> bool:
             await work()
             group.cancel_scope.cancel()
     return scope.cancelled_caught
+
+
+SERVERS = ("quiescent", "settles_early")
+"""The server under test: toolcancel's, and the mutant the quiescence tests must kill."""
+
+
+def settles_early(server: Any, group: anyio.abc.TaskGroup) -> None:
+    """The mutant: the held-out kind of server that runs each call in a task of its own and stops
+    waiting when the request is cancelled, so it settles the request -- and ends its run --
+    while a body that ignores its signal still runs."""
+
+    async def detach(ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        done, box = anyio.Event(), []
+        group.start_soon(lambda: _into(box, done, call_next(ctx)))
+        await done.wait()  # the one line that matters: this wait, not the call, is cancelled
+        return box[0]
+
+    server.middleware.append(detach)
+
+
+async def _into(box: list[Any], done: anyio.Event, work: Any) -> None:
+    box.append(await work)
+    done.set()
+
+
+def record_settling(server: Any, log: list[str]) -> None:
+    """Log ``settled`` when the server lets go of a ``tools/call`` request (its handler chain
+    ended, answered or not), through the SDK's public middleware list."""
+
+    async def observe(ctx: Any, call_next: Any) -> Any:
+        try:
+            return await call_next(ctx)
+        finally:
+            if ctx.method == "tools/call":
+                log.append("settled")
+
+    server.middleware.append(observe)
+
+
+def run_server_kind(server: str, backend: str, test: Any) -> None:
+    """Run ``test``; with the mutant, it must fail, on the order it asserts."""
+    if server == "quiescent":
+        run(backend, test)
+    else:
+        with pytest.raises(AssertionError, match=r"before its body|before every body"):
+            run(backend, test)
+
+
+@pytest.mark.parametrize("server", SERVERS)
+@pytest.mark.parametrize("mode", MODES)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_cancelled_request_settles_only_after_its_body(
+    backend: str, mode: str, server: str
+) -> None:
+    async def main() -> None:
+        rig = Rig()
+        started, release = anyio.Event(), anyio.Event()
+        log: list[str] = []
+
+        async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            started.set()
+            await release.wait()  # ignores its signal
+            log.append("body done")
+            return text("done anyway")
+
+        rig.registry.register("stubborn", stubborn)
+        record_settling(rig.server, log)
+        async with anyio.create_task_group() as outer:
+            if server == "settles_early":
+                settles_early(rig.server, outer)
+            async with Client(rig.server, mode=mode) as client:
+                request = anyio.CancelScope()
+
+                async def call() -> None:
+                    with request:
+                        await client.call_tool("stubborn", {})
+
+                async with anyio.create_task_group() as calls:
+                    calls.start_soon(call)
+                    await started.wait()
+                    request.cancel()  # the client cancels the request
+                    await anyio.wait_all_tasks_blocked()  # the server did all it would do
+                    seen = (list(log), [i.state for i in rig.registry.in_flight()])
+                    log.append("released")
+                    release.set()
+            log.append("run ended")
+        assert seen == ([], ["draining"]), "a cancelled request settled before its body"
+        assert log == ["released", "body done", "settled", "run ended"]
+        [[result]] = rig.published.values()
+        assert result.to_data() == ABORTED
+
+    run_server_kind(server, backend, main)
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -327,9 +434,11 @@ def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None
             async with anyio.create_task_group() as group:
                 for i in range(len(plans)):
                     group.start_soon(one, i)
-            # A cancelled request is never answered: wait for what the server publishes.
-            while len(rig.published) < len(rig.entered):
-                await _next_publication(rig)
+        # Nothing is waited for here: the server's run has ended, so every call it entered has
+        # settled and published.  (Waiting inside the block for the cancelled calls to publish
+        # hung under load: the SDK gives a client's notifications/cancelled 5 wall-clock seconds
+        # to be written, then drops it, and a body waiting for an abort nobody sent never ends
+        # before the server shuts down.)
         counts = Counter(len(results) for results in rig.published.values())
         assert counts == Counter({1: len(rig.entered)}), "every entered call publishes once"
         assert set(rig.published) == rig.entered
@@ -348,30 +457,20 @@ def test_a_thousand_calls_with_random_cancels_lose_nothing(backend: str) -> None
     run(backend, main)
 
 
-async def _next_publication(rig: Rig) -> None:
-    """Wait for one more publication than there is now."""
-    event = anyio.Event()
-    before = len(rig.published)
-
-    def wake(view: Execution, result: ToolResult) -> None:
-        if len(rig.published) > before:
-            event.set()
-
-    remove = rig.registry.add_observer(wake)
-    try:
-        if len(rig.published) == before:
-            await event.wait()
-    finally:
-        remove()
-
-
+@pytest.mark.parametrize("server", SERVERS)
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_server_shutdown_drains_every_call_in_flight(backend: str, mode: str) -> None:
+def test_the_server_run_ends_only_after_every_body_settled(
+    backend: str, mode: str, server: str
+) -> None:
+    """The client leaves with a cooperative and a stubborn call in flight: the server's run
+    (the in-memory client's block) ends only once both bodies settled and both published."""
+
     async def main() -> None:
         rig = Rig()
         started = {name: anyio.Event() for name in ("polite", "stubborn")}
         release = anyio.Event()
+        log: list[str] = []
 
         async def polite(arguments: Any, view: Execution) -> list[dict[str, str]]:
             started["polite"].set()
@@ -381,31 +480,42 @@ def test_server_shutdown_drains_every_call_in_flight(backend: str, mode: str) ->
         async def stubborn(arguments: Any, view: Execution) -> list[dict[str, str]]:
             started["stubborn"].set()
             await release.wait()
+            log.append("body done")
             return text("done anyway")
 
         rig.registry.register("polite", polite)
         rig.registry.register("stubborn", stubborn)
+        seen: list[Any] = []
 
-        async def release_when_draining() -> None:
-            await rig.event(rig.draining, "stubborn").wait()
+        async def release_when_all_blocked() -> None:
+            await anyio.wait_all_tasks_blocked()  # the server did all it would do
+            seen.append([i.state for i in rig.registry.in_flight()])
+            log.append("released")
             release.set()
 
         async with anyio.create_task_group() as outer:
-            outer.start_soon(release_when_draining)
+            if server == "settles_early":
+                settles_early(rig.server, outer)
             async with Client(rig.server, mode=mode) as client:
                 async with anyio.create_task_group() as calls:
                     for name in started:
                         calls.start_soon(client.call_tool, name, {})
                     for event in started.values():
                         await event.wait()
+                    outer.start_soon(release_when_all_blocked)
                     calls.cancel_scope.cancel()  # the client leaves with both calls in flight
-        await rig.event(rig.done, "polite").wait()
-        await rig.event(rig.done, "stubborn").wait()
-        assert sorted(len(r) for r in rig.published.values()) == [1, 1]
+            log.append("run ended")
+            published = {view: len(results) for view, results in rig.published.items()}
+            order = list(log)
+            release.set()  # the mutant left its bodies running: let them end
+            outer.cancel_scope.cancel()
+        assert order == ["released", "body done", "run ended"], "run ended before every body"
+        assert seen == [["draining"]]
+        assert sorted(published.values()) == [1, 1]
         assert [r[0].to_data() for r in rig.published.values()] == [ABORTED, ABORTED]
         assert rig.registry.in_flight() == []
 
-    run(backend, main)
+    run_server_kind(server, backend, main)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -456,3 +566,294 @@ def test_the_contract_fields_mcp_has_no_place_for_ride_in_meta() -> None:
     assert wire(to_call_tool_result(listed))["_meta"] == {"toolcancel/meta": [1, 2]}
     mapped = ToolResult(({"type": "text", "text": "x"},), meta={"k": "v"})
     assert to_call_tool_result(mapped).meta == {"k": "v"}
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_arguments_are_checked_against_the_input_schema_before_the_registry(backend: str) -> None:
+    async def main() -> None:
+        rig = Rig()
+        bodies: list[Any] = []
+
+        async def echo(arguments: Any, view: Execution) -> list[dict[str, str]]:
+            bodies.append(arguments)
+            return text(arguments["text"])
+
+        schema = {
+            "type": "object",
+            "properties": {"text": {"type": "string"}},
+            "required": ["text"],
+        }
+        rig.registry.register("echo", echo, input_schema=schema)
+        rig.registry.register("broken", echo, input_schema={"type": "object", "required": "text"})
+        async with Client(rig.server) as client:
+            missing = await client.call_tool("echo", {})
+            wrong = await client.call_tool("echo", {"text": 3})
+            broken = await client.call_tool("broken", {"text": "x"})
+            fine = await client.call_tool("echo", {"text": "hi"})
+        assert wire(missing) == {
+            "content": text(
+                "invalid arguments for tool 'echo' at $: 'text' is a required property"
+            ),
+            "isError": True,
+            "resultType": "complete",
+        }
+        assert wire(wrong)["content"] == text(
+            "invalid arguments for tool 'echo' at $.text: 3 is not of type 'string'"
+        )
+        [line] = [c["text"] for c in wire(broken)["content"]]
+        assert line.startswith("tool 'broken' has an input_schema that is not a JSON Schema: ")
+        assert "\n" not in line and broken.is_error
+        assert wire(fine)["content"] == text("hi")
+        assert bodies == [{"text": "hi"}]  # no body started, and the registry never entered:
+        assert len(rig.entered) == len(rig.published) == 1  # nothing published for them
+
+    run(backend, main)
+
+
+def test_server_info_names_the_package_version() -> None:
+    async def main() -> None:
+        async with Client(build_server(ToolRegistry())) as client:
+            assert client.server_info is not None
+            assert (client.server_info.name, client.server_info.version) == (
+                "toolcancel",
+                __version__,
+            )
+
+    run("asyncio", main)
+
+
+def test_without_the_extra_the_import_fails_in_one_line_naming_it() -> None:
+    """The SDK hidden (``sys.modules[name] = None`` makes its import fail as if absent)."""
+    for hidden in ("mcp", "mcp_types", "jsonschema"):
+        code = (
+            f"import sys; sys.modules[{hidden!r}] = None\n"
+            "try:\n    import toolcancel.mcp\n"
+            "except ModuleNotFoundError as e:\n    print(e.name, str(e), sep='|')"
+        )
+        out = subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+        )
+        name, message = out.stdout.rstrip("\n").split("|")
+        assert name.partition(".")[0] == hidden and "\n" not in message
+        assert "pip install './toolcancel[mcp]'" in message, message
+
+
+BOUND = 120.0
+"""Real seconds any one wait on a subprocess may take before the test fails (the server is
+stuck): far above what it takes on a loaded machine."""
+
+LOG_LEVELS = ("DEBUG ", "INFO ", "WARNING ", "ERROR ", "CRITICAL ")
+
+
+class Served:
+    """tests/mcp_gated_server.py as a subprocess, spoken to in raw JSON-RPC lines, so that what
+    goes on the wire is seen exactly.  Its stdout messages and stderr lines are kept in order;
+    :meth:`until` waits (bounded) for a condition on them."""
+
+    def __init__(self, process: Process, gate: int) -> None:
+        self.process = process
+        self.gate = gate
+        self.messages: list[dict[str, Any]] = []
+        self.errors: list[str] = []
+        self.ended = 0  # how many of stdout and stderr reached their end
+        self.changed = anyio.Event()
+
+    async def send(self, message: dict[str, Any]) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n")
+
+    async def collect(self, stream: ByteReceiveStream | None, into: Callable[[str], None]) -> None:
+        assert stream is not None
+        lines = BufferedByteReceiveStream(stream)
+        while True:
+            try:
+                line = await lines.receive_until(b"\n", 1 << 20)
+            except (anyio.IncompleteRead, anyio.EndOfStream):
+                break
+            into(line.decode())
+            self.changed.set()
+            self.changed = anyio.Event()
+        self.ended += 1
+        self.changed.set()
+
+    async def until(self, what: str, ready: Callable[[], bool]) -> None:
+        with anyio.move_on_after(BOUND) as bound:
+            while not ready():
+                await self.changed.wait()
+        assert not bound.cancelled_caught, f"no {what} within {BOUND:g} s: {self.errors}"
+
+    def said(self, prefix: str) -> list[str]:
+        return [line for line in self.errors if line.startswith(prefix)]
+
+    def log(self) -> list[str]:
+        return [line for line in self.errors if line.startswith(LOG_LEVELS)]
+
+    def answered(self) -> set[Any]:
+        return {m["id"] for m in self.messages if "id" in m}
+
+    async def exit(self) -> int:
+        with anyio.move_on_after(BOUND) as bound:
+            code = await self.process.wait()
+        assert not bound.cancelled_caught, f"the server did not exit within {BOUND:g} s"
+        await self.until("end of its output", lambda: self.ended == 2)  # every line read
+        return code
+
+    def open_gate(self, bodies: int = 1) -> None:
+        os.write(self.gate, b"x" * bodies)
+
+    async def call(self, id_: int) -> str:
+        """Start a ``gated`` call as request ``id_``; its call id once its body runs."""
+        before = len(self.said("body started"))
+        await self.send({"id": id_, "method": "tools/call", "params": {"name": "gated"}})
+        await self.until("body start", lambda: len(self.said("body started")) > before)
+        return self.said("body started")[-1].rsplit(" ", 1)[1]
+
+
+@asynccontextmanager
+async def served(backend: str) -> AsyncIterator[Served]:
+    """The gated server, initialized; killed on the way out if it is still running."""
+    gate, opener = os.pipe()
+    args = [sys.executable, str(ROOT / "tests" / "mcp_gated_server.py"), str(gate)]
+    process = await anyio.open_process(
+        args + (["--trio"] if backend == "trio" else []), pass_fds=(gate,), start_new_session=True
+    )
+    os.close(gate)
+    server = Served(process, opener)
+    try:
+        async with anyio.create_task_group() as readers:
+            readers.start_soon(
+                server.collect, process.stdout, lambda s: server.messages.append(json.loads(s))
+            )
+            readers.start_soon(
+                server.collect, process.stderr, lambda s: server.errors.append(s.rstrip("\n"))
+            )
+            hello = {"name": "test", "version": "0"}
+            await server.send(
+                {
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": LATEST_HANDSHAKE_VERSION,
+                        "capabilities": {},
+                        "clientInfo": hello,
+                    },
+                }
+            )
+            await server.until("initialize answer", lambda: 1 in server.answered())
+            assert server.messages[0]["result"]["serverInfo"]["version"] == __version__
+            await server.send({"method": "notifications/initialized"})
+            yield server
+    finally:
+        if process.returncode is None:
+            process.kill()
+        os.close(opener)
+        await process.aclose()
+
+
+def published_by_call(server: Served) -> dict[str, list[Any]]:
+    table: dict[str, list[Any]] = {}
+    for line in server.said("published "):
+        _, call_id, result = line.split(" ", 2)
+        table.setdefault(call_id, []).append(json.loads(result))
+    return table
+
+
+STOPS = (signal.SIGINT, signal.SIGTERM)
+
+
+@pytest.mark.parametrize("stop", STOPS, ids=lambda s: s.name)
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stop_signal_drains_publishes_once_and_exits_0(
+    backend: str, stop: signal.Signals
+) -> None:
+    """Two stubborn bodies in flight, one of them cancelled by the client: the signal stops the
+    server taking requests; it drains both, publishes each once, answers nothing for the
+    cancelled one, logs one line and exits 0 -- and not before the bodies end."""
+
+    async def main() -> None:
+        async with served(backend) as server:
+            cancelled = await server.call(2)
+            await server.send({"method": "notifications/cancelled", "params": {"requestId": 2}})
+            await server.until("drain", lambda: server.said(f"draining {cancelled}") != [])
+            running = await server.call(3)
+            server.process.send_signal(stop)
+            await server.until("stop line", lambda: server.log() != [])
+            await server.until("drain", lambda: server.said(f"draining {running}") != [])
+            await server.send({"id": 4, "method": "tools/call", "params": {"name": "gated"}})
+            assert server.process.returncode is None and server.said("published") == []
+            assert server.said("run ended") == []
+            server.open_gate(2)
+            code = await server.exit()
+            errors = list(server.errors)
+            answered = server.answered()
+        assert code == 0, errors
+        [line] = [e for e in errors if e.startswith(LOG_LEVELS)]
+        assert line.startswith(f"WARNING toolcancel.mcp: {stop.name}: taking no more requests")
+        assert cancelled in line and running in line
+        assert published_by_call(server) == {cancelled: [ABORTED], running: [ABORTED]}
+        assert len(server.said("body started")) == 2  # request 4 was never taken
+        assert 2 not in answered and 4 not in answered  # cancelled, and never read
+        done = max(errors.index(e) for e in errors if e.startswith(("body done", "published")))
+        assert errors.index("run ended") > done == len(errors) - 2
+        assert not any("Traceback" in e for e in errors), errors
+
+    anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_second_signal_abandons_in_one_error_line(backend: str) -> None:
+    async def main() -> None:
+        async with served(backend) as server:
+            call = await server.call(2)
+            server.process.send_signal(signal.SIGTERM)
+            await server.until("stop line", lambda: server.log() != [])
+            await server.until("drain", lambda: server.said(f"draining {call}") != [])
+            server.process.send_signal(signal.SIGINT)
+            code = await server.exit()
+            errors = list(server.errors)
+        assert code == 128 + signal.SIGINT, errors
+        warning, error = [e for e in errors if e.startswith(LOG_LEVELS)]
+        assert warning.startswith("WARNING toolcancel.mcp: SIGTERM: ")
+        assert error.startswith("ERROR toolcancel.mcp: SIGINT after SIGTERM: abandoned ")
+        assert f"{call} (gated, draining)" in error
+        assert server.said("published") == server.said("run ended") == []
+        assert not any("Traceback" in e for e in errors), errors
+
+    anyio.run(main, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_over_stdio_a_client_hanging_up_ends_the_run_only_after_the_body(backend: str) -> None:
+    async def main() -> None:
+        async with served(backend) as server:
+            call = await server.call(2)
+            assert server.process.stdin is not None
+            await server.process.stdin.aclose()  # the client hangs up with the call in flight
+            await server.until("drain", lambda: server.said(f"draining {call}") != [])
+            assert server.process.returncode is None and server.said("run ended") == []
+            server.open_gate()
+            code = await server.exit()
+            errors = list(server.errors)
+        assert code == 0 and server.log() == [], errors
+        order = [
+            e.split(" ")[0] + (" " + e.split(" ")[1] if e.startswith("body") else "")
+            for e in errors
+        ]
+        assert order == ["body started", "draining", "body done", "published", "run"], errors
+        assert published_by_call(server) == {call: [ABORTED]}
+
+    anyio.run(main, backend=backend)
+
+
+def test_the_example_without_the_extra_says_so_in_one_line() -> None:
+    example = ROOT / "examples" / "mcp_server.py"
+    code = (
+        "import runpy, sys; sys.modules['mcp'] = None\n"
+        f"sys.argv = [{str(example)!r}]; runpy.run_path(sys.argv[0], run_name='__main__')"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.startswith("mcp_server.py: toolcancel.mcp needs the mcp extra ")
+    assert out.stderr.count("\n") == 1, out.stderr
