@@ -117,6 +117,13 @@ class Death(NamedTuple):
     explanation: str
 
 
+TRACE_RULES: Final = frozenset(
+    {"R1", "R3", "R10", "R18", "R21", "R22", "R23", "R27", "R28", "R29", "R31", "R40", "R44"}
+)
+"""The rules this checker's own trace rules cite (the deaths below), besides those the contract's
+transitions, guards and outcomes carry: what :func:`toolcancel.judge.static_status` counts as
+decided at trace level."""
+
 # ------------------------------------------------------------------------------------------------
 # Possible states of a call
 # ------------------------------------------------------------------------------------------------

@@ -21,11 +21,15 @@ At outcome level (:meth:`Judge.judge_outcome`) there is no trace: steps 3 and 4 
 body's signal at each start (checkpoint C2, R17; the seed's pre-aborted entry, R25), and R27 is
 judged from what had started and settled when ``execute()`` settled.
 
-The first failing step is the vector's verdict (its rule, the step, expected and observed in
-brief).  The report counts, for every rule id, the vectors that exercised it and passed and the
-vectors that failed citing it, gives every rule a status from :mod:`toolcancel.coverage` and
-what the run showed (checked, checked at outcome level only, not checked and why), and groups
-failures into families (:meth:`Report.families`).
+What a rule observably means is not written here: an answer becomes one record
+(:func:`toolcancel.judge.answer_record`) and the judge's registered checks decide it.  The
+vector's verdict is the first broken rule: the trace checker's, then the path's, then a check
+that fails on what the record alone shows, then the result difference, then the other
+differences from the vector (its rule, the step, expected and observed in brief).  The report
+counts, for every rule id, the vectors a check of it could have failed on and that passed, and
+the vectors that failed citing it, gives every rule a status derived from those
+(:func:`toolcancel.judge.rule_status`: checked, checked through the result only, not checked and
+why), and groups failures into families (:meth:`Report.families`).
 
 Robustness, not timing: the hello is awaited ``--hello-timeout`` (default 60 s: start-up on a
 loaded machine is slow) and every answer ``--timeout`` (default 10 s), only so that a hung adapter
@@ -67,6 +71,7 @@ from .judge import (
     Want,
     answer_record,
     could_fail,
+    entry_rule,
     first_failure,
     quiescent,
     rule_status,
@@ -113,7 +118,6 @@ STDERR_TAIL: Final = 4096
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
-_ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
 FEATURE_SHARE: Final = 0.75
 """A family's shared scenario feature is shown when at most this share of the run has it."""
 FEATURES: Final = 4
@@ -788,9 +792,7 @@ class Judge:
         rules = branches[0][1] if branches else frozenset()
         # What else was checked: the envelope and stage order (the checker), the entry case, the
         # result's shape (compared with the outcome's), and what the trace and body showed.
-        entry = _ENTRY_RULE[entry_caller(s)]
-        if self.revised and entry == "R25":
-            entry = "R42"  # the revised contract's pre-aborted entry short-circuits
+        entry = entry_rule(entry_caller(s), self.revised)
         extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
         if starts:
             extra |= {"R21", "R27"}
@@ -825,8 +827,7 @@ class Judge:
         return rules
 
     def _entry_rule(self, v: Vector) -> str:
-        entry = _ENTRY_RULE[entry_caller(v.scenario)]
-        return "R42" if self.revised and entry == "R25" else entry
+        return entry_rule(entry_caller(v.scenario), self.revised)
 
     def consequence_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
         """The rules the outcome level decides through the result alone: a wrong decision at a

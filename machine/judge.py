@@ -27,13 +27,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from .results import canonical_json
 from .scenario import Scenario
 from .trace import FORMAT_VERSION
 from .turnvectors import RULES as TURN_RULES
-from .vectors import Expectation, entry_caller
+
+if TYPE_CHECKING:
+    from .contract import Contract
+    from .vectors import Expectation
 
 LEVELS: Final = ("trace", "outcome")
 BOTH: Final = frozenset(LEVELS)
@@ -180,10 +183,8 @@ class Want:
 
     @property
     def caller_aborts(self) -> bool:
-        """Whether the caller's signal aborts during the call (an aborted entry counts)."""
-        return entry_caller(self.scenario) == "aborted" or any(
-            "caller_abort" in p for p in self.expectation.paths
-        )
+        """Whether the caller's signal aborts after entry on some allowed path."""
+        return any("caller_abort" in p for e in self.expectations for p in e.paths)
 
     def aborted_before_dispatch(self) -> bool:
         """Whether the caller aborted before the expected path's first base dispatch."""
@@ -736,9 +737,20 @@ def _code(result: Any) -> Any:
 # ------------------------------------------------------------------------------------------------
 
 
+ENTRY_RULES: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
+"""The rule that decides how the registry treats the caller's signal at entry, per its state
+(the revised contract's aborted entry is R42's: :func:`entry_rule`)."""
 TRACE_READS: Final = {"R22": "listener", "R23": "slot"}
 """Rules the trace checker (:mod:`toolcancel.checker`) decides from lines a registry's trace may
 leave out: listener lines are balanced (R22), slot lines never follow publication (R23)."""
+
+
+def entry_rule(caller: str, revised: bool) -> str:
+    """The rule of the caller's signal at entry (none, live or aborted)."""
+    rule = ENTRY_RULES[caller]
+    return "R42" if revised and rule == "R25" else rule
+
+
 CHECKED: Final = "checked"
 OUTCOME: Final = "outcome"
 NONE: Final = "none"
@@ -762,7 +774,7 @@ def rule_status(
         return CHECKED, ""
     if consequence:
         return OUTCOME, CONSEQUENCE_WHY
-    if rule in TURN_RULES:
+    if rule in TURN_RULES and not CHECKS.get(rule):
         return NONE, TURNS_WHY if "turns" not in seen else "no vector of this run exercised it"
     optional = TRACE_READS.get(rule)
     if level == "trace" and optional is not None and optional not in seen:
@@ -803,6 +815,74 @@ def static_why(rule: str, level: str) -> str:
     return "no check of the judge reads it and no transition carries it"
 
 
+_WORDS: Final = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
+RESULT_RULES: Final = frozenset({"R1", "R44"})
+"""Besides each outcome's own rule, what the result comparison decides in full: the envelope and
+the revised error shape."""
+
+
+def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
+    """What the judge can decide of ``rule`` at each level, from the registry and the contract
+    alone: (trace status, outcome status, why not fully).  At trace level the trace checker
+    replays every transition, guard and outcome shape and its own trace rules
+    (:data:`toolcancel.checker.TRACE_RULES`); at outcome level the registry's outcome checks and
+    the result comparison decide a rule in full, a transition's decision shows through the
+    result it leads to."""
+    from .checker import TRACE_RULES
+
+    carried: set[str] = {g.rule for g in contract.guards}
+    shapes: set[str] = set(RESULT_RULES)
+    for name in contract.revisions:
+        table = contract.revision(name)
+        carried |= {r for t in table.transitions for r in t.rules}
+        shapes |= {o.rule for o in table.outcomes}
+    levels = registered_levels(rule)
+    carried |= set(ENTRY_RULES.values())
+    if rule in TURN_RULES - carried - shapes - TRACE_RULES:
+        why = "needs an adapter that runs turns (optional: `turns` in its hello), else not checked"
+        return CHECKED, CHECKED, why
+    trace = CHECKED if rule in carried | shapes | TRACE_RULES or "trace" in levels else NONE
+    outcome = NONE
+    if "outcome" in levels or rule in shapes:
+        outcome = CHECKED
+    elif rule in carried:
+        outcome = OUTCOME
+    whys = []
+    if outcome == OUTCOME:
+        whys.append(CONSEQUENCE_WHY)
+    if trace == CHECKED and outcome == NONE:
+        whys.append("only the trace checker decides it, from the registry's own trace")
+    elif NONE in (trace, outcome):
+        whys.append(static_why(rule, "trace"))
+    optional = sorted({e for c in CHECKS.get(rule, ()) for e in c.reads if e in _OPTIONAL})
+    if rule in TRACE_READS:
+        optional.insert(0, TRACE_READS[rule] + " lines")
+    if optional:
+        whys.append(f"needs {' / '.join(optional)} (optional), else not checked")
+    conditions = [c.when for c in CHECKS.get(rule, ()) if c.when and "outcome" in c.levels]
+    if outcome == CHECKED and conditions:
+        whys.append("at outcome level only where " + "; ".join(dict.fromkeys(conditions)))
+    return trace, outcome, "; ".join(whys)
+
+
+_OPTIONAL: Final = frozenset(
+    {"listener_count", "post_received", "frozen", "approval_signal", "slot_after_next"}
+)
+"""Environment observations the adapter protocol leaves optional."""
+
+
+def markdown_table(contract: Contract) -> str:
+    """The per-rule table of ``spec/vectors/README.md`` (tested to be the README's own)."""
+    lines = [
+        "| rule | title | trace level | outcome level | why not (fully) checked |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for r in contract.rules:
+        trace, outcome, why = static_status(r.id, contract)
+        lines.append(f"| {r.id} | {r.title} | {_WORDS[trace]} | {_WORDS[outcome]} | {why} |")
+    return "\n".join(lines)
+
+
 __all__ = [
     "CHECKS",
     "Check",
@@ -813,9 +893,12 @@ __all__ = [
     "check",
     "checks",
     "could_fail",
+    "entry_rule",
     "first_failure",
+    "markdown_table",
     "registered_levels",
     "rule_status",
+    "static_status",
     "static_why",
     "why_not",
 ]

@@ -87,7 +87,7 @@ def _flag(doc: str = "") -> Field:
     return Field("boolean", doc=doc)
 
 
-ENVIRONMENT_DOC: Final = "Environment observation (optional; a harness writes it, not the registry):"
+ENVIRONMENT_DOC: Final = "Environment observation (optional; a harness writes it, not a registry):"
 
 
 OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
