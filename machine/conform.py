@@ -72,6 +72,7 @@ from .judge import (
     answer_record,
     could_fail,
     entry_rule,
+    error_code,
     first_failure,
     quiescent,
     rule_status,
@@ -448,7 +449,12 @@ class Judge:
         )
 
     def want(self, v: Vector, exp: Expectation) -> Want:
-        return Want(v.scenario, exp, tuple(self.expectations(v)))
+        return Want(
+            v.scenario,
+            exp,
+            tuple(self.expectations(v)),
+            post_rule=lambda got: self.post_rule(v, exp, got),
+        )
 
     def record(self, v: Vector, answer: Mapping[str, Any]) -> Record:
         """The answer as one record (:func:`toolcancel.judge.answer_record`)."""
@@ -572,25 +578,29 @@ class Judge:
         consequence: frozenset[str],
     ) -> Judgement:
         """The record against the judge's checks and the vector: first the broken rule a check
-        decides from the record alone (the earliest in the record), then the outcome difference:
-        the result, then what else differs from the vector (earliest first)."""
-        found = first_failure(record, want, level, compared=False)
+        decides from the record alone (the earliest in the record), then the outcome difference
+        (what post-execute received, the result: the earliest), then what else differs from
+        the vector (earliest first)."""
+        found = first_failure(record, want, level, phase="record")
         if found is not None:
             return self.failed(v, found, checked, consequence)
         exp = want.expectation
+        found = first_failure(record, want, level, phase="outcome")
         if result is not None and _canonical(result) != exp.result_json:
-            rule, why = self.result_rule(v, exp, result)
-            return self.fail(
-                v,
-                rule,
-                why,
-                step="result",
-                expected=exp.result_json,
-                observed=_canonical(result),
-                checked=checked,
-                consequence=consequence,
-            )
-        found = first_failure(record, want, level, compared=True)
+            if found is None or record.at("returned")[0] < found.at:
+                rule, why = self.result_rule(v, exp, result)
+                return self.fail(
+                    v,
+                    rule,
+                    why,
+                    step="result",
+                    expected=exp.result_json,
+                    observed=_canonical(result),
+                    checked=checked,
+                    consequence=consequence,
+                )
+        if found is None:
+            found = first_failure(record, want, level, phase="vector")
         if found is not None:
             return self.failed(v, found, checked, consequence)
         rules = checked | consequence
@@ -767,6 +777,34 @@ class Judge:
         t = taken[i]
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
         return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+
+    def post_rule(self, v: Vector, exp: Expectation, got: Any) -> str:
+        """The rule a wrong input to post-execute breaks.  Of the kind the contract decided (an
+        error with the same code, or a success), it is what post-execute was handed (R20), or
+        its contexts (R29); of another kind, the rule of the transition that decided what
+        post-execute had to receive (the deadline's TOOL_TIMEOUT, R34; checkpoint C3's ABORTED
+        for a late success, R19; C1's for a denial, R13)."""
+        want = exp.post_received
+        if isinstance(got, dict) and isinstance(want, dict):
+            rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
+            rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
+            if _canonical(rest_w) == _canonical(rest_g):
+                return "R29"  # only the contexts differ (kept, ordered and dropped per R29)
+            if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
+                return "R20"
+        if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
+            return "R34"  # the deadline fired first: the around chain's result is TOOL_TIMEOUT
+        late = isinstance(got, dict) and got.get("isError") is False
+        if late and error_code(want) in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
+            return "R19"  # checkpoint C3 replaces a late success before post-execute
+        path = exp.paths[0]
+        taken = self.transitions(v, path, exp.outcome) or []
+        k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
+        i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
+        if i is None:
+            return "R20"
+        t = taken[i]
+        return next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
 
     def exercised(
         self, v: Vector, trace: Sequence[Mapping[str, Any]], starts: int

@@ -180,6 +180,9 @@ class Want:
     scenario: Scenario
     expectation: Expectation
     expectations: tuple[Expectation, ...]
+    post_rule: Callable[[Any], str] | None = None
+    """The rule of the decision that made what post-execute must receive, given what it got
+    (the contract's path replayed: conform's to give); None: R20's own."""
 
     @property
     def caller_aborts(self) -> bool:
@@ -228,6 +231,15 @@ class Check:
     antecedent: Antecedent = _always
     when: str = ""  # the antecedent in words
     needs_vector: bool = False  # it compares with what the contract allows (a Want)
+    outcome: bool = False  # ... and what it compares is part of the outcome, like the result
+
+    @property
+    def phase(self) -> str:
+        """When it is asked: ``record`` (decided by the record alone), ``outcome`` (with the
+        result: what the call decided) or ``vector`` (the other differences from the vector)."""
+        if not self.needs_vector:
+            return "record"
+        return "outcome" if self.outcome else "vector"
 
     def could_fail(self, record: Record, want: Want | None, level: str) -> bool:
         """Whether this check could have failed on ``record``: its level, its events, the
@@ -256,13 +268,16 @@ def check(
     levels: frozenset[str] = BOTH,
     when: tuple[Antecedent, str] | None = None,
     needs_vector: bool = False,
+    outcome: bool = False,
 ) -> Callable[[Judge], Judge]:
     """Register the decorated function as a check of ``rule``."""
 
     def register(fn: Judge) -> Judge:
         antecedent, words = when if when is not None else (_always, "")
         CHECKS.setdefault(rule, []).append(
-            Check(rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector)
+            Check(
+                rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector, outcome
+            )
         )
         return fn
 
@@ -276,14 +291,14 @@ def checks() -> Iterator[Check]:
 
 
 def first_failure(
-    record: Record, want: Want | None, level: str, *, compared: bool | None = None
+    record: Record, want: Want | None, level: str, *, phase: str | None = None
 ) -> Failure | None:
     """The first broken rule: of the checks that can fail at ``level`` and fail, the one whose
-    evidence comes earliest in the record (registration order breaks ties).  ``compared``: only
-    the checks that compare with the vector (True) or only those that need none (False)."""
+    evidence comes earliest in the record (registration order breaks ties).  ``phase``: only
+    the checks asked then (:attr:`Check.phase`)."""
     best: Failure | None = None
     for c in checks():
-        if level not in c.levels or (compared is not None and c.needs_vector is not compared):
+        if level not in c.levels or (phase is not None and c.phase != phase):
             continue
         found = c(record, want)
         if found is not None and (best is None or found.at < best.at):
@@ -422,16 +437,22 @@ def _seed_pre_aborted(record: Record, want: Want | None) -> bool:
 )
 def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None:
     """A caller aborted at entry (seed) runs every stage and hands the body its aborted signal:
-    each body starts with the signal it settles with."""
+    each body starts aborted exactly when it settles aborted (whose reason it carries is
+    fusion's, R21)."""
     assert want is not None
     if not _seed_pre_aborted(record, want):
         return None
     starts = record.body_signals("start")
     wanted = [dict(b) for b in want.expectation.body_signals]
     got = [_signal(x) for _, x in starts]
-    if len(got) != len(wanted) or got == wanted:
+    if len(got) != len(wanted):
         return None
-    k = next(k for k, (x, y) in enumerate(zip(got, wanted, strict=True)) if x != y)
+    differ = [
+        k for k, (x, y) in enumerate(zip(got, wanted, strict=True)) if x["aborted"] != y["aborted"]
+    ]
+    if not differ:
+        return None
+    k = differ[0]
     return Failure(
         "R25",
         starts[k][0],
@@ -639,6 +660,7 @@ def _stated(record: Record, want: Want | None) -> bool:
     reads=("post_received",),
     when=(_stated, "the vector states what post-execute receives"),
     needs_vector=True,
+    outcome=True,
 )
 def post_runs(record: Record, want: Want | None) -> Failure | None:
     """Post-execute runs exactly where the contract's stage order runs it."""
@@ -648,44 +670,28 @@ def post_runs(record: Record, want: Want | None) -> Failure | None:
     return _received(".", "R10", found)
 
 
-def _c3_applies(record: Record, want: Want | None) -> bool:
-    if want is None or want.expectation.post_received in (None, ...):
-        return False
-    return _code(want.expectation.post_received) in _CANCEL_CODES
-
-
-@check(
-    "R19",
-    "post_received",
-    reads=("post_received",),
-    when=(_c3_applies, "post-execute receives a cancellation result"),
-    needs_vector=True,
-)
-def c3_replaces(record: Record, want: Want | None) -> Failure | None:
-    """Checkpoint C3 replaces a late success with ABORTED before post-execute sees it."""
-    found = _post_failure(record, want)
-    if found is None or found[1] is None or found[2] is None or not _c3_applies(record, want):
-        return None
-    return _received(" (checkpoint C3 replaces a late success before post-execute).", "R19", found)
-
-
-def _post_sees_around(record: Record, want: Want | None) -> bool:
-    return _stated(record, want) and not _c3_applies(record, want)
+def _received_something(record: Record, want: Want | None) -> bool:
+    return want is not None and want.expectation.post_received not in (None, ...)
 
 
 @check(
     "R20",
     "post_received",
     reads=("post_received",),
-    when=(_post_sees_around, "post-execute receives the around chain's result"),
+    when=(_received_something, "post-execute runs"),
     needs_vector=True,
+    outcome=True,
 )
-def post_sees_around(record: Record, want: Want | None) -> Failure | None:
-    """Post-execute receives the around chain's result, its contexts included."""
+def post_sees_the_decided_result(record: Record, want: Want | None) -> Failure | None:
+    """Post-execute receives every post-route result as the call decided it: the around
+    chain's, replaced by checkpoint C3 when a late success meets a cancelled caller.  A wrong
+    one cites the rule of the decision that made it (:attr:`Want.post_rule`)."""
+    assert want is not None
     found = _post_failure(record, want)
-    if found is None or found[1] is None or found[2] is None or _c3_applies(record, want):
+    if found is None or found[1] is None or found[2] is None:
         return None
-    return _received(".", "R20", found)
+    rule = want.post_rule(found[1]) if want.post_rule is not None else "R20"
+    return _received(".", rule, found)
 
 
 def _leak_visible(record: Record, want: Want | None) -> bool:
@@ -724,7 +730,8 @@ def no_listener_left(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-def _code(result: Any) -> Any:
+def error_code(result: Any) -> Any:
+    """The code of a result's error (the revised contract's ``error.info``), if any."""
     error = result.get("error") if isinstance(result, dict) else None
     if not isinstance(error, dict):
         return None
