@@ -694,16 +694,21 @@ def post_sees_the_decided_result(record: Record, want: Want | None) -> Failure |
     return _received(".", rule, found)
 
 
-def _leak_visible(record: Record, want: Want | None) -> bool:
-    """A listener left on the caller's signal shows in the counts: the caller is live at entry
-    and never aborts (its abort would consume a once-listener before anything counts it), and
-    the registry put one there (a relay: a body ran while a wrapper had put another signal in
-    the slot)."""
-    if record.caller != "live" or want is None or want.caller_aborts:
+def relay_on_live_caller(s: Scenario, body_starts: int, caller_aborts: bool) -> bool:
+    """Whether a listener the registry leaves on the caller's signal would show in listener
+    counts after the call: the caller is live at entry and never aborts (its abort consumes a
+    once-listener before anything counts it), and the registry put one there -- a relay of the
+    caller's and another signal, built for a body while a wrapper or the timeout policy had put
+    that other signal in the slot.  ``toolcancel vectors`` keeps such runs for it (R22)."""
+    if s.caller != "live" or s.cancel != "never" or caller_aborts:
         return False
-    return bool(want.expectation.body_starts) and bool(
-        SLOT_WRAPPERS.intersection(want.scenario.wrappers)
-    )
+    return body_starts > 0 and (s.timeout != "absent" or bool(SLOT_WRAPPERS & set(s.wrappers)))
+
+
+def _leak_visible(record: Record, want: Want | None) -> bool:
+    if record.caller != "live" or want is None:
+        return False
+    return relay_on_live_caller(want.scenario, want.expectation.body_starts, want.caller_aborts)
 
 
 @check(
@@ -904,6 +909,7 @@ __all__ = [
     "first_failure",
     "markdown_table",
     "registered_levels",
+    "relay_on_live_caller",
     "rule_status",
     "static_status",
     "static_why",

@@ -33,7 +33,7 @@ from support import run_cli, write_sample
 from toolcancel.adapter import Session
 from toolcancel.conform import Judge, _hello_problem
 from toolcancel.contract import load_contract
-from toolcancel.judge import markdown_table
+from toolcancel.judge import markdown_table, relay_on_live_caller
 from toolcancel.registry import ToolRegistry
 from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
 
@@ -485,6 +485,31 @@ def test_a_listener_leak_the_callers_abort_consumes_is_beyond_a_black_box(
         "none",
         "no vector of this run met its antecedent (a relay was built on a caller that stays live)",
     )
+
+
+@pytest.mark.rules("R22")
+def test_a_listener_a_relay_leaves_on_a_live_caller_fails_at_outcome_level_citing_r22(
+    seed: list[Vector],
+) -> None:
+    # Issue 26: no vector left a relay's caller live (its path equals a callerless one's), so a
+    # registry whose relay never removes its listeners from the caller -- as the original
+    # TypeScript registry's relay listens on the caller directly -- passed every seed vector at
+    # outcome level.  The vectors now keep those runs (numbered after all the others), and there
+    # R22's check could fail: one listener left after execute() settled is cited under R22.
+    sample = [
+        v
+        for v in seed
+        if relay_on_live_caller(v.scenario, v.expected.body_starts, caller_aborts=False)
+    ]
+    assert len(sample) > 100 and min(v.id for v in sample) > "seed-05164"
+    judge = Judge("seed", level="outcome")
+    for v in sample[:: len(sample) // 8]:
+        answer = _outcome_answer(v)
+        verdict = judge.judge(v, answer)
+        assert verdict.passed and "R22" in verdict.checked, v.id
+        leaked = json.loads(json.dumps(answer))
+        leaked["observed"]["listeners"]["after"] += 1
+        assert _outcome_verdict(v, leaked)[:2] == (False, "R22"), v.id
 
 
 HELP = " (see toolcancel conform --help)"
