@@ -297,9 +297,7 @@ def first_failure(
     evidence comes earliest in the record (registration order breaks ties).  ``phase``: only
     the checks asked then (:attr:`Check.phase`)."""
     best: Failure | None = None
-    for c in checks():
-        if level not in c.levels or (phase is not None and c.phase != phase):
-            continue
+    for c in _asked(level, phase):
         found = c(record, want)
         if found is not None and (best is None or found.at < best.at):
             best = found
@@ -308,7 +306,23 @@ def first_failure(
 
 def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:
     """The rules some check of which could have failed on ``record`` at ``level``."""
-    return frozenset(c.rule for c in checks() if c.could_fail(record, want, level))
+    return frozenset(c.rule for c in _asked(level, None) if c.could_fail(record, want, level))
+
+
+_ASKED: dict[tuple[str, str | None, int], tuple[Check, ...]] = {}
+
+
+def _asked(level: str, phase: str | None) -> tuple[Check, ...]:
+    """The registered checks that can fail at ``level`` (and are asked at ``phase``), in
+    registration order; cached per size of the registry (every judged answer asks this)."""
+    size = sum(len(found) for found in CHECKS.values())
+    key = (level, phase, size)
+    found = _ASKED.get(key)
+    if found is None:
+        found = _ASKED[key] = tuple(
+            c for c in checks() if level in c.levels and (phase is None or c.phase == phase)
+        )
+    return found
 
 
 # ------------------------------------------------------------------------------------------------
@@ -627,13 +641,16 @@ def _post_failure(record: Record, want: Want | None) -> tuple[int, Any, Any] | N
         return None
     i = record.at("post_received")[0]
     got = record.lines[i].get("result")
-    allowed = {  # a MAY path to the same result may hand post-execute another one
-        canonical_json(e.post_received)
-        for e in want.expectations
-        if e.result_json == exp.result_json and e.post_received is not ...
-    }
-    if canonical_json(got) in allowed | {canonical_json(exp.post_received)}:
+    if got == exp.post_received:  # the common case: equal data, no canonical text needed
         return None
+    mine = canonical_json(got)
+    if mine == canonical_json(exp.post_received):
+        return None
+    result = exp.result_json
+    for e in want.expectations:  # a MAY path to the same result may hand it another one
+        if e.post_received is not ... and e.result_json == result:
+            if canonical_json(e.post_received) == mine:
+                return None
     return i, got, exp.post_received
 
 
