@@ -60,6 +60,7 @@ from .core import (
 )
 from .results import block_message, canonical_json
 from .trace import (
+    ENVIRONMENT,
     TraceError,
     TraceEvent,
     Traces,
@@ -115,6 +116,13 @@ class Death(NamedTuple):
     rule: str
     explanation: str
 
+
+TRACE_RULES: Final = frozenset(
+    {"R1", "R3", "R10", "R18", "R21", "R22", "R23", "R27", "R28", "R29", "R31", "R40", "R44"}
+)
+"""The rules this checker's own trace rules cite (the deaths below), besides those the contract's
+transitions, guards and outcomes carry: what :func:`toolcancel.judge.static_status` counts as
+decided at trace level."""
 
 # ------------------------------------------------------------------------------------------------
 # Possible states of a call
@@ -1269,6 +1277,8 @@ class Checker:
                     "carries the materialized result.",
                 )
             run.notified = True
+        elif name in ENVIRONMENT:
+            return  # what a harness saw: judged by toolcancel.judge, not by the automaton
         else:  # a second call_entry: the readers refuse that as unusable input
             raise AssertionError(f"{name} inside a call")
         if death is not None:

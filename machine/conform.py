@@ -21,11 +21,15 @@ At outcome level (:meth:`Judge.judge_outcome`) there is no trace: steps 3 and 4 
 body's signal at each start (checkpoint C2, R17; the seed's pre-aborted entry, R25), and R27 is
 judged from what had started and settled when ``execute()`` settled.
 
-The first failing step is the vector's verdict (its rule, the step, expected and observed in
-brief).  The report counts, for every rule id, the vectors that exercised it and passed and the
-vectors that failed citing it, gives every rule a status from :mod:`toolcancel.coverage` and
-what the run showed (checked, checked at outcome level only, not checked and why), and groups
-failures into families (:meth:`Report.families`).
+What a rule observably means is not written here: an answer becomes one record
+(:func:`toolcancel.judge.answer_record`) and the judge's registered checks decide it.  The
+vector's verdict is the first broken rule: the trace checker's, then the path's, then a check
+that fails on what the record alone shows, then the result difference, then the other
+differences from the vector (its rule, the step, expected and observed in brief).  The report
+counts, for every rule id, the vectors a check of it could have failed on and that passed, and
+the vectors that failed citing it, gives every rule a status derived from those
+(:func:`toolcancel.judge.rule_status`: checked, checked through the result only, not checked and
+why), and groups failures into families (:meth:`Report.families`).
 
 Robustness, not timing: the hello is awaited ``--hello-timeout`` (default 60 s: start-up on a
 loaded machine is slow) and every answer ``--timeout`` (default 10 s), only so that a hung adapter
@@ -55,12 +59,26 @@ from . import reaper, turnvectors
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
-from .coverage import CHECKED, NONE, decidable, rule_status
 from .deviations import problem as deviation_problem
 from .errors import ToolcancelError
 from .fileio import STRICT, write_text
+from .judge import (
+    CHECKED,
+    NONE,
+    TRACE_READS,
+    Failure,
+    Record,
+    Want,
+    answer_record,
+    could_fail,
+    entry_rule,
+    error_code,
+    first_failure,
+    quiescent,
+    rule_status,
+)
 from .scenario import Scenario
-from .trace import MAX_DEPTH, TraceError, json_depth
+from .trace import ENVIRONMENT, MAX_DEPTH, TraceError, json_depth
 from .turnvectors import TurnVector
 from .vectors import (
     Expectation,
@@ -101,10 +119,6 @@ STDERR_TAIL: Final = 4096
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
-_SLOT_WRAPPERS: Final = frozenset(
-    {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
-)
-_ENTRY_RULE: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
 FEATURE_SHARE: Final = 0.75
 """A family's shared scenario feature is shown when at most this share of the run has it."""
 FEATURES: Final = 4
@@ -134,6 +148,8 @@ class Judgement:
     step: str = ""  # the judging step that failed (answer, quiescence, trace, path, result, ...)
     expected: str = ""  # in brief, what that step wanted
     observed: str = ""  # in brief, what the answer showed
+    checked: frozenset[str] = frozenset()  # rules some check of which could have failed on it
+    consequence: frozenset[str] = frozenset()  # ... only through the result it decides
 
 
 @dataclass
@@ -204,8 +220,15 @@ class Report:
 
     def coverage(self) -> dict[str, tuple[str, str]]:
         """Every rule of the revision (and ``protocol`` if it failed): its status in this run --
-        ``checked``, ``outcome`` (checked at outcome level only) or ``none`` -- and why."""
+        ``checked``, ``outcome`` (checked through the result only) or ``none`` -- and why,
+        derived from what the judge's checks could have failed on
+        (:func:`toolcancel.judge.rule_status`)."""
         tally = self.by_rule()
+        full: collections.Counter[str] = collections.Counter()
+        part: collections.Counter[str] = collections.Counter()
+        for j in self.judgements:
+            full.update(j.checked)
+            part.update(j.consequence)
         out: dict[str, tuple[str, str]] = {}
         for rule in sorted({*self.titles, *tally}, key=_rule_order):
             t = tally.get(rule, RuleTally())
@@ -214,7 +237,7 @@ class Report:
                     out[rule] = (CHECKED, "")
                 continue
             out[rule] = rule_status(
-                rule, self.level, exercised=bool(t.passed or t.failed), seen=self.seen
+                rule, self.level, checked=full[rule], consequence=part[rule], seen=self.seen
             )
             if t.failed and out[rule][0] == NONE:  # a failure citing it is a check of it
                 out[rule] = (CHECKED, "")
@@ -411,6 +434,8 @@ class Judge:
         step: str = "answer",
         expected: Any = "",
         observed: Any = "",
+        checked: frozenset[str] = frozenset(),
+        consequence: frozenset[str] = frozenset(),
     ) -> Judgement:
         return Judgement(
             v.id,
@@ -420,7 +445,23 @@ class Judge:
             step=step,
             expected=_brief(expected),
             observed=_brief(observed),
+            checked=checked,
+            consequence=consequence,
         )
+
+    def want(self, v: Vector, exp: Expectation) -> Want:
+        return Want(
+            v.scenario,
+            exp,
+            tuple(self.expectations(v)),
+            post_rule=lambda got: self.post_rule(v, exp, got),
+        )
+
+    def record(self, v: Vector, answer: Mapping[str, Any]) -> Record:
+        """The answer as one record (:func:`toolcancel.judge.answer_record`)."""
+        record = answer_record(answer, v.id, self.table.name, entry_caller(v.scenario))
+        self.seen.update(e for e in ENVIRONMENT if record.has(e))
+        return record
 
     def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an ``outcome`` answer (its envelope is already checked)."""
@@ -431,29 +472,13 @@ class Judge:
             return self.fail(v, PROTOCOL_RULE, shape)
         trace: list[Any] = answer["trace"]
         result = answer["result"]
-        observed = answer["observed"]
-        if any(line["event"] == "listener" for line in trace):
-            self.seen.add("listeners")
-        starts = sum(1 for line in trace if line.get("event") == "body_start")
-        settled_at = observed["settled_at"]
-        if settled_at is not None:
-            head = trace[:settled_at]
-            running = sum(1 for x in head if x.get("event") == "body_start") - sum(
-                1 for x in head if x.get("event") == "body_settle"
-            )
-            if running > 0:
-                return self.fail(
-                    v,
-                    "R27",
-                    "execute() settled while the tool body was still running (the trace shows "
-                    f"{running} body_start without body_settle before execute() settled at "
-                    f"trace line {settled_at}); the registry must await the body to quiescence.",
-                    step="quiescence",
-                    expected="no body running when execute() settled",
-                    observed=f"{running} body running",
-                )
-        if result is None:
-            return self._no_result(v, settled_at is not None, observed["raised"])
+        record = self.record(v, answer)
+        self.seen.update(e for e in TRACE_READS.values() if any(x["event"] == e for x in trace))
+        early = quiescent(record, None)
+        if early is None and result is None:
+            early = first_failure(record, None, "trace")
+        if early is not None:
+            return self.failed(v, early)
         entry = trace[0] if trace and isinstance(trace[0], dict) else {}
         if entry.get("event") == "call_entry":
             declared = entry.get("retry", self.retry)
@@ -472,6 +497,7 @@ class Judge:
             calls = ", ".join(x.call_id for x in verdicts) or "none"
             return self.fail(v, PROTOCOL_RULE, f"the trace must hold one call, it holds: {calls}")
         verdict = verdicts[0]
+        starts = sum(1 for line in trace if line.get("event") == "body_start")
         if not verdict.conforming:
             return self.fail(
                 v,
@@ -480,6 +506,7 @@ class Judge:
                 step="trace",
                 expected="a trace the contract accepts",
                 observed=f"event {verdict.event_index}: {verdict.seen}",
+                checked=self.exercised(v, trace, starts),
             )
         occurrences = _through_the_slot(
             [self.occurrence(x) for x in trace if x["event"] in self.events]
@@ -498,8 +525,11 @@ class Judge:
                 step="path",
                 expected=f"one of {n} allowed path(s)",
                 observed=" > ".join(path),
+                checked=self.exercised(v, trace, starts),
             )
-        return self._observables(v, exp, result, starts, observed, trace)
+        want = self.want(v, exp)
+        checked = self.exercised(v, trace, starts) | could_fail(record, want, "trace")
+        return self._compared(v, want, record, result, "trace", checked, frozenset())
 
     def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on a turn answer: the scheduler's rules, then each started call against
@@ -510,9 +540,17 @@ class Judge:
             return self.fail(v, PROTOCOL_RULE, shape)
         found = turnvectors.judge(v, answer)
         if found is None:
-            return Judgement(v.id, True, rules=turnvectors.RULES)
+            return Judgement(v.id, True, rules=turnvectors.RULES, checked=turnvectors.RULES)
         rule, step, why = found
-        return self.fail(v, rule, why, step=step, expected="see the explanation", observed=why)
+        return self.fail(
+            v,
+            rule,
+            why,
+            step=step,
+            expected="see the explanation",
+            observed=why,
+            checked=turnvectors.RULES,
+        )
 
     def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an outcome-level answer: only what a registry's user observes."""
@@ -520,258 +558,71 @@ class Judge:
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
         result = answer["result"]
-        observed = answer["observed"]
-        if observed["listeners"] is not None and v.scenario.caller != "none":
-            self.seen.add("listeners")
-        bodies = observed["bodies"]
-        settled = observed["settled"]
-        if settled is not None:
-            started, done = settled["bodies_started"], settled["bodies_settled"]
-            if started > done:
-                return self.fail(
-                    v,
-                    "R27",
-                    f"execute() settled while {started - done} tool body invocation(s) were "
-                    "still running; the registry must await the body to quiescence.",
-                    step="quiescence",
-                    expected="no body running when execute() settled",
-                    observed=f"{started - done} body running",
-                )
-            if len(bodies) > started:
-                return self.fail(
-                    v,
-                    "R27",
-                    f"a body started after execute() settled ({len(bodies)} started in all, "
-                    f"{started} before it settled): the call must be quiescent when it settles.",
-                    step="quiescence",
-                    expected=f"{started} body start(s) in all",
-                    observed=f"{len(bodies)} body start(s)",
-                )
-        if result is None:
-            return self._no_result(v, settled is not None, observed["raised"])
+        record = self.record(v, answer)
         exps = self.expectations(v)
-        exp = next((e for e in exps if _canonical(result) == e.result_json), exps[0])
-        starts = [b["start"] for b in bodies]
-        wanted = self.start_signals(v, exp)
-        if len(starts) == len(wanted) and starts != wanted:
-            i = next(i for i, (x, y) in enumerate(zip(starts, wanted, strict=True)) if x != y)
-            pre_aborted = entry_caller(v.scenario) == "aborted"
-            return self.fail(
-                v,
-                "R25" if pre_aborted else "R17",
-                f"body invocation {i + 1} started with a signal {_signals([starts[i]])}; it must "
-                f"start {_signals([wanted[i]])}"
-                + (
-                    " (a caller aborted at entry runs every stage and hands the body its "
-                    "aborted signal)"
-                    if pre_aborted
-                    else " (checkpoint C2 does not invoke the body once its signal is aborted)"
-                ),
-                step="body_start_signals",
-                expected=_signals(wanted),
-                observed=_signals(starts),
-            )
-        signals = [b["settle"] for b in bodies]
-        return self._observables(
-            v, exp, result, len(bodies), {**observed, "body_signals": signals}, None
-        )
+        exp = exps[0]
+        if result is not None:
+            exp = next((e for e in exps if _canonical(result) == e.result_json), exp)
+        want = self.want(v, exp)
+        checked = could_fail(record, want, "outcome") | self.outcome_shape(exp)
+        consequence = self.consequence_rules(v, exp) - checked
+        return self._compared(v, want, record, result, "outcome", checked, consequence)
 
-    def start_signals(self, v: Vector, exp: Expectation) -> list[dict[str, Any]]:
-        """What each body's signal must show when the body starts.  Checkpoint C2 invokes a
-        body only with a live signal -- except in the seed contract's pre-aborted entry (R25),
-        which disables every cancellation replacement, so the body starts with the signal it
-        also settles with (the caller's or a wrapper's aborted one)."""
-        if entry_caller(v.scenario) == "aborted" and not self.revised:
-            return [dict(b) for b in exp.body_signals]
-        return [{"aborted": False, "reason": None} for _ in exp.body_signals]
-
-    def _no_result(self, v: Vector, settled: bool, raised: Any) -> Judgement:
-        if not settled:
-            return self.fail(
-                v,
-                "R27",
-                f"execute() never settled ({raised}): the call neither finished "
-                "nor waited at a gate.",
-                step="quiescence",
-                expected="execute() settles",
-                observed="never settled",
-            )
-        return self.fail(
-            v,
-            "R31",
-            f"execute() did not return a result: it raised {raised}.",
-            step="result",
-            expected="a result",
-            observed=f"raised {raised}",
-        )
-
-    def _observables(
+    def _compared(
         self,
         v: Vector,
-        exp: Expectation,
-        result: Mapping[str, Any],
-        starts: int,
-        observed: Mapping[str, Any],
-        trace: Sequence[Mapping[str, Any]] | None,
+        want: Want,
+        record: Record,
+        result: Mapping[str, Any] | None,
+        level: str,
+        checked: frozenset[str],
+        consequence: frozenset[str],
     ) -> Judgement:
-        """Result, body starts, body signals, notifications and listeners, in that order."""
-        if _canonical(result) != exp.result_json:
-            rule, why = self.result_rule(v, exp, result)
-            return self.fail(
-                v, rule, why, step="result", expected=exp.result_json, observed=_canonical(result)
-            )
-        if starts != exp.body_starts or len(observed["body_signals"]) != starts:
-            rule = "R18"
-            if starts > exp.body_starts and _aborted_before_dispatch(exp.paths[0]):
-                rule = "R28"
-            seen = "by the trace" if trace is not None else "by the adapter's report"
-            return self.fail(
-                v,
-                rule,
-                f"the body started {starts} time(s) {seen} and "
-                f"{len(observed['body_signals'])} by the adapter's observation; the contract "
-                f"starts it {exp.body_starts} time(s) here.",
-                step="body_starts",
-                expected=exp.body_starts,
-                observed=starts,
-            )
-        if [dict(b) for b in exp.body_signals] != observed["body_signals"]:
-            return self.fail(
-                v,
-                "R21",
-                f"when the body settled its signal was {_signals(observed['body_signals'])}; "
-                f"the fused signal must be {_signals(exp.body_signals)} (it aborts when the "
-                "caller or the slot's signal does, with the first source's reason).",
-                step="body_signals",
-                expected=_signals(exp.body_signals),
-                observed=_signals(observed["body_signals"]),
-            )
-        if observed["notifications"] != exp.notifications:
-            return self.fail(
-                v,
-                "R31",
-                f"observers were notified {observed['notifications']} time(s); the contract "
-                f"notifies exactly {exp.notifications} time(s).",
-                step="notifications",
-                expected=exp.notifications,
-                observed=observed["notifications"],
-            )
-        if observed.get("notified_same") is False:
-            return self.fail(
-                v,
-                "R31",
-                "an observer was notified with another object than the one execute() "
-                "returned; the contract notifies the very result it returns.",
-                step="notified_same",
-                expected="the returned object",
-                observed="another object",
-            )
-        probe = self._probes(v, observed) or self._post_received(v, exp, observed)
-        if probe is not None:
-            return probe
-        listeners = observed.get("listeners")
-        if listeners is not None and listeners["after"] != listeners["before"]:
-            return self.fail(
-                v,
-                "R22",
-                f"the caller's signal had {listeners['before']} listener(s) before execute() "
-                f"and {listeners['after']} after it settled; the registry must remove every "
-                "listener it added.",
-                step="listeners",
-                expected=listeners["before"],
-                observed=listeners["after"],
-            )
-        rules = (
-            self.exercised(v, trace, starts)
-            if trace is not None
-            else self.expected_rules(v, exp, starts, listeners is not None)
-        )
-        return Judgement(v.id, True, rules=rules)
-
-    def _probes(self, v: Vector, observed: Mapping[str, Any]) -> Judgement | None:
-        """The optional protocol observations: what an observer could
-        write (R30: the result is deep-frozen; R31: the view is frozen before notification), the
-        approval request's signal (R24) and the slot each wrapper finds after ``next()`` (R23)."""
-        frozen = observed.get("frozen")
-        if frozen is not None:
-            self.seen.add("frozen")
-            if not frozen["result"]:
+        """The record against the judge's checks and the vector: first the broken rule a check
+        decides from the record alone (the earliest in the record), then the outcome difference
+        (what post-execute received, the result: the earliest), then what else differs from
+        the vector (earliest first)."""
+        found = first_failure(record, want, level, phase="record")
+        if found is not None:
+            return self.failed(v, found, checked, consequence)
+        exp = want.expectation
+        found = first_failure(record, want, level, phase="outcome")
+        if result is not None and _canonical(result) != exp.result_json:
+            if found is None or record.at("returned")[0] < found.at:
+                rule, why = self.result_rule(v, exp, result)
                 return self.fail(
                     v,
-                    "R30",
-                    "an observer could write into the published result; it must be deep-frozen "
-                    "(snapshotted and frozen exactly once, before any observer sees it).",
-                    step="frozen",
-                    expected="a deep-frozen result",
-                    observed="a result that accepted a write",
+                    rule,
+                    why,
+                    step="result",
+                    expected=exp.result_json,
+                    observed=_canonical(result),
+                    checked=checked,
+                    consequence=consequence,
                 )
-            if not frozen["view"]:
-                return self.fail(
-                    v,
-                    "R31",
-                    "an observer could write the execution view's signal slot; the registry "
-                    "must freeze the view immediately before notifying.",
-                    step="frozen",
-                    expected="a frozen view",
-                    observed="a slot that accepted a write",
-                )
-        if observed.get("approval_signal") == "other":
-            return self.fail(
-                v,
-                "R24",
-                "the approval seam received another signal than the one pre-execute found in the "
-                "slot; it must receive the slot's signal as it is when approval is asked (C "
-                "itself, by identity, unless a pre-execute listener changed the slot).",
-                step="approval_signal",
-                expected="pre_slot",
-                observed="other",
-            )
-        after = observed.get("slot_after_next")
-        if after is not None and not all(after):
-            k = after.index(False)
-            return self.fail(
-                v,
-                "R23",
-                f"after next() number {k + 1} settled, its wrapper found another signal in the "
-                "slot than the one it handed on; after the body the slot holds what the "
-                "wrappers left (W), and each inner wrapper restores what it found.",
-                step="slot_after_next",
-                expected="the slot as the wrapper left it",
-                observed=f"another signal after next() {k + 1}",
-            )
-        return None
+        if found is None:
+            found = first_failure(record, want, level, phase="vector")
+        if found is not None:
+            return self.failed(v, found, checked, consequence)
+        rules = checked | consequence
+        return Judgement(v.id, True, rules=rules, checked=checked, consequence=consequence)
 
-    def _post_received(
-        self, v: Vector, exp: Expectation, observed: Mapping[str, Any]
-    ) -> Judgement | None:
-        """What post-execute received (optional observation), against the vector's: C3 turns a
-        late success into ABORTED before post-execute sees it (R19), and post-execute receives
-        the around chain's result, contexts included (R20)."""
-        if "post_received" not in observed or exp.post_received is ...:
-            return None
-        self.seen.add("post_received")
-        got, want = observed["post_received"], exp.post_received
-        allowed = {  # a MAY path to the same result may hand post-execute another one
-            _canonical(e.post_received)
-            for e in self.expectations(v)
-            if e.result_json == exp.result_json
-        }
-        if _canonical(got) in allowed | {_canonical(want)}:
-            return None
-        code = _error_code(want)
-        rule = "R19" if code in ("ABORTED", "ABORTED_BEFORE_DISPATCH") else "R20"
-        if want is None or got is None:
-            rule = "R10"
+    def failed(
+        self,
+        v: Vector,
+        found: Failure,
+        checked: frozenset[str] = frozenset(),
+        consequence: frozenset[str] = frozenset(),
+    ) -> Judgement:
         return self.fail(
             v,
-            rule,
-            f"post-execute received {_canonical(got)}; the contract hands it "
-            f"{_canonical(want)} here"
-            + (" (checkpoint C3 replaces a late success before post-execute)" if rule == "R19"
-               else ""),
-            step="post_received",
-            expected=_canonical(want),
-            observed=_canonical(got),
+            found.rule,
+            found.why,
+            step=found.step,
+            expected=found.expected,
+            observed=found.observed,
+            checked=checked | {found.rule},
+            consequence=consequence,
         )
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
@@ -928,6 +779,34 @@ class Judge:
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
         return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
 
+    def post_rule(self, v: Vector, exp: Expectation, got: Any) -> str:
+        """The rule a wrong input to post-execute breaks.  Of the kind the contract decided (an
+        error with the same code, or a success), it is what post-execute was handed (R20), or
+        its contexts (R29); of another kind, the rule of the transition that decided what
+        post-execute had to receive (the deadline's TOOL_TIMEOUT, R34; checkpoint C3's ABORTED
+        for a late success, R19; C1's for a denial, R13)."""
+        want = exp.post_received
+        if isinstance(got, dict) and isinstance(want, dict):
+            rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
+            rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
+            if _canonical(rest_w) == _canonical(rest_g):
+                return "R29"  # only the contexts differ (kept, ordered and dropped per R29)
+            if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
+                return "R20"
+        if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
+            return "R34"  # the deadline fired first: the around chain's result is TOOL_TIMEOUT
+        late = isinstance(got, dict) and got.get("isError") is False
+        if late and error_code(want) in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
+            return "R19"  # checkpoint C3 replaces a late success before post-execute
+        path = exp.paths[0]
+        taken = self.transitions(v, path, exp.outcome) or []
+        k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
+        i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
+        if i is None:
+            return "R20"
+        t = taken[i]
+        return next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
+
     def exercised(
         self, v: Vector, trace: Sequence[Mapping[str, Any]], starts: int
     ) -> frozenset[str]:
@@ -952,16 +831,13 @@ class Judge:
         rules = branches[0][1] if branches else frozenset()
         # What else was checked: the envelope and stage order (the checker), the entry case, the
         # result's shape (compared with the outcome's), and what the trace and body showed.
-        entry = _ENTRY_RULE[entry_caller(s)]
-        if self.revised and entry == "R25":
-            entry = "R42"  # the revised contract's pre-aborted entry short-circuits
+        entry = entry_rule(entry_caller(s), self.revised)
         extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
         if starts:
             extra |= {"R21", "R27"}
-        if any(line["event"] == "listener" for line in trace):
-            extra.add("R22")
-        if any(line["event"] == "slot" for line in trace):
-            extra.add("R23")
+        for rule, event in TRACE_READS.items():
+            if any(line["event"] == event for line in trace):
+                extra.add(rule)
         if self.revised:
             extra.add("R44")  # the revised error shape of every result the checker saw
         return rules | extra
@@ -990,26 +866,21 @@ class Judge:
         return rules
 
     def _entry_rule(self, v: Vector) -> str:
-        entry = _ENTRY_RULE[entry_caller(v.scenario)]
-        return "R42" if self.revised and entry == "R25" else entry
+        return entry_rule(entry_caller(v.scenario), self.revised)
 
-    def expected_rules(
-        self, v: Vector, exp: Expectation, starts: int, listeners: bool
-    ) -> frozenset[str]:
-        """The rules an outcome-level answer that matched ``exp`` was checked on: those of the
-        transitions along the expectation's first path, plus the result's and the body's, each
-        only as far as the outcome level decides it (:mod:`toolcancel.coverage`)."""
-        extra = {"R1", "R10", "R31", self._entry_rule(v), self.outcome_rule[exp.outcome]}
-        if starts:
-            extra |= {"R17", "R21", "R27"}
-        if listeners and v.scenario.caller != "none":
-            extra.add("R22")
-        if starts and _SLOT_WRAPPERS.intersection(v.scenario.wrappers):
-            extra.add("R23")  # the body's signals show what the slot carried
+    def consequence_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
+        """The rules the outcome level decides through the result alone: a wrong decision at a
+        transition along the expected path (its rules), a wrong stage order, entry or shape of
+        the outcome shows as another result, not as the steps that made it."""
+        return self._path_rules(v, exp) | {"R10", self._entry_rule(v)}
+
+    def outcome_shape(self, exp: Expectation) -> frozenset[str]:
+        """The rules the result comparison decides in full: the envelope (R1), the outcome's
+        own shape and, in the revised contract, the error shape (R44)."""
+        rules = {"R1", self.outcome_rule[exp.outcome]}
         if self.revised:
-            extra.add("R44")
-        rules = self._path_rules(v, exp) | extra
-        return frozenset(r for r in rules if decidable(r, "outcome"))
+            rules.add("R44")
+        return frozenset(rules)
 
 
 def _brief(value: Any) -> str:
@@ -1029,14 +900,6 @@ def _is_signal(b: Any) -> bool:
         and isinstance(b["aborted"], bool)
         and b["reason"] in _REASONS
     )
-
-
-def _error_code(result: Any) -> Any:
-    """The error code of a result's data, in either revision's error shape (None if none)."""
-    error = result.get("error") if isinstance(result, dict) else None
-    if not isinstance(error, dict):
-        return None
-    return error.get("code", (error.get("info") or {}).get("code"))
 
 
 def _is_count(n: Any) -> bool:
@@ -1186,30 +1049,6 @@ def _not_earlier(listed: Sequence[str], seen: Sequence[str]) -> bool:
         if len(got) > len(want) or any(g < w for g, w in zip(got, want, strict=False)):
             return False
     return True
-
-
-def _aborted_before_dispatch(path: Sequence[str]) -> bool:
-    """Whether the caller aborted before the path's first base dispatch."""
-    for name in path:
-        if name == "caller_abort":
-            return True
-        if name == "base_dispatch":
-            return False
-    return True
-
-
-def _signals(signals: Sequence[Mapping[str, Any]]) -> str:
-    if not signals:
-        return "(no body ran)"
-    return ", ".join(
-        f"aborted with the {b['reason']}'s reason" if b["aborted"] else "not aborted"
-        for b in signals
-    )
-
-
-# ------------------------------------------------------------------------------------------------
-# The adapter process
-# ------------------------------------------------------------------------------------------------
 
 
 class AdapterDied(Exception):

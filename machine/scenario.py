@@ -283,6 +283,7 @@ class Observation:
     caller_listeners_after: int = 0
     leaked_signals: list[str] = field(default_factory=list)
     post_steps: int | None = None  # transitions taken when post-execute was first called
+    settled: tuple[int, int] | None = None  # bodies started and settled when execute() settled
 
     def problem(self, rule: str, what: str) -> None:
         """Record a contract breach the environment saw directly (rule id, explanation)."""
@@ -592,6 +593,12 @@ class Harness:
         if s.cancel == "after_call":
             self.abort_caller()
         self.task = asyncio.ensure_future(call)
+
+        def settled(_: Any) -> None:  # what had started and settled when execute() settled
+            done = sum(1 for e in obs.log if e[0] == "body_settle")
+            obs.settled = (obs.body_starts, done)
+
+        self.task.add_done_callback(settled)
         while True:
             await _idle()
             if not self.waiting:

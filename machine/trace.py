@@ -87,6 +87,9 @@ def _flag(doc: str = "") -> Field:
     return Field("boolean", doc=doc)
 
 
+ENVIRONMENT_DOC: Final = "Environment observation (optional; a harness writes it, not a registry):"
+
+
 OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
     "call_entry": (
         "The first line of every call, before args_valid or args_invalid.",
@@ -149,8 +152,92 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
         {"result": Field("object", doc="the result object: content, isError, error, ...")},
     ),
     "notify": ("The one notification of the result to observers.", {}),
+    **{
+        name: (f"{ENVIRONMENT_DOC} {doc}", fields)
+        for name, (doc, fields) in {
+            "body_signal": (
+                "What one body invocation's signal showed when it started or settled, "
+                "invocations in order (R17, R21, R25).",
+                {
+                    "at": _enum("start", "settle"),
+                    "aborted": _flag("the signal was aborted"),
+                    "reason": Field(
+                        "string",
+                        required=False,
+                        doc="its reason, classified as the vectors do (absent: none)",
+                    ),
+                },
+            ),
+            "settled": (
+                "execute() settled: how many body invocations had started and settled by then "
+                "(R27).",
+                {
+                    "bodies_started": Field("integer"),
+                    "bodies_settled": Field("integer"),
+                },
+            ),
+            "returned": (
+                "The object execute() returned, as canonical result JSON.",
+                {"result": Field("object", doc="the result object")},
+            ),
+            "raised": (
+                "execute() raised instead of returning a result (R31).",
+                {"error": Field("string", doc="what it raised, as type: message")},
+            ),
+            "notified": (
+                "How often the caller's observers were notified, and whether every notification "
+                "carried the very object execute() returned (R31).",
+                {
+                    "count": Field("integer"),
+                    "same": Field("boolean", required=False, doc="absent: not observed"),
+                },
+            ),
+            "listener_count": (
+                "Listeners on the caller's signal before execute() and after it settled (R22).",
+                {"before": Field("integer"), "after": Field("integer")},
+            ),
+            "post_received": (
+                "The result post-execute received (R19, R20).",
+                {"result": Field("object", required=False, doc="absent: post-execute never ran")},
+            ),
+            "frozen": (
+                "Whether an observer's writes were refused by the published result (R30) and by "
+                "the execution view's slot (R31).",
+                {"result": _flag("the result refused a write"), "view": _flag("so did the view")},
+            ),
+            "approval_signal": (
+                "Which signal the approval seam received (R24).",
+                {"signal": _enum("pre_slot", "other")},
+            ),
+            "slot_after_next": (
+                "Whether an around wrapper found in the slot, after its next() settled, the "
+                "signal it handed on; one line per next(), in order (R23).",
+                {"same": _flag("the slot held what the wrapper handed on")},
+            ),
+        }.items()
+    },
 }
-"""Observation events: not machine events, but what the trace rules of the checker read."""
+"""Observation events: not machine events, but what the trace rules of the checker read.  Those
+of :data:`ENVIRONMENT` are optional: only a harness around the registry can see them."""
+
+ENVIRONMENT: Final = frozenset(
+    (
+        "body_signal",
+        "settled",
+        "returned",
+        "raised",
+        "notified",
+        "listener_count",
+        "post_received",
+        "frozen",
+        "approval_signal",
+        "slot_after_next",
+    )
+)
+"""Observation events only an environment sees (a reason's identity, what post-execute received,
+the frozen result and view, listener counts): a harness writes them after the registry's own
+lines, an adapter may, and :mod:`toolcancel.judge` reads them; the trace checker passes over
+them."""
 
 _DEFAULT_TRUE: Final = frozenset({"tool_found", "serializable"})
 _HEADER: Final = ("trace", "call", "event")

@@ -52,6 +52,7 @@ from typing import Any, Final
 from .contract import RevisionContract, load_contract
 from .core import CallerSignal, CallState, choices, initial_state
 from .errors import ToolcancelError
+from .judge import relay_on_live_caller
 from .registry import ToolRegistry
 from .scenario import (
     APPROVALS,
@@ -632,6 +633,11 @@ def _uncooperative_matters(config: Scenario) -> bool:
 Key = tuple[tuple[Any, ...], str, str]
 
 
+_LISTENER_VISIBLE: Final = ("listener visible",)
+"""Marks a run where a relay's leaked listener would show
+(:func:`toolcancel.judge.relay_on_live_caller`)."""
+
+
 def dedupe_key(obs: Observation, exp: Expectation) -> Key:
     """What makes a vector new: its reference path as the machine took it -- each event with its
     data and the transition it took (a C2 abort read from the caller is not one read from a
@@ -681,6 +687,11 @@ async def _batch(
                     per.append(
                         (retry, other_exp, await alternatives(other, table, factory, clock))
                     )
+            bare = tuple(full)
+            if relay_on_live_caller(obs.scenario, obs.body_starts, caller_aborts=False):
+                # kept apart from its callerless twin (same path and result): only here does a
+                # listener the relay leaves on the caller show in the counts (R22)
+                full.append(_LISTENER_VISIBLE)
             if tuple(full) in seen:
                 continue
             seen.add(tuple(full))
@@ -689,6 +700,7 @@ async def _batch(
                 {
                     "key": key,
                     "full": tuple(full),
+                    "bare": bare,
                     "plain": tuple(plain),
                     "scenario": obs.scenario,
                     "expected": exp,
@@ -769,13 +781,19 @@ def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vect
     seen: set[Key] = set()
     seen_plain: set[tuple[Any, ...]] = set()
     seen_full: set[tuple[Any, ...]] = set()
-    # (added later?, 0 first / 1 told apart by a retry behaviour / 2 by what post received)
+    # (added later?, 0 first / 1 told apart by a retry behaviour / 2 by what post received);
+    # (True, 3): kept only because a relay's leaked listener shows there (R22), after all
     parts: dict[tuple[bool, int], list[dict[str, Any]]] = collections.defaultdict(list)
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            if item["full"] != item["bare"]:  # a relay on a caller that stays live
+                if item["bare"] in seen_full:
+                    parts[True, 3].append(item)
+                    continue
+                seen_full.add(item["bare"])
             later = added_later(item["scenario"])
             if item["plain"] in seen_plain:
                 parts[later, 2].append(item)

@@ -47,6 +47,7 @@ from typing import Any
 from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
+from .judge import Record, env_line, quiescent
 from .registry import ToolRegistry
 from .results import text_block, thaw
 from .scenario import (
@@ -310,6 +311,13 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     out = Checked(retry=obs.retry)
     s = obs.scenario
     if obs.error is not None or obs.result is None:
+        if obs.settled is not None:  # the judge's quiescence check, on what the harness saw
+            started, done = obs.settled
+            line = env_line("c1", "settled", bodies_started=started, bodies_settled=done)
+            found = quiescent(Record([line], s.revision, s.caller), None)
+            if found is not None:  # it settled (raising) with a body left running
+                out.fail(found.rule, s, found.why)
+                return out
         out.fail("R31", s, f"execute() did not return a result: {obs.error!r}")
         return out
     for rule, what in obs.problems:

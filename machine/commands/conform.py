@@ -10,8 +10,8 @@ from typing import Any
 from ..cli import Progress, UsageError, clip, revision_option
 from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
 from ..contract import load_contract
-from ..coverage import CHECKED, NONE, OUTCOME
 from ..fileio import check_destination
+from ..judge import CHECKED, NONE, OUTCOME
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""

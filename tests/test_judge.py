@@ -1,0 +1,163 @@
+"""The one judge (:mod:`toolcancel.judge`): its record is the trace format, each check is
+registered under a contract rule, fails where its rule is broken, and says when it could have.
+
+Why these tests exist: coverage is derived from :meth:`Check.could_fail`, so a check that claims
+it could fail where it cannot (R22 on a caller whose abort consumed the leak) would print
+"checked" for nothing; and the first broken rule is the earliest evidence in the record, so a
+record built out of order would cite the wrong rule.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from typing import Any
+
+import pytest
+from toolcancel import load_contract
+from toolcancel.adapter import Session
+from toolcancel.judge import (
+    BOTH,
+    CHECKS,
+    LEVELS,
+    Record,
+    Want,
+    answer_record,
+    checks,
+    could_fail,
+    env_line,
+    first_failure,
+    rule_status,
+)
+from toolcancel.registry import ToolRegistry
+from toolcancel.trace import ENVIRONMENT, parse_lines, validate, vocabulary
+from toolcancel.vectors import REVISIONS, Vector, entry_caller, shipped_vectors
+
+SEED = shipped_vectors("seed")
+
+
+def _answer(v: Vector, level: str = "outcome") -> dict[str, Any]:
+    session = Session(ToolRegistry, REVISIONS, level=level)
+    message = {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision}
+    try:
+        answer: dict[str, Any] = session.answer(
+            json.dumps({**message, "scenario": v.scenario.to_data()})
+        )
+    finally:
+        session.close()
+    return answer
+
+
+def _record(v: Vector, answer: dict[str, Any]) -> Record:
+    return answer_record(answer, v.id, v.revision, entry_caller(v.scenario))
+
+
+def _want(v: Vector) -> Want:
+    return Want(v.scenario, v.expected, tuple(v.expectations()))
+
+
+def _first(shape: Any) -> Vector:
+    return next(v for v in SEED if shape(v.scenario))
+
+
+@pytest.mark.rules("R17", "R22", "R27")
+def test_every_check_is_registered_under_a_contract_rule_and_reads_the_trace_vocabulary() -> None:
+    rules = {r.id for r in load_contract().rules}
+    events = set(vocabulary())
+    assert set(CHECKS) <= rules
+    for c in checks():
+        assert c.levels and c.levels <= BOTH, c
+        assert c.reads <= events, c
+        assert c.judge.__doc__, f"{c.rule} {c.step}: a check says what its rule means"
+    assert ENVIRONMENT <= events
+    assert set(LEVELS) == set(BOTH)
+
+
+@pytest.mark.parametrize("level", ["outcome", "trace"])
+def test_an_answer_is_one_record_in_the_trace_format(level: str) -> None:
+    v = _first(lambda s: s.caller == "live" and "replace_live" in s.wrappers)
+    record = _record(v, _answer(v, level))
+    # every line, the environment's too, is a valid line of the trace format
+    assert [validate(x, "<record>", i).data for i, x in enumerate(record.lines, 1)] == record.lines
+    if level == "trace":
+        assert len(parse_lines(record.lines, "<record>")) == 1  # one call, environment included
+    assert record.has("returned") and record.has("notified") and record.has("settled")
+    assert record.trace is (level == "trace")
+    assert first_failure(record, _want(v), level) is None
+
+
+def test_a_body_started_on_an_aborted_signal_is_c2_first_even_when_the_count_differs() -> None:
+    # A registry without checkpoint C2 starts bodies the contract never starts: the count and the
+    # result differ too, but the record shows C2's broken decision first (issue 26: 981 such
+    # failures were cited under R18).
+    v = _first(lambda s: s.cancel.endswith("_before") and s.tool_known and s.caller == "live")
+    answer = _answer(v)
+    signal = {"aborted": True, "reason": "caller"}
+    answer["observed"]["bodies"] = [{"start": signal, "settle": signal}]
+    answer["observed"]["settled"] = {"bodies_started": 1, "bodies_settled": 1}
+    found = first_failure(_record(v, answer), _want(v), "outcome")
+    assert found is not None and (found.rule, found.step) == ("R17", "body_start_signals")
+
+
+def test_a_body_left_running_is_r27_before_what_it_makes_look_wrong_afterwards() -> None:
+    v = _first(lambda s: "replace_live" in s.wrappers and s.caller == "live")
+    answer = _answer(v)
+    observed = answer["observed"]
+    observed["settled"] = {"bodies_started": 1, "bodies_settled": 0}
+    observed["slot_after_next"] = [False for _ in observed.get("slot_after_next") or [0]]
+    found = first_failure(_record(v, answer), _want(v), "outcome")
+    assert found is not None and found.rule == "R27"
+
+
+@pytest.mark.parametrize(
+    ("edit", "rule", "step"),
+    [
+        (lambda o: o.update(notified_same=False), "R31", "notified_same"),
+        (lambda o: o.update(frozen={"result": False, "view": True}), "R30", "frozen"),
+        (lambda o: o.update(frozen={"result": True, "view": False}), "R31", "frozen"),
+        (lambda o: o.update(notifications=2), "R31", "notifications"),
+        (lambda o: o.update(settled=None, raised="hangs"), "R27", "quiescence"),
+    ],
+)
+def test_each_check_fails_where_its_rule_is_broken(edit: Any, rule: str, step: str) -> None:
+    v = _first(lambda s: s.cancel == "never" and s.body == "success")
+    answer = _answer(v)
+    assert first_failure(_record(v, answer), _want(v), "outcome") is None
+    broken = copy.deepcopy(answer)
+    edit(broken["observed"])
+    if step == "quiescence":
+        broken["result"] = None
+    found = first_failure(_record(v, broken), _want(v), "outcome")
+    assert found is not None and (found.rule, found.step) == (rule, step)
+
+
+def test_r22_could_fail_only_where_a_leaked_listener_would_show() -> None:
+    # Once-listeners: a caller that aborts consumes them before anything counts them, so R22
+    # could have failed only on a live caller that stays live, where a relay was built.
+    aborted = _first(
+        lambda s: s.caller == "live" and "replace_live" in s.wrappers and s.cancel != "never"
+    )
+    record = _record(aborted, _answer(aborted))
+    assert record.has("listener_count")
+    assert "R22" not in could_fail(record, _want(aborted), "outcome")
+    leaked = copy.deepcopy(_answer(aborted))
+    leaked["observed"]["listeners"] = {"before": 0, "after": 1}
+    found = first_failure(_record(aborted, leaked), _want(aborted), "outcome")
+    assert found is not None and found.rule == "R22"  # it still fails when it sees one
+    assert rule_status("R22", "outcome", checked=0, consequence=0, seen=frozenset(ENVIRONMENT)) == (
+        "none",
+        "no vector of this run met its antecedent (a relay was built on a caller that stays live)",
+    )
+
+
+def test_a_check_whose_events_are_missing_could_not_have_failed() -> None:
+    v = _first(lambda s: s.cancel == "never")
+    lines = [env_line(v.id, "returned", result=dict(v.expected.result))]
+    record = Record(lines, "seed", "live")
+    rules = could_fail(record, _want(v), "outcome")
+    assert "R30" not in rules and "R24" not in rules and "R22" not in rules
+    assert "R31" in rules  # a call that returns no result would have failed it
+    assert rule_status("R30", "outcome", checked=0, consequence=0, seen=frozenset()) == (
+        "none",
+        "the adapter reported no frozen observations (optional)",
+    )
