@@ -52,7 +52,8 @@ def _measured(d: Deviation) -> str:
 def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
     """The contract's deviations as the Markdown table CONTRACT.md carries ("What revised
     is"): name to declare, rules departed from, what the implementation does, the vectors it
-    can touch, what it failed undeclared (measured outside, by registries faithful to the original), whether it is modelled."""
+    can touch, what it failed undeclared (measured outside, by registries faithful to the
+    original), whether it is modelled."""
     rows = [
         "| declare | departs from | what the implementation does | revisions | can touch "
         "| failed undeclared (measured against faithful registries) | modelled by |",
