@@ -766,8 +766,8 @@ def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vect
     seen: set[Key] = set()
     seen_plain: set[tuple[Any, ...]] = set()
     seen_full: set[tuple[Any, ...]] = set()
-    # (added later?, 0 first / 1 told apart by a retry behaviour / 2 by what post received)
-    parts: dict[tuple[bool, int], list[dict[str, Any]]] = collections.defaultdict(list)
+    # (when added, 0 first / 1 told apart by a retry behaviour / 2 by what post received)
+    parts: dict[tuple[int, int], list[dict[str, Any]]] = collections.defaultdict(list)
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
