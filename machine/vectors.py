@@ -10,8 +10,9 @@ compares what it reports with the vector (:mod:`toolcancel.conform`).
 Where vectors come from, and why it is this way:
 
 * **The same space as ``toolcancel verify``.**  :func:`toolcancel.verifier.configurations`
-  enumerates the configurations; each is crossed with its *portable* cancellation points only:
-  ``never`` and ``gate:<name>`` for every gate the uncancelled run reaches.  ``step:<k>`` is left
+  enumerates the configurations, the deeper family included; each is crossed with its
+  *portable* cancellation points only: ``never`` and ``gate:<name>`` for every gate the
+  uncancelled run reaches.  ``step:<k>`` is left
   out because a foreign registry has no transition tap to count with.  ``before_entry`` and
   ``after`` are in the language, but generating them would add nothing: ``before_entry`` is the
   configuration whose caller is already aborted (enumerated anyway), and an abort after the result
@@ -734,7 +735,7 @@ def generate(
     address of a Dask scheduler, runs the batches there instead of on ``workers`` processes
     (read back in order: the same vectors, :mod:`toolcancel.cluster`)."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
-    space = list(configurations(revision) if configs is None else configs)
+    space = list(configurations(revision, deep=True) if configs is None else configs)
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
 
     def counted(results: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:

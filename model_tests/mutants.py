@@ -559,7 +559,5 @@ BLIND_TO_PROTOCOL: dict[str, str] = {
     "keeps_fused_watch": "a listener left on the registry's own call signal: no answer shows it",
     "post_sees_late_success": "conform fails it through post_received, citing the checkpoints "
     "(R17-R19, R28) that decide what post-execute must receive, not R4",
-    "cursor_skips_last": "no vector has a retry over a short-circuit with a wrapper after it "
-    "(the deeper family's, not yet in spec/vectors)",
 }
 """The mutants conform cannot see yet, and what an answer would need to show them."""

@@ -155,9 +155,11 @@ KILLERS = {
     "prefers_caller_reason": lambda s: s.caller == "aborted" and "replace_aborted" in s.wrappers,
     "publishes_mutable_result": lambda s: s.cancel == "never",
     "view_writable_by_observers": lambda s: s.cancel == "never",
-    # a retry, a short-circuit, one wrapper after it: the deeper family's vectors
-    "cursor_skips_last": lambda s: (
-        "retry" in s.wrappers and len(s.wrappers) + (s.timeout != "absent") >= 3
+    # a retry, a short-circuit, an around wrapper after it: the deeper family's vectors
+    "cursor_skips_last": lambda s: any(
+        w.startswith("short_") and "retry" in s.wrappers[:k]
+        and k + 1 < len(s.wrappers) + (s.timeout != "absent")
+        for k, w in enumerate(s.wrappers)
     ),
 }
 
@@ -167,6 +169,9 @@ CITED_AS = {
     # by identity) is carried by no transition, so conform names the rule where the outcome the
     # contract expected was decided: the ABORTED of a body settling on an aborted signal (R18).
     "classifies_timeout_by_code": "R18",
+    # Its registry's own machine refuses the early hand-out (the guard listener_left, R16) and the
+    # call raises instead of publishing: a loud failure, cited where no result came (R31).
+    "cursor_skips_last": "R31",
 }
 
 
