@@ -10,8 +10,9 @@ compares what it reports with the vector (:mod:`toolcancel.conform`).
 Where vectors come from, and why it is this way:
 
 * **The same space as ``toolcancel verify``.**  :func:`toolcancel.verifier.configurations`
-  enumerates the configurations; each is crossed with its *portable* cancellation points only:
-  ``never`` and ``gate:<name>`` for every gate the uncancelled run reaches.  ``step:<k>`` is left
+  enumerates the configurations, the deeper family included; each is crossed with its
+  *portable* cancellation points only: ``never`` and ``gate:<name>`` for every gate the
+  uncancelled run reaches.  ``step:<k>`` is left
   out because a foreign registry has no transition tap to count with.  ``before_entry`` and
   ``after`` are in the language, but generating them would add nothing: ``before_entry`` is the
   configuration whose caller is already aborted (enumerated anyway), and an abort after the result
@@ -749,7 +750,7 @@ def generate(
     address of a Dask scheduler, runs the batches there instead of on ``workers`` processes
     (read back in order: the same vectors, :mod:`toolcancel.cluster`)."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
-    space = list(configurations(revision) if configs is None else configs)
+    space = list(configurations(revision, deep=True) if configs is None else configs)
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
 
     def counted(results: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
@@ -781,20 +782,21 @@ def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vect
     seen: set[Key] = set()
     seen_plain: set[tuple[Any, ...]] = set()
     seen_full: set[tuple[Any, ...]] = set()
-    # (added later?, 0 first / 1 told apart by a retry behaviour / 2 by what post received);
-    # (True, 3): kept only because a relay's leaked listener shows there (R22), after all
-    parts: dict[tuple[bool, int], list[dict[str, Any]]] = collections.defaultdict(list)
+    # (when added, 0 first / 1 told apart by a retry behaviour / 2 by what post received);
+    # (when added, 3): kept only because a relay's leaked listener shows there (R22), after the
+    # three parts of the vectors added with it (those of the first space after the later ones)
+    parts: dict[tuple[int, int], list[dict[str, Any]]] = collections.defaultdict(list)
     for batch in batches:
         for item in batch:
             if item["full"] in seen_full:
                 continue
             seen_full.add(item["full"])
+            later = added_later(item["scenario"])
             if item["full"] != item["bare"]:  # a relay on a caller that stays live
                 if item["bare"] in seen_full:
-                    parts[True, 3].append(item)
+                    parts[max(later, 1), 3].append(item)
                     continue
                 seen_full.add(item["bare"])
-            later = added_later(item["scenario"])
             if item["plain"] in seen_plain:
                 parts[later, 2].append(item)
                 continue

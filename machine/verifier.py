@@ -42,7 +42,7 @@ import re
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
@@ -61,6 +61,7 @@ from .scenario import (
     POST_FAILURE,
     POSTS,
     REWRITTEN,
+    TIMEOUTS,
     WRAPPERS,
     CallerReason,
     Harness,
@@ -114,27 +115,43 @@ def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
             for rest in _wrapper_stacks(n - 1):
                 yield (w, *rest)
         else:
-            yield (w,)  # nothing inside a short-circuit is ever reached
+            yield (w,)  # nothing inside a short-circuit is reached (but by a cursor: DEEP)
 
 
-Group = Scenario | tuple[Scenario, tuple[str, ...]]
+Group = Scenario | tuple[Scenario, tuple[str, ...]] | tuple[Scenario, tuple[str, ...], str]
 """A slice of the bounded space: one configuration, or a dispatching base configuration and a
-wrapper stack, standing for every configuration of that stack (:func:`expand`).  Groups are what
-the main process enumerates and sends to workers; workers expand them."""
+wrapper stack, standing for every configuration of that stack (:func:`expand`) -- or, tagged
+:data:`DEEP`, for the deeper family's configurations of it (:func:`deep_stacks`).  Groups are
+what the main process enumerates and sends to workers; workers expand them."""
+
+DEEP = "deep"
+"""The tag of the deeper family's groups."""
+
+DEEP_REST = "deep-rest"
+"""The tag of a deeper group whose stack the bounded space holds without its body (a retry over
+an innermost short-circuit): its configuration without a body is left out."""
+
+DEEP_WRAPPERS = 3
+"""How many scenario wrappers the deeper family reaches (one past the default bound)."""
 
 
-def configurations(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator[Scenario]:
-    """Every scenario within bounds, with ``cancel="never"``.
+def configurations(
+    revision: str = "seed", max_wrappers: int = MAX_WRAPPERS, *, deep: bool = False
+) -> Iterator[Scenario]:
+    """Every scenario within bounds, with ``cancel="never"`` (and with ``deep``, the deeper
+    family after them: :func:`deep_stacks`).
 
     Dimensions a call can never reach under any cancellation are not expanded (a short-circuiting
-    wrapper has no inner wrappers; a denied call has no body), so equivalent configurations are
-    enumerated once.
+    wrapper has no inner wrappers unless a retry outside it runs on under ``cursor``, the deeper
+    family's; a denied call has no body), so equivalent configurations are enumerated once.
     """
-    for group in groups(revision, max_wrappers):
+    for group in groups(revision, max_wrappers, deep=deep):
         yield from expand(group)
 
 
-def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator[Group]:
+def groups(
+    revision: str = "seed", max_wrappers: int = MAX_WRAPPERS, *, deep: bool = False
+) -> Iterator[Group]:
     """The space of :func:`configurations`, in the same order, a group at a time."""
     callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
     for caller in callers:
@@ -164,14 +181,142 @@ def groups(revision: str = "seed", max_wrappers: int = MAX_WRAPPERS) -> Iterator
             yield _replace(base, agent=False, post=post)
         for stack in _nested_stacks(max_wrappers):
             yield (Scenario(revision=revision, caller=caller), stack)
+    if deep:
+        for caller in callers:
+            for stack, rest in deep_stacks(max_wrappers):
+                tag = DEEP_REST if rest else DEEP
+                yield (Scenario(revision=revision, caller=caller), stack, tag)
 
 
-def added_later(config: Scenario) -> bool:
-    """Whether ``config`` is of the dimensions added to the space after its vectors were first
-    numbered: those vectors are numbered after all the others."""
-    return _NESTED in config.wrappers or (
+def added_later(config: Scenario) -> int:
+    """When ``config``'s dimensions joined the space: 0 with the first vectors, 1 with the second
+    (nested budgets, an ask with neither seam nor agent), 2 with the deeper family.
+    Vectors are numbered in that order, so each addition renumbered none before it."""
+    w = config.wrappers
+    if len(w) > MAX_WRAPPERS or (_deep_only(w) and not (_bounded_shape(w) and _bodiless(config))):
+        return 2
+    return int(_NESTED in config.wrappers or (
         config.pre == "ask" and not config.approval_seam and not config.agent
+    ))
+
+
+# ------------------------------------------------------------------------------------------------
+# The deeper family: three-wrapper retry stacks, and what only a cursor reaches
+# ------------------------------------------------------------------------------------------------
+#
+# Retry bugs live past the default bound: which wrapper a second next() hands out (D11) matters
+# only with wrappers on both sides of the retrying one, and under ``cursor`` a retry outside a
+# short-circuit runs on into the wrappers the short-circuit never delegated to -- a part of the
+# space the bounded enumeration above leaves out at any bound ("nothing inside a short-circuit is
+# ever reached" holds for reenter and reject only).  The whole space one wrapper deeper is 8.4x
+# the default one; this family is the part of it where the retry behaviours differ, with the
+# dispatch dimensions that do not touch the around waterfall held to one value each.
+
+_DEEP_AROUND: Final = ("delegate", "replace_aborted", "remove", "retry")
+"""What stands beside a retry in a three-wrapper stack: a wrapper that only delegates, one that
+puts an aborted signal in the slot (a skipped one lets a retried body run), one that removes the
+slot, and another retry (two cursors over one list)."""
+
+_SHORTS: Final = ("short_success", "short_error")
+
+_AFTER_SHORT: Final = tuple(w for w in WRAPPERS if w != _NESTED)
+"""What may stand inside a short-circuit that a retry outside it runs on into (cursor)."""
+
+
+def deep_stacks(max_wrappers: int = MAX_WRAPPERS) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """The deeper family's wrapper stacks not already in the space at ``max_wrappers``: every
+    stack of up to :data:`DEEP_WRAPPERS` whose body only a ``cursor`` retry reaches (a retry, a
+    short-circuit, then anything), and the three-wrapper stacks with a retry at each position
+    beside :data:`_DEEP_AROUND` and an innermost short-circuit.  Each comes with whether the
+    bounded space holds it already, without its body."""
+    seen: set[tuple[str, ...]] = set()
+    candidates: list[tuple[str, ...]] = [("retry", s) for s in _SHORTS]
+    candidates += [("retry", s, w) for s in _SHORTS for w in _AFTER_SHORT]
+    pairs = [(a, b) for a in _DEEP_AROUND for b in (*_DEEP_AROUND, *_SHORTS)]
+    candidates += [("retry", a, b) for a, b in pairs]
+    candidates += [(a, "retry", b) for a, b in pairs]
+    candidates += [(a, b, "retry") for a in _DEEP_AROUND for b in _DEEP_AROUND]
+    for stack in candidates:
+        bounded = len(stack) <= max_wrappers and _bounded_shape(stack)
+        if stack in seen or (bounded and not _deep_only(stack)):
+            continue  # already enumerated, or all of it is in the space at this bound
+        seen.add(stack)
+        yield stack, bounded
+
+
+def _deep_only(stack: tuple[str, ...]) -> bool:
+    """Whether only a cursor reaches ``stack``'s body (the bounded space never expands it)."""
+    return not _classic_reach(stack) and _cursor_reaches_base(stack)
+
+
+def _classic_reach(stack: tuple[str, ...]) -> bool:
+    return all(w in _REACH_BASE for w in stack)
+
+
+def _bodiless(config: Scenario) -> bool:
+    """Whether ``config`` is the one dispatch variant the bounded space gives a stack whose body
+    no behaviour but ``cursor`` reaches (:func:`_dispatch_variants`)."""
+    return (config.timeout, config.tool_known, config.body, config.cooperative) == (
+        "absent", True, "success", True
     )
+
+
+def _bounded_shape(stack: tuple[str, ...]) -> bool:
+    """Whether :func:`_wrapper_stacks` builds ``stack`` (a short-circuit innermost at most)."""
+    return _classic_reach(stack[:-1]) and stack[-1] != _NESTED
+
+
+@functools.cache
+def _cursor_reaches_base(stack: tuple[str, ...]) -> bool:
+    """Whether the base dispatch runs, under ``cursor``, for the call that nothing cancels: the
+    scenario wrappers walked as one listener list (D11), a short-circuit returning, a throw
+    unwinding to the caller (no scenario wrapper catches)."""
+    cursor = 0
+    reached = False
+
+    def hand_out() -> bool:  # False: a throw unwinds
+        nonlocal cursor, reached
+        if cursor >= len(stack):
+            reached = True
+            return True
+        i, cursor = cursor, cursor + 1
+        w = stack[i]
+        if w in _SHORTS:
+            return True
+        if w == "throw_before":
+            return False
+        if not hand_out():
+            return False
+        if w == "retry" and not hand_out():
+            return False
+        return w != "throw_after"
+
+    hand_out()
+    return reached
+
+
+def _deep_variants(stack: tuple[str, ...], rest: bool = False) -> Iterator[dict[str, Any]]:
+    """The deeper family's dispatch dimensions: the timeout policy absent, budgeted or firing
+    first (under ``cursor`` a retried attempt may skip it); an unknown tool; bodies that succeed,
+    throw, or defer contexts (each attempt's accumulate, R29), cooperative or not; post-execute
+    accepting (its decision reads only what the waterfall returned).  ``rest``: without the
+    configuration the bounded space has (no timeout, a known tool, a plain cooperative body)."""
+    if not (_classic_reach(stack) or _cursor_reaches_base(stack)):
+        yield {}  # no behaviour reaches the body: its dimensions change nothing
+        return
+    for timeout in TIMEOUTS:
+        for tool_known in (True, False) if timeout == "absent" else (True,):
+            for body in ("success", "throw", "defer_success") if tool_known else ("success",):
+                for cooperative in (True, False) if tool_known else (True,):
+                    changes: dict[str, Any] = {
+                        "timeout": timeout,
+                        "tool_known": tool_known,
+                        "body": body,
+                        "cooperative": cooperative,
+                        "post": "accept",
+                    }
+                    if not (rest and _bodiless(Scenario(**changes))):
+                        yield changes
 
 
 def _nested_stacks(n: int) -> Iterator[tuple[str, ...]]:
@@ -190,19 +335,28 @@ def expand(group: Group) -> Iterator[Scenario]:
     if isinstance(group, Scenario):
         yield group
         return
-    base, stack = group
-    for changes in _dispatch_variants(stack):
+    base, stack = group[0], group[1]
+    tag = group[2] if len(group) > 2 else None
+    for changes in _variants(stack, tag):
         yield _replace(base, wrappers=stack, **changes)
 
 
 def group_size(group: Group) -> int:
     """How many configurations :func:`expand` gives, without building them."""
-    return 1 if isinstance(group, Scenario) else _stack_size(group[1])
+    if isinstance(group, Scenario):
+        return 1
+    return _stack_size(group[1], group[2] if len(group) > 2 else None)
 
 
 @functools.cache
-def _stack_size(stack: tuple[str, ...]) -> int:
-    return sum(1 for _ in _dispatch_variants(stack))
+def _stack_size(stack: tuple[str, ...], tag: str | None = None) -> int:
+    return sum(1 for _ in _variants(stack, tag))
+
+
+def _variants(stack: tuple[str, ...], tag: str | None) -> Iterator[dict[str, Any]]:
+    if tag is None:
+        return _dispatch_variants(stack)
+    return _deep_variants(stack, rest=tag == DEEP_REST)
 
 
 def _dispatch_variants(stack: tuple[str, ...]) -> Iterator[dict[str, Any]]:
@@ -980,6 +1134,8 @@ class Tally:
     turn_schedules: int = 0
     by_retry: collections.Counter[str] = field(default_factory=collections.Counter)
     """Schedules run per retry behaviour, for the configurations where a wrapper retries."""
+    deep: bool = False
+    """A job's tally: whether the job was of the deeper family (not merged)."""
 
     def merge(self, other: Tally) -> None:
         self.configurations += other.configurations
@@ -1078,11 +1234,14 @@ class Job:
     groups: tuple[Group, ...] = ()
     turn_kinds: tuple[tuple[str, ...], ...] = ()
     size: int = 0  # configurations
+    deep: bool = False  # of the deeper family (:func:`deep_stacks`)
 
     def run(self, factory: RegistryFactory = ToolRegistry) -> Tally:
         if self.turn_kinds:
             return _turn_tally(verify_turns(self.revision, kinds=self.turn_kinds), self.revision)
-        return run_batch([c for g in self.groups for c in expand(g)], factory)
+        tally = run_batch([c for g in self.groups for c in expand(g)], factory)
+        tally.deep = self.deep
+        return tally
 
 
 def plan(
@@ -1091,9 +1250,11 @@ def plan(
     max_calls: int = MAX_CALLS,
     *,
     turns: bool = True,
+    deep: bool = False,
 ) -> list[Job]:
     """The bounded space cut into jobs: the turn batches first (so they never end a run), then
-    the configurations in :func:`configurations` order, ``JOB_CONFIGURATIONS`` or so a job.
+    the configurations in :func:`configurations` order, ``JOB_CONFIGURATIONS`` or so a job (with
+    ``deep``, the deeper family's in jobs of their own, last).
 
     Only groups are enumerated here; each worker expands its own, so the serial part of a run is
     the cheap enumeration of groups."""
@@ -1104,14 +1265,20 @@ def plan(
             jobs.append(Job(revision, turn_kinds=tuple(kinds[i : i + JOB_TURN_BATCHES])))
     pending: list[Group] = []
     size = 0
-    for group in groups(revision, max_wrappers):
+    family = False
+    for group in groups(revision, max_wrappers, deep=deep):
+        in_family = not isinstance(group, Scenario) and len(group) > 2
+        if in_family != family and pending:
+            jobs.append(Job(revision, tuple(pending), size=size, deep=family))
+            pending, size = [], 0
+        family = in_family
         pending.append(group)
         size += group_size(group)
         if size >= JOB_CONFIGURATIONS:
-            jobs.append(Job(revision, tuple(pending), size=size))
+            jobs.append(Job(revision, tuple(pending), size=size, deep=family))
             pending, size = [], 0
     if pending:
-        jobs.append(Job(revision, tuple(pending), size=size))
+        jobs.append(Job(revision, tuple(pending), size=size, deep=family))
     return jobs
 
 
@@ -1154,6 +1321,8 @@ class Report:
     max_wrappers: int = MAX_WRAPPERS
     max_calls: int = MAX_CALLS
     cluster: str | None = None
+    deeper: Tally | None = None
+    """The deeper family's share of ``tally`` (:func:`deep_stacks`); None when it did not run."""
 
     @property
     def engine(self) -> str:
@@ -1207,6 +1376,14 @@ class Report:
             "retry_schedules": dict(sorted(t.by_retry.items())),
             "max_wrappers": self.max_wrappers,
             "max_calls": self.max_calls,
+            "deeper": None
+            if self.deeper is None
+            else {
+                "configurations": self.deeper.configurations,
+                "schedules": self.deeper.schedules,
+                "pruned_equivalent": self.deeper.pruned,
+                "violations": self.deeper.violation_count,
+            },
         }
 
 
@@ -1220,27 +1397,34 @@ def verify(
     progress: Callable[[int, int], None] | None = None,
     stop_at_first: bool = False,
     cluster: str | None = None,
+    deep: bool = True,
 ) -> Report:
     """Check the whole bounded space of ``revision``; use ``workers`` processes, or the Dask
     cluster whose scheduler is at ``cluster`` (the same totals, paths and violations as one
     local process: :mod:`toolcancel.cluster`).
 
     The bounds: ``max_wrappers`` around wrappers per call, ``max_calls`` concurrent model calls
-    per turn batch.  With ``stop_at_first`` the check ends at the first job that shows a violation
-    (used to kill mutants quickly); the turn batches then run last, and only if none did."""
+    per turn batch.  With ``deep`` the deeper family (:func:`deep_stacks`) runs after the bounded
+    space: three-wrapper retry stacks and what only a ``cursor`` retry reaches, whatever the bound
+    (the part of it the bound holds already is left out).  With ``stop_at_first`` the check ends
+    at the first job that shows a violation (used to kill mutants quickly); the turn batches then
+    run last, and only if none did."""
     if max_wrappers < 0:
         raise ValueError(f"max_wrappers must be at least 0, not {max_wrappers}")
     if max_calls < 1:
         raise ValueError(f"max_calls must be at least 1, not {max_calls}")
     start = time.perf_counter()
     table = load_contract().revision(revision)
-    jobs = plan(revision, max_wrappers, max_calls, turns=not stop_at_first)
+    jobs = plan(revision, max_wrappers, max_calls, turns=not stop_at_first, deep=deep)
     configs = sum(job.size for job in jobs)
     total = Tally()
+    deeper = Tally() if deep else None
     done = 0
     with contextlib.closing(run_jobs(jobs, factory, workers, cluster)) as tallies:
         for tally in tallies:
             total.merge(tally)
+            if deeper is not None and tally.deep:
+                deeper.merge(tally)
             done += tally.configurations
             if progress:
                 progress(done, configs)
@@ -1261,6 +1445,7 @@ def verify(
         max_wrappers,
         max_calls,
         cluster,
+        deeper,
     )
 
 

@@ -53,6 +53,9 @@ class Mutant:
     patch: Callable[[], contextlib.AbstractContextManager[None]]
     revisions: tuple[str, ...] = ("seed", "revised")
     """The revisions where the broken guarantee exists at all (verify --mutants skips others)."""
+    retry: str | None = None
+    """The retry behaviour (D11) the broken guarantee belongs to, if only one: a test that
+    serves the mutant through a registry must declare it (None: the registry's default)."""
 
     @contextlib.contextmanager
     def active(self) -> Iterator[Factory]:
@@ -428,6 +431,26 @@ def _view_writable_by_observers() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def _cursor_skips_last() -> Iterator[None]:
+    """Under the ``cursor`` retry behaviour (D11), a retried ``next()`` whose cursor stands at the
+    last wrapper hands out the base dispatch instead: one wrapper too early.  The cursor stands
+    there only after an inner wrapper short-circuited with exactly one wrapper after it, so it
+    takes three around wrappers -- a retry, a short-circuit, one more (a scenario wrapper or the
+    timeout policy) -- to see; the default bound of two scenario wrappers never builds one that
+    reaches the base."""
+    real = _Call.wrap
+
+    async def wrap(self: Any, i: int) -> ToolResult:
+        handing = self.node.current.handing  # a retried next() has not handed anything out yet
+        if handing and self.registry._retry == "cursor" and i == len(self.wrappers) - 1:
+            return await self.base_dispatch()  # type: ignore[no-any-return]
+        return await real(self, i)  # type: ignore[no-any-return]
+
+    with mock.patch.object(_Call, "wrap", wrap):
+        yield
+
+
 MUTANTS: tuple[Mutant, ...] = (
     Mutant("races_body", "R27", "races the body instead of awaiting it", _races_body),
     Mutant("abandons_after_grace", "R27",
@@ -462,6 +485,9 @@ MUTANTS: tuple[Mutant, ...] = (
            _publishes_mutable_result),
     Mutant("view_writable_by_observers", "R31", "lets an observer replace the view's slot",
            _view_writable_by_observers),
+    Mutant("cursor_skips_last", "R16",
+           "under cursor, a retried next() hands out the base one wrapper too early",
+           _cursor_skips_last, retry="cursor"),
 )
 
 

@@ -22,6 +22,7 @@ import re
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
+from toolcancel.contract import load_contract
 
 from model_tests.mutants import MUTANTS, Mutant
 from model_tests.test_stateful import ContractMachine
@@ -57,7 +58,14 @@ def _cited_rules(exc: BaseException) -> list[str]:
     return rules
 
 
-@pytest.mark.parametrize("mutant", MUTANTS, ids=lambda m: m.name)
+def _default_retry(mutant: Mutant) -> bool:
+    """Whether the mutant breaks something under the registry's default retry behaviour (D11),
+    the one the stateful machine's registries run (``cursor_skips_last`` breaks only ``cursor``:
+    verify's deeper family and the cursor vectors kill it)."""
+    return mutant.retry in (None, load_contract().default_retry)
+
+
+@pytest.mark.parametrize("mutant", [m for m in MUTANTS if _default_retry(m)], ids=lambda m: m.name)
 @pytest.mark.rules("R13", "R17", "R21", "R22", "R27", "R28", "R29", "R31", "R34")
 def test_the_stateful_test_kills_the_mutant(
     mutant: Mutant, caplog: pytest.LogCaptureFixture

@@ -59,6 +59,9 @@ def test_verify_on_the_cluster_equals_a_local_run(address: str) -> None:
     remote = verify("seed", cluster=address, max_wrappers=0, max_calls=1)
     _same(remote.tally, local.tally)
     assert remote.tally.schedules > 1000 and remote.engine == f"dask.distributed at {address}"
+    assert remote.deeper is not None and local.deeper is not None  # the family's jobs, tagged
+    _same(remote.deeper, local.deeper)
+    assert remote.deeper.configurations > 0
 
 
 def test_vectors_on_the_cluster_equal_a_local_run(address: str) -> None:

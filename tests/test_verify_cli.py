@@ -23,11 +23,12 @@ def tc(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_verify_prints_its_summary_table_and_exits_0_on_a_small_bound() -> None:
-    proc = tc("verify", "--max-wrappers", "0", "--workers", "1")
+    proc = tc("verify", "--max-wrappers", "0", "--no-deep", "--workers", "1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     for line in ("configurations", "schedules run", "distinct paths", "turn batches",
                  "transitions covered", "violations"):
         assert line in proc.stdout, line
+    assert "deeper" not in proc.stdout  # the bounded space alone (the json test runs the family)
     assert re.search(r"rules exercised +39 of 39", proc.stdout)
     assert re.search(r"violations +0\n", proc.stdout)
 
@@ -40,6 +41,8 @@ def test_verify_json_has_the_documented_keys() -> None:
                 "transitions_total", "rules_covered", "rules_total", "violations", "seconds"):
         assert key in data, key
     assert data["violations"] == 0 and data["rules_covered"] == data["rules_total"]
+    deeper = data["deeper"]  # run whatever the bound: three-wrapper retry stacks, cursor reach
+    assert deeper["violations"] == 0 and 0 < deeper["configurations"] < data["configurations"]
 
 
 @pytest.mark.slow
@@ -52,7 +55,7 @@ def test_verify_mutants_kills_every_mutant_and_names_its_own_rule() -> None:
         from model_tests.mutants import MUTANTS
     finally:
         sys.path.pop(0)
-    assert data["killed"] == data["total"] == sum("seed" in m.revisions for m in MUTANTS) == 17
+    assert data["killed"] == data["total"] == sum("seed" in m.revisions for m in MUTANTS) == 18
     for row in data["mutants"]:  # ground truth: each mutant declares the rule it breaks
         assert row["killed"] and row["rule"] == row["expected_rule"], row
 
@@ -65,7 +68,8 @@ def test_unknown_revision_is_one_line_and_exit_2() -> None:
 
 
 def _verify_json(*args: str) -> dict[str, object]:
-    proc = tc("verify", "--max-wrappers", "0", "--json", *args)
+    """The bounded space alone (the deeper family, the same whatever the bound, left out)."""
+    proc = tc("verify", "--max-wrappers", "0", "--no-deep", "--json", *args)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     data: dict[str, object] = json.loads(proc.stdout)
     return data
@@ -79,7 +83,8 @@ def test_verify_max_calls_bounds_the_turn_batches_only() -> None:
     assert one["configurations"] == two["configurations"]
     assert one["schedules"] == two["schedules"]
     assert one["violations"] == two["violations"] == 0
-    table = tc("verify", "--max-wrappers", "0", "--max-calls", "1", "--workers", "1").stdout
+    table = tc("verify", "--max-wrappers", "0", "--max-calls", "1", "--no-deep",
+               "--workers", "1").stdout
     assert re.search(r"bounds +up to 0 around wrapper\(s\) per call, 1 call\(s\) per turn", table)
 
 

@@ -61,6 +61,14 @@ def register(sub: Any) -> None:
         help=f"bound on concurrent model calls per turn batch (1-3, default {MAX_CALLS})",
     )
     p.add_argument(
+        "--no-deep",
+        dest="deep",
+        action="store_false",
+        help="leave out the deeper family run after the bounded space (three-wrapper retry "
+        "stacks under each retry behaviour, and what only a cursor retry reaches past a "
+        "short-circuit): the bounded space alone",
+    )
+    p.add_argument(
         "--mutants",
         action="store_true",
         help="instead, check that every deliberately broken registry of "
@@ -111,6 +119,7 @@ def run(args: argparse.Namespace) -> int:
             max_calls=args.max_calls,
             progress=progress.update,
             cluster=args.cluster,
+            deep=args.deep,
         )
     if args.json:
         print(json.dumps(report.to_json(), indent=2))
@@ -134,6 +143,14 @@ def _table(report: Report) -> str:
         "  retry behaviours      "
         + ", ".join(f"{name} {n:,}" for name, n in d["retry_schedules"].items())
         + " schedules (configurations whose wrapper retries, D11)",
+        *(
+            []
+            if report.deeper is None
+            else [
+                f"  of them, deeper       {d['deeper']['configurations']:>10,} configurations, "
+                f"{d['deeper']['schedules']:,} schedules (3-wrapper retry stacks, cursor reach)"
+            ]
+        ),
         f"  transitions covered   {d['transitions_covered']:>6} of {d['transitions_total']}",
         f"  rules exercised       {d['rules_covered']:>6} of {d['rules_total']}",
         f"  violations            {d['violations']:>10,}",
@@ -181,6 +198,7 @@ def _mutants(args: argparse.Namespace) -> int:
                 max_wrappers=args.max_wrappers,
                 max_calls=args.max_calls,
                 stop_at_first=True,
+                deep=args.deep,
             )
         first = report.tally.violations[0] if report.tally.violations else None
         rows.append(
