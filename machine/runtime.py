@@ -31,9 +31,17 @@ class Timer(Protocol):
     def cancel(self) -> None: ...
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running in this thread, or ``None`` (public API only)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def on_trio() -> bool:
     """Whether the caller runs in a trio run (and no asyncio loop runs in this thread)."""
-    if asyncio._get_running_loop() is not None:
+    if running_loop() is not None:
         return False
     trio = sys.modules.get("trio")
     return trio is not None and bool(trio.lowlevel.in_trio_task())
@@ -45,7 +53,7 @@ def clock() -> Callable[[], float]:
     On asyncio it is ``time.monotonic`` itself when that is all ``loop.time()`` does (one Python
     call less per state change), else the loop's own (a virtual clock, a test's).
     """
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         own = getattr(loop.time, "__func__", None)
         return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
@@ -58,7 +66,7 @@ def clock() -> Callable[[], float]:
 
 def call_later(delay: float, callback: Callable[[], None]) -> Timer:
     """Run ``callback()`` after ``delay`` seconds of the running loop's clock."""
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         return loop.call_later(delay, callback)
     return _TrioTimer(delay, callback)
@@ -66,7 +74,7 @@ def call_later(delay: float, callback: Callable[[], None]) -> Timer:
 
 def call_at(when: float, callback: Callable[[], None]) -> Timer:
     """Run ``callback()`` when the running loop's clock reaches ``when``."""
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         return loop.call_at(when, callback)
     import trio
@@ -117,7 +125,7 @@ class Waiter:
     __slots__ = ("_event", "_future", "_value")
 
     def __init__(self) -> None:
-        loop = asyncio._get_running_loop()
+        loop = running_loop()
         self._future: asyncio.Future[Any] | None = None
         self._event: Any = None
         self._value: Any = None
