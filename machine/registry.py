@@ -133,6 +133,7 @@ class _Call:
         "merged",
         "name",
         "node",
+        "own_caller",
         "path",
         "raw_arguments",
         "registry",
@@ -158,6 +159,7 @@ class _Call:
         call_id: str,
         agent: str | None,
         parent: str | None,
+        own_caller: bool = False,
     ) -> None:
         self.registry = registry
         self.results = registry._results
@@ -165,6 +167,7 @@ class _Call:
         self.raw_arguments = arguments
         self.call_id = call_id
         self.given = caller  # the signal passed to execute(), if any; captured at entry
+        self.own_caller = own_caller  # no signal passed: C is the call signal, made at entry
         # The call signal's controller: made at entry for a call with a signal (it is C), and
         # on first use for one without (most never need it).
         self.controller: AbortController | None = None
@@ -216,9 +219,10 @@ class _Call:
         self.view._arguments = arguments
         # The call signal (Python binding P1): follows the given signal, and aborts when the
         # task awaiting execute() is cancelled.  Captured here, out of wrappers' reach (R11).
-        # The listener on the given signal is removed when the call materializes (R22).  A call
-        # without a signal still has a call signal (task cancellation aborts it, P2), but it is
-        # not the contract's C: the machine sees no caller signal and the slot starts absent.
+        # The listener on the given signal is removed when the call materializes (R22).  No
+        # signal given: the call signal is C, live (P1).  ``signal=None`` given: a call without
+        # a caller signal (R26); its call signal (task cancellation aborts it, P2) is not the
+        # contract's C: the machine sees no caller signal and the slot starts absent.
         given = self.given
         captured: CallerSignal = "none"
         if given is not None:
@@ -229,6 +233,10 @@ class _Call:
             else:
                 captured = "live"
                 given.add_listener(self.follow)
+            self.caller = self.view._slot = own.signal
+        elif self.own_caller:  # C is the call signal itself: only task cancellation aborts it
+            captured = "live"
+            self.controller = own = AbortController()
             self.caller = self.view._slot = own.signal
         shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
             captured,
