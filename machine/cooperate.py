@@ -28,6 +28,7 @@ specific (an error the body raises is kept: R3, R19 -- more specific failures su
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -112,7 +113,12 @@ async def cancellable(watched: AbortSignal | Execution, work: Awaitable[T]) -> T
     assumed.  If ``work`` ignores the cancellation and completes anyway, its result is returned
     -- the work did happen, and pretending otherwise would hide it.
     """
-    signals = signals_of(watched)
+    try:
+        signals = signals_of(watched)
+    except TypeError:
+        if inspect.iscoroutine(work):  # refused before it started: not left unawaited
+            work.close()
+        raise
     if on_trio():
         return await _cancellable_trio(signals, work)
     task = asyncio.ensure_future(work)
