@@ -1130,8 +1130,10 @@ def _anyio_scope_cancelled() -> bool:
 def _abandon(call: _Call, task: asyncio.Task[Any], interrupt: BaseException) -> None:
     """A second interrupt (P7): abandon ``call`` and close its task's pipeline, not awaited."""
     call.abandon(interrupt)
+    coro: Any = task.get_coro()  # None only for a task already done (3.12+)
     try:
-        task.get_coro().close()
+        if coro is not None:
+            coro.close()
     except RuntimeError as closing:  # a body that ignores GeneratorExit too
         log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
     task.cancel()  # its coroutine is closed: the task ends cancelled, nothing more runs
