@@ -1146,7 +1146,7 @@ def _message_of(cancelled: asyncio.CancelledError) -> str | None:
 def _structured(call: _Call) -> Generator[Any, None, ToolResult]:
     """Run ``call`` on trio: behind a shield, the scope's cancellation being the caller's abort
     (:func:`toolcancel.runtime.shielded`)."""
-    return shielded(call.run, call.task_cancelled, True).__await__()
+    return shielded(call.run, call.task_cancelled).__await__()
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:

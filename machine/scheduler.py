@@ -215,7 +215,7 @@ class TurnScheduler:
 
         if on_trio():  # structured cancellation: behind a shield
             try:
-                await shielded(turn.run, task_cancelled, True)
+                await shielded(turn.run, task_cancelled)
             finally:
                 signal.remove_listener(follow)
             return turn.log
