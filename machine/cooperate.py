@@ -4,11 +4,12 @@ The registry never hard-kills a body: it tells the body through its signal and a
 body that ignores its signal keeps its call pending (on purpose: the registry will not pretend
 the work stopped).  These helpers make the cooperative way the easy way.
 
-Each takes what to watch: an :class:`~toolcancel.AbortSignal`, ``None`` (nothing to watch), or
--- recommended -- the call's execution view itself.  Given the view, a helper watches the view's
-``signal`` (the fused signal F during the body: the caller's abort and every wrapper deadline)
-*and* its ``call_signal``, which every call has and which task cancellation aborts even for a
-call made without a signal (CONTRACT.md, Python binding P1).
+Each takes what to watch: an :class:`~toolcancel.AbortSignal` or -- recommended -- the call's
+execution view itself (``None`` is refused with a ``TypeError``: it would watch nothing).  Given
+the view, a helper watches the view's ``signal`` (the fused signal F during the body: the
+caller's abort and every wrapper deadline) *and* its ``call_signal``, which every call has and
+which task cancellation aborts even for a call made with ``signal=None`` (CONTRACT.md, Python
+binding P1).
 
 * :func:`aborted` -- wait until it aborts (for bodies that wait on something else too);
 * :func:`throw_if_aborted` -- raise :class:`~toolcancel.AbortError` if it has aborted;
@@ -27,6 +28,7 @@ specific (an error the body raises is kept: R3, R19 -- more specific failures su
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING, TypeVar
 
@@ -43,12 +45,21 @@ T = TypeVar("T")
 MESSAGE = "tool call aborted"
 """The message of the :class:`AbortError` the helpers raise (R4's text without ``Error: ``)."""
 
-def signals_of(watched: AbortSignal | Execution | None) -> tuple[AbortSignal, ...]:
-    """The signals a helper watches: the signal itself, or the view's slot and call signal."""
-    if watched is None:
-        return ()
+def signals_of(watched: AbortSignal | Execution) -> tuple[AbortSignal, ...]:
+    """The signals a helper watches: the signal itself, or the view's slot and call signal.
+
+    ``None`` is refused: nothing to watch would make :func:`aborted` wait forever, silently.
+    It is what ``call.signal`` is in a call made with ``signal=None`` (R26) or after a wrapper
+    removed the slot: pass the call itself, which always has its call signal.
+    """
     if isinstance(watched, AbortSignal):
         return (watched,)
+    if watched is None:
+        raise TypeError(
+            "nothing to watch (None): pass the call itself, e.g. aborted(call), which watches "
+            "its signal and its call signal; call.signal is None in a call made with "
+            "signal=None or whose wrapper removed the signal"
+        )
     slot, own = watched.signal, watched.call_signal
     if slot is None or slot is own:
         return (own,)
@@ -62,7 +73,7 @@ def _first_reason(signals: tuple[AbortSignal, ...]) -> tuple[bool, object]:
     return False, None
 
 
-def throw_if_aborted(watched: AbortSignal | Execution | None) -> None:
+def throw_if_aborted(watched: AbortSignal | Execution) -> None:
     """Raise :class:`AbortError` (``tool call aborted``, code ``ABORTED``) if it has aborted.
 
     Unlike ``AbortSignal.throw_if_aborted()``, which raises the reason itself (whatever it is),
@@ -74,9 +85,8 @@ def throw_if_aborted(watched: AbortSignal | Execution | None) -> None:
         raise AbortError(MESSAGE, reason=reason)
 
 
-async def aborted(watched: AbortSignal | Execution | None) -> object:
-    """Wait until it aborts; return the reason.  Returns at once if it already has; with
-    ``None`` (nothing to watch) it waits forever."""
+async def aborted(watched: AbortSignal | Execution) -> object:
+    """Wait until it aborts; return the reason.  Returns at once if it already has."""
     signals = signals_of(watched)
     done, reason = _first_reason(signals)
     if done:
@@ -95,7 +105,7 @@ async def aborted(watched: AbortSignal | Execution | None) -> object:
             s.remove_listener(wake)
 
 
-async def cancellable(watched: AbortSignal | Execution | None, work: Awaitable[T]) -> T:
+async def cancellable(watched: AbortSignal | Execution, work: Awaitable[T]) -> T:
     """Await ``work``; if ``watched`` aborts first, cancel it, wait for it to finish cancelling,
     and raise :class:`AbortError` (``tool call aborted``; ``.reason`` is the signal's reason).
 
@@ -103,12 +113,15 @@ async def cancellable(watched: AbortSignal | Execution | None, work: Awaitable[T
     assumed.  If ``work`` ignores the cancellation and completes anyway, its result is returned
     -- the work did happen, and pretending otherwise would hide it.
     """
+    try:
+        signals = signals_of(watched)
+    except TypeError:
+        if inspect.iscoroutine(work):  # refused before it started: not left unawaited
+            work.close()
+        raise
     if on_trio():
-        return await _cancellable_trio(signals_of(watched), work)
+        return await _cancellable_trio(signals, work)
     task = asyncio.ensure_future(work)
-    signals = signals_of(watched)
-    if not signals:
-        return await task
     if _first_reason(signals)[0]:
         task.cancel()
     else:

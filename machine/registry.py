@@ -28,14 +28,13 @@ import asyncio
 import inspect
 import itertools
 import logging
+import math
 import sys
 import warnings
-import weakref
 from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping, Sequence
 from functools import partial
 from typing import Any, Final, Protocol
 
-from .calltask import CURRENT_TASKS, CallTask, StandIn
 from .compiled import DRAINING, MOVED, Node, initial_node
 from .contract import load_contract
 from .core import CallerSignal, Occurrence, PathStep
@@ -69,7 +68,7 @@ from .hooks import ToolBody as ToolBody
 from .hooks import ToolDefinition as ToolDefinition
 from .results import ErrorInfo, ToolResult, canonical_json, snapshot
 from .runtime import Timer, Waiter, call_later, clock, on_trio, shielded
-from .signals import AbortController, AbortSignal
+from .signals import AbortController, AbortError, AbortSignal
 from .toolregistry import DRAIN_WARNING as DRAIN_WARNING
 from .toolregistry import ToolRegistry as ToolRegistry
 from .trace import FORMAT_VERSION, line_templates, runs_code
@@ -121,6 +120,7 @@ class _Call:
     """
 
     __slots__ = (
+        "abandoned",
         "agent",
         "call_id",
         "caller",
@@ -133,6 +133,7 @@ class _Call:
         "merged",
         "name",
         "node",
+        "own_caller",
         "path",
         "raw_arguments",
         "registry",
@@ -158,6 +159,7 @@ class _Call:
         call_id: str,
         agent: str | None,
         parent: str | None,
+        own_caller: bool = False,
     ) -> None:
         self.registry = registry
         self.results = registry._results
@@ -165,6 +167,7 @@ class _Call:
         self.raw_arguments = arguments
         self.call_id = call_id
         self.given = caller  # the signal passed to execute(), if any; captured at entry
+        self.own_caller = own_caller  # no signal passed: C is the call signal, made at entry
         # The call signal's controller: made at entry for a call with a signal (it is C), and
         # on first use for one without (most never need it).
         self.controller: AbortController | None = None
@@ -174,6 +177,7 @@ class _Call:
         # step asks one flag instead of C and the node.
         self.unseen_abort = False
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
+        self.abandoned = False  # True once a second interrupt abandoned the call (P7)
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = -1.0  # loop time the call entered its state (-1: not yet, or no loop)
         self.clock: Callable[[], float]  # the event loop's, once running: set by enter()
@@ -215,9 +219,10 @@ class _Call:
         self.view._arguments = arguments
         # The call signal (Python binding P1): follows the given signal, and aborts when the
         # task awaiting execute() is cancelled.  Captured here, out of wrappers' reach (R11).
-        # The listener on the given signal is removed when the call materializes (R22).  A call
-        # without a signal still has a call signal (task cancellation aborts it, P2), but it is
-        # not the contract's C: the machine sees no caller signal and the slot starts absent.
+        # The listener on the given signal is removed when the call materializes (R22).  No
+        # signal given: the call signal is C, live (P1).  ``signal=None`` given: a call without
+        # a caller signal (R26); its call signal (task cancellation aborts it, P2) is not the
+        # contract's C: the machine sees no caller signal and the slot starts absent.
         given = self.given
         captured: CallerSignal = "none"
         if given is not None:
@@ -228,6 +233,10 @@ class _Call:
             else:
                 captured = "live"
                 given.add_listener(self.follow)
+            self.caller = self.view._slot = own.signal
+        elif self.own_caller:  # C is the call signal itself: only task cancellation aborts it
+            captured = "live"
+            self.controller = own = AbortController()
             self.caller = self.view._slot = own.signal
         shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
             captured,
@@ -304,6 +313,9 @@ class _Call:
     def abandon(self, interrupt: BaseException) -> None:
         """A second interrupt (P7): stop waiting for this call.  It leaves the contract: no
         result is published, and whatever still runs of it is closed, not awaited."""
+        if self.abandoned:
+            return
+        self.abandoned = True
         self.registry._in_flight.pop(self, None)
         self.detach()
         if self.watchdog is not None:
@@ -327,15 +339,32 @@ class _Call:
     def failed(self, exc: BaseException, where: str, level: int = logging.WARNING) -> None:
         """A hook, the approval seam, a wrapper, the body or an observer raised ``exc``.
 
-        Every failure is logged with the call id, as a warning (P6).  A ``CancelledError``
-        raised by one of them is that component's failure like any other (the task awaiting
-        execute() was not cancelled: that case never reaches user code).  ``KeyboardInterrupt``
-        and ``SystemExit`` are also recorded as the component's failure, so the call still
-        publishes exactly once; then they are re-raised (Python binding).
+        Every failure is logged with the call id, as a warning with its traceback (P6) -- but a
+        cooperative stop, the helpers' :class:`AbortError` while the call's signal or call
+        signal has aborted, is a normal outcome: one INFO line.  A ``CancelledError`` raised by
+        one of them is that component's failure like any other (the task awaiting execute() was
+        not cancelled: that case never reaches user code), unless it is asyncio's teardown after
+        a second interrupt cancelling the call's own task (P7): then the call is abandoned and
+        its pipeline unwinds as if closed.  ``KeyboardInterrupt`` and ``SystemExit`` are also
+        recorded as the component's failure, so the call still publishes exactly once; then
+        they are re-raised (Python binding).
         """
+        if isinstance(exc, asyncio.CancelledError):
+            interrupt = _interrupt_of(exc)
+            if interrupt is not None:
+                self.abandon(interrupt)
+                raise GeneratorExit from exc  # never caught by the pipeline: it unwinds
         if isinstance(exc, (KeyboardInterrupt, SystemExit)) and self.interrupt is None:
             self.interrupt = exc
+        if isinstance(exc, AbortError) and self.told_to_stop():
+            log.info("call %s: %s stopped cooperatively: %s", self.call_id, where, exc)
+            return
         log.log(level, "call %s: %s failed: %r", self.call_id, where, exc, exc_info=exc)
+
+    def told_to_stop(self) -> bool:
+        """Whether the call's signal (the slot: F during the body) or its call signal aborted."""
+        slot, own = self.view._slot, self.controller
+        return (slot is not None and slot.aborted) or (own is not None and own.signal.aborted)
 
     def watch_draining(self) -> None:
         delay = self.registry._drain_warning
@@ -445,7 +474,9 @@ class _Call:
     # observer's awaitable); what the contract decides between is synchronous.  So a call
     # without pre- or post-execute hooks runs those stages without a coroutine of their own.
 
-    async def run(self) -> ToolResult:
+    async def run(self, raising: bool = True) -> ToolResult:
+        """The whole pipeline.  ``raising``: re-raise an interrupt user code raised (P4) once
+        the result is published; else the driver that awaits the call's task re-raises it."""
         if self.preparing():  # prepare(), one coroutine frame fewer
             pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
             if pending is not None:
@@ -455,9 +486,9 @@ class _Call:
             else:  # around(), one coroutine frame fewer
                 self.result = self.settled(await self.base_dispatch(), not self.registry._post)
         if self.registry._post or self.registry._observers:
-            return await self.finalize()
+            return await self.finalize(raising)
         frozen = self.conclude()  # finalize(), one coroutine frame fewer
-        if self.interrupt is not None:
+        if self.interrupt is not None and raising:
             raise self.interrupt
         return frozen
 
@@ -495,7 +526,7 @@ class _Call:
             )
         self.result = await self.around()
 
-    async def finalize(self) -> ToolResult:
+    async def finalize(self, raising: bool = True) -> ToolResult:
         """Post-execute and C4 (unless the result is on the final route), then publish:
         snapshot and deep-freeze the result (R30), freeze the view, notify once (R31)."""
         if self.state in ("pre_policy", "around_before", "materialized"):
@@ -517,7 +548,7 @@ class _Call:
                 raise
             except BaseException as exc:
                 self.failed(exc, "a result observer", logging.ERROR)  # nowhere else to go
-        if self.interrupt is not None:
+        if self.interrupt is not None and raising:
             raise self.interrupt
         return frozen
 
@@ -860,6 +891,7 @@ class _Call:
             log.info("call %s: result not serializable: %s", self.call_id, exc)
             frozen = self.results.materialize(self.results.serialization_error())
         self.merged = True
+        self.result = frozen
         self.view.ended(self)
         self.detach()
         self.registry._in_flight.pop(self, None)
@@ -997,162 +1029,124 @@ def _describe(value: Any) -> str:
         return repr(value)
 
 
-def _guarded(
-    call: _Call, cancelled: asyncio.CancelledError | None = None
-) -> Generator[Any, None, ToolResult]:
-    """Run ``call`` in the awaiting task, so that cancelling that task never reaches user code.
-
-    A plain generator: :meth:`PendingCall.__await__` returns it, and the task drives it.
-
-    The pipeline is driven by hand, the way a task drives a coroutine.  Every future it waits on
-    is handed to the task as a *stand-in* future that completes when the real one does: when the
-    task is cancelled, asyncio cancels the stand-in, never the hook's or body's own future.  The
-    cancellation is then turned into the caller aborting (:meth:`_Call.task_cancelled`), the
-    pipeline goes on to its one published result -- repeated cancellations only wait again
-    (R27) -- and the first ``CancelledError`` is raised at the end.  The task's cancellation count
-    is left as ``cancel()`` made it, so ``asyncio.timeout`` and ``TaskGroup`` recognise their own.
-    ``cancelled`` is a cancellation that arrived before the task first ran the call.
-
-    One exception (P7, ``asyncio.Runner``'s convention): a cancellation that arrives while a
-    ``KeyboardInterrupt`` or ``SystemExit`` propagates -- ``asyncio.run()`` tearing down after a
-    second Ctrl-C -- abandons the call: it is logged, closed and the cancellation raised at once.
-    """
+def _own_task(call: _Call, cancelled: asyncio.CancelledError | None = None) -> asyncio.Task[Any]:
+    """Start ``call``'s pipeline in a task of its own: eagerly where asyncio offers it (3.12+),
+    so a call whose user code never suspends runs to its end right here, with no turn of the
+    loop.  ``cancelled`` is a cancellation that reached the awaiting task before it first ran
+    the call: the call starts aborted (P2)."""
     if cancelled is not None:
         call.task_cancelled(_message_of(cancelled))
-    pipeline = call.run()
-    throw: BaseException | None = None
-    # While a step runs, user code's current_task() is the call's own (toolcancel.calltask).
-    loop = asyncio._get_running_loop()
-    task = None if loop is None else CURRENT_TASKS.get(loop)
-    own = None if task is None else CallTask(task, call.call_id)
-    while True:
-        if own is not None:  # the swap, inline: this runs on every step of every call
-            if own._must_cancel:
-                throw = own.cancellation()
-            CURRENT_TASKS[loop] = own
-        try:
-            pending = pipeline.send(None) if throw is None else pipeline.throw(throw)
-        except StopIteration as done:
-            if cancelled is not None:
-                raise cancelled from None
-            result: ToolResult = done.value
-            return result
-        finally:
-            if own is not None:
-                CURRENT_TASKS[loop] = task
-        throw = None
-        if getattr(pending, "_asyncio_future_blocking", None) is None:
-            try:  # a bare yield (sleep(0)): nothing of the pipeline's for asyncio to cancel
-                yield pending
-            except asyncio.CancelledError as exc:
-                cancelled = _task_cancelled(call, pipeline, exc, cancelled)
-            except GeneratorExit:
-                pipeline.close()
-                raise
-            except BaseException as exc:  # whatever else the task throws in goes on in
-                throw = exc
-            continue
-        pending._asyncio_future_blocking = False
-        if own is not None:
-            own._fut_waiter = pending  # what user code's own cancellations cancel
-        while not pending.done():
-            stand_in = StandIn(pending)
+    loop = asyncio.get_running_loop()
+    if _EAGER is not None:
+        return _EAGER(loop, call.run(False), name=call.call_id)  # type: ignore[no-any-return]
+    return loop.create_task(call.run(False), name=call.call_id)
+
+
+_EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
+"""``asyncio.eager_task_factory`` (public since 3.12), or ``None`` before it."""
+
+
+async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None) -> ToolResult:
+    """Run ``call`` in a task of its own and await it here, so that cancelling the awaiting task
+    never reaches user code, which sees a real task of its own (P2).
+
+    The awaiting task's cancellation is turned into the caller aborting
+    (:meth:`_Call.task_cancelled`); the call runs on to its one published result -- repeated
+    cancellations only wait again (R27) -- and the first ``CancelledError`` is raised at the end,
+    the task's cancellation count left as ``cancel()`` made it.  ``cancelled`` is a cancellation
+    that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
+    raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
+    """
+    task = _own_task(call, cancelled)
+    if not task.done():
+        caught = await drain(task, call.task_cancelled, partial(_abandon, call, task))
+        cancelled = cancelled or caught
+    if task.cancelled() and call.state == "materialized":
+        result = call.result  # the call's own task cancelled itself after publishing
+    else:
+        result = task.result()
+    if call.interrupt is not None:
+        raise call.interrupt
+    if cancelled is not None:
+        raise cancelled
+    return result
+
+
+async def drain(
+    task: asyncio.Task[Any],
+    on_cancel: Callable[[str | None], None],
+    on_interrupt: Callable[[BaseException], None],
+) -> asyncio.CancelledError | None:
+    """Wait until ``task`` is done, whatever happens to the task awaiting this: cancelling it
+    never reaches ``task`` (public asyncio only: it waits on a future of its own).
+
+    The first cancellation calls ``on_cancel`` with its message and is returned at the end
+    (re-raising it is the caller's business); later ones only wait again.  A cancellation while
+    an interrupt propagates (P7) calls ``on_interrupt`` and is raised at once.  Under a cancelled
+    anyio cancel scope, which would cancel this task again at every turn of the loop, the rest
+    of the wait runs behind anyio's public shield.
+    """
+    cancelled: asyncio.CancelledError | None = None
+    shield: Any = None
+    try:
+        while not task.done():
+            waiter = task.get_loop().create_future()
+            wake = partial(_wake, waiter)
+            task.add_done_callback(wake)
             try:
-                yield stand_in
+                await waiter
             except asyncio.CancelledError as exc:
-                stand_in.release()
-                cancelled = _task_cancelled(call, pipeline, exc, cancelled)
-                continue  # still waiting on the real future: hand the task a fresh stand-in
-            except GeneratorExit:
-                stand_in.release()
-                pipeline.close()
-                raise
-            except BaseException as exc:
-                stand_in.release()
-                throw = exc
-            break
-        if own is not None:
-            own._fut_waiter = None
-            if throw is None and pending.cancelled():  # as Task.__wakeup: thrown in, not sent
-                throw = _cancellation_of(pending)  # (a nested call's stand-in ignores a send)
-
-
-def _task_cancelled(
-    call: _Call,
-    pipeline: Coroutine[Any, Any, ToolResult],
-    exc: asyncio.CancelledError,
-    cancelled: asyncio.CancelledError | None,
-) -> asyncio.CancelledError:
-    """The awaiting task was cancelled with ``exc`` while ``call`` waited: the first
-    cancellation aborts the call (and is raised at the end); a later one only waits again.
-    Returns the cancellation to raise at the end."""
-    interrupt = _interrupt_of(exc)
-    if interrupt is not None:
-        call.abandon(interrupt)
-        try:
-            pipeline.close()
-        except RuntimeError as closing:  # a body that ignores GeneratorExit too
-            log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
-        raise exc
-    if cancelled is None:
-        call.task_cancelled(_message_of(exc))
-        return exc
+                task.remove_done_callback(wake)
+                interrupt = _interrupt_of(exc)
+                if interrupt is not None:
+                    if not task.done():
+                        on_interrupt(interrupt)
+                    raise
+                if cancelled is None:
+                    cancelled = exc
+                    on_cancel(_message_of(exc))
+                    if shield is None and _anyio_scope_cancelled():
+                        shield = sys.modules["anyio"].CancelScope(shield=True)
+                        shield.__enter__()
+    finally:
+        if shield is not None:
+            shield.__exit__(None, None, None)
     return cancelled
 
 
-def _cancellation_of(future: asyncio.Future[Any]) -> asyncio.CancelledError:
+def _wake(waiter: asyncio.Future[None], _: object) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
+def _anyio_scope_cancelled() -> bool:
+    """Whether the current task sits in a cancelled anyio cancel scope (anyio's public
+    ``current_effective_deadline()`` is minus infinity there).  Only asked once a cancellation
+    arrived, and only when anyio is loaded."""
+    anyio = sys.modules.get("anyio")
+    return anyio is not None and anyio.current_effective_deadline() == -math.inf
+
+
+def _abandon(call: _Call, task: asyncio.Task[Any], interrupt: BaseException) -> None:
+    """A second interrupt (P7): abandon ``call`` and close its task's pipeline, not awaited."""
+    call.abandon(interrupt)
+    coro: Any = task.get_coro()  # None only for a task already done (3.12+)
     try:
-        future.result()
-    except asyncio.CancelledError as exc:
-        return exc
-    raise AssertionError("the future was not cancelled")  # pragma: no cover
+        if coro is not None:
+            coro.close()
+    except RuntimeError as closing:  # a body that ignores GeneratorExit too
+        log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
+    task.cancel()  # its coroutine is closed: the task ends cancelled, nothing more runs
 
 
 def _message_of(cancelled: asyncio.CancelledError) -> str | None:
     return cancelled.args[0] if cancelled.args else None
 
 
-def _structured(call: _Call, trio: bool) -> Generator[Any, None, ToolResult]:
-    """Run ``call`` on trio, or under an anyio cancel scope on asyncio: behind a shield, the
-    scope's cancellation being the caller's abort (:func:`toolcancel.runtime.shielded`)."""
-    return shielded(call.run, call.task_cancelled, trio).__await__()
-
-
-_ANYIO_ASYNCIO: Final = "anyio._backends._asyncio"
-
-
-def _under_anyio() -> bool:
-    """Whether the current asyncio task runs inside an anyio cancel scope.
-
-    anyio's asyncio backend keeps a state per task it manages (no public API says whether a
-    scope is active).  Only asked when that backend is loaded and some task has a state
-    (:func:`_anyio_tasks`).
-    """
-    states = _anyio_tasks()
-    if not states or asyncio._get_running_loop() is None:
-        return False
-    task = asyncio.current_task()
-    state = None if task is None else states.get(weakref.ref(task))
-    return state is not None and getattr(state, "cancel_scope", None) is not None
-
-
-def _anyio_tasks() -> dict[Any, Any] | None:
-    """anyio's table of the tasks it keeps a state for (the dict inside its weak-keyed table,
-    kept here once found), or ``None`` while its asyncio backend is not loaded.
-
-    So a plain asyncio program pays one look-up in ``sys.modules`` per call, and one that loaded
-    the backend (a library using anyio, pytest's anyio plugin) but has no task in a scope pays
-    the emptiness of a dict it already holds: asking anyio's ``WeakKeyDictionary`` for the
-    current task cost a call 0.4-0.7 us.
-    """
-    global _ANYIO_TASKS
-    if _ANYIO_TASKS is None and _ANYIO_ASYNCIO in sys.modules:
-        states = getattr(sys.modules[_ANYIO_ASYNCIO], "_task_states", None)
-        _ANYIO_TASKS = getattr(states, "data", None)
-    return _ANYIO_TASKS
-
-
-_ANYIO_TASKS: dict[Any, Any] | None = None
+def _structured(call: _Call) -> Generator[Any, None, ToolResult]:
+    """Run ``call`` on trio: behind a shield, the scope's cancellation being the caller's abort
+    (:func:`toolcancel.runtime.shielded`)."""
+    return shielded(call.run, call.task_cancelled).__await__()
 
 
 def _interrupt_of(exc: BaseException) -> BaseException | None:
@@ -1210,23 +1204,13 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        if cancelled is None and (on_trio() or _under_anyio()):
-            self._driver = driver = _structured(self._call, on_trio())
+        if cancelled is None and on_trio():
+            self._driver = driver = _structured(self._call)
         else:
-            self._driver = driver = _guarded(self._call, cancelled)
+            self._driver = driver = _guarded(self._call, cancelled).__await__()
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
-        if self._driver is None and not self._closed and asyncio._get_running_loop() is not None:
-            # _start() inlined: the common path, on asyncio
-            tasks = _ANYIO_TASKS
-            if tasks is None and _ANYIO_ASYNCIO in sys.modules:
-                tasks = _anyio_tasks()
-            if tasks and _under_anyio():  # a task in anyio's table: maybe in a cancel scope
-                self._driver = driver = _structured(self._call, False)
-            else:
-                self._driver = driver = _guarded(self._call)
-            return driver
         return self._start()
 
     def send(self, value: Any) -> Any:

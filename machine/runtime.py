@@ -13,7 +13,6 @@ imported, so a program that never imports trio never loads it.
 from __future__ import annotations
 
 import asyncio
-import importlib
 import logging
 import sys
 import time
@@ -31,9 +30,17 @@ class Timer(Protocol):
     def cancel(self) -> None: ...
 
 
+def running_loop() -> asyncio.AbstractEventLoop | None:
+    """The asyncio loop running in this thread, or ``None`` (public API only)."""
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 def on_trio() -> bool:
     """Whether the caller runs in a trio run (and no asyncio loop runs in this thread)."""
-    if asyncio._get_running_loop() is not None:
+    if running_loop() is not None:
         return False
     trio = sys.modules.get("trio")
     return trio is not None and bool(trio.lowlevel.in_trio_task())
@@ -45,7 +52,7 @@ def clock() -> Callable[[], float]:
     On asyncio it is ``time.monotonic`` itself when that is all ``loop.time()`` does (one Python
     call less per state change), else the loop's own (a virtual clock, a test's).
     """
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         own = getattr(loop.time, "__func__", None)
         return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
@@ -58,7 +65,7 @@ def clock() -> Callable[[], float]:
 
 def call_later(delay: float, callback: Callable[[], None]) -> Timer:
     """Run ``callback()`` after ``delay`` seconds of the running loop's clock."""
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         return loop.call_later(delay, callback)
     return _TrioTimer(delay, callback)
@@ -66,7 +73,7 @@ def call_later(delay: float, callback: Callable[[], None]) -> Timer:
 
 def call_at(when: float, callback: Callable[[], None]) -> Timer:
     """Run ``callback()`` when the running loop's clock reaches ``when``."""
-    loop = asyncio._get_running_loop()
+    loop = running_loop()
     if loop is not None:
         return loop.call_at(when, callback)
     import trio
@@ -117,7 +124,7 @@ class Waiter:
     __slots__ = ("_event", "_future", "_value")
 
     def __init__(self) -> None:
-        loop = asyncio._get_running_loop()
+        loop = running_loop()
         self._future: asyncio.Future[Any] | None = None
         self._event: Any = None
         self._value: Any = None
@@ -155,41 +162,37 @@ class Waiter:
         return self._value
 
 
-async def shielded(
-    work: Callable[[], Awaitable[T]], on_cancel: Callable[[str | None], None], trio: bool
-) -> T:
-    """Run ``work()`` under structured cancellation (trio's, or anyio's cancel scopes on asyncio)
-    so that cancelling the awaiting task never reaches it; ``on_cancel`` hears of it instead.
+async def shielded(work: Callable[[], Awaitable[T]], on_cancel: Callable[[str | None], None]) -> T:
+    """Run ``work()`` on trio so that cancelling the awaiting task never reaches it; ``on_cancel``
+    hears of it instead.
 
     There, cancellation is a state of a scope, not an exception thrown once: every checkpoint in
-    a cancelled scope raises again (anyio on asyncio re-delivers it on every turn of the loop).
-    So ``work`` runs behind a shield, and a watcher task, outside it, waits for ``work`` and is
-    the one the cancellation reaches: it calls ``on_cancel(None)`` (there is no message), once.
-    ``work`` goes on to its end -- its own cancel scopes, inside the shield, work as anywhere --
-    and then the cancellation is raised again by a checkpoint (the scope is still cancelled).
+    a cancelled scope raises again.  So ``work`` runs behind a shield, and a watcher task,
+    outside it, waits for ``work`` and is the one the cancellation reaches: it calls
+    ``on_cancel(None)`` (there is no message), once.  ``work`` goes on to its end -- its own
+    cancel scopes, inside the shield, work as anywhere -- and then the cancellation is raised
+    again by a checkpoint (the scope is still cancelled).  (On asyncio, anyio's cancel scopes
+    included, the registry's ``drain`` does this with a task of the call's own.)
     """
-    lib: Any = importlib.import_module("trio" if trio else "anyio")  # one API for both here
-    open_group = lib.open_nursery if trio else lib.create_task_group
-    cancelled_class: type[BaseException] = (
-        lib.Cancelled if trio else lib.get_cancelled_exc_class()
-    )
-    settled = lib.Event()
+    import trio
+
+    settled = trio.Event()
     cancelled = False
 
     async def watch() -> None:
         nonlocal cancelled
         try:
             await settled.wait()
-        except cancelled_class:
+        except trio.Cancelled:
             if not settled.is_set():
                 cancelled = True
                 on_cancel(None)
 
     failure: BaseException | None = None
     result: T | None = None
-    async with open_group() as group:
+    async with trio.open_nursery() as group:
         group.start_soon(watch)
-        with lib.CancelScope(shield=True):
+        with trio.CancelScope(shield=True):
             try:
                 result = await work()
             except BaseException as exc:  # raised outside the group: not in an ExceptionGroup
@@ -199,5 +202,5 @@ async def shielded(
     if failure is not None:
         raise failure
     if cancelled:
-        await lib.lowlevel.checkpoint_if_cancelled()
+        await trio.lowlevel.checkpoint_if_cancelled()
     return result  # type: ignore[return-value]

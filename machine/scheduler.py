@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from typing import Any, Literal, Protocol
 
 from .errors import NotSerializable, TaskCancelled
-from .registry import StagedCall, ToolRegistry, _interrupt_of, _under_anyio
+from .registry import StagedCall, ToolRegistry, drain
 from .results import ToolResult, canonical_json, snapshot
 from .runtime import on_trio, shielded
 from .signals import AbortController, AbortSignal
@@ -232,32 +232,23 @@ class TurnScheduler:
         def task_cancelled(message: str | None) -> None:
             stop.abort(TaskCancelled("turn", message))
 
-        if on_trio() or _under_anyio():  # structured cancellation: behind a shield
+        if on_trio():  # structured cancellation: behind a shield
             try:
-                await shielded(turn.run, task_cancelled, on_trio())
+                await shielded(turn.run, task_cancelled)
             finally:
                 signal.remove_listener(follow)
             return turn.log
+
+        def abandon(interrupt: BaseException) -> None:  # a second interrupt (P7): stop waiting
+            _log.error(
+                "turn abandoned after a second interrupt (%r): its started calls "
+                "are abandoned with it (Python binding P7)",
+                interrupt,
+            )
+
         inner = asyncio.ensure_future(turn.run())
-        cancelled: asyncio.CancelledError | None = None
         try:
-            while not inner.done():
-                try:
-                    await asyncio.shield(inner)
-                except asyncio.CancelledError as exc:
-                    if inner.done() and inner.cancelled():
-                        raise  # the turn's own task was cancelled from elsewhere: a bug
-                    interrupt = _interrupt_of(exc)
-                    if interrupt is not None:  # a second interrupt (P7): stop waiting
-                        _log.error(
-                            "turn abandoned after a second interrupt (%r): its started calls "
-                            "are abandoned with it (Python binding P7)",
-                            interrupt,
-                        )
-                        raise
-                    if cancelled is None:
-                        cancelled = exc
-                        task_cancelled(exc.args[0] if exc.args else None)
+            cancelled = await drain(inner, task_cancelled, abandon)
         finally:
             signal.remove_listener(follow)
         inner.result()  # the turn's own failure, if any (a bug)

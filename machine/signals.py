@@ -468,7 +468,7 @@ class AbortSignal:
         """
         if not isinstance(ms, (int, float)) or not math.isfinite(ms) or ms < 0:
             raise ValueError(f"timeout must be a finite number >= 0, got {ms!r}")
-        loop = asyncio._get_running_loop()
+        loop = runtime.running_loop()
         signal = AbortSignal()
         if loop is None:  # trio (RuntimeError outside any loop)
             _trio_timeout_queue().add(runtime.clock()() + ms / 1000, signal)

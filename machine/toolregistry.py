@@ -44,6 +44,19 @@ DRAIN_WARNING: Final = 30.0
 aborted before the registry logs it as not cooperating (P5)."""
 
 
+class _Own:
+    """The default of ``execute(signal=...)``/``begin(signal=...)``: no signal given, so the call
+    gets a caller signal of its own (Python binding P1)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<a caller signal of the call's own>"
+
+
+OWN: Final = _Own()
+
+
 class ToolRegistry:
     """Tools, hooks, and ``execute()`` under the cooperative, quiescent cancellation contract.
 
@@ -280,7 +293,7 @@ class ToolRegistry:
         name: str,
         arguments: Any = None,
         *,
-        signal: AbortSignal | None = None,
+        signal: AbortSignal | _Own | None = OWN,
         call_id: str | None = None,
         agent: str | None = None,
         parent: str | None = None,
@@ -297,6 +310,12 @@ class ToolRegistry:
         If the task awaiting it is cancelled, the call's signal aborts (the reason is a
         :class:`~toolcancel.TaskCancelled`), the call runs on to its one published result -- a
         started body is still awaited -- and only then is ``CancelledError`` re-raised.
+
+        ``signal``: the caller's signal.  Left out, the call gets a caller signal of its own
+        (seed; the revised contract requires yours, R40), which only task cancellation aborts:
+        giving up on the call is then a caller abort like any other, so no body starts after it
+        and a late success is published as ABORTED.  ``signal=None`` explicitly asks for a call
+        without a caller signal (R26): task cancellation then tells only ``call.call_signal``.
         """
         driver = self._driver or _driver()
         pending: PendingCall = driver.PendingCall(
@@ -309,7 +328,7 @@ class ToolRegistry:
         name: str,
         arguments: Any = None,
         *,
-        signal: AbortSignal | None = None,
+        signal: AbortSignal | _Own | None = OWN,
         call_id: str | None = None,
         agent: str | None = None,
         parent: str | None = None,
@@ -327,12 +346,15 @@ class ToolRegistry:
         self,
         name: str,
         arguments: Any,
-        signal: AbortSignal | None,
+        signal: AbortSignal | _Own | None,
         call_id: str | None,
         agent: str | None,
         parent: str | None,
     ) -> _Call:
-        if signal is not None and not isinstance(signal, AbortSignal):
+        own = signal is OWN
+        if own:
+            signal = None
+        elif signal is not None and not isinstance(signal, AbortSignal):
             raise RegistryUsageError(f"signal must be an AbortSignal, not {type(signal).__name__}")
         if signal is None and self._signal_required:
             raise RegistryUsageError(
@@ -348,9 +370,11 @@ class ToolRegistry:
             call_id or f"call-{next(CALL_IDS)}",
             agent,
             parent,
+            own,
         )
         call.enter()
         return call
+
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:

@@ -357,7 +357,11 @@ class Harness:
         return spawn(self.call(name, arguments, **kwargs))
 
     async def call(self, name: str = "t", arguments: Any = None, **kwargs: Any) -> Call:
-        """Run one call; check it published exactly one notification with the returned object."""
+        """Run one call; check it published exactly one notification with the returned object.
+
+        Without ``signal=`` the call has no caller signal (``signal=None``, R26), as the rule
+        tests mean it; a call left to make its own is tested in test_rules_task_cancellation."""
+        kwargs.setdefault("signal", None)
         result = await self.registry.execute(name, arguments, **kwargs)
         mine = [n for n in self.notified if n.result is result]
         assert len(mine) == 1, (

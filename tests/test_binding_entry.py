@@ -225,7 +225,7 @@ async def test_task_cancellation_reaches_a_body_called_without_a_signal() -> Non
     begun = loop.time()
     with pytest.raises(TimeoutError):
         async with asyncio.timeout(0.1):
-            await reg.execute("t", call_id="c1")
+            await reg.execute("t", signal=None, call_id="c1")  # explicitly none (R26)
     assert loop.time() - begun == pytest.approx(0.1)  # not the body's full hour
     assert seen == [None] and stopped == [True]
     # The body raised AbortError: R3 of it is the canonical ABORTED (the caller got TimeoutError).
@@ -246,12 +246,54 @@ async def test_the_call_signal_exists_for_every_call_and_is_not_the_slot_without
         return [text("ok")]
 
     reg.register("t", body)
-    await reg.execute("t")
+    await reg.execute("t", signal=None)
     given = controller()[1]
     await reg.execute("t", signal=given)
-    without, with_signal = views
+    await reg.execute("t")
+    without, with_signal, left_out = views
     assert without.signal is None and not without.call_signal.aborted
     assert with_signal.frozen and with_signal.signal is with_signal.call_signal  # C (P1)
+    assert left_out.signal is left_out.call_signal and not left_out.call_signal.aborted  # C too
+
+
+@pytest.mark.parametrize("where", ["pre", "body"])
+async def test_a_caller_who_gave_up_without_a_signal_never_sees_a_late_start_or_success(
+    where: str,
+) -> None:
+    """No ``signal=``: the call signal is the call's own caller signal, so cancelling the
+    awaiting task is a caller abort (P1, P2): nothing starts after it, nothing succeeds late."""
+    recorder = TraceRecorder()
+    reg = ToolRegistry(trace=recorder)
+    gate = Gate(where)
+    ran: list[str] = []
+
+    async def pre(view: Execution, nxt: Any) -> Any:
+        if where == "pre":
+            await gate.passage()
+        return await nxt()
+
+    async def body(args: Any, call: Execution) -> Any:
+        ran.append("body")
+        if where == "body":
+            await gate.passage()  # ignores every signal, and then succeeds
+        return [text("done")]
+
+    reg.add_pre_execute(pre)
+    reg.register("t", body)
+    published: list[ToolResult] = []
+    reg.add_observer(lambda view, result: published.append(result))
+    task = asyncio.get_running_loop().create_task(reg.execute("t", call_id="c1"))
+    await gate.reached()
+    task.cancel()
+    await asyncio.sleep(0)
+    gate.open()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert [r.to_json() for r in published] == [aborted()]
+    assert ran == ([] if where == "pre" else ["body"])  # C1: no body after the caller gave up
+    assert recorder.lines[0]["caller"] == "live"
+    assert "caller_abort" in [line["event"] for line in recorder.lines]
+    assert all(v.conforming for v in check_lines(recorder.lines))
 
 
 async def test_a_body_ignoring_the_call_signal_of_a_no_signal_call_keeps_its_result() -> None:
@@ -267,7 +309,7 @@ async def test_a_body_ignoring_the_call_signal_of_a_no_signal_call_keeps_its_res
     reg.register("t", body)
     published: list[ToolResult] = []
     reg.add_observer(lambda view, result: published.append(result))
-    task = asyncio.get_running_loop().create_task(reg.execute("t", call_id="c1"))
+    task = asyncio.get_running_loop().create_task(reg.execute("t", signal=None, call_id="c1"))
     await gate.reached()
     task.cancel("stop")
     await asyncio.sleep(0)

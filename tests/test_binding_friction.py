@@ -378,14 +378,30 @@ def _asking(service: ApprovalService) -> ToolRegistry:
     return reg
 
 
+async def _until_asked(service: ApprovalService) -> None:
+    """Let the loop turn until the service holds a question (a few turns: the call's own task
+    starts on the next one before 3.12)."""
+    for _ in range(8):
+        if service.pending():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the approval service was never asked")
+
+
 async def test_the_approval_service_answers_what_it_is_told() -> None:
     asked: list[ApprovalRequest] = []
-    service = ApprovalService(on_request=asked.append)
+    requested = asyncio.Event()
+
+    def on_request(request: ApprovalRequest) -> None:
+        asked.append(request)
+        requested.set()
+
+    service = ApprovalService(on_request=on_request)
     reg = _asking(service)
     task = asyncio.get_running_loop().create_task(
         reg.execute("t", signal=controller()[1], call_id="a1", agent="agent")
     )
-    await asyncio.sleep(0)
+    await requested.wait()
     assert [r.call_id for r in service.pending()] == ["a1"] and asked[0].reason == "needs a human"
     assert service.answer("a1", True)
     assert (await task).to_json() == ok("done")
@@ -400,8 +416,7 @@ async def test_the_approval_service_answers_cancelled_on_abort_and_ignores_a_lat
     task = asyncio.get_running_loop().create_task(
         reg.execute("t", signal=caller.signal, call_id="a2", agent="agent")
     )
-    await asyncio.sleep(0)
-    assert service.pending()
+    await _until_asked(service)
     caller.abort()  # the question is answered `cancelled` at once
     result = await task
     assert result.to_json() == aborted()  # C1 (seed): cancellation beats the approval outcome
@@ -418,7 +433,7 @@ async def test_the_approval_service_hears_task_cancellation_without_a_caller_sig
     service = ApprovalService()
     reg = _asking(service)
     task = asyncio.get_running_loop().create_task(reg.execute("t", call_id="a3", agent="agent"))
-    await asyncio.sleep(0)
+    await _until_asked(service)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -431,7 +446,7 @@ async def test_closing_the_approval_service_answers_unavailable() -> None:
     task = asyncio.get_running_loop().create_task(
         reg.execute("t", signal=controller()[1], call_id="a4", agent="agent")
     )
-    await asyncio.sleep(0)
+    await _until_asked(service)
     assert service.close() == 1
     assert (await task).is_error
     assert service.audit[-1].what == "unavailable"

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+from typing import Any
 
 import pytest
-from toolcancel import AbortController, AbortError, ToolRegistry
-from toolcancel.cooperate import aborted, cancellable
+from toolcancel import AbortController, AbortError, Execution, ToolRegistry
+from toolcancel.cooperate import aborted, cancellable, throw_if_aborted
 from toolcancel.virtual_time import run
 
 
@@ -108,3 +111,48 @@ def test_a_body_using_cancellable_turns_cancellation_into_its_own_partial_result
         '{"content":[{"text":"Error: tool call aborted","type":"text"}],'
         '"error":{"code":"ABORTED","name":"AbortError"},"isError":true}'
     )
+
+
+@pytest.mark.parametrize("helper", ["aborted", "throw_if_aborted", "cancellable"])
+def test_the_helpers_refuse_none_and_say_what_to_pass(helper: str) -> None:
+    """``call.signal`` is None in a call made with ``signal=None``: watching it would watch
+    nothing (``aborted`` would wait forever), so the helpers refuse it and name the call."""
+
+    async def use() -> None:
+        if helper == "aborted":
+            await aborted(None)  # type: ignore[arg-type]
+        elif helper == "throw_if_aborted":
+            throw_if_aborted(None)  # type: ignore[arg-type]
+        else:
+            await cancellable(None, asyncio.sleep(0))  # type: ignore[arg-type]
+
+    with pytest.raises(TypeError, match=r"pass the call itself, e\.g\. aborted\(call\)"):
+        asyncio.run(use())
+
+
+def test_a_cooperative_abort_is_one_info_line_and_a_real_failure_a_warning_with_traceback(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    reg = ToolRegistry()
+
+    @reg.tool("cooperates")
+    async def cooperates(args: Any, call: Execution) -> Any:
+        return await cancellable(call, asyncio.sleep(3600))
+
+    @reg.tool("fails")
+    async def fails(args: Any, call: Execution) -> Any:
+        raise ValueError("disk full")
+
+    async def main() -> None:
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(0):
+                await reg.execute("cooperates", call_id="c1")
+        await reg.execute("fails", call_id="c2")
+
+    with caplog.at_level(logging.DEBUG, logger="toolcancel.registry"):
+        asyncio.run(main())
+    [stopped] = [r for r in caplog.records if r.getMessage().startswith("call c1: the tool body")]
+    assert stopped.levelno == logging.INFO and stopped.exc_info is None
+    assert stopped.getMessage() == "call c1: the tool body stopped cooperatively: tool call aborted"
+    [failed] = [r for r in caplog.records if r.getMessage().startswith("call c2:")]
+    assert failed.levelno == logging.WARNING and failed.exc_info is not None

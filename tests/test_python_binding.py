@@ -267,16 +267,17 @@ async def test_a_task_cancelled_before_it_first_ran_the_call_still_publishes_it(
     assert rig.registry.in_flight() == []
 
 
-async def test_the_call_runs_in_the_awaiting_task() -> None:
+async def test_user_code_runs_in_a_real_task_of_its_own() -> None:
     reg = ToolRegistry()
     seen: list[asyncio.Task[Any] | None] = []
+    gate = Gate()
 
     async def pre(view: Execution, nxt: Any) -> Any:
         seen.append(asyncio.current_task())
         return Allow()
 
     async def body(args: Any, view: Execution) -> Any:
-        await asyncio.sleep(1)
+        await gate.passage()
         seen.append(asyncio.current_task())
         return [text("ok")]
 
@@ -284,12 +285,13 @@ async def test_the_call_runs_in_the_awaiting_task() -> None:
     reg.register("t", body)
     tasks_before = len(asyncio.all_tasks())
     call = asyncio.get_running_loop().create_task(reg.execute("t", signal=controller()[1]))
-    await asyncio.sleep(0.5)
-    assert len(asyncio.all_tasks()) == tasks_before + 1  # no task of its own
+    await gate.reached()
+    assert len(asyncio.all_tasks()) == tasks_before + 2  # the awaiting task, and the call's
+    gate.open()
     assert (await call).to_json() == ok()
-    # current_task() inside is the call's view of that task (toolcancel.calltask), not another
-    assert [type(t).__name__ for t in seen] == ["CallTask", "CallTask"]
-    assert [t.get_name() for t in seen] == [call.get_name(), call.get_name()]
+    # current_task() inside is a real asyncio.Task, the call's, the same for every step
+    assert all(isinstance(t, asyncio.Task) for t in seen) and seen[0] is seen[1]
+    assert seen[0] is not call and seen[0].done()  # type: ignore[union-attr]
 
 
 # -- user code's own cancellations: asyncio.timeout, TaskGroup, cancelling itself ----------------
@@ -315,25 +317,6 @@ async def test_a_bodys_own_asyncio_timeout_fires_into_the_body_not_the_call() ->
     assert log == ["timed out"] and not gate.passed
     assert result.to_json() == ok("gave up waiting")  # the caller asked nothing: not ABORTED
     assert asyncio.current_task().cancelling() == 0  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize("table", ["asyncio's own", "enter/leave"])
-async def test_the_call_task_is_swapped_in_through_either_task_table(
-    table: str, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The driver swaps the CallTask in with one store into asyncio's table; a Python that does
-    not expose the table gets the same two operations through _enter_task/_leave_task."""
-    import toolcancel.calltask
-    import toolcancel.registry
-
-    if table == "enter/leave":
-        monkeypatch.setattr(toolcancel.registry, "CURRENT_TASKS", toolcancel.calltask._TaskTable())
-    reg, gate, log = ToolRegistry(), Gate(), []
-    _timing_out_body(reg, gate, log)
-    me = asyncio.current_task()
-    result = await reg.execute("t", signal=controller()[1])
-    assert log == ["timed out"] and result.to_json() == ok("gave up waiting")
-    assert asyncio.current_task() is me and me is not None and me.cancelling() == 0
 
 
 async def test_a_bodys_own_timeout_inside_a_caller_timeout_is_told_apart() -> None:
