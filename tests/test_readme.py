@@ -123,8 +123,10 @@ MiB = 1 << 20
 # (pattern matching the number in its sentence, check of what it says).  Each number of the
 # prose must fall inside a match of exactly the patterns that check it.
 CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
-    (r"Python ≥ (3\.11)", lambda m: pyproject()["project"]["requires-python"]  # type: ignore[index]
-     == ">=" + m.group(1)),
+    (r"Python (3\.11) to (3\.13) \(what is tested\)", lambda m: pyproject()["project"][
+        "requires-python"] == f">={m.group(1)},<3.{int(m.group(2)[2:]) + 1}"),  # type: ignore[index]
+    (r"on Python (3\.12) and (3\.13) when pyenv", lambda m: all(
+        v in (ROOT / "scripts/test").read_text("utf-8") for v in (m.group(1), m.group(2)))),
     (r"still running (30) s after its signal", lambda m: __import__(
         "toolcancel.toolregistry").toolregistry.DRAIN_WARNING == n(m.group(1))),
     (r"SDK, (2\.3\.0)|offers in (2\.3\.0)", lambda m: f"mcp=={m.group(m.lastindex or 1)}"
@@ -185,6 +187,15 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         "toolcancel.verifier").verifier.MAX_WRAPPERS == n(m.group(2))),
     (r"schedules/s on (1),\s+(2) and (4) worker processes", lambda m: "ENGINE_WORKERS = (1, 2, 4)"
      in (ROOT / "bench/run.py").read_text("utf-8")),
+    (r"so the process exits (0)\.", lambda m: defines(
+        "test_mcp.py", "test_a_stop_signal_drains_publishes_once_and_exits_0")),
+    (r"with status (128) \+ the signal's number", lambda m: "code == 128 + signal.SIGINT"
+     in (ROOT / "tests/test_mcp.py").read_text("utf-8")),
+    (r"mcp (2\.3\.0) has", lambda m: f"mcp=={m.group(1)}"
+     in pyproject()["project"]["optional-dependencies"]["mcp"]),  # type: ignore[index]
+    (r"shows the (seven) stages, every state and every transition number on one (16):(9)",
+     lambda m: len(__import__("toolcancel.contract").contract.load_contract().stages) == 7
+     and "A 16:9 slide" in (ROOT / "machine/diagrams.py").read_text("utf-8")),
     (r"against (eighteen) deliberately broken registries", lambda m: len(__import__(
         "model_tests.mutants").mutants.MUTANTS) == 18),
 ]
