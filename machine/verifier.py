@@ -458,6 +458,21 @@ class Checked:
         self.violations.append(Violation(rule, scenario, why, self.retry))
 
 
+def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
+    """The rule a registry breaks when the contract's machine refuses its step.  The event is one
+    the state offers only under guards, so the step came without a guard that every way of taking
+    it needs: that guard's rule (the cursor that hands out the base dispatch while a listener is
+    left breaks ``listeners_done``, R16).  Without such a guard, the first rule of the first
+    way; an event no transition takes there at all breaks the stage order (R10)."""
+    ways = [t for t in table.transitions if refused.state in t.sources and refused.event in t.events]
+    if not ways:
+        return "R10"
+    common = set(ways[0].guards).intersection(*(t.guards for t in ways[1:]))
+    rules = {g.name: g.rule for g in table.contract.guards}
+    needed = [rules[name] for name, holds in ways[0].guards if (name, holds) in common]
+    return needed[0] if needed else (ways[0].rules or ("R10",))[0]
+
+
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
     """Every check of the module docstring, for one observed run.  ``replay=False`` leaves out
     the path replay, the one check that reads the transition table (``verify --spec-mutants``
@@ -472,6 +487,10 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
             if found is not None:  # it settled (raising) with a body left running
                 out.fail(found.rule, s, found.why)
                 return out
+        if isinstance(obs.error, ContractViolation):  # its own machine refused a step
+            why = f"the registry's machine refused: {obs.error}"
+            out.fail(refused_rule(table, obs.error), s, why)
+            return out
         out.fail("R31", s, f"execute() did not return a result: {obs.error!r}")
         return out
     for rule, what in obs.problems:
