@@ -464,7 +464,9 @@ def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
     it needs: that guard's rule (the cursor that hands out the base dispatch while a listener is
     left breaks ``listeners_done``, R16).  Without such a guard, the first rule of the first
     way; an event no transition takes there at all breaks the stage order (R10)."""
-    ways = [t for t in table.transitions if refused.state in t.sources and refused.event in t.events]
+    ways = [
+        t for t in table.transitions if refused.state in t.sources and refused.event in t.events
+    ]
     if not ways:
         return "R10"
     common = set(ways[0].guards).intersection(*(t.guards for t in ways[1:]))

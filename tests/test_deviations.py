@@ -110,7 +110,11 @@ def test_the_d13_count_is_derived_and_two_implementations_agree(
     assert d13.model is not None
     mutant = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome", "--mutant"]
     failed = _d13_failures(tmp_path, capsys, [*mutant, d13.model])
-    assert len(failed) == measured["seed commit"]
+    # Measured outside on the seed vectors shipped then, seed-00001 to seed-05164; vectors are
+    # only ever appended (toolcancel.vectors numbers new dimensions after the old), so those ids
+    # are still exactly that set.  The vectors added since touch D13 too: they count beyond it.
+    then = {i for i in failed if i <= "seed-05164"}
+    assert len(then) == measured["seed commit"]
     node = shutil.which("node")
     if node is None:
         pytest.skip("node not found: the JavaScript half of this test needs Node.js >= 20")
