@@ -8,7 +8,8 @@ reference registry can behave so, the mutant that models it.  An adapter declare
 registry has in its hello (``deviations``); this module checks that declaration and renders the
 contract's table of them, so CONTRACT.md states no count by hand.
 
-How a declared deviation is judged (the conformance runner's business): a vector the deviation
+How a declared deviation is to be judged (the conformance runner's business; not built yet:
+today a declaration is validated and every vector judged by the contract): a vector the deviation
 touches is judged against the deviation's own expectation -- what the modelling mutant answers --
 and reported as "deviates as declared", never as a pass; where there is no model, a failing
 vector in scope is reported as declared but unverified; every undeclared failure is listed first.
