@@ -747,6 +747,24 @@ def _outcomes_by_decider(deciding: Sequence[Transition]) -> str:
     return " (" + "; ".join(f"{o}: {', '.join(ts)}" for o, ts in by.items()) + ")"
 
 
+def stages_markdown(contract: Contract) -> str:
+    """R10's stages as CONTRACT.md lists them: ``[[stage]]`` of the contract file, the one grouping
+    of states that the explorer, the diagrams and the prose share (tests/test_diagrams.py checks
+    that CONTRACT.md carries exactly this table)."""
+    revised = [r for r in contract.revisions if r != "seed"]
+    rows = [
+        "| # | stage | " + "".join(f"{r} title | " for r in revised) + "states | stated by |",
+        "|---|---|" + "---|" * len(revised) + "---|---|",
+    ]
+    for i, stage in enumerate(contract.stages, 1):
+        titles = "".join(
+            f"{stage.title(r) if stage.title(r) != stage.name else '(same)'} | " for r in revised
+        )
+        states = ", ".join(f"`{s}`" for s in stage.states)
+        rows.append(f"| {i} | {stage.name} | {titles}{states} | {stage.rule} |")
+    return "\n".join(rows) + "\n"
+
+
 def precedence_markdown(contract: Contract) -> str:
     """``PRECEDENCE.md``: every revision's outcome precedence table, from ``[[precedence]]``."""
     out = [
