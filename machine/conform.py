@@ -1451,7 +1451,9 @@ async def _run_vectors(
         await adapter.stop(graceful=True)
     report.seconds = time.perf_counter() - start
     report.strays = adapter.strays
-    report.seen = frozenset(judge.seen | ({"turns"} if ran_turns else set()))
+    # "turns" seen: the scheduler could be judged (the hello declares turns), whether or not this
+    # run's vectors held any turn vector -- the coverage table says which of the two it was
+    report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
 
 

@@ -404,7 +404,10 @@ def run_cli(args: list[str], capsys: Any) -> tuple[int, Any, str]:
     """``toolcancel conform ARGS``: its exit code, its stdout (parsed when JSON), its stderr."""
     from toolcancel.cli import main
 
-    code = main(["conform", *args])
+    try:
+        code = main(["conform", *args])
+    except SystemExit as exit:  # a usage error: argparse exits, as for every command
+        code = int(exit.code or 0)
     out, err = capsys.readouterr()
     try:
         data: Any = json.loads(out)
