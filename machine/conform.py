@@ -45,6 +45,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import contextlib
+import dataclasses
 import itertools
 import json
 import os
@@ -59,6 +60,7 @@ from . import reaper, turnvectors
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
+from .deviations import Declared
 from .deviations import problem as deviation_problem
 from .errors import ToolcancelError
 from .fileio import STRICT, write_text
@@ -150,6 +152,8 @@ class Judgement:
     observed: str = ""  # in brief, what the answer showed
     checked: frozenset[str] = frozenset()  # rules some check of which could have failed on it
     consequence: frozenset[str] = frozenset()  # ... only through the result it decides
+    deviations: tuple[str, ...] = ()  # failed, and deviates as these declared deviations do
+    verified: bool = True  # ... judged against their alternative expectation (not: no model)
 
 
 @dataclass
@@ -196,6 +200,7 @@ class Report:
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
     report_path: str | None = None  # where --report wrote the verdicts, if it did
     strays: int = 0  # processes the adapter started outside its session, killed by the runner
+    declared: tuple[str, ...] = ()  # the deviations the adapter declared (and this run judged)
 
     @property
     def passed(self) -> int:
@@ -203,11 +208,28 @@ class Report:
 
     @property
     def failed(self) -> int:
-        return len(self.judgements) - self.passed
+        """Failures no declared deviation explains."""
+        return len(self.judgements) - self.passed - self.deviated
+
+    @property
+    def deviated(self) -> int:
+        """Vectors that deviate as declared: neither passed nor failed."""
+        return sum(bool(j.deviations) for j in self.judgements)
+
+    def deviation_counts(self) -> dict[str, int]:
+        """Vectors per declared deviations they deviate as: ``D13``, ``D13, pre-R44-error``,
+        ``E7-meta, not verified`` (no model judged it)."""
+        found: collections.Counter[str] = collections.Counter()
+        for j in self.judgements:
+            if j.deviations:
+                found[", ".join(j.deviations) + ("" if j.verified else ", not verified")] += 1
+        return dict(found)
 
     def by_rule(self) -> dict[str, RuleTally]:
         tally: dict[str, RuleTally] = {}
         for j in self.judgements:
+            if j.deviations:
+                continue
             if j.passed:
                 for r in j.rules:
                     tally.setdefault(r, RuleTally()).passed += 1
@@ -251,7 +273,7 @@ class Report:
         they share: thousands of failures of one mistake read as one line."""
         groups: dict[tuple[str, str], list[Judgement]] = {}
         for j in self.judgements:
-            if not j.passed:
+            if not j.passed and not j.deviations:
                 groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
         share: collections.Counter[str] = collections.Counter()
         for data in self.scenarios.values():
@@ -275,7 +297,10 @@ class Report:
     def verdict_lines(self) -> Iterator[str]:
         """One JSON line per vector, in run order: the ``--report`` file."""
         for j in self.judgements:
-            data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else "fail"}
+            verdict = "deviates" if j.deviations else "fail"
+            data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else verdict}
+            if j.deviations:
+                data |= {"deviations": list(j.deviations), "verified": j.verified}
             if j.passed:
                 data["rules"] = sorted(j.rules, key=_rule_order)
             else:
@@ -307,6 +332,7 @@ class Report:
             "vectors": len(self.judgements),
             "passed": self.passed,
             "failed": self.failed,
+            "deviations": {"declared": list(self.declared), "deviated": self.deviation_counts()},
             "by_rule": {
                 r: {
                     "title": self.titles.get(r, ""),
@@ -343,7 +369,12 @@ class Report:
                     "explanation": j.explanation,
                 }
                 for j in self.judgements
-                if not j.passed
+                if not j.passed and not j.deviations
+            ]
+            data["deviated"] = [
+                {"id": j.id, "deviations": list(j.deviations), "verified": j.verified}
+                for j in self.judgements
+                if j.deviations
             ]
         data |= {
             "restarts": self.restarts,
@@ -1367,6 +1398,10 @@ async def _run_vectors(
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
+    declared = Declared(adapter.deviations, revision, adapter.retry)
+    report.declared = tuple(d.name for d in declared.deviations)
+    if declared:  # their models run once, off the loop, before the first answer is judged
+        await asyncio.to_thread(declared.prepare, [v for v in items if isinstance(v, Vector)])
     ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
     report.turns = ran_turns
     report.scenarios = {
@@ -1443,7 +1478,9 @@ async def _run_vectors(
                 )
                 continue
             report.judgements.append(
-                judge.judge_turn(v, answer) if isinstance(v, TurnVector) else judge.judge(v, answer)
+                judge.judge_turn(v, answer)
+                if isinstance(v, TurnVector)
+                else _judged(judge, declared, v, answer)
             )
             if progress is not None:
                 progress(len(report.judgements), len(items))
@@ -1455,6 +1492,18 @@ async def _run_vectors(
     # run's vectors held any turn vector -- the coverage table says which of the two it was
     report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
+
+
+def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, Any]) -> Judgement:
+    """The verdict on ``v``: the contract's; when that fails and the adapter declared
+    deviations touching ``v``, whether it deviates as declared (:meth:`Declared.rejudge`)."""
+    verdict = judge.judge(v, answer)
+    if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
+        return verdict
+    found = declared.rejudge(v, answer, lambda alt, ans: judge.judge(alt, ans).passed)
+    if found is None:
+        return verdict
+    return dataclasses.replace(verdict, deviations=found.names, verified=found.verified)
 
 
 def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:

@@ -86,6 +86,9 @@ class Deviation:
     scope: Mapping[str, tuple[str, ...]]
     model: str | None
     measured: tuple[Measured, ...]
+    expects: str | None = None
+    """How a vector's alternative expectation is made (:data:`toolcancel.deviations.EXPECTS`);
+    None: the deviation is named, not modelled, and judged unverified."""
 
     def touches(self, scenario: Mapping[str, Any]) -> bool:
         """Whether a vector of this scenario (its JSON data) is in the deviation's scope."""
@@ -457,6 +460,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
                 doc=_need(e, "doc", str, where),
                 scope={k: _strs(_need(scope, k, list, where), where) for k in scope},
                 model=_opt(e, "model", str, None, where),
+                expects=_opt(e, "expects", str, None, where),
                 measured=tuple(
                     Measured(
                         _need(m, "source", str, where), _need(m, "vectors", int, where)

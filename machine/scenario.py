@@ -38,7 +38,7 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from .core import PathStep
 from .deadline import Deadline, deadline
@@ -306,8 +306,11 @@ class Harness:
         factory: RegistryFactory = ToolRegistry,
         clock: VirtualClock | None = None,
         retry: str | None = None,
+        *,
+        classify: Literal["identity", "code"] = "identity",
     ) -> None:
         self.s = scenario
+        self.classify = classify  # how the timeout policy tells its own expiry (code: D13)
         self.factory = factory
         self.clock = clock
         self.retry = retry
@@ -379,7 +382,7 @@ class Harness:
         if s.timeout != "absent":
             from .timeout_policy import install_timeout_policy
 
-            install_timeout_policy(reg)
+            install_timeout_policy(reg, classify=self.classify)
         if s.tool_known:
             reg.register(
                 TOOL_NAME, self.body, timeout_ms=None if s.timeout == "absent" else BUDGET_MS

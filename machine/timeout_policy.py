@@ -19,6 +19,10 @@ that tool, and nothing else:
   nested budgeted call running under an outer ``TOOL_TIMEOUT`` deadline sees the outer expiry as
   its upstream's abort, i.e. ordinary cancellation, and must not report its own budget for it.
 
+``classify="code"`` makes the wrapper claim any expiry whose reason carries its code, as the
+original does (declared deviation D13): our vectors judge a registry that declares D13 against a
+run of this policy so (:mod:`toolcancel.deviations`); nothing else should use it.
+
 Wrapper order decides composition (e.g. a retry wrapper inside the timeout wrapper means "the
 budget covers all retries"; outside it, "each try has the budget"); ``prepend`` chooses the end of
 the around chain the wrapper joins.
@@ -27,6 +31,7 @@ the around chain the wrapper joins.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Literal
 
 from .deadline import deadline
 from .registry import Execution, Next, ToolRegistry
@@ -38,12 +43,23 @@ TOOL_TIMEOUT = "TOOL_TIMEOUT"
 """The code of the timeout policy's deadlines and of its result (R8)."""
 
 
-def install_timeout_policy(registry: ToolRegistry, *, prepend: bool = False) -> Callable[[], None]:
+def install_timeout_policy(
+    registry: ToolRegistry,
+    *,
+    prepend: bool = False,
+    classify: Literal["identity", "code"] = "identity",
+) -> Callable[[], None]:
     """Add the timeout wrapper to ``registry``'s around chain; return the uninstaller.
+    ``classify``: how it tells its own expiry, by the deadline's identity (the contract) or by
+    the reason's code (the original's D13).
 
     After uninstalling, calls of budgeted tools run without a deadline and the body sees the
     caller's signal itself again.
     """
+
+    if classify not in ("identity", "code"):
+        raise ValueError(f"classify must be 'identity' or 'code', not {classify!r}")
+    by_code = classify == "code"
 
     async def timeout_policy(view: Execution, next_: Next) -> ToolResult:
         definition = registry.definition(view.name, view.agent)
@@ -56,7 +72,8 @@ def install_timeout_policy(registry: ToolRegistry, *, prepend: bool = False) -> 
         view.signal = d.signal
         try:
             result = await next_()
-            if d.fired_by_own_timer:
+            code = getattr(d.signal.reason, "code", None) if by_code else None
+            if d.fired_by_own_timer or code == TOOL_TIMEOUT:
                 return registry.results.timeout(ms)
             return result
         finally:

@@ -2,7 +2,8 @@
 // of spec/vectors/README.md, reporting only what a user of the registry sees, through its public API.
 //   toolcancel conform --revision seed --adapter node examples/js/adapter-outcome.js
 // --classify-by-code: the timeout policy classifies as the original does (timeoutOf), declared in
-// the hello as deviation D13 (--undeclared leaves the hello silent about it: plain failures).
+// the hello as deviation D13; --later-outputs: revised calls build outputs as the later source
+// does (outputs 'later'), declared as E7-meta and E7-value (--undeclared: the hello declares none).
 import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, deadline, installTimeoutPolicy } from './registry.js';
@@ -11,7 +12,9 @@ import { runTurnVector } from './turns.js'; // turn vectors through scheduler.js
 import { Probes } from './probes.js'; // observer writes, the approval's signal, the slot after next()
 
 const byCode = process.argv.includes('--classify-by-code');
-const deviations = byCode && !process.argv.includes('--undeclared') ? ['D13'] : [];
+const later = process.argv.includes('--later-outputs');
+const deviations = process.argv.includes('--undeclared') ? []
+  : [...(byCode ? ['D13'] : []), ...(later ? ['E7-meta', 'E7-value'] : [])];
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
 const text = (t) => ({ type: 'text', text: t });
@@ -42,7 +45,8 @@ async function run(s) {
   const caller = s.caller === 'none' ? undefined : new AbortController();
   const abortCaller = () => caller?.signal.aborted || caller?.abort(new CallerReason('cancelled'));
   if (s.caller === 'aborted' || s.cancel === 'before_entry') abortCaller();
-  const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {} });
+  const outputs = later && s.revision === 'revised' ? 'later' : 'contract'; // E7: revised only
+  const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {}, outputs });
   reg.hooks.on('tools/pre-execute', async (exec) => {
     probes.sawPre(exec);
     await gate('pre');

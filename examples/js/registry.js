@@ -8,8 +8,12 @@
 // API (stable: other examples build on it)
 // ------------------------------------------------------------------------------------------------
 //
-//   const registry = new ToolRegistry({ revision, onTrace, timers, log })
+//   const registry = new ToolRegistry({ revision, onTrace, timers, log, outputs })
 //     revision  "seed" (default) | "revised"
+//     outputs   "contract" (default) | "later": build a body's output as the later source does
+//                                (declared deviations E7-meta and E7-value, spec/CONTRACT.md):
+//                                a success keeps the body's value as `value`, and a value that
+//                                is not lossless JSON is INVALID_TOOL_OUTPUT at body settle
 //     onTrace   (line) => void   called synchronously with every canonical trace line (an object
 //                                {trace: 1, call, event, ...fields}; spec/trace.schema.json)
 //     timers    {setTimeout, clearTimeout}   used by deadlines (default: the global ones); pass a
@@ -251,8 +255,9 @@ function messageOf(value) {
 }
 
 class Results {
-  constructor(revision) {
+  constructor(revision, outputs = 'contract') {
     this.revision = revision;
+    this.outputs = outputs;
   }
 
   /** An error result: seed `error: {name, code}` only with a code; revised `{message, info?}`. */
@@ -269,6 +274,10 @@ class Results {
 
   /** R2: what a body returned. */
   success(value) {
+    return this.outputs === 'later' ? this.output(value) : this.built(value);
+  }
+
+  built(value) {
     if (Array.isArray(value)) return { content: value, isError: false };
     if (value !== null && typeof value === 'object' && Array.isArray(value.content)) {
       const result = { content: value.content, isError: false };
@@ -276,6 +285,22 @@ class Results {
       return result;
     }
     throw new TypeError('a tool body must return a list of content blocks or {content, meta?}');
+  }
+
+  /** The later source's output stage (E7-meta, E7-value): the value is snapshotted when the body
+   *  settles -- a value that is not lossless JSON is a tool error there, before the body-level
+   *  abort check -- and kept beside the content.  The error's texts are this example's own: the
+   *  later source's are not recorded in this repository (E7-meta is judged "not verified"). */
+  output(value) {
+    let kept;
+    try {
+      kept = snapshot(value, '$.value');
+    } catch (error) {
+      if (!(error instanceof NotSerializableError)) throw error;
+      return this.error('Error: tool output is invalid: ' + error.message,
+        { name: 'ToolOutputError', code: 'INVALID_TOOL_OUTPUT' });
+    }
+    return { ...this.built(value), value: kept };
   }
 
   /** R3: a thrown value. A ToolError (a structured error) keeps its class name and code. */
@@ -355,6 +380,7 @@ function materialize(result) {
     envelope.additionalContexts = contexts;
   }
   if (result.meta !== undefined) envelope.meta = result.meta;
+  if (result.value !== undefined) envelope.value = result.value; // outputs 'later' only (E7-value)
   return snapshot(envelope, '$.result');
 }
 
@@ -547,12 +573,16 @@ export class ToolRegistry {
   #guards = []; // [{agent, guard}]
   #approval = undefined;
 
-  constructor({ revision = 'seed', onTrace, timers = globalThis, log = defaultLog } = {}) {
+  constructor({ revision = 'seed', onTrace, timers = globalThis, log = defaultLog,
+    outputs = 'contract' } = {}) {
     if (!REVISIONS.includes(revision)) {
       throw new RegistryUsageError(`revision must be one of ${REVISIONS.join(', ')}`);
     }
+    if (outputs !== 'contract' && outputs !== 'later') {
+      throw new RegistryUsageError(`outputs must be 'contract' or 'later', not ${String(outputs)}`);
+    }
     this.revision = revision;
-    this.results = new Results(revision);
+    this.results = new Results(revision, outputs);
     this.onTrace = onTrace;
     this.timers = timers;
     this.log = log;
@@ -977,7 +1007,7 @@ class Call {
     fused.dispose(); // R22
     setSlot(exec, W); // R18.5: exactly W again, nothing more (D8)
     this.event(how === 'ok' ? 'body_ok' : 'body_raise');
-    if (how === 'ok' && F?.aborted && (this.revised || !this.abortedAtEntry)) {
+    if (how === 'ok' && !result.isError && F?.aborted && (this.revised || !this.abortedAtEntry)) {
       return r.aborted(); // body-level check: F read at settle (R18.4, D18)
     }
     return result;

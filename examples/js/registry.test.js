@@ -3,7 +3,8 @@
 // (node:test and node:assert are built in; no dependencies.)  The vectors judge one call of a
 // fixed scenario language; these tests pin the registry's API edges: usage errors that produce no
 // result (R32, R40), the snapshot's refusals (R11, R30), listener hygiene on the caller's signal
-// (R22), observer containment and identity (R31, D14), D11's concurrent next(), deadlines (R35).
+// (R22), observer containment and identity (R31, D14), D11's concurrent next(), deadlines (R35),
+// the later source's outputs (deviations E7-meta, E7-value).
 
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
@@ -214,4 +215,20 @@ test('D13: an outer deadline made by deadline() and one made by hand give the sa
     assert.equal(await run(byHand, classify), code, `by hand, classify ${classify}`);
   }
   assert.throws(() => installTimeoutPolicy(new ToolRegistry(quiet), { classify: 'name' }), RangeError);
+});
+
+test("outputs 'later' (E7-meta, E7-value): a success keeps its value; a bad meta is a tool error at settle, before ABORTED", async () => {
+  assert.throws(() => new ToolRegistry({ outputs: 'head' }), RegistryUsageError);
+  const registry = new ToolRegistry({ revision: 'revised', outputs: 'later', ...quiet });
+  const controller = new AbortController();
+  registry.register({ name: 'ok', execute: async () => ({ content: done, meta: { rows: 3 } }) });
+  registry.register({ name: 'bad', execute: async () => {
+    controller.abort(); // aborted while it runs: the contract would make a success ABORTED
+    return { content: done, meta: { handle: () => 0 } };
+  } });
+  const ok = await registry.execute('ok', {}, { signal: new AbortController().signal });
+  assert.deepEqual(ok.value, { content: done, meta: { rows: 3 } });
+  const bad = await registry.execute('bad', {}, { signal: controller.signal });
+  assert.equal(bad.error.info.code, 'INVALID_TOOL_OUTPUT');
+  assert.equal('value' in bad, false);
 });

@@ -146,7 +146,8 @@ def table(report: Report) -> str:
     lines = [
         f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors, "
         f"{report.level} level",
-        f"  adapter: {report.implementation} (protocol {report.protocol}, retry {report.retry})",
+        f"  adapter: {report.implementation} (protocol {report.protocol}, retry {report.retry}"
+        f"{', deviations ' + ', '.join(report.declared) if report.declared else ''})",
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
     for rule, (status, why) in coverage.items():
@@ -158,9 +159,11 @@ def table(report: Report) -> str:
     rate = d["vectors_per_second"]
     unchecked = len(d["unchecked"])
     rules = sum(1 for r in coverage if r != PROTOCOL_RULE)
+    deviated = f", {report.deviated:,} deviate as declared" if report.declared else ""
     lines.append(
-        f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
-        f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
+        f"  {d['passed']:,} passed, {d['failed']:,} failed{deviated}; {unchecked} of {rules} "
+        f"rules not checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, "
+        f"{report.restarts} restart(s))"
     )
     if not report.turns:
         lines.append(
@@ -171,6 +174,13 @@ def table(report: Report) -> str:
     if families:
         lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
         lines += [f"  {f.line()}" for f in families]
+    counts = report.deviation_counts()
+    if counts:  # after every undeclared failure: those are the ones to read first
+        lines += ["", "declared deviations (neither passed nor failed):"]
+        lines += [
+            f"  deviates as declared ({names}): {n:,} vector{'s' if n != 1 else ''}"
+            for names, n in counts.items()
+        ]
     if report.report_path:
         lines += ["", f"every verdict: {report.report_path}"]
     return "\n".join(lines)
