@@ -155,19 +155,27 @@ def test_the_javascript_example_declares_d13_when_it_classifies_by_code() -> Non
 # ------------------------------------------------------------------------------------------------
 
 
-def _answers(vectors: list[Any], revision: str, mutant: str | None = None) -> list[Any]:
+def _answers(
+    vectors: list[Any], revision: str, mutant: str | None = None, level: str = "outcome"
+) -> list[Any]:
     from toolcancel.adapter import Session, _mutant
     from toolcancel.registry import ToolRegistry
 
     with contextlib.ExitStack() as stack:
         factory = stack.enter_context(_mutant(mutant)) if mutant else ToolRegistry
-        session = Session(factory, (revision,), level="outcome")
+        session = Session(factory, (revision,), level=level)
         stack.callback(session.close)
         return [session.answer(_vector_message(v).decode()) for v in vectors]
 
 
-def _verdicts(vectors: list[Any], answers: list[Any], declared: list[str], revision: str) -> Any:
-    judge = Judge(revision, level="outcome")
+def _verdicts(
+    vectors: list[Any],
+    answers: list[Any],
+    declared: list[str],
+    revision: str,
+    level: str = "outcome",
+) -> Any:
+    judge = Judge(revision, level=level)
     mine = Declared(declared, revision, judge.retry)
     mine.prepare(vectors)
     return [_judged(judge, mine, v, a) for v, a in zip(vectors, answers, strict=True)]
@@ -179,13 +187,15 @@ def _in_scope(name: str, revision: str, every: int) -> list[Any]:
     return [v for v in _shipped(revision) if d.touches(scenario_data(v.scenario))][::every]
 
 
-def test_d13_vectors_deviate_as_declared_and_fail_undeclared() -> None:
+@pytest.mark.parametrize("level", ["trace", "outcome"])
+def test_d13_vectors_deviate_as_declared_and_fail_undeclared(level: str) -> None:
     """The D13 mutant's answers: declared, a vector it changes deviates as declared (never a
-    pass) and one it does not change passes; undeclared, the same vectors fail."""
+    pass) and one it does not change passes; undeclared, the same vectors fail.  At both levels:
+    the model's expectation holds its paths too."""
     vectors = _in_scope("D13", "seed", 30)
-    answers = _answers(vectors, "seed", load_contract().deviation("D13").model)
-    strict = _verdicts(vectors, answers, [], "seed")
-    declared = _verdicts(vectors, answers, ["D13"], "seed")
+    answers = _answers(vectors, "seed", load_contract().deviation("D13").model, level)
+    strict = _verdicts(vectors, answers, [], "seed", level)
+    declared = _verdicts(vectors, answers, ["D13"], "seed", level)
     failed = {j.id for j in strict if not j.passed}
     assert failed and len(failed) < len(vectors)
     assert not any(j.deviations for j in strict)
