@@ -5,8 +5,8 @@ makes once and knows about (the original classifies deadlines by code, D13; the 
 re-normalises what an around wrapper authored, E.7).  ``spec/contract.toml`` lists each one
 (``[[deviation]]``) with the rules it departs from, the vectors it can touch and, where our
 reference registry can behave so, the mutant that models it.  An adapter declares the ones its
-registry has in its hello (``deviations``); this module checks that declaration and renders the
-contract's table of them, so CONTRACT.md states no count by hand.
+registry has in its hello (``deviations``); this module checks that declaration, judges what it
+declares, and renders the contract's table of them, so CONTRACT.md states no count by hand.
 
 How a declared deviation is judged (:class:`Declared`): a vector first meets the contract's
 expectation through the one judge's checks.  Only when it fails there, and a declared deviation
@@ -95,15 +95,13 @@ def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
 # ------------------------------------------------------------------------------------------------
 
 Answer = Mapping[str, Any]
-Alternative = Callable[[Vector, Answer], tuple[Vector, Answer]]
-"""A deviation's alternative: the vector and answer to judge instead (a model's own expectation,
-a rewritten one, or the answer with the deviation's addition set aside)."""
 
 
 def _timeout_by_code(retry: str) -> Callable[[Vector], Vector]:
     """D13's model: what our registry answers with its timeout policy classifying by code
     (:func:`toolcancel.timeout_policy.install_timeout_policy`), under the declared retry
-    behaviour.  Its scope holds no MAY point, so the model's one run is the whole expectation."""
+    behaviour.  Its scope holds no MAY point (tests/test_deviations.py checks it), so the model's
+    one run is the whole expectation."""
 
     def model(v: Vector) -> Vector:
         default = load_contract().default_retry
