@@ -24,7 +24,8 @@ def register(sub: Any) -> None:
         description="Start the adapter (an argument list, never a shell), send it every vector "
         "of the revision over the JSON Lines protocol of spec/vectors/README.md, check each "
         "answer's trace with the trace checker and compare its result and observations with "
-        "the vector. Exit 0 when every vector passes, 1 when any fails, 2 on unusable input.",
+        "the vector. Exit 0 when every vector passes (or deviates as a deviation the adapter's "
+        "hello declares), 1 when any fails, 2 on unusable input.",
     )
     p.add_argument(
         "--revision",
