@@ -353,3 +353,20 @@ def test_the_report_lists_undeclared_failures_first_and_never_counts_a_deviation
     ]
     verdicts = [json.loads(line)["verdict"] for line in report.verdict_lines()]
     assert verdicts == ["pass", "fail", "deviates", "deviates"]
+
+
+def test_deviations_combine_and_the_fewest_that_explain_a_vector_are_named() -> None:
+    """A registry faithful to the first revised commit: D13, and the seed's error shape.  A
+    vector only the combination explains names both; one the error shape alone explains names
+    that one; a success neither touches passes; undeclared, every other one fails."""
+    vectors = _in_scope("D13", "revised", 20)
+    answers = _answers(vectors, "revised", load_contract().deviation("D13").model)
+    answers = [_doctored(a, _seed_shaped) for a in answers]
+    both = ["D13", "pre-R44-error"]
+    verdicts = _verdicts(vectors, answers, both, "revised")
+    named = {j.deviations for j in verdicts if not j.passed}
+    assert named == {("D13", "pre-R44-error"), ("pre-R44-error",)}
+    strict = _verdicts(vectors, answers, [], "revised")
+    assert {j.id for j in strict if not j.passed} == {j.id for j in verdicts if j.deviations}
+    only_d13 = _verdicts(vectors, answers, ["D13"], "revised")
+    assert not any(j.deviations for j in only_d13)  # the error shape is not declared
