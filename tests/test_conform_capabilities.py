@@ -194,13 +194,14 @@ def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left
     assert (code, data["failures"]) == (0, [])
     assert data["vectors"] == data["passed"] == len(ran)
     assert data["skipped"]["vectors"] == len(sample) - len(ran) > 0
-    assert data["skipped"]["by_capability"] == {
-        c: n for c in sorted(WITHOUT) if (n := sum(c in x for x in lacks.values()))
-    }
+    counts = {c: n for c in WITHOUT if (n := sum(c in x for x in lacks.values()))}
+    assert data["skipped"]["by_capability"] == counts  # no turn vector: --vectors
+    assert list(data["skipped"]["by_capability"].values()) == sorted(counts.values(), reverse=True)
     assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(WITHOUT, False)}
     # what it could not judge: R24 (the approval seam's signal) and R23 (the slot after next())
     assert {"R23", "R24"} <= set(data["unjudged"])
-    assert "approval" in data["unjudged"]["R24"] and "around" in data["unjudged"]["R23"]
+    assert next(iter(data["unjudged"]["R24"])) == "approval"  # most vectors lack it
+    assert data["unjudged"]["R23"] == {"around": data["vectors"]}  # its checks read the slot
     for rule in data["unjudged"]:
         assert data["by_rule"][rule]["status"] == "none"
         assert data["by_rule"][rule]["why"].startswith("NOT JUDGED for want of a capability")
@@ -209,8 +210,8 @@ def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left
     lines = text.splitlines()
     assert any(x.startswith(f"  SKIPPED: {data['skipped']['vectors']:,} vectors") for x in lines)
     loud = next(x for x in lines if x.startswith("  NOT JUDGED for want of a capability:"))
-    assert "R24 (approval" in loud
-    assert any(x.startswith("  R24 ") and "NOT JUDGED" in x for x in lines)
+    assert "R24 (approval " in loud and "R23 (around " in loud
+    assert any(x.startswith("  R24 ") and "NOT JUDGED: needs approval" in x for x in lines)
 
 
 def test_a_full_declaration_loses_nothing(
@@ -315,3 +316,18 @@ def test_a_trace_event_of_an_undeclared_stage_is_a_protocol_error(seed: list[Vec
     verdict = _judge(v, answer, {"post_policy"}, "trace")
     assert (verdict.rule, verdict.step) == (PROTOCOL_RULE, "capabilities")
     assert "the trace has post_block" in verdict.explanation
+
+
+def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
+    seed: list[Vector], capsys: pytest.CaptureFixture[str]
+) -> None:
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    only = ["--only", seed[0].id, "seed-t00001", "seed-t00002"]
+    code, data, _ = run_cli(
+        ["--revision", "seed", "--json", *only, "--adapter", *command, "--without", "turns"],
+        capsys,
+    )
+    assert (code, data["vectors"], data["turns"]) == (0, 1, False)
+    assert data["skipped"] == {"vectors": 2, "by_capability": {"turns": 2}}
+    for rule in ("R9", "R36", "R37", "R38"):
+        assert data["unjudged"][rule] == {"turns": 2}
