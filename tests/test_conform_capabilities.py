@@ -13,6 +13,7 @@ Why these tests exist:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -31,9 +32,11 @@ from toolcancel.capabilities import (
     Capabilities,
     needs,
 )
-from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem
+from toolcancel.commands.conform import table
+from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem, run_vectors
 from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.turnvectors import load_turn_vectors, turn_file
+from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 EVERYTHING: dict[str, Any] = {**dict.fromkeys(STAGES, True), "cancel": list(CANCELS)}
@@ -181,18 +184,27 @@ WITHOUT = ("post_policy", "around", "approval")
 def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left(
     seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sample = seed[::20]
+    sample = seed[::30]
     path = write_sample(tmp_path, sample)
     command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
     for stage in WITHOUT:
         command += ["--without", stage]
     args = ["--revision", "seed", "--vectors", str(path), "--quiet"]
-    code, data, _ = run_cli([*args, "--json", "--adapter", *command], capsys)
+    verdicts = tmp_path / "verdicts.jsonl"
+    code, data, _ = run_cli(
+        [*args, "--json", "--report", str(verdicts), "--adapter", *command], capsys
+    )
+    sent = {json.loads(x)["id"] for x in verdicts.read_text(encoding="utf-8").splitlines()}
+    for v in sample:  # what ran, seen from the scenario alone: no wrapper, post-execute, seam
+        plain = (not v.scenario.wrappers and v.scenario.post == "accept"
+                 and v.scenario.cancel not in ("gate:post", "gate:approval")
+                 and not any(e.startswith("approval_") for e in v.allowed_paths()[0]))  # fmt: skip
+        assert (v.id in sent) == plain, v.id
     table = Judge("seed").table
     lacks = {v.id: set(WITHOUT) & needs(v, table) for v in sample}
     ran = [i for i, x in lacks.items() if not x]
-    assert (code, data["failures"]) == (0, [])
-    assert data["vectors"] == data["passed"] == len(ran)
+    assert (code, data["report"]) == (0, str(verdicts))
+    assert data["vectors"] == data["passed"] == len(ran) == len(sent)
     assert data["skipped"]["vectors"] == len(sample) - len(ran) > 0
     counts = {c: n for c in WITHOUT if (n := sum(c in x for x in lacks.values()))}
     assert data["skipped"]["by_capability"] == counts  # no turn vector: --vectors
@@ -319,15 +331,16 @@ def test_a_trace_event_of_an_undeclared_stage_is_a_protocol_error(seed: list[Vec
 
 
 def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
-    seed: list[Vector], capsys: pytest.CaptureFixture[str]
+    seed: list[Vector],
 ) -> None:
     command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
-    only = ["--only", seed[0].id, "seed-t00001", "seed-t00002"]
-    code, data, _ = run_cli(
-        ["--revision", "seed", "--json", *only, "--adapter", *command, "--without", "turns"],
-        capsys,
+    turns = load_turn_vectors(turn_file(shipped_dir(), "seed"))[:2]
+    report = asyncio.run(
+        run_vectors([*command, "--without", "turns"], seed[:1], "seed", turns=turns)
     )
-    assert (code, data["vectors"], data["turns"]) == (0, 1, False)
+    data = report.to_json()
+    assert (data["failed"], data["vectors"], data["turns"]) == (0, 1, False)
     assert data["skipped"] == {"vectors": 2, "by_capability": {"turns": 2}}
     for rule in ("R9", "R36", "R37", "R38"):
         assert data["unjudged"][rule] == {"turns": 2}
+    assert "NOT JUDGED: needs turns" in table(report)
