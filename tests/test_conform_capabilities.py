@@ -344,3 +344,11 @@ def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
     for rule in ("R9", "R36", "R37", "R38"):
         assert data["unjudged"][rule] == {"turns": 2}
     assert "NOT JUDGED: needs turns" in table(report)
+
+
+def test_a_run_without_turn_vectors_does_not_blame_a_hello_that_declares_turns(
+    seed: list[Vector],
+) -> None:
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    report = asyncio.run(run_vectors(command, seed[:1], "seed"))
+    assert "turn scheduler (R9, R36-R38) -- this run has no turn vectors" in table(report)

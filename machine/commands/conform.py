@@ -190,10 +190,12 @@ def table(report: Report) -> str:
             f"{'s' if len(unjudged) != 1 else ''}: {said}"
         )
     if not report.turns and not unjudged.keys() & TURN_RULES:
-        lines.append(
-            "  NOT CHECKED: the turn scheduler (R9, R36-R38) -- the adapter's hello does not "
-            "declare turns (spec/vectors/README.md: Turns)"
+        why = (
+            "this run has no turn vectors (--vectors names a file of call vectors)"
+            if "turns" in report.seen
+            else "the adapter's hello does not declare turns (spec/vectors/README.md: Turns)"
         )
+        lines.append(f"  NOT CHECKED: the turn scheduler (R9, R36-R38) -- {why}")
     families = report.families()
     if families:
         lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
