@@ -84,6 +84,7 @@ def test_a_full_declaration_is_usable_and_lacks_nothing() -> None:
         ({"cancel": ["signal", "abort"]}, "capabilities.cancel must be a list"),
         ({"cancel": ["task", "task"]}, "capabilities.cancel must be a list"),
         ({"cancel": "signal"}, "capabilities.cancel must be a list"),
+        ({"around": False}, "replace_signal is true but around is false"),
     ],
 )
 def test_a_bad_capability_is_one_line(change: dict[str, Any], words: str) -> None:
@@ -179,6 +180,7 @@ def test_lacking_a_way_to_cancel() -> None:
 
 
 WITHOUT = ("post_policy", "around", "approval")
+LACKS = (*WITHOUT, "replace_signal")  # no around wrapper, so none can replace the signal
 
 
 def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left(
@@ -201,15 +203,15 @@ def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left
                  and not any(e.startswith("approval_") for e in v.allowed_paths()[0]))  # fmt: skip
         assert (v.id in sent) == plain, v.id
     table = Judge("seed").table
-    lacks = {v.id: set(WITHOUT) & needs(v, table) for v in sample}
+    lacks = {v.id: set(LACKS) & needs(v, table) for v in sample}
     ran = [i for i, x in lacks.items() if not x]
     assert (code, data["report"]) == (0, str(verdicts))
     assert data["vectors"] == data["passed"] == len(ran) == len(sent)
     assert data["skipped"]["vectors"] == len(sample) - len(ran) > 0
-    counts = {c: n for c in WITHOUT if (n := sum(c in x for x in lacks.values()))}
+    counts = {c: n for c in LACKS if (n := sum(c in x for x in lacks.values()))}
     assert data["skipped"]["by_capability"] == counts  # no turn vector: --vectors
     assert list(data["skipped"]["by_capability"].values()) == sorted(counts.values(), reverse=True)
-    assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(WITHOUT, False)}
+    assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(LACKS, False)}
     # what it could not judge: R24 (the approval seam's signal) and R23 (the slot after next())
     assert {"R23", "R24"} <= set(data["unjudged"])
     assert next(iter(data["unjudged"]["R24"])) == "approval"  # most vectors lack it
