@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import reaper, turnvectors
+from .capabilities import Capabilities, CapabilityError, needs, undeclared
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
@@ -66,6 +67,7 @@ from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .judge import (
     CHECKED,
+    CHECKS,
     NONE,
     TRACE_READS,
     Failure,
@@ -173,6 +175,8 @@ class Family:
     ids: tuple[str, ...]
     features: tuple[str, ...]  # shared by every failure, rare in the run: "caller=aborted"
     example: str  # the first failure's explanation
+    expected: str = ""  # the first failure's judging step: what the contract wanted, in brief
+    observed: str = ""  # ... and what the implementation did
 
     def line(self) -> str:
         shared = ", ".join(self.features) or "no distinctive feature"
@@ -201,6 +205,11 @@ class Report:
     report_path: str | None = None  # where --report wrote the verdicts, if it did
     strays: int = 0  # processes the adapter started outside its session, killed by the runner
     declared: tuple[str, ...] = ()  # the deviations the adapter declared (and this run judged)
+    capabilities: Capabilities = field(default_factory=Capabilities)  # what the hello declared
+    skipped: dict[str, int] = field(default_factory=dict)  # capability -> vectors that need it
+    skipped_total: int = 0  # vectors not sent: they need a stage the runtime lacks
+    wanting: dict[str, dict[str, int]] = field(default_factory=dict)
+    # rule -> capability -> how many vectors skipped for want of it would have exercised it
 
     @property
     def passed(self) -> int:
@@ -263,7 +272,20 @@ class Report:
             )
             if t.failed and out[rule][0] == NONE:  # a failure citing it is a check of it
                 out[rule] = (CHECKED, "")
+            if out[rule][0] == NONE and rule in self.wanting:
+                out[rule] = (NONE, want_why(self.wanting[rule]))
         return out
+
+    def unjudged(self) -> dict[str, dict[str, int]]:
+        """The rules no vector of the run could fail, that a vector skipped for want of a
+        capability would have exercised: rule -> those capabilities, each with how many such
+        vectors lack it, most first (a rule whose checks read only what a missing stage
+        observes counts the run's vectors)."""
+        return {
+            r: self.wanting[r]
+            for r, (status, _) in self.coverage().items()
+            if status == NONE and r in self.wanting
+        }
 
     def unchecked(self) -> list[str]:
         return [r for r, (status, _) in self.coverage().items() if status == NONE]
@@ -290,7 +312,18 @@ class Report:
                 (f for f in shared or () if share[f] / total <= FEATURE_SHARE),
                 key=lambda f: (share[f], f),
             )[:FEATURES]
-            out.append(Family(rule, step, tuple(j.id for j in js), tuple(rare), js[0].explanation))
+            first = js[0]
+            out.append(
+                Family(
+                    rule,
+                    step,
+                    tuple(j.id for j in js),
+                    tuple(rare),
+                    first.explanation,
+                    first.expected,
+                    first.observed,
+                )
+            )
         out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
         return out
 
@@ -345,6 +378,9 @@ class Report:
                 for r, (status, why) in coverage.items()
             },
             "unchecked": [r for r, (status, _) in coverage.items() if status == NONE],
+            "capabilities": self.capabilities.to_json() if self.capabilities.declared else None,
+            "skipped": {"vectors": self.skipped_total, "by_capability": dict(self.skipped)},
+            "unjudged": self.unjudged(),
             "families": [
                 {
                     "rule": f.rule,
@@ -352,6 +388,11 @@ class Report:
                     "count": len(f.ids),
                     "features": list(f.features),
                     "first": f.ids[0],
+                    "title": self.titles.get(f.rule, ""),
+                    "expected": f.expected,
+                    "observed": f.observed,
+                    "explanation": f.example,
+                    "scenario": self.scenarios.get(f.ids[0]),
                 }
                 for f in self.families()
             ],
@@ -384,6 +425,15 @@ class Report:
             else None,
         }
         return data
+
+
+def want_why(capabilities: Mapping[str, int]) -> str:
+    """Why a rule was not judged: the capabilities the runtime lacks that its vectors need."""
+    return (
+        "NOT JUDGED for want of a capability: the vectors that decide it need "
+        + " or ".join(capabilities)
+        + ", which the adapter's hello does not declare"
+    )
 
 
 def _features(scenario: Mapping[str, Any]) -> set[str]:
@@ -422,8 +472,20 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str, retry: str | None = None, level: str = "trace") -> None:
+    def __init__(
+        self,
+        revision: str,
+        retry: str | None = None,
+        level: str = "trace",
+        capabilities: Capabilities | None = None,
+    ) -> None:
         self.level = level
+        self.capabilities = capabilities or Capabilities()
+        # observations of a stage the runtime lacks are not judged (it cannot make them)
+        self._unobserved = frozenset(
+            e for stage, events in _STAGE_OBSERVATIONS.items()
+            if stage not in self.capabilities.stages for e in events
+        )  # fmt: skip
         self.seen: set[str] = set()  # optional observations some answer carried (listeners)
         self._rules: dict[tuple[Any, ...], frozenset[str]] = {}
         self.checker = Checker(revision)
@@ -436,6 +498,7 @@ class Judge:
         self.titles = {r.id: r.title for r in self.table.rules}
         self.revised = "R44" in self.titles
         self._choices: dict[tuple[CallState, Occurrence], list[tuple[Transition, CallState]]] = {}
+        self._each: dict[str, tuple[Occurrence, ...]] = {}
         self.cancellations = frozenset(
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
         )
@@ -491,8 +554,24 @@ class Judge:
     def record(self, v: Vector, answer: Mapping[str, Any]) -> Record:
         """The answer as one record (:func:`toolcancel.judge.answer_record`)."""
         record = answer_record(answer, v.id, self.table.name, entry_caller(v.scenario))
+        if self._unobserved:
+            lines = [x for x in record.lines if x["event"] not in self._unobserved]
+            record = Record(lines, record.revision, record.caller)
         self.seen.update(e for e in ENVIRONMENT if record.has(e))
         return record
+
+    def undeclared(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
+        """A protocol failure if the answer shows a stage the hello did not declare at work
+        (:func:`toolcancel.capabilities.undeclared`)."""
+        if self.capabilities.everything:  # the common case: nothing to build per vector
+            return None
+        why = undeclared(self.capabilities, answer, v.allowed_paths())
+        if why is None:
+            return None
+        return self.fail(
+            v, PROTOCOL_RULE, why, step="capabilities", expected="declared stages only",
+            observed=why.split(",")[0],
+        )  # fmt: skip
 
     def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an ``outcome`` answer (its envelope is already checked)."""
@@ -501,6 +580,9 @@ class Judge:
         shape = _answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
+        cheat = self.undeclared(v, answer)
+        if cheat is not None:
+            return cheat
         trace: list[Any] = answer["trace"]
         result = answer["result"]
         record = self.record(v, answer)
@@ -588,6 +670,9 @@ class Judge:
         shape = _outcome_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
+        cheat = self.undeclared(v, answer)
+        if cheat is not None:
+            return cheat
         result = answer["result"]
         record = self.record(v, answer)
         exps = self.expectations(v)
@@ -766,7 +851,7 @@ class Judge:
             nxt: dict[CallState, Step] = {}
             for state in layers[-1]:
                 for occ in self._occurrences(name):
-                    for t, after in choices(self.table, state, occ):
+                    for t, after in self.choices(state, occ):
                         nxt.setdefault(after, (state, t))
             layers.append(nxt)
         ends = [st for st in layers[-1] if st.state == "materialized"]
@@ -782,10 +867,16 @@ class Judge:
             out.append(took)
         return out[::-1]
 
-    def _occurrences(self, name: str) -> Iterator[Occurrence]:
-        fields = self.data.get(name, ())
-        for values in itertools.product((False, True), repeat=len(fields)):
-            yield Occurrence(name, **dict(zip(fields, values, strict=True)))
+    def _occurrences(self, name: str) -> tuple[Occurrence, ...]:
+        """Every occurrence of event ``name``, each data value tried (memoized)."""
+        found = self._each.get(name)
+        if found is None:
+            fields = self.data.get(name, ())
+            found = self._each[name] = tuple(
+                Occurrence(name, **dict(zip(fields, values, strict=True)))
+                for values in itertools.product((False, True), repeat=len(fields))
+            )
+        return found
 
     def result_rule(
         self, v: Vector, exp: Expectation, result: Mapping[str, Any]
@@ -912,6 +1003,16 @@ class Judge:
         if self.revised:
             rules.add("R44")
         return frozenset(rules)
+
+
+_STAGE_OBSERVATIONS: Final = {
+    "observers": ("notified", "frozen"),
+    "post_policy": ("post_received",),
+    "approval": ("approval_signal",),
+    "around": ("slot_after_next",),
+}
+"""Environment observations only a runtime with the stage can make: left out of the record of a
+runtime without it (an answer that makes one anyway is a protocol failure)."""
 
 
 def _brief(value: Any) -> str:
@@ -1116,9 +1217,19 @@ class Adapter:
 
     @property
     def turns(self) -> bool:
-        """Whether the adapter's hello declared ``turns``: it runs turn vectors through its
-        scheduler (optional; without it R9 and R36-R38 are reported not checked)."""
-        return self.hello.get("turns") is True
+        """Whether the adapter's hello declared ``turns`` (or the capability ``turns``): it runs
+        turn vectors through its scheduler (optional; without it R9 and R36-R38 are reported not
+        checked)."""
+        caps = self.capabilities
+        return "turns" in caps.stages if caps.declared else self.hello.get("turns") is True
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The stages the adapter's runtime has and how its caller cancels (hello
+        ``capabilities``, protocol 2; absent: everything)."""
+        if self.protocol == 1:
+            return Capabilities()
+        return Capabilities.from_hello(self.hello.get("capabilities"))
 
     @property
     def deviations(self) -> tuple[str, ...]:
@@ -1320,6 +1431,15 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
         )
     if type(hello.get("turns", False)) is not bool:
         return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
+    try:
+        caps = Capabilities.from_hello(hello.get("capabilities"))
+    except CapabilityError as exc:
+        return str(exc)
+    if caps.declared and "turns" in hello and hello["turns"] != ("turns" in caps.stages):
+        return (
+            f"the adapter's hello declares turns {hello['turns']!r} and capabilities.turns "
+            f"{'turns' in caps.stages!r}; they must agree (or give only capabilities)"
+        )
     return deviation_problem(hello.get("deviations", []))
 
 
@@ -1385,8 +1505,17 @@ async def _run_vectors(
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
-    judge = Judge(revision, adapter.retry, adapter.level)
-    items: list[Vector | TurnVector] = [v.for_retry(adapter.retry) for v in vectors]
+    caps = adapter.capabilities
+    judge = Judge(revision, adapter.retry, adapter.level, caps)
+    items: list[Vector | TurnVector] = []
+    skipped: list[tuple[Vector, frozenset[str]]] = []
+    for vector in vectors:
+        mine = vector.for_retry(adapter.retry)
+        lacks = caps.lacks(needs(mine, judge.table)) if caps.declared else frozenset()
+        if lacks:
+            skipped.append((mine, lacks))
+        else:
+            items.append(mine)
     if adapter.turns:
         items += turns
     revisions = adapter.hello.get("revisions", [])
@@ -1404,6 +1533,14 @@ async def _run_vectors(
         await asyncio.to_thread(declared.prepare, [v for v in items if isinstance(v, Vector)])
     ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
     report.turns = ran_turns
+    report.capabilities = caps
+    unsent = 0 if adapter.turns or not caps.declared else len(turns)
+    wants = collections.Counter(c for _, lacks in skipped for c in lacks)
+    if unsent:  # turn vectors not sent for want of turns (an older hello: the table says so)
+        wants["turns"] = unsent
+    report.skipped_total = len(skipped) + unsent
+    report.skipped = dict(sorted(wants.items(), key=lambda kv: (-kv[1], kv[0])))
+    report.wanting = _wanting(judge, skipped, len(items), unsent)
     report.scenarios = {
         v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
         for v in items
@@ -1504,6 +1641,35 @@ def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, An
     if found is None:
         return verdict
     return dataclasses.replace(verdict, deviations=found.names, verified=found.verified)
+
+def _wanting(
+    judge: Judge, skipped: Sequence[tuple[Vector, frozenset[str]]], ran: int, unsent: int
+) -> dict[str, dict[str, int]]:
+    """Rule -> capability -> how many vectors exercising the rule (its expected behaviour's
+    rules, :meth:`Judge.static_rules`) were skipped for want of it, most first; the rules whose
+    every check reads what only a missing stage observes, with the ``ran`` vectors of the run;
+    the turn rules with the ``unsent`` turn vectors, for want of ``turns``."""
+    out: dict[str, collections.Counter[str]] = {}
+    for v, missing in skipped:
+        for rule in judge.static_rules(v):
+            out.setdefault(rule, collections.Counter()).update(missing)
+    caps = judge.capabilities
+    if caps.declared and unsent:
+        for rule in turnvectors.RULES:
+            out.setdefault(rule, collections.Counter())["turns"] += unsent
+    for rule, found in CHECKS.items():  # every check reads what a lacking stage cannot show
+        asked = [c for c in found if judge.level in c.levels]
+        blind = [
+            {st for st, events in _STAGE_OBSERVATIONS.items() if c.reads & set(events)}
+            - caps.stages
+            for c in asked
+        ]
+        if asked and all(blind):
+            for stage in set().union(*blind):
+                out.setdefault(rule, collections.Counter())[stage] += ran
+    return {
+        r: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for r, c in out.items() if c
+    }
 
 
 def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:

@@ -12,6 +12,7 @@ from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, sel
 from ..contract import load_contract
 from ..fileio import check_destination
 from ..judge import CHECKED, NONE, OUTCOME
+from ..turnvectors import RULES as TURN_RULES
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
@@ -151,11 +152,14 @@ def table(report: Report) -> str:
         f"{', deviations ' + ', '.join(report.declared) if report.declared else ''})",
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
+    unjudged = report.unjudged()
     for rule, (status, why) in coverage.items():
         title = clip(report.titles.get(rule, ""), 38)
         t = tally.get(rule)
         passed, failed = (t.passed, t.failed) if t else (0, 0)
         said = STATUS[status] + (f" ({why})" if why else "")
+        if rule in unjudged:
+            said = f"NOT JUDGED: needs {' or '.join(unjudged[rule])} (the hello lacks it)"
         lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
     rate = d["vectors_per_second"]
     unchecked = len(d["unchecked"])
@@ -166,11 +170,36 @@ def table(report: Report) -> str:
         f"rules not checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, "
         f"{report.restarts} restart(s))"
     )
-    if not report.turns:
+    if report.capabilities.declared:
+        caps = report.capabilities.to_json()
+        has = [k for k, x in caps.items() if x is True]
+        lacks = [k for k, x in caps.items() if x is False]
         lines.append(
-            "  NOT CHECKED: the turn scheduler (R9, R36-R38) -- the adapter's hello does not "
-            "declare turns (spec/vectors/README.md: Turns)"
+            f"  capabilities: {', '.join(has) or 'no stage'}; cancel by "
+            f"{', '.join(caps['cancel']) or 'nothing'}; lacks {', '.join(lacks) or 'nothing'}"
         )
+    if report.skipped_total:
+        by = ", ".join(f"{c} {n:,}" for c, n in report.skipped.items())
+        lines.append(
+            f"  SKIPPED: {report.skipped_total:,} vectors need a capability the hello does not "
+            f"declare ({by}; a vector may need several)"
+        )
+    if unjudged:
+        said = "; ".join(
+            f"{r} ({', '.join(f'{c} {n:,}' for c, n in caps.items())})"
+            for r, caps in unjudged.items()
+        )
+        lines.append(
+            f"  NOT JUDGED for want of a capability: {len(unjudged)} rule"
+            f"{'s' if len(unjudged) != 1 else ''}: {said}"
+        )
+    if not report.turns and not unjudged.keys() & TURN_RULES:
+        why = (
+            "this run has no turn vectors (--vectors names a file of call vectors)"
+            if "turns" in report.seen
+            else "the adapter's hello does not declare turns (spec/vectors/README.md: Turns)"
+        )
+        lines.append(f"  NOT CHECKED: the turn scheduler (R9, R36-R38) -- {why}")
     families = report.families()
     if families:
         lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
