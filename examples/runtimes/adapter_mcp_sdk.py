@@ -8,13 +8,14 @@ stream loop, where the client cancels a request by sending ``notifications/cance
 the contract calls ``execute()`` is ``Client.call_tool``; the caller cancels it by cancelling
 its scope, and the SDK's client sends the cancellation.
 
-What it has (the hello's ``capabilities``): a body signal -- the tool's ``Context`` shows
-``request_context.cancel_requested``, set when the client's cancellation arrives -- and nothing
-else of the contract's stages: no pre-execute policy, approval, guards, timeout policy,
-post-execute stage or observers.  (Its request middleware wraps every request, not one tool's
-dispatch; it is not driven here, so ``around`` is declared absent.)  Cancellation is a protocol
-message.  The body's signal reads ``{"aborted": true, "reason": "caller"}`` once
-``cancel_requested`` is set: only the caller cancels a request.
+What it has (the hello's ``capabilities``): none of the contract's stages -- no pre-execute
+policy, approval, guards, timeout policy, post-execute stage or observers (its request middleware
+wraps every request, not one tool's dispatch; it is not driven here, so ``around`` is declared
+absent) -- and a body signal in the only form a Python tool gets one: the cancellation of its
+task.  The tool's ``Context`` does not show the request's cancellation (``cancel_requested``
+lives on the dispatcher's context, which ``MCPServer`` does not hand a tool); what a tool does see
+is its await interrupted when the client's cancellation arrives, and anyio's effective deadline
+turning to minus infinity (``rt_driver.task_signal``).  Cancellation is a protocol message.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from mcp_types import CallToolResult, TextContent
 
 class McpSdk(rt_driver.Runtime):
     implementation = f"mcp {version('mcp')} MCPServer (in-memory Client, notifications/cancelled)"
-    capabilities: ClassVar[dict[str, bool]] = {}  # not one of the contract's stages (docstring)
+    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # its task's cancellation
     cancel: ClassVar[list[str]] = ["message"]
 
     @asynccontextmanager
@@ -43,7 +44,7 @@ class McpSdk(rt_driver.Runtime):
 
             @server.tool(name="tool")
             async def tool(q: Any) -> CallToolResult:
-                value = await call.body(rt_driver.no_signal, None)
+                value = await call.body(rt_driver.task_signal, None)
                 content = value["content"] if isinstance(value, dict) else value
                 meta = value.get("meta") if isinstance(value, dict) else None
                 return CallToolResult(content=[TextContent(**c) for c in content], _meta=meta)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import sys
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
@@ -86,6 +87,18 @@ def no_signal() -> dict[str, Any]:
     return {"aborted": False, "reason": None}
 
 
+def task_signal() -> dict[str, Any]:
+    """The body's signal in a runtime that cancels its body's task: whether a cancellation is
+    pending on it, read through public APIs only -- anyio's effective deadline (minus infinity
+    inside a cancelled scope) and asyncio's ``Task.cancelling()``.  Only the caller cancels in a
+    scenario without wrappers or timeouts, so the reason is the caller's."""
+    task = asyncio.current_task()
+    cancelled = anyio.current_effective_deadline() == -math.inf or bool(
+        task is not None and task.cancelling()
+    )
+    return {"aborted": cancelled, "reason": "caller" if cancelled else None}
+
+
 class Unsupported(Exception):
     """A scenario this runtime cannot run (answered with an ``error`` message)."""
 
@@ -106,6 +119,20 @@ class Call:
     gates: dict[str, anyio.Event] = field(default_factory=dict)
     bodies: list[Body] = field(default_factory=list)
     caller_aborted: bool = False
+    outcome: Outcome | None = None  # set by an adapter that saw its call end in an exception
+    settled: dict[str, int] | None = None  # set by an adapter whose call settles before it returns
+
+    def settled_now(self) -> dict[str, int]:
+        """What had started and settled so far (``observed.settled``)."""
+        return {
+            "bodies_started": len(self.bodies),
+            "bodies_settled": sum(b.settle is not None for b in self.bodies),
+        }
+
+    def settled_at(self, snapshot: dict[str, int]) -> None:
+        """The call settled earlier than ``execute`` returned: when ``snapshot`` was taken (an
+        agent loop's tool call settles when its result reaches the model, not when the run ends)."""
+        self.settled = snapshot
 
     async def gate(self, name: str, stop: anyio.Event | None = None) -> None:
         """Wait at gate ``name`` until the driver releases it (or, if given, ``stop`` is set)."""
@@ -194,8 +221,10 @@ class Runtime:
             "revisions": ["seed", "revised"],
             "level": "outcome",
             "retry": "reenter",
-            "capabilities": {k: self.capabilities.get(k, False) for k in STAGES},
-            "cancel": self.cancel,
+            "capabilities": {
+                **{k: self.capabilities.get(k, False) for k in STAGES},
+                "cancel": self.cancel,
+            },
         }
 
 
@@ -221,13 +250,12 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
             with scope:
                 box["outcome"] = await execute(args)
             if scope.cancelled_caught:
-                box["outcome"] = Outcome(raised="the call was cancelled: it raised to its caller")
+                box["outcome"] = call.outcome or Outcome(
+                    raised="the call was cancelled: it raised to its caller"
+                )
         except Exception as exc:  # the runtime let an exception out of the call
-            box["outcome"] = Outcome(raised=f"{type(exc).__name__}: {exc}")
-        box["settled"] = {
-            "bodies_started": len(call.bodies),
-            "bodies_settled": sum(b.settle is not None for b in call.bodies),
-        }
+            box["outcome"] = call.outcome or Outcome(raised=f"{type(exc).__name__}: {exc}")
+        box["settled"] = call.settled or call.settled_now()
 
     if s["caller"] == "aborted" or s["cancel"] == "before_entry":
         abort()
@@ -256,18 +284,22 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
     outcome: Outcome = box.get("outcome", Outcome(raised="execute() never settled"))
     if s["cancel"] == "after":
         abort()
-    # Without observers the caller is the one party the result reaches: notifications counts
-    # how often it did (once, or never for a call that raised).
+    # A runtime without observers notifies nobody: conform judges notifications only where the
+    # hello declares observers.
     return {
         "result": outcome.result,
         "observed": {
             "raised": outcome.raised,
-            "notifications": 1 if outcome.result is not None else 0,
+            "notifications": 0,
             "notified_same": True,
             "bodies": [{"start": b.start, "settle": b.settle} for b in call.bodies],
             "settled": box.get("settled"),
         },
     }
+
+
+def not_json(value: object) -> str:
+    return f"<not JSON: {type(value).__name__}>"
 
 
 def serve(runtime: Runtime) -> None:
@@ -277,7 +309,9 @@ def serve(runtime: Runtime) -> None:
     out = sys.stdout
 
     def send(message: dict[str, Any]) -> None:
-        out.write(json.dumps({"protocol": 2, **message}) + "\n")
+        # A value that is not JSON (a bad_meta body's function) is shown, not dropped: the
+        # runtime kept it in its result, and the comparison must see that.
+        out.write(json.dumps({"protocol": 2, **message}, default=not_json) + "\n")
         out.flush()
 
     async def one(line: str) -> None:
