@@ -28,6 +28,11 @@ the exception, each body's signal at start and at settle, what had started and s
 ``execute()`` settled, the notifications and whether each carried the very object returned, and
 listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
 
+``--without STAGE`` (repeatable) declares a runtime without that stage in the hello's
+``capabilities`` and answers without observing it (:mod:`toolcancel.capabilities`): conform then
+sends only the vectors that leave the stage neutral, so our registry plays a runtime that has only
+part of the pipeline.
+
 ``--mutant NAME`` wraps a deliberately broken registry or scheduler of ``model_tests/mutants.py``
 (imported from the current directory, i.e. a source checkout), to prove that conform catches each
 one.
@@ -53,6 +58,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final, cast
 
+from .capabilities import CANCELS, STAGES
 from .contract import load_contract
 from .errors import RegistryUsageError, ToolcancelError
 from .registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
@@ -69,6 +75,12 @@ PROTOCOL: Final = 2
 every message).  It answers each vector in the version the vector came in, 1 or 2."""
 PROTOCOLS: Final = (1, 2)
 LEVELS: Final = ("trace", "outcome")
+_OBSERVATIONS: Final = {
+    "post_policy": "post_received",
+    "approval": "approval_signal",
+    "around": "slot_after_next",
+}
+"""Stage -> the answer's observation only a runtime with it can make (``--without``)."""
 
 
 def _implementation() -> str:
@@ -102,9 +114,14 @@ class Session:
         revisions: tuple[str, ...],
         retry: str | None = None,
         level: str = "trace",
+        lacks: frozenset[str] = frozenset(),
     ) -> None:
         if level not in LEVELS:
             raise AdapterError(f"level {level!r} is not one of {', '.join(LEVELS)}")
+        unknown = sorted(lacks - set(STAGES))
+        if unknown:
+            raise AdapterError(f"--without {unknown[0]}: not one of {', '.join(STAGES)}")
+        self.lacks = lacks
         self.factory = factory
         self.revisions = revisions
         self.retry = load_contract().default_retry if retry is None else retry
@@ -126,8 +143,27 @@ class Session:
             "revisions": list(self.revisions),
             "level": self.level,
             "retry": self.retry,
-            "turns": True,
+            "turns": "turns" not in self.lacks,
+            **({"capabilities": self.capabilities()} if self.lacks else {}),
         }
+
+    def capabilities(self) -> dict[str, Any]:
+        """The hello's ``capabilities``: every stage but those ``--without`` names, every way to
+        cancel."""
+        return {**{s: s not in self.lacks for s in STAGES}, "cancel": list(CANCELS)}
+
+    def unobserved(self, answer: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` as a runtime without the stages of ``--without`` reports it: no
+        observation of them (the vectors conform sends it leave those stages neutral)."""
+        observed = answer["observed"]
+        for stage, key in _OBSERVATIONS.items():
+            if stage in self.lacks:
+                observed.pop(key, None)
+        if "observers" in self.lacks:
+            observed["notifications"] = 0
+            observed["notified_same"] = True
+            observed.pop("frozen", None)
+        return answer
 
     def answer(self, line: str) -> dict[str, Any]:
         """The answer to one input line: an ``outcome``, or an ``error`` naming the problem."""
@@ -148,7 +184,7 @@ class Session:
             run = self.run if self.level == "trace" else self.run_outcome
             answer = self.loop.run_until_complete(run(vid, scenario))
             answer["protocol"] = version
-            return answer
+            return self.unobserved(answer) if self.lacks else answer
         except (ValueError, RecursionError, ToolcancelError) as exc:
             return {"protocol": version, "type": "error", "id": vid, "message": str(exc)}
 
@@ -479,6 +515,15 @@ def main(argv: list[str] | None = None) -> int:
         default="trace",
         help="conformance level to declare and answer at (default trace; outcome: a black box)",
     )
+    parser.add_argument(
+        "--without",
+        metavar="STAGE",
+        action="append",
+        choices=STAGES,
+        default=[],
+        help="declare a runtime without this stage (hello capabilities; repeatable) and answer "
+        "without observing it -- how a runtime that has only part of the pipeline is judged",
+    )
     args = parser.parse_args(argv)
     revisions = REVISIONS if args.revision == "all" else (args.revision,)
     try:
@@ -486,7 +531,7 @@ def main(argv: list[str] | None = None) -> int:
             factory: RegistryFactory = ToolRegistry
             if args.mutant:
                 factory = stack.enter_context(_mutant(args.mutant))
-            session = Session(factory, revisions, args.retry, args.level)
+            session = Session(factory, revisions, args.retry, args.level, frozenset(args.without))
             stack.callback(session.close)
             serve(session, sys.stdin, sys.stdout)
     except AdapterError as exc:

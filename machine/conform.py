@@ -56,6 +56,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import reaper, turnvectors
+from .capabilities import Capabilities, CapabilityError, needs, undeclared
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
 from .core import CallState, Occurrence, choices, initial_state
@@ -64,6 +65,7 @@ from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .judge import (
     CHECKED,
+    CHECKS,
     NONE,
     TRACE_READS,
     Failure,
@@ -169,6 +171,8 @@ class Family:
     ids: tuple[str, ...]
     features: tuple[str, ...]  # shared by every failure, rare in the run: "caller=aborted"
     example: str  # the first failure's explanation
+    expected: str = ""  # the first failure's judging step: what the contract wanted, in brief
+    observed: str = ""  # ... and what the implementation did
 
     def line(self) -> str:
         shared = ", ".join(self.features) or "no distinctive feature"
@@ -196,6 +200,11 @@ class Report:
     scenarios: dict[str, dict[str, Any]] = field(default_factory=dict)  # id -> scenario data
     report_path: str | None = None  # where --report wrote the verdicts, if it did
     strays: int = 0  # processes the adapter started outside its session, killed by the runner
+    capabilities: Capabilities = field(default_factory=Capabilities)  # what the hello declared
+    skipped: dict[str, int] = field(default_factory=dict)  # capability -> vectors that need it
+    skipped_total: int = 0  # vectors not sent: they need a stage the runtime lacks
+    wanting: dict[str, frozenset[str]] = field(default_factory=dict)
+    # rule -> the capabilities whose skipped vectors would have exercised it
 
     @property
     def passed(self) -> int:
@@ -241,7 +250,18 @@ class Report:
             )
             if t.failed and out[rule][0] == NONE:  # a failure citing it is a check of it
                 out[rule] = (CHECKED, "")
+            if out[rule][0] == NONE and rule in self.wanting:
+                out[rule] = (NONE, want_why(self.wanting[rule]))
         return out
+
+    def unjudged(self) -> dict[str, frozenset[str]]:
+        """The rules no vector of the run could fail, that a vector skipped for want of a
+        capability would have exercised: rule -> those capabilities."""
+        return {
+            r: self.wanting[r]
+            for r, (status, _) in self.coverage().items()
+            if status == NONE and r in self.wanting
+        }
 
     def unchecked(self) -> list[str]:
         return [r for r, (status, _) in self.coverage().items() if status == NONE]
@@ -268,7 +288,18 @@ class Report:
                 (f for f in shared or () if share[f] / total <= FEATURE_SHARE),
                 key=lambda f: (share[f], f),
             )[:FEATURES]
-            out.append(Family(rule, step, tuple(j.id for j in js), tuple(rare), js[0].explanation))
+            first = js[0]
+            out.append(
+                Family(
+                    rule,
+                    step,
+                    tuple(j.id for j in js),
+                    tuple(rare),
+                    first.explanation,
+                    first.expected,
+                    first.observed,
+                )
+            )
         out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
         return out
 
@@ -319,6 +350,9 @@ class Report:
                 for r, (status, why) in coverage.items()
             },
             "unchecked": [r for r, (status, _) in coverage.items() if status == NONE],
+            "capabilities": self.capabilities.to_json() if self.capabilities.declared else None,
+            "skipped": {"vectors": self.skipped_total, "by_capability": dict(self.skipped)},
+            "unjudged": {r: sorted(caps) for r, caps in self.unjudged().items()},
             "families": [
                 {
                     "rule": f.rule,
@@ -326,6 +360,11 @@ class Report:
                     "count": len(f.ids),
                     "features": list(f.features),
                     "first": f.ids[0],
+                    "title": self.titles.get(f.rule, ""),
+                    "expected": f.expected,
+                    "observed": f.observed,
+                    "explanation": f.example,
+                    "scenario": self.scenarios.get(f.ids[0]),
                 }
                 for f in self.families()
             ],
@@ -353,6 +392,15 @@ class Report:
             else None,
         }
         return data
+
+
+def want_why(capabilities: frozenset[str]) -> str:
+    """Why a rule was not judged: the capabilities the runtime lacks that its vectors need."""
+    return (
+        "NOT JUDGED for want of a capability: the vectors that decide it need "
+        + " or ".join(sorted(capabilities))
+        + ", which the adapter's hello does not declare"
+    )
 
 
 def _features(scenario: Mapping[str, Any]) -> set[str]:
@@ -391,8 +439,20 @@ def quote(text: str | bytes) -> str:
 class Judge:
     """Judges adapter answers against the vectors of one revision."""
 
-    def __init__(self, revision: str, retry: str | None = None, level: str = "trace") -> None:
+    def __init__(
+        self,
+        revision: str,
+        retry: str | None = None,
+        level: str = "trace",
+        capabilities: Capabilities | None = None,
+    ) -> None:
         self.level = level
+        self.capabilities = capabilities or Capabilities()
+        # observations of a stage the runtime lacks are not judged (it cannot make them)
+        self._unobserved = frozenset(
+            e for stage, events in _STAGE_OBSERVATIONS.items()
+            if stage not in self.capabilities.stages for e in events
+        )  # fmt: skip
         self.seen: set[str] = set()  # optional observations some answer carried (listeners)
         self._rules: dict[tuple[Any, ...], frozenset[str]] = {}
         self.checker = Checker(revision)
@@ -405,6 +465,7 @@ class Judge:
         self.titles = {r.id: r.title for r in self.table.rules}
         self.revised = "R44" in self.titles
         self._choices: dict[tuple[CallState, Occurrence], list[tuple[Transition, CallState]]] = {}
+        self._each: dict[str, tuple[Occurrence, ...]] = {}
         self.cancellations = frozenset(
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
         )
@@ -460,8 +521,22 @@ class Judge:
     def record(self, v: Vector, answer: Mapping[str, Any]) -> Record:
         """The answer as one record (:func:`toolcancel.judge.answer_record`)."""
         record = answer_record(answer, v.id, self.table.name, entry_caller(v.scenario))
+        if self._unobserved:
+            lines = [x for x in record.lines if x["event"] not in self._unobserved]
+            record = Record(lines, record.revision, record.caller)
         self.seen.update(e for e in ENVIRONMENT if record.has(e))
         return record
+
+    def undeclared(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
+        """A protocol failure if the answer shows a stage the hello did not declare at work
+        (:func:`toolcancel.capabilities.undeclared`)."""
+        why = undeclared(self.capabilities, answer, v.allowed_paths())
+        if why is None:
+            return None
+        return self.fail(
+            v, PROTOCOL_RULE, why, step="capabilities", expected="declared stages only",
+            observed=why.split(",")[0],
+        )  # fmt: skip
 
     def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on an ``outcome`` answer (its envelope is already checked)."""
@@ -470,6 +545,9 @@ class Judge:
         shape = _answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
+        cheat = self.undeclared(v, answer)
+        if cheat is not None:
+            return cheat
         trace: list[Any] = answer["trace"]
         result = answer["result"]
         record = self.record(v, answer)
@@ -557,6 +635,9 @@ class Judge:
         shape = _outcome_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
+        cheat = self.undeclared(v, answer)
+        if cheat is not None:
+            return cheat
         result = answer["result"]
         record = self.record(v, answer)
         exps = self.expectations(v)
@@ -735,7 +816,7 @@ class Judge:
             nxt: dict[CallState, Step] = {}
             for state in layers[-1]:
                 for occ in self._occurrences(name):
-                    for t, after in choices(self.table, state, occ):
+                    for t, after in self.choices(state, occ):
                         nxt.setdefault(after, (state, t))
             layers.append(nxt)
         ends = [st for st in layers[-1] if st.state == "materialized"]
@@ -751,10 +832,16 @@ class Judge:
             out.append(took)
         return out[::-1]
 
-    def _occurrences(self, name: str) -> Iterator[Occurrence]:
-        fields = self.data.get(name, ())
-        for values in itertools.product((False, True), repeat=len(fields)):
-            yield Occurrence(name, **dict(zip(fields, values, strict=True)))
+    def _occurrences(self, name: str) -> tuple[Occurrence, ...]:
+        """Every occurrence of event ``name``, each data value tried (memoized)."""
+        found = self._each.get(name)
+        if found is None:
+            fields = self.data.get(name, ())
+            found = self._each[name] = tuple(
+                Occurrence(name, **dict(zip(fields, values, strict=True)))
+                for values in itertools.product((False, True), repeat=len(fields))
+            )
+        return found
 
     def result_rule(
         self, v: Vector, exp: Expectation, result: Mapping[str, Any]
@@ -881,6 +968,16 @@ class Judge:
         if self.revised:
             rules.add("R44")
         return frozenset(rules)
+
+
+_STAGE_OBSERVATIONS: Final = {
+    "observers": ("notified", "frozen"),
+    "post_policy": ("post_received",),
+    "approval": ("approval_signal",),
+    "around": ("slot_after_next",),
+}
+"""Environment observations only a runtime with the stage can make: left out of the record of a
+runtime without it (an answer that makes one anyway is a protocol failure)."""
 
 
 def _brief(value: Any) -> str:
@@ -1085,9 +1182,19 @@ class Adapter:
 
     @property
     def turns(self) -> bool:
-        """Whether the adapter's hello declared ``turns``: it runs turn vectors through its
-        scheduler (optional; without it R9 and R36-R38 are reported not checked)."""
-        return self.hello.get("turns") is True
+        """Whether the adapter's hello declared ``turns`` (or the capability ``turns``): it runs
+        turn vectors through its scheduler (optional; without it R9 and R36-R38 are reported not
+        checked)."""
+        caps = self.capabilities
+        return "turns" in caps.stages if caps.declared else self.hello.get("turns") is True
+
+    @property
+    def capabilities(self) -> Capabilities:
+        """The stages the adapter's runtime has and how its caller cancels (hello
+        ``capabilities``, protocol 2; absent: everything)."""
+        if self.protocol == 1:
+            return Capabilities()
+        return Capabilities.from_hello(self.hello.get("capabilities"))
 
     @property
     def deviations(self) -> tuple[str, ...]:
@@ -1289,6 +1396,15 @@ def _hello_problem(hello: Mapping[str, Any]) -> str | None:
         )
     if type(hello.get("turns", False)) is not bool:
         return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
+    try:
+        caps = Capabilities.from_hello(hello.get("capabilities"))
+    except CapabilityError as exc:
+        return str(exc)
+    if caps.declared and "turns" in hello and hello["turns"] != ("turns" in caps.stages):
+        return (
+            f"the adapter's hello declares turns {hello['turns']!r} and capabilities.turns "
+            f"{'turns' in caps.stages!r}; they must agree (or give only capabilities)"
+        )
     return deviation_problem(hello.get("deviations", []))
 
 
@@ -1354,8 +1470,17 @@ async def _run_vectors(
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
-    judge = Judge(revision, adapter.retry, adapter.level)
-    items: list[Vector | TurnVector] = [v.for_retry(adapter.retry) for v in vectors]
+    caps = adapter.capabilities
+    judge = Judge(revision, adapter.retry, adapter.level, caps)
+    items: list[Vector | TurnVector] = []
+    skipped: list[tuple[Vector, frozenset[str]]] = []
+    for vector in vectors:
+        mine = vector.for_retry(adapter.retry)
+        lacks = caps.lacks(needs(mine, judge.table)) if caps.declared else frozenset()
+        if lacks:
+            skipped.append((mine, lacks))
+        else:
+            items.append(mine)
     if adapter.turns:
         items += turns
     revisions = adapter.hello.get("revisions", [])
@@ -1369,6 +1494,12 @@ async def _run_vectors(
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
     ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
     report.turns = ran_turns
+    report.capabilities = caps
+    report.skipped_total = len(skipped)
+    report.skipped = dict(
+        sorted(collections.Counter(c for _, lacks in skipped for c in lacks).most_common())
+    )
+    report.wanting = _wanting(judge, skipped, set() if adapter.turns else {"turns"})
     report.scenarios = {
         v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
         for v in items
@@ -1455,6 +1586,31 @@ async def _run_vectors(
     # run's vectors held any turn vector -- the coverage table says which of the two it was
     report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
+
+
+def _wanting(
+    judge: Judge, skipped: Sequence[tuple[Vector, frozenset[str]]], lacks: set[str]
+) -> dict[str, frozenset[str]]:
+    """Rule -> the capabilities whose want kept a vector exercising it from the run (its
+    expected behaviour's rules, :meth:`Judge.static_rules`); the turn rules, for want of
+    ``turns``, when ``lacks`` says so and capabilities were declared."""
+    out: dict[str, set[str]] = {}
+    for v, missing in skipped:
+        for rule in judge.static_rules(v):
+            out.setdefault(rule, set()).update(missing)
+    if lacks and judge.capabilities.declared:
+        for rule in turnvectors.RULES:
+            out.setdefault(rule, set()).update(lacks)
+    for rule, found in CHECKS.items():  # every check reads what a lacking stage cannot show
+        asked = [c for c in found if judge.level in c.levels]
+        blind = [
+            {st for st, events in _STAGE_OBSERVATIONS.items() if c.reads & set(events)}
+            - judge.capabilities.stages
+            for c in asked
+        ]
+        if asked and all(blind):
+            out.setdefault(rule, set()).update(*blind)
+    return {r: frozenset(c) for r, c in out.items()}
 
 
 def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:

@@ -287,9 +287,13 @@ def test_report_lines_json_and_families_of_a_broken_registry(
         "notifies exactly 1 time(s).",
     }
     assert data["report"] == str(report) and "failures" not in data
+    # what a published table needs per family: the rule, one vector (its scenario, to
+    # reproduce it), what the implementation did and what the contract wanted
     assert data["families"] == [
         {"rule": "R31", "step": "notifications", "count": len(sample), "features": [],
-         "first": sample[0].id}
+         "first": sample[0].id, "title": "Exactly-once notification", "expected": "1",
+         "observed": "2", "explanation": failed[0]["explanation"],
+         "scenario": sample[0].scenario.to_data()}
     ]  # fmt: skip
     code, table, _ = run_cli([*args, "--adapter", *MUTANT, "notifies_twice"], capsys)
     assert "failures in 1 family:" in table

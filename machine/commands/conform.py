@@ -12,6 +12,7 @@ from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, sel
 from ..contract import load_contract
 from ..fileio import check_destination
 from ..judge import CHECKED, NONE, OUTCOME
+from ..turnvectors import RULES as TURN_RULES
 
 MAX_TIMEOUT = 86_400
 """Longest ``--timeout`` (a day): a larger one would only hide a hung adapter."""
@@ -162,7 +163,28 @@ def table(report: Report) -> str:
         f"  {d['passed']:,} passed, {d['failed']:,} failed; {unchecked} of {rules} rules not "
         f"checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, {report.restarts} restart(s))"
     )
-    if not report.turns:
+    if report.capabilities.declared:
+        caps = report.capabilities.to_json()
+        has = [k for k, x in caps.items() if x is True]
+        lacks = [k for k, x in caps.items() if x is False]
+        lines.append(
+            f"  capabilities: {', '.join(has) or 'no stage'}; cancel by "
+            f"{', '.join(caps['cancel']) or 'nothing'}; lacks {', '.join(lacks) or 'nothing'}"
+        )
+    if report.skipped_total:
+        by = ", ".join(f"{c} {n:,}" for c, n in report.skipped.items())
+        lines.append(
+            f"  SKIPPED: {report.skipped_total:,} vectors need a capability the hello does not "
+            f"declare ({by}; a vector may need several)"
+        )
+    unjudged = report.unjudged()
+    if unjudged:
+        said = "; ".join(f"{r} ({', '.join(sorted(c))})" for r, c in unjudged.items())
+        lines.append(
+            f"  NOT JUDGED for want of a capability: {len(unjudged)} rule"
+            f"{'s' if len(unjudged) != 1 else ''}: {said}"
+        )
+    if not report.turns and not unjudged.keys() & TURN_RULES:
         lines.append(
             "  NOT CHECKED: the turn scheduler (R9, R36-R38) -- the adapter's hello does not "
             "declare turns (spec/vectors/README.md: Turns)"

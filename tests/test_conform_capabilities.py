@@ -1,0 +1,317 @@
+"""Capability-scoped conformance: a runtime with only part of the contract's stages.
+
+Why these tests exist:
+
+* A hello's ``capabilities`` is validated to one line (every key, booleans, a cancel list), and
+  absent means everything: our adapter and older adapters lose nothing.
+* What a vector needs is derived from its scenario and its allowed paths, one stage at a time.
+* conform sends exactly the vectors that need only declared stages, and its report (text and
+  ``--json``) says how many it skipped for want of what, and which rules it could not judge.
+* An adapter cannot pass by declaring less than it uses: an observation of an undeclared stage
+  is a protocol failure naming it.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import sys
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+from support import run_cli, write_sample
+from toolcancel.adapter import Session
+from toolcancel.capabilities import (
+    CANCEL_ANY,
+    CANCEL_SIGNAL,
+    CANCELS,
+    STAGES,
+    Capabilities,
+    needs,
+)
+from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem
+from toolcancel.registry import ToolRegistry
+from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
+
+FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
+EVERYTHING: dict[str, Any] = {**dict.fromkeys(STAGES, True), "cancel": list(CANCELS)}
+
+
+@pytest.fixture(scope="module")
+def seed() -> list[Vector]:
+    return shipped_vectors("seed")
+
+
+def _hello(**caps: Any) -> dict[str, Any]:
+    return {
+        "protocol": 2,
+        "type": "hello",
+        "implementation": "x",
+        "revisions": ["seed"],
+        "level": "outcome",
+        "retry": "reenter",
+        "capabilities": {**EVERYTHING, **caps},
+    }
+
+
+# ------------------------------------------------------------------------------------------------
+# The hello
+# ------------------------------------------------------------------------------------------------
+
+
+def test_absent_capabilities_mean_everything() -> None:
+    caps = Capabilities.from_hello(None)
+    assert (caps.declared, caps.everything) == (False, True)
+    assert caps.lacks({*STAGES, CANCEL_SIGNAL, CANCEL_ANY}) == frozenset()
+
+
+def test_a_full_declaration_is_usable_and_lacks_nothing() -> None:
+    assert _hello_problem(_hello()) is None
+    caps = Capabilities.from_hello(EVERYTHING)
+    assert (caps.declared, caps.everything, caps.to_json()) == (True, True, EVERYTHING)
+
+
+@pytest.mark.parametrize(
+    ("change", "words"),
+    [
+        ({"post": True}, "unknown key 'post'"),
+        ({"guards": "yes"}, "capabilities.guards must be true or false"),
+        ({"cancel": ["signal", "abort"]}, "capabilities.cancel must be a list"),
+        ({"cancel": ["task", "task"]}, "capabilities.cancel must be a list"),
+        ({"cancel": "signal"}, "capabilities.cancel must be a list"),
+    ],
+)
+def test_a_bad_capability_is_one_line(change: dict[str, Any], words: str) -> None:
+    problem = _hello_problem(_hello(**change))
+    assert problem is not None and words in problem and "\n" not in problem
+
+
+def test_a_missing_key_is_named() -> None:
+    hello = _hello()
+    del hello["capabilities"]["around"]
+    assert _hello_problem(hello) == (
+        "the adapter's hello: capabilities lacks around (every key is required)"
+    )
+    hello["capabilities"] = ["pre_policy"]
+    assert "must be an object" in str(_hello_problem(hello))
+
+
+def test_turns_and_capabilities_turns_must_agree() -> None:
+    assert _hello_problem({**_hello(turns=False), "turns": False}) is None
+    problem = _hello_problem({**_hello(turns=False), "turns": True})
+    assert problem is not None and "must agree" in problem
+
+
+def test_a_bad_declaration_stops_the_run_with_one_line(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_sample(tmp_path, seed[:1])
+    adapter = [sys.executable, FIXTURE, "undeclared", json.dumps({"pre_policy": True})]
+    code, _, err = run_cli(
+        ["--revision", "seed", "--vectors", str(path), "--adapter", *adapter], capsys
+    )
+    assert code == 2
+    assert err.strip().count("\n") == 0 and "capabilities lacks approval" in err
+
+
+# ------------------------------------------------------------------------------------------------
+# What a vector needs
+# ------------------------------------------------------------------------------------------------
+
+
+def _needs(v: Vector, **change: Any) -> frozenset[str]:
+    judge = Judge(v.revision)
+    return needs(replace(v, scenario=replace(v.scenario, **change)), judge.table)
+
+
+def test_needs_follow_the_scenario_one_stage_at_a_time(seed: list[Vector]) -> None:
+    v = next(
+        v for v in seed
+        if v.scenario == replace(v.scenario, caller="none", wrappers=(), cancel="never",
+                                 pre="allow", guard="none", timeout="absent", post="accept",
+                                 observer="none")
+        and not any(b["aborted"] for e in v.expectations() for b in e.body_signals)
+    )  # fmt: skip
+    assert _needs(v) == frozenset()  # the plain call: any runtime runs it
+    assert _needs(v, pre="deny") == {"pre_policy"}
+    assert _needs(v, guard="throw") == {"guards"}
+    assert _needs(v, post="block") == {"post_policy"}
+    assert _needs(v, observer="throws") == {"observers"}
+    assert _needs(v, timeout="budget") == {"timeout_policy"}
+    assert _needs(v, wrappers=("delegate",)) == {"around"}
+    assert _needs(v, wrappers=("replace_live",)) == {"around", "replace_signal"}
+    assert _needs(v, caller="live") == {CANCEL_ANY}
+    assert _needs(v, caller="live", cancel="gate:pre") == {CANCEL_ANY, "pre_policy"}
+    assert _needs(v, caller="live", cancel="gate:post") == {CANCEL_ANY, "post_policy"}
+    assert _needs(v, caller="live", cancel="gate:body") == {CANCEL_ANY}
+    assert _needs(v, caller="aborted") == {CANCEL_SIGNAL}
+    assert _needs(v, caller="live", cancel="before_entry") == {CANCEL_SIGNAL}
+
+
+def test_approval_and_the_body_signal_are_needed_where_the_contract_uses_them(
+    seed: list[Vector],
+) -> None:
+    asked = next(v for v in seed if any(e.startswith("approval_") for e in v.allowed_paths()[0]))
+    assert "approval" in needs(asked, Judge("seed").table)
+    aborted = next(
+        v for v in seed if any(b["aborted"] for e in v.expectations() for b in e.body_signals)
+    )
+    assert "body_signal" in needs(aborted, Judge("seed").table)
+    never = next(v for v in seed if v.scenario.pre != "ask")
+    assert "approval" not in needs(never, Judge("seed").table)
+
+
+def test_lacking_a_way_to_cancel() -> None:
+    task_only = Capabilities(cancel=frozenset({"task"}), declared=True)
+    assert task_only.lacks({CANCEL_SIGNAL, CANCEL_ANY}) == {CANCEL_SIGNAL}
+    nothing = Capabilities(cancel=frozenset(), declared=True)
+    assert nothing.lacks({CANCEL_ANY}) == {CANCEL_ANY}
+
+
+# ------------------------------------------------------------------------------------------------
+# A capability-scoped run
+# ------------------------------------------------------------------------------------------------
+
+
+WITHOUT = ("post_policy", "around", "approval")
+
+
+def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    sample = seed[::20]
+    path = write_sample(tmp_path, sample)
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    for stage in WITHOUT:
+        command += ["--without", stage]
+    args = ["--revision", "seed", "--vectors", str(path), "--quiet"]
+    code, data, _ = run_cli([*args, "--json", "--adapter", *command], capsys)
+    table = Judge("seed").table
+    lacks = {v.id: set(WITHOUT) & needs(v, table) for v in sample}
+    ran = [i for i, x in lacks.items() if not x]
+    assert (code, data["failures"]) == (0, [])
+    assert data["vectors"] == data["passed"] == len(ran)
+    assert data["skipped"]["vectors"] == len(sample) - len(ran) > 0
+    assert data["skipped"]["by_capability"] == {
+        c: n for c in sorted(WITHOUT) if (n := sum(c in x for x in lacks.values()))
+    }
+    assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(WITHOUT, False)}
+    # what it could not judge: R24 (the approval seam's signal) and R23 (the slot after next())
+    assert {"R23", "R24"} <= set(data["unjudged"])
+    assert "approval" in data["unjudged"]["R24"] and "around" in data["unjudged"]["R23"]
+    for rule in data["unjudged"]:
+        assert data["by_rule"][rule]["status"] == "none"
+        assert data["by_rule"][rule]["why"].startswith("NOT JUDGED for want of a capability")
+    code, text, _ = run_cli([*args, "--adapter", *command], capsys)
+    assert code == 0
+    lines = text.splitlines()
+    assert any(x.startswith(f"  SKIPPED: {data['skipped']['vectors']:,} vectors") for x in lines)
+    loud = next(x for x in lines if x.startswith("  NOT JUDGED for want of a capability:"))
+    assert "R24 (approval" in loud
+    assert any(x.startswith("  R24 ") and "NOT JUDGED" in x for x in lines)
+
+
+def test_a_full_declaration_loses_nothing(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write_sample(tmp_path, seed[::60])
+    adapter = [sys.executable, FIXTURE, "undeclared", json.dumps(EVERYTHING)]
+    code, data, _ = run_cli(
+        ["--revision", "seed", "--vectors", str(path), "--json", "--adapter", *adapter], capsys
+    )
+    assert (code, data["failures"], data["vectors"]) == (0, [], len(seed[::60]))
+    assert (data["skipped"], data["unjudged"]) == ({"vectors": 0, "by_capability": {}}, {})
+    assert data["capabilities"] == EVERYTHING
+
+
+def test_our_adapter_declares_nothing_and_is_judged_on_everything() -> None:
+    session = Session(ToolRegistry, REVISIONS)
+    try:
+        assert "capabilities" not in session.hello()
+    finally:
+        session.close()
+
+
+# ------------------------------------------------------------------------------------------------
+# Declaring less than it uses
+# ------------------------------------------------------------------------------------------------
+
+
+def test_declaring_less_than_it_uses_fails_as_a_protocol_error(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    caps = {**EVERYTHING, "post_policy": False}
+    path = write_sample(tmp_path, seed[::40])
+    adapter = [sys.executable, FIXTURE, "undeclared", json.dumps(caps)]
+    code, data, _ = run_cli(
+        ["--revision", "seed", "--vectors", str(path), "--json", "--adapter", *adapter], capsys
+    )
+    assert code == 1
+    failures = data["failures"]
+    assert failures and {f["rule"] for f in failures} == {PROTOCOL_RULE}
+    assert {f["step"] for f in failures} == {"capabilities"}
+    assert "does not declare post_policy" in failures[0]["explanation"]
+
+
+def _answer(v: Vector, level: str = "outcome") -> dict[str, Any]:
+    session = Session(ToolRegistry, REVISIONS, level=level)
+    try:
+        line = json.dumps(
+            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
+             "scenario": v.scenario.to_data()}
+        )  # fmt: skip
+        return session.answer(line)
+    finally:
+        session.close()
+
+
+def _judge(v: Vector, answer: dict[str, Any], lacks: set[str], level: str = "outcome") -> Any:
+    caps = Capabilities(frozenset(STAGES) - lacks, frozenset(CANCELS), True)
+    return Judge(v.revision, level=level, capabilities=caps).judge(v, answer)
+
+
+@pytest.mark.parametrize(
+    ("stage", "doctor"),
+    [
+        ("approval", lambda a: a["observed"].__setitem__("approval_signal", "pre_slot")),
+        ("around", lambda a: a["observed"].__setitem__("slot_after_next", [True])),
+        ("observers", lambda a: a["observed"].__setitem__("notifications", 1)),
+        ("body_signal", lambda a: a["observed"]["bodies"][0].__setitem__(
+            "settle", {"aborted": True, "reason": "caller"})),
+        ("post_policy", lambda a: a["result"].__setitem__(
+            "additionalContexts", [{"type": "note", "text": "from post-execute"}])),
+    ],
+)  # fmt: skip
+def test_each_undeclared_observation_names_its_capability(
+    seed: list[Vector], stage: str, doctor: Any
+) -> None:
+    v = next(v for v in seed if v.expected.body_starts == 1 and v.scenario.post == "accept"
+             and not v.scenario.wrappers and v.scenario.cancel == "never"
+             and v.scenario.timeout == "absent")  # fmt: skip
+    answer = _answer(v)
+    answer["observed"].pop("post_received")  # what a runtime without the stage reports
+    answer["observed"].pop("slot_after_next")
+    if stage == "observers":
+        answer["observed"] |= {"notifications": 0, "notified_same": True}
+        answer["observed"].pop("frozen")
+    assert _judge(v, copy.deepcopy(answer), {stage}).passed
+    doctor(answer)
+    verdict = _judge(v, answer, {stage})
+    assert (verdict.passed, verdict.rule, verdict.step) == (False, PROTOCOL_RULE, "capabilities")
+    assert f"does not declare {stage}" in verdict.explanation
+
+
+def test_a_trace_event_of_an_undeclared_stage_is_a_protocol_error(seed: list[Vector]) -> None:
+    v = next(v for v in seed if v.scenario.post == "accept"
+             and all("post_accept" in p for p in v.allowed_paths()))  # fmt: skip
+    answer = _answer(v, "trace")
+    for key in ("post_received", "slot_after_next", "approval_signal"):
+        answer["observed"].pop(key, None)
+    assert _judge(v, copy.deepcopy(answer), {"post_policy"}, "trace").passed
+    post = next(x for x in answer["trace"] if x["event"] == "post_accept")
+    post["event"] = "post_block"
+    verdict = _judge(v, answer, {"post_policy"}, "trace")
+    assert (verdict.rule, verdict.step) == (PROTOCOL_RULE, "capabilities")
+    assert "the trace has post_block" in verdict.explanation
