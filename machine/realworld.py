@@ -38,7 +38,12 @@ REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
 DATA: Final = Path("docs/real-world.json")
 RUNTIMES_DIR: Final = Path("examples/runtimes")
-_RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*): ")
+PROTOCOL: Final = "protocol"
+"""The rule conform cites when the adapter could not run a vector (an ``error`` answer): a
+scenario the runtime cannot express, listed as not run, not as the runtime's failure."""
+_RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
+"""A reproduction's docstring head: its rules, and optionally the scenario features of the
+failures it reproduces, ``"R31 [body=throw]: ..."``."""
 
 
 class RealWorldError(ToolcancelError):
@@ -54,6 +59,17 @@ class Reproduction:
     rules: tuple[str, ...]
     summary: str
     source: str
+    features: tuple[str, ...] = ()  # field=value the failure's scenario has (or cancelled=true)
+
+    def shows(self, rule: str, scenario: dict[str, Any] | None) -> bool:
+        """Whether this reproduces a failure citing ``rule`` on ``scenario``."""
+        if scenario is None or rule not in self.rules:
+            return False
+        seen = {**scenario, "cancelled": scenario.get("cancel") != "never"}
+        return all(
+            str(seen.get(k)).lower() == v.lower()
+            for k, v in (f.split("=", 1) for f in self.features)
+        )
 
 
 def runtimes(root: Path) -> list[str]:
@@ -76,7 +92,9 @@ def reproductions(root: Path, name: str) -> list[Reproduction]:
         if isinstance(node, ast.AsyncFunctionDef) and doc and match:
             summary = " ".join(doc.split("\n\n")[0].split())[match.end() :]
             source = ast.get_source_segment(text, node) or ""
-            out.append(Reproduction(node.name, tuple(match[1].split("/")), summary, source))
+            features = tuple(f.strip() for f in (match[2] or "").split(",") if f.strip())
+            rules = tuple(match[1].split("/"))
+            out.append(Reproduction(node.name, rules, summary, source, features))
     return out
 
 
@@ -90,7 +108,6 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
         last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
         raise RealWorldError(f"{adapter}: conform could not run it ({revision}): {last}")
     report = json.loads(done.stdout)
-    firsts = {f["id"]: f for f in report["failures"]}
     rules = {}
     for rule, row in report["by_rule"].items():
         if row["failed"]:
@@ -115,19 +132,62 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
                 "step": f["step"],
                 "count": f["count"],
                 "features": f["features"],
-                "id": f["first"],
-                "expected": firsts[f["first"]]["expected"],
-                "observed": firsts[f["first"]]["observed"],
-                "explanation": firsts[f["first"]]["explanation"],
+                "examples": _examples(root, revision, f, report["failures"]),
             }
             for f in report["families"]
         ],
     }
 
 
+def _behaviour(s: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells apart the behaviours one family (a rule at a step) lumps together in a runtime
+    without the contract's stages: the tool and its arguments, whether the body returns, throws
+    or returns a non-JSON ``meta``, and whether the caller cancelled.  The table shows one vector
+    of each."""
+    body = s["body"]
+    kind = "throw" if body.endswith("throw") else "bad_meta" if body == "bad_meta" else "return"
+    return (s["tool_known"], s["args"], kind, s["cancel"] != "never")
+
+
+def _examples(
+    root: Path, revision: str, family: dict[str, Any], failures: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One failure of ``family`` per distinct behaviour (:func:`_behaviour`), first first."""
+    scenarios = _scenarios(root, revision)
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for f in failures:
+        if (f["rule"], f["step"]) != (family["rule"], family["step"]):
+            continue
+        s = scenarios[f["id"]]
+        key = _behaviour(s)
+        if key not in out:
+            out[key] = {"id": f["id"], "expected": f["expected"], "observed": f["observed"],
+                        "explanation": f["explanation"], "scenario": s}  # fmt: skip
+    return list(out.values())
+
+
+_SCENARIOS: dict[str, dict[str, Any]] = {}
+
+
+def _scenarios(root: Path, revision: str) -> dict[str, Any]:
+    """Vector id -> scenario, for the committed vectors of ``revision``."""
+    if revision not in _SCENARIOS:
+        path = root / "spec" / "vectors" / f"{revision}.jsonl"
+        with path.open(encoding="utf-8") as lines:
+            _SCENARIOS[revision] = {
+                v["id"]: v["scenario"] for v in map(json.loads, lines) if "scenario" in v
+            }
+    return _SCENARIOS[revision]
+
+
 def measure_all(root: Path) -> dict[str, Any]:
     """Every runtime, both revisions (the contents of ``docs/real-world.json``)."""
     return {name: {rev: measure(root, name, rev) for rev in REVISIONS} for name in runtimes(root)}
+
+
+def _rule_number(rule: str) -> int:
+    """R27 -> 27 (the table lists rules in the contract's order; the data file sorts keys)."""
+    return int(rule[1:]) if rule[1:].isdigit() else 0
 
 
 def _cell(text: str, limit: int = 160) -> str:
@@ -149,7 +209,10 @@ def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
         "pinned in the `runtimes` extra. A runtime "
         "declares the stages it has (`capabilities` in its hello); conform sends it only the "
         "vectors those stages can run, and a rule no such vector decides is **not judged** "
-        "(not kept). Every failure family below was confirmed once outside the adapter by the "
+        "(not kept). A rule is **kept** when every vector that exercised it passed; where the "
+        "runtime lacks the stage a rule governs (R7 without a post-execute stage), keeping it "
+        "only says the runtime behaves as that stage's default would. Every failure family "
+        "below was confirmed once outside the adapter by the "
         "reproduction it names: a self-contained script a maintainer can paste into their own "
         "issue tracker (`python examples/runtimes/repro_<runtime>.py <name>` runs one).",
         "",
@@ -167,20 +230,28 @@ def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
                 "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for rev in REVISIONS:
             m = by_rev[rev]
-            kept = [r for r, row in m["rules"].items() if row["verdict"] == "kept"]
-            broken = [r for r, row in m["rules"].items() if row["verdict"] == "broken"]
+            rules = sorted(m["rules"].items(), key=lambda item: _rule_number(item[0]))
+            kept = [r for r, row in rules if row["verdict"] == "kept"]
+            broken = [r for r, row in rules if row["verdict"] == "broken" and r != PROTOCOL]
             out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
         unjudged = sorted(
             {r for m in by_rev.values() for r, row in m["rules"].items()
              if row["verdict"] == "not judged"},
-            key=lambda r: int(r[1:]),
+            key=_rule_number,
         )  # fmt: skip
         if unjudged:
             out += [f"Not judged (no vector of this runtime decides them): {', '.join(unjudged)}.",
                     ""]  # fmt: skip
-        families = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]]
+        refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
+                   if f["rule"] == PROTOCOL]  # fmt: skip
+        for rev, f in refused:
+            e = f["examples"][0]
+            out += [f"Not run ({rev}): {f['count']} vectors the adapter refused, e.g. "
+                    f"{_cell(e['explanation'], 300)}", ""]  # fmt: skip
+        families = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
+                    if f["rule"] != PROTOCOL]  # fmt: skip
         if not families:
             out += ["Every vector run passed.", ""]
             continue
@@ -188,20 +259,23 @@ def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
                 "reproduction |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         used: dict[str, Reproduction] = {}
         for rev, f in families:
-            repro = next((r for r in repros.get(name, []) if f["rule"] in r.rules), None)
-            if repro is None:
-                raise RealWorldError(
-                    f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {f['id']}) has no "
-                    f"reproduction: add a function to examples/runtimes/repro_{name}.py whose "
-                    f"docstring begins with '{f['rule']}: '"
-                )
-            used[repro.name] = repro
             title = by_rev[rev]["rules"].get(f["rule"], {}).get("title", "")
-            out.append(
-                f"| {f['rule']} {_cell(title)} | {f['step']} | {f['count']} | `{f['id']}` | "
-                f"{_cell(f['observed'])} | {_cell(f['expected'])} | "
-                f"[`{repro.name}`](#{name}-{repro.name}) |"
-            )
+            for e in f["examples"]:
+                repro = next(
+                    (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
+                )
+                if repro is None:
+                    raise RealWorldError(
+                        f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
+                        f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
+                        f"whose docstring begins with '{f['rule']}: '"
+                    )
+                used[repro.name] = repro
+                out.append(
+                    f"| {f['rule']} {_cell(title)} | {f['step']} | {f['count']} | `{e['id']}` | "
+                    f"{_cell(e['observed'])} | {_cell(e['expected'])} | "
+                    f"[`{repro.name}`](#{name}-{repro.name}) |"
+                )
         out.append("")
         for repro in used.values():
             out += [
@@ -220,26 +294,38 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
     """Make (or, with ``check``, compare) docs/REAL-WORLD.md -- and, with ``run``, measure again
     into docs/real-world.json first.  Returns the files that differ (``check``) or were written."""
     data_path, table_path = root / DATA, root / TABLE
+    before = _read(data_path)
     if run:
         data = measure_all(root)
+        if not check:  # the measurement stands even if the render below stops
+            data_path.write_text(_data_text(data), encoding="utf-8")
     else:
         try:
-            data = json.loads(data_path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as exc:
+            data = json.loads(before or "")
+        except ValueError as exc:
             raise RealWorldError(
                 f"{data_path}: cannot read it ({exc}); measure with --run"
             ) from None
     repros = {name: reproductions(root, name) for name in data}
     table = render(data, repros)
-    data_text = json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
     changed = []
-    for path, text in ((data_path, data_text), (table_path, table)):
-        old = path.read_text(encoding="utf-8") if path.is_file() else None
+    for path, text, old in (
+        (data_path, _data_text(data), before),
+        (table_path, table, _read(table_path)),
+    ):
         if old != text:
             changed.append(str(path.relative_to(root)))
             if not check:
                 path.write_text(text, encoding="utf-8")
     return changed
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _data_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

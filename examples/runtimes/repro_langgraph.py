@@ -36,8 +36,50 @@ def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def cancelled_call_unanswered() -> bool:
+    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
+    (the tool is awaited first: the run is quiescent)."""
+    started = asyncio.Event()
+    finished: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Waits."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            finished.append("tool settled")
+        return "done"
+
+    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
+    await started.wait()
+    run.cancel()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
+        return finished == ["tool settled"]
+    return False
+
+
+async def unserializable_artifact() -> bool:
+    """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
+    ToolMessage."""
+
+    @tool(response_format="content_and_artifact")
+    async def with_artifact() -> tuple[str, dict[str, Any]]:
+        """Returns an artifact."""
+        return "done", {"handle": len}
+
+    out = await tools_graph(with_artifact).ainvoke(calling("with_artifact", {}))
+    message = out["messages"][-1]
+    print(f"artifact: {message.artifact!r}")
+    return message.artifact == {"handle": len}
+
+
 async def tool_exception() -> bool:
-    """R3: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
+    """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
     ToolMessage answers the call."""
 
     @tool
@@ -82,36 +124,15 @@ async def unknown_tool() -> bool:
     return message.status == "error" and "no_such_tool is not a valid tool" in message.content
 
 
-async def cancelled_call_unanswered() -> bool:
-    """R4/R31: a run cancelled while its tool runs answers the call with nothing (the tool is
-    awaited first: the run is quiescent)."""
-    started = asyncio.Event()
-    finished: list[str] = []
-
-    @tool
-    async def slow() -> str:
-        """Waits."""
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            finished.append("tool settled")
-        return "done"
-
-    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
-    await started.wait()
-    run.cancel()
-    try:
-        await run
-    except asyncio.CancelledError:
-        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
-        return finished == ["tool settled"]
-    return False
-
-
 REPRODUCTIONS = {
     f.__name__: f
-    for f in (tool_exception, lossy_arguments, unknown_tool, cancelled_call_unanswered)
+    for f in (
+        cancelled_call_unanswered,
+        unserializable_artifact,
+        tool_exception,
+        lossy_arguments,
+        unknown_tool,
+    )
 }
 
 

@@ -16,10 +16,13 @@ import sys
 import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent
 
 
 async def quiescence() -> bool:
-    """R27: a cancelled ``call_tool`` returns to its caller while the tool is still running."""
+    """R27: a cancelled ``call_tool`` returns to its caller while the tool is still running (the
+    server never says when the tool stopped: it answers no cancelled request)."""
     events: list[str] = []
     started, release = anyio.Event(), anyio.Event()
     server = MCPServer("repro")
@@ -48,7 +51,7 @@ async def quiescence() -> bool:
 
 
 async def error_text() -> bool:
-    """R3: a tool's exception reaches the client as a generic text, not the exception's."""
+    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's."""
     server = MCPServer("repro")
 
     @server.tool()
@@ -89,7 +92,28 @@ async def unknown_tool() -> bool:
     return result.is_error and data["content"][0]["text"] == "Unknown tool: no_such_tool"
 
 
-REPRODUCTIONS = {f.__name__: f for f in (quiescence, error_text, lossy_arguments, unknown_tool)}
+async def unserializable_meta() -> bool:
+    """R31 [body=bad_meta]: a result whose ``_meta`` is not JSON never reaches the client as a
+    result: the client's ``call_tool`` raises the server's serialization error."""
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    async with Client(server, mode="legacy") as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError as exc:
+            print(f"call_tool raised {type(exc).__name__}: {exc}")
+            return "serialize" in str(exc)
+    return False
+
+
+REPRODUCTIONS = {
+    f.__name__: f
+    for f in (quiescence, error_text, lossy_arguments, unknown_tool, unserializable_meta)
+}
 
 
 def main(names: list[str]) -> int:

@@ -15,7 +15,7 @@ import asyncio
 import sys
 from typing import Any
 
-from pydantic_ai import Agent, capture_run_messages
+from pydantic_ai import Agent, ToolReturn, capture_run_messages
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -50,26 +50,9 @@ def returned(history: list[ModelMessage]) -> list[ToolReturnPart | RetryPromptPa
     ]
 
 
-async def tool_exception() -> bool:
-    """R3: a tool's exception ends the whole run; the model gets no error result for the call."""
-    agent = Agent(calls("failing", {}))
-
-    @agent.tool_plain
-    async def failing() -> str:
-        raise RuntimeError("tool failed")
-
-    with capture_run_messages() as history:
-        try:
-            await agent.run("go")
-        except RuntimeError as exc:
-            print(f"Agent.run raised {exc!r}; recorded for the call: {returned(history)}")
-            return returned(history) == []
-    return False
-
-
 async def cancelled_call_unrecorded() -> bool:
-    """R4/R31: a run cancelled while its tool runs records no result for the call (the tool is
-    awaited first: the run is quiescent)."""
+    """R4/R31 [cancelled=true]: a run cancelled while its tool runs records no result for the
+    call (the tool is awaited first: the run is quiescent)."""
     started = asyncio.Event()
     finished: list[str] = []
     agent = Agent(calls("slow", {}))
@@ -93,6 +76,40 @@ async def cancelled_call_unrecorded() -> bool:
             pass
     print(f"after cancel: {finished}; recorded for the call: {returned(history)}")
     return finished == ["tool settled"] and returned(history) == []
+
+
+async def unserializable_metadata() -> bool:
+    """R30/R31 [body=bad_meta]: a tool's ``ToolReturn`` metadata that is not JSON is kept as it
+    is in the recorded result."""
+    agent = Agent(calls("with_meta", {}))
+
+    @agent.tool_plain
+    async def with_meta() -> ToolReturn:
+        return ToolReturn(return_value="done", metadata={"handle": len})
+
+    with capture_run_messages() as history:
+        await agent.run("go")
+    (part,) = returned(history)
+    print(f"recorded metadata: {part.metadata!r}")
+    return isinstance(part, ToolReturnPart) and part.metadata == {"handle": len}
+
+
+async def tool_exception() -> bool:
+    """R3/R31: a tool's exception ends the whole run; the model gets no error result for the
+    call."""
+    agent = Agent(calls("failing", {}))
+
+    @agent.tool_plain
+    async def failing() -> str:
+        raise RuntimeError("tool failed")
+
+    with capture_run_messages() as history:
+        try:
+            await agent.run("go")
+        except RuntimeError as exc:
+            print(f"Agent.run raised {exc!r}; recorded for the call: {returned(history)}")
+            return returned(history) == []
+    return False
 
 
 async def lossy_arguments() -> bool:
@@ -122,7 +139,13 @@ async def unknown_tool() -> bool:
 
 REPRODUCTIONS = {
     f.__name__: f
-    for f in (tool_exception, cancelled_call_unrecorded, lossy_arguments, unknown_tool)
+    for f in (
+        cancelled_call_unrecorded,
+        unserializable_metadata,
+        tool_exception,
+        lossy_arguments,
+        unknown_tool,
+    )
 }
 
 

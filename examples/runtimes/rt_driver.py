@@ -161,8 +161,6 @@ class Call:
         s = self.scenario
         record = Body(start=signal())
         self.bodies.append(record)
-        if s["body"].startswith("defer_"):
-            raise Unsupported("deferred contexts: no runtime here has deferContext")
         try:
             if s["cooperative"]:
                 await self.gate("body", stop)
@@ -233,6 +231,8 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
     lacking = [k for k in needs(s) if not runtime.capabilities.get(k)]
     if lacking:
         raise Unsupported(f"the runtime has no {', '.join(lacking)}")
+    if s["body"].startswith("defer_"):
+        raise Unsupported("the runtime gives a tool no way to defer contexts (deferContext)")
     if s["caller"] == "none" and s["cancel"] != "never":
         raise Unsupported("a scenario without a caller cannot cancel")
     call = Call(s)
