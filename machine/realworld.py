@@ -79,6 +79,26 @@ def runtimes(root: Path) -> list[str]:
     )
 
 
+def setup(root: Path, name: str) -> str:
+    """What every reproduction of ``repro_<name>.py`` stands on: the file's imports and helpers
+    (every top-level statement before the first reproduction, the docstring and
+    ``__future__`` aside), so that each can be pasted whole."""
+    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    kept: list[ast.stmt] = []
+    for node in ast.parse(text).body:
+        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+        if doc and _RULES.match(doc):
+            break
+        if not isinstance(node, ast.Expr) and not (
+            isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ):
+            kept.append(node)
+    if not kept:
+        return ""
+    lines = text.splitlines()
+    return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
+
+
 def reproductions(root: Path, name: str) -> list[Reproduction]:
     """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
     path = root / RUNTIMES_DIR / f"repro_{name}.py"
@@ -195,8 +215,11 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
-    """The markdown table for the measurements ``data`` and each runtime's reproductions."""
+def render(
+    data: dict[str, Any], repros: dict[str, list[Reproduction]], setups: dict[str, str]
+) -> str:
+    """The markdown table for the measurements ``data``, each runtime's reproductions and what
+    they stand on (:func:`setup`)."""
     out = [
         "# Real-world tool runtimes against the contract",
         "",
@@ -237,13 +260,13 @@ def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
         unjudged = sorted(
-            {r for m in by_rev.values() for r, row in m["rules"].items()
-             if row["verdict"] == "not judged"},
+            set.intersection(*({r for r, row in m["rules"].items()
+                                if row["verdict"] == "not judged"} for m in by_rev.values())),
             key=_rule_number,
         )  # fmt: skip
         if unjudged:
-            out += [f"Not judged (no vector of this runtime decides them): {', '.join(unjudged)}.",
-                    ""]  # fmt: skip
+            out += [f"Not judged in either revision (no vector this runtime can run decides "
+                    f"them): {', '.join(unjudged)}.", ""]  # fmt: skip
         refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
                    if f["rule"] == PROTOCOL]  # fmt: skip
         for rev, f in refused:
@@ -276,11 +299,14 @@ def render(data: dict[str, Any], repros: dict[str, list[Reproduction]]) -> str:
                     f"{_cell(e['observed'])} | {_cell(e['expected'])} | "
                     f"[`{repro.name}`](#{name}-{repro.name}) |"
                 )
-        out.append("")
+        out += ["", f"The reproductions below stand on this set-up "
+                f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
+                setups.get(name, ""), "```", ""]  # fmt: skip
         for repro in used.values():
             out += [
                 f'<a id="{name}-{repro.name}"></a>**`{repro.name}`** ({"/".join(repro.rules)}): '
-                f"{repro.summary}",
+                f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
+                f"{repro.name}`.",
                 "",
                 "```python",
                 repro.source,
@@ -307,7 +333,7 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
                 f"{data_path}: cannot read it ({exc}); measure with --run"
             ) from None
     repros = {name: reproductions(root, name) for name in data}
-    table = render(data, repros)
+    table = render(data, repros, {name: setup(root, name) for name in data})
     changed = []
     for path, text, old in (
         (data_path, _data_text(data), before),

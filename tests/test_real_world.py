@@ -53,7 +53,7 @@ def test_a_family_without_a_reproduction_stops_the_render() -> None:
     data = {"x": {rev: PUBLISHED["mcp_sdk"][rev] for rev in REVISIONS}}
     unrelated = Reproduction("other", ("R1",), "something else", "async def other(): ...")
     with pytest.raises(RealWorldError, match=r"x: the failure family R\d+ .* has no reproduction"):
-        render(data, {"x": [unrelated]})
+        render(data, {"x": [unrelated]}, {})
 
 
 @pytest.mark.parametrize("name", sorted(REQUIRES))
