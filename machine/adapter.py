@@ -29,9 +29,9 @@ the exception, each body's signal at start and at settle, what had started and s
 listener counts on the caller's signal.  ``toolcancel conform --self --level outcome`` runs it.
 
 ``--without STAGE`` (repeatable) declares a runtime without that stage in the hello's
-``capabilities`` and answers without observing it (:mod:`toolcancel.capabilities`): conform then
-sends only the vectors that leave the stage neutral, so our registry plays a runtime that has only
-part of the pipeline.
+``capabilities`` (without ``around``, also without ``replace_signal``) and answers without
+observing it (:mod:`toolcancel.capabilities`): conform then sends only the vectors that leave
+the stage neutral, so our registry plays a runtime that has only part of the pipeline.
 
 ``--mutant NAME`` wraps a deliberately broken registry or scheduler of ``model_tests/mutants.py``
 (imported from the current directory, i.e. a source checkout), to prove that conform catches each
@@ -150,7 +150,8 @@ class Session:
     def capabilities(self) -> dict[str, Any]:
         """The hello's ``capabilities``: every stage but those ``--without`` names, every way to
         cancel."""
-        return {**{s: s not in self.lacks for s in STAGES}, "cancel": list(CANCELS)}
+        lacks = self.lacks | ({"replace_signal"} if "around" in self.lacks else set())
+        return {**{s: s not in lacks for s in STAGES}, "cancel": list(CANCELS)}
 
     def unobserved(self, answer: dict[str, Any]) -> dict[str, Any]:
         """``answer`` as a runtime without the stages of ``--without`` reports it: no

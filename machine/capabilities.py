@@ -154,6 +154,11 @@ class Capabilities:
             raise CapabilityError(
                 f"{where}.cancel must be a list of distinct {', '.join(CANCELS)}, not {cancel!r}"
             )
+        if data["replace_signal"] and not data["around"]:
+            raise CapabilityError(
+                f"{where}.replace_signal is true but around is false: only an around wrapper "
+                "can hand the body another signal"
+            )
         return cls(frozenset(k for k in STAGES if data[k]), frozenset(cancel), True)
 
 

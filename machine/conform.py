@@ -203,8 +203,8 @@ class Report:
     capabilities: Capabilities = field(default_factory=Capabilities)  # what the hello declared
     skipped: dict[str, int] = field(default_factory=dict)  # capability -> vectors that need it
     skipped_total: int = 0  # vectors not sent: they need a stage the runtime lacks
-    wanting: dict[str, frozenset[str]] = field(default_factory=dict)
-    # rule -> the capabilities whose skipped vectors would have exercised it
+    wanting: dict[str, dict[str, int]] = field(default_factory=dict)
+    # rule -> capability -> how many vectors skipped for want of it would have exercised it
 
     @property
     def passed(self) -> int:
@@ -254,9 +254,11 @@ class Report:
                 out[rule] = (NONE, want_why(self.wanting[rule]))
         return out
 
-    def unjudged(self) -> dict[str, frozenset[str]]:
+    def unjudged(self) -> dict[str, dict[str, int]]:
         """The rules no vector of the run could fail, that a vector skipped for want of a
-        capability would have exercised: rule -> those capabilities."""
+        capability would have exercised: rule -> those capabilities, each with how many such
+        vectors lack it, most first (a rule whose checks read only what a missing stage
+        observes counts the run's vectors)."""
         return {
             r: self.wanting[r]
             for r, (status, _) in self.coverage().items()
@@ -352,7 +354,7 @@ class Report:
             "unchecked": [r for r, (status, _) in coverage.items() if status == NONE],
             "capabilities": self.capabilities.to_json() if self.capabilities.declared else None,
             "skipped": {"vectors": self.skipped_total, "by_capability": dict(self.skipped)},
-            "unjudged": {r: sorted(caps) for r, caps in self.unjudged().items()},
+            "unjudged": self.unjudged(),
             "families": [
                 {
                     "rule": f.rule,
@@ -394,11 +396,11 @@ class Report:
         return data
 
 
-def want_why(capabilities: frozenset[str]) -> str:
+def want_why(capabilities: Mapping[str, int]) -> str:
     """Why a rule was not judged: the capabilities the runtime lacks that its vectors need."""
     return (
         "NOT JUDGED for want of a capability: the vectors that decide it need "
-        + " or ".join(sorted(capabilities))
+        + " or ".join(capabilities)
         + ", which the adapter's hello does not declare"
     )
 
@@ -1495,11 +1497,13 @@ async def _run_vectors(
     ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
     report.turns = ran_turns
     report.capabilities = caps
-    report.skipped_total = len(skipped)
-    report.skipped = dict(
-        sorted(collections.Counter(c for _, lacks in skipped for c in lacks).most_common())
-    )
-    report.wanting = _wanting(judge, skipped, set() if adapter.turns else {"turns"})
+    unsent = 0 if adapter.turns or not caps.declared else len(turns)
+    wants = collections.Counter(c for _, lacks in skipped for c in lacks)
+    if unsent:  # turn vectors not sent for want of turns (an older hello: the table says so)
+        wants["turns"] = unsent
+    report.skipped_total = len(skipped) + unsent
+    report.skipped = dict(sorted(wants.items(), key=lambda kv: (-kv[1], kv[0])))
+    report.wanting = _wanting(judge, skipped, len(items), unsent)
     report.scenarios = {
         v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
         for v in items
@@ -1589,28 +1593,33 @@ async def _run_vectors(
 
 
 def _wanting(
-    judge: Judge, skipped: Sequence[tuple[Vector, frozenset[str]]], lacks: set[str]
-) -> dict[str, frozenset[str]]:
-    """Rule -> the capabilities whose want kept a vector exercising it from the run (its
-    expected behaviour's rules, :meth:`Judge.static_rules`); the turn rules, for want of
-    ``turns``, when ``lacks`` says so and capabilities were declared."""
-    out: dict[str, set[str]] = {}
+    judge: Judge, skipped: Sequence[tuple[Vector, frozenset[str]]], ran: int, unsent: int
+) -> dict[str, dict[str, int]]:
+    """Rule -> capability -> how many vectors exercising the rule (its expected behaviour's
+    rules, :meth:`Judge.static_rules`) were skipped for want of it, most first; the rules whose
+    every check reads what only a missing stage observes, with the ``ran`` vectors of the run;
+    the turn rules with the ``unsent`` turn vectors, for want of ``turns``."""
+    out: dict[str, collections.Counter[str]] = {}
     for v, missing in skipped:
         for rule in judge.static_rules(v):
-            out.setdefault(rule, set()).update(missing)
-    if lacks and judge.capabilities.declared:
+            out.setdefault(rule, collections.Counter()).update(missing)
+    caps = judge.capabilities
+    if caps.declared and unsent:
         for rule in turnvectors.RULES:
-            out.setdefault(rule, set()).update(lacks)
+            out.setdefault(rule, collections.Counter())["turns"] += unsent
     for rule, found in CHECKS.items():  # every check reads what a lacking stage cannot show
         asked = [c for c in found if judge.level in c.levels]
         blind = [
             {st for st, events in _STAGE_OBSERVATIONS.items() if c.reads & set(events)}
-            - judge.capabilities.stages
+            - caps.stages
             for c in asked
         ]
         if asked and all(blind):
-            out.setdefault(rule, set()).update(*blind)
-    return {r: frozenset(c) for r, c in out.items()}
+            for stage in set().union(*blind):
+                out.setdefault(rule, collections.Counter())[stage] += ran
+    return {
+        r: dict(sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))) for r, c in out.items() if c
+    }
 
 
 def _vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:

@@ -13,6 +13,7 @@ Why these tests exist:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -31,9 +32,11 @@ from toolcancel.capabilities import (
     Capabilities,
     needs,
 )
-from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem
+from toolcancel.commands.conform import table
+from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem, run_vectors
 from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.turnvectors import load_turn_vectors, turn_file
+from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 EVERYTHING: dict[str, Any] = {**dict.fromkeys(STAGES, True), "cancel": list(CANCELS)}
@@ -81,6 +84,7 @@ def test_a_full_declaration_is_usable_and_lacks_nothing() -> None:
         ({"cancel": ["signal", "abort"]}, "capabilities.cancel must be a list"),
         ({"cancel": ["task", "task"]}, "capabilities.cancel must be a list"),
         ({"cancel": "signal"}, "capabilities.cancel must be a list"),
+        ({"around": False}, "replace_signal is true but around is false"),
     ],
 )
 def test_a_bad_capability_is_one_line(change: dict[str, Any], words: str) -> None:
@@ -176,31 +180,42 @@ def test_lacking_a_way_to_cancel() -> None:
 
 
 WITHOUT = ("post_policy", "around", "approval")
+LACKS = (*WITHOUT, "replace_signal")  # no around wrapper, so none can replace the signal
 
 
 def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left(
     seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    sample = seed[::20]
+    sample = seed[::30]
     path = write_sample(tmp_path, sample)
     command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
     for stage in WITHOUT:
         command += ["--without", stage]
     args = ["--revision", "seed", "--vectors", str(path), "--quiet"]
-    code, data, _ = run_cli([*args, "--json", "--adapter", *command], capsys)
+    verdicts = tmp_path / "verdicts.jsonl"
+    code, data, _ = run_cli(
+        [*args, "--json", "--report", str(verdicts), "--adapter", *command], capsys
+    )
+    sent = {json.loads(x)["id"] for x in verdicts.read_text(encoding="utf-8").splitlines()}
+    for v in sample:  # what ran, seen from the scenario alone: no wrapper, post-execute, seam
+        plain = (not v.scenario.wrappers and v.scenario.post == "accept"
+                 and v.scenario.cancel not in ("gate:post", "gate:approval")
+                 and not any(e.startswith("approval_") for e in v.allowed_paths()[0]))  # fmt: skip
+        assert (v.id in sent) == plain, v.id
     table = Judge("seed").table
-    lacks = {v.id: set(WITHOUT) & needs(v, table) for v in sample}
+    lacks = {v.id: set(LACKS) & needs(v, table) for v in sample}
     ran = [i for i, x in lacks.items() if not x]
-    assert (code, data["failures"]) == (0, [])
-    assert data["vectors"] == data["passed"] == len(ran)
+    assert (code, data["report"]) == (0, str(verdicts))
+    assert data["vectors"] == data["passed"] == len(ran) == len(sent)
     assert data["skipped"]["vectors"] == len(sample) - len(ran) > 0
-    assert data["skipped"]["by_capability"] == {
-        c: n for c in sorted(WITHOUT) if (n := sum(c in x for x in lacks.values()))
-    }
-    assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(WITHOUT, False)}
+    counts = {c: n for c in LACKS if (n := sum(c in x for x in lacks.values()))}
+    assert data["skipped"]["by_capability"] == counts  # no turn vector: --vectors
+    assert list(data["skipped"]["by_capability"].values()) == sorted(counts.values(), reverse=True)
+    assert data["capabilities"] == {**EVERYTHING, **dict.fromkeys(LACKS, False)}
     # what it could not judge: R24 (the approval seam's signal) and R23 (the slot after next())
     assert {"R23", "R24"} <= set(data["unjudged"])
-    assert "approval" in data["unjudged"]["R24"] and "around" in data["unjudged"]["R23"]
+    assert next(iter(data["unjudged"]["R24"])) == "approval"  # most vectors lack it
+    assert data["unjudged"]["R23"] == {"around": data["vectors"]}  # its checks read the slot
     for rule in data["unjudged"]:
         assert data["by_rule"][rule]["status"] == "none"
         assert data["by_rule"][rule]["why"].startswith("NOT JUDGED for want of a capability")
@@ -209,8 +224,8 @@ def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left
     lines = text.splitlines()
     assert any(x.startswith(f"  SKIPPED: {data['skipped']['vectors']:,} vectors") for x in lines)
     loud = next(x for x in lines if x.startswith("  NOT JUDGED for want of a capability:"))
-    assert "R24 (approval" in loud
-    assert any(x.startswith("  R24 ") and "NOT JUDGED" in x for x in lines)
+    assert "R24 (approval " in loud and "R23 (around " in loud
+    assert any(x.startswith("  R24 ") and "NOT JUDGED: needs approval" in x for x in lines)
 
 
 def test_a_full_declaration_loses_nothing(
@@ -315,3 +330,27 @@ def test_a_trace_event_of_an_undeclared_stage_is_a_protocol_error(seed: list[Vec
     verdict = _judge(v, answer, {"post_policy"}, "trace")
     assert (verdict.rule, verdict.step) == (PROTOCOL_RULE, "capabilities")
     assert "the trace has post_block" in verdict.explanation
+
+
+def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
+    seed: list[Vector],
+) -> None:
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    turns = load_turn_vectors(turn_file(shipped_dir(), "seed"))[:2]
+    report = asyncio.run(
+        run_vectors([*command, "--without", "turns"], seed[:1], "seed", turns=turns)
+    )
+    data = report.to_json()
+    assert (data["failed"], data["vectors"], data["turns"]) == (0, 1, False)
+    assert data["skipped"] == {"vectors": 2, "by_capability": {"turns": 2}}
+    for rule in ("R9", "R36", "R37", "R38"):
+        assert data["unjudged"][rule] == {"turns": 2}
+    assert "NOT JUDGED: needs turns" in table(report)
+
+
+def test_a_run_without_turn_vectors_does_not_blame_a_hello_that_declares_turns(
+    seed: list[Vector],
+) -> None:
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    report = asyncio.run(run_vectors(command, seed[:1], "seed"))
+    assert "turn scheduler (R9, R36-R38) -- this run has no turn vectors" in table(report)

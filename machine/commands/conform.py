@@ -150,11 +150,14 @@ def table(report: Report) -> str:
         f"  adapter: {report.implementation} (protocol {report.protocol}, retry {report.retry})",
         f"  {'rule':<9} {'':<38} {'passed':>7} {'failed':>7}  status",
     ]
+    unjudged = report.unjudged()
     for rule, (status, why) in coverage.items():
         title = clip(report.titles.get(rule, ""), 38)
         t = tally.get(rule)
         passed, failed = (t.passed, t.failed) if t else (0, 0)
         said = STATUS[status] + (f" ({why})" if why else "")
+        if rule in unjudged:
+            said = f"NOT JUDGED: needs {' or '.join(unjudged[rule])} (the hello lacks it)"
         lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
     rate = d["vectors_per_second"]
     unchecked = len(d["unchecked"])
@@ -177,18 +180,22 @@ def table(report: Report) -> str:
             f"  SKIPPED: {report.skipped_total:,} vectors need a capability the hello does not "
             f"declare ({by}; a vector may need several)"
         )
-    unjudged = report.unjudged()
     if unjudged:
-        said = "; ".join(f"{r} ({', '.join(sorted(c))})" for r, c in unjudged.items())
+        said = "; ".join(
+            f"{r} ({', '.join(f'{c} {n:,}' for c, n in caps.items())})"
+            for r, caps in unjudged.items()
+        )
         lines.append(
             f"  NOT JUDGED for want of a capability: {len(unjudged)} rule"
             f"{'s' if len(unjudged) != 1 else ''}: {said}"
         )
     if not report.turns and not unjudged.keys() & TURN_RULES:
-        lines.append(
-            "  NOT CHECKED: the turn scheduler (R9, R36-R38) -- the adapter's hello does not "
-            "declare turns (spec/vectors/README.md: Turns)"
+        why = (
+            "this run has no turn vectors (--vectors names a file of call vectors)"
+            if "turns" in report.seen
+            else "the adapter's hello does not declare turns (spec/vectors/README.md: Turns)"
         )
+        lines.append(f"  NOT CHECKED: the turn scheduler (R9, R36-R38) -- {why}")
     families = report.families()
     if families:
         lines += ["", f"failures in {len(families)} famil{'y' if len(families) == 1 else 'ies'}:"]
