@@ -137,7 +137,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
         else:
             verdict = "not judged"
         rules[rule] = {"title": row["title"], "verdict": verdict, "passed": row["passed"],
-                       "failed": row["failed"], "why": row["why"]}  # fmt: skip
+                       "failed": row["failed"]}  # fmt: skip
     return {
         "implementation": report["implementation"],
         "capabilities": report.get("capabilities"),
