@@ -8,10 +8,9 @@ function, ``response_format="content_and_artifact"`` so a body's ``meta`` travel
 message's artifact), and awaits the compiled graph's ``ainvoke`` with one ``AIMessage`` whose
 tool call asks for ``tool`` (or ``no_such_tool``) with the scenario's arguments -- what a graph's
 tools node does with a model's turn; no model is needed.  The call the contract calls
-``execute()`` is that
-``ainvoke``; its result is the ``ToolMessage`` the node added (``content`` as content blocks,
-``isError`` its ``status == "error"``, ``meta`` its artifact).  The caller cancels by cancelling
-the task awaiting it (``cancel: ["task"]``).
+``execute()`` is that ``ainvoke``; its result is the ``ToolMessage`` the node added (``content``
+as content blocks, ``isError`` its ``status == "error"``, ``meta`` its artifact).  The caller
+cancels by cancelling the task awaiting it (``cancel: ["task"]``).
 
 Capabilities: none of the contract's stages is declared.  ``ToolNode`` has one around seam
 (``awrap_tool_call``) and error handling (``handle_tool_errors``, left at its default here); this
