@@ -414,3 +414,19 @@ def run_cli(args: list[str], capsys: Any) -> tuple[int, Any, str]:
     except ValueError:
         data = out
     return code, data, err
+
+
+def adapter_answer(v: Any, level: str = "trace") -> dict[str, Any]:
+    """Our adapter's answer to vector ``v`` at ``level``, in process (to doctor in a test)."""
+    from toolcancel.adapter import Session
+    from toolcancel.vectors import REVISIONS
+
+    session = Session(ToolRegistry, REVISIONS, level=level)
+    try:
+        line = json.dumps(
+            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
+             "scenario": v.scenario.to_data()}
+        )  # fmt: skip
+        return session.answer(line)
+    finally:
+        session.close()

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import run_cli, write_sample
+from support import adapter_answer, run_cli, write_sample
 from toolcancel.adapter import Session
 from toolcancel.conform import PROTOCOL_RULE, Judge, Report, run_vectors
 from toolcancel.registry import ToolRegistry
@@ -407,15 +407,7 @@ def _find(vectors: list[Vector], **want: Any) -> Vector:
 
 
 def _answer(v: Vector) -> dict[str, Any]:
-    session = Session(ToolRegistry, REVISIONS)
-    try:
-        line = json.dumps(
-            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
-             "scenario": v.scenario.to_data()}
-        )  # fmt: skip
-        return session.answer(line)
-    finally:
-        session.close()
+    return adapter_answer(v)
 
 
 def _verdict(v: Vector, answer: dict[str, Any]) -> tuple[bool, str | None, str]:

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import run_cli, write_sample
+from support import adapter_answer, run_cli, write_sample
 from toolcancel.adapter import Session
 from toolcancel.capabilities import (
     CANCEL_ANY,
@@ -271,15 +271,7 @@ def test_declaring_less_than_it_uses_fails_as_a_protocol_error(
 
 
 def _answer(v: Vector, level: str = "outcome") -> dict[str, Any]:
-    session = Session(ToolRegistry, REVISIONS, level=level)
-    try:
-        line = json.dumps(
-            {"protocol": 2, "type": "vector", "id": v.id, "revision": v.revision,
-             "scenario": v.scenario.to_data()}
-        )  # fmt: skip
-        return session.answer(line)
-    finally:
-        session.close()
+    return adapter_answer(v, level)
 
 
 def _judge(v: Vector, answer: dict[str, Any], lacks: set[str], level: str = "outcome") -> Any:
