@@ -1,0 +1,126 @@
+"""pydantic-ai's agent loop at outcome level: a ``FunctionModel`` calls the scenario's tool once.
+
+    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_pydantic_ai.py
+
+Each vector builds an ``Agent`` whose model is a ``FunctionModel`` (pydantic-ai's own test model:
+no network, no key): its first response calls the tool (``tool``, or ``no_such_tool`` when the
+scenario's tool is unknown) with the scenario's arguments, its second ends the run with text.
+The call the contract calls ``execute()`` is that tool call, seen from the model: its result is
+the part the model receives next -- a ``ToolReturnPart`` (``content`` the tool's return value,
+``meta`` its ``ToolReturn`` metadata, ``isError`` false) or a ``RetryPromptPart`` (the text
+pydantic-ai sends the model instead, ``isError`` true).  The call settles when that part reaches
+the model, or when ``Agent.run`` raises.  The caller cancels by cancelling the task that awaits
+``Agent.run`` (``cancel: ["task"]``).
+
+Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
+execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool
+approval through deferred tools and per-tool timeouts; this adapter drives none of them yet, so
+it declares them absent and conform sends it only plain tool calls -- it under-reports what the
+runtime has, it never plays a stage the runtime lacks.  The tool gets no cancellation signal object
+(its ``RunContext`` can request a cancellation, not observe one); it gets, as every Python body
+does, the cancellation of its task -- its await interrupted, ``Task.cancelling()`` positive
+(``rt_driver.task_signal``) -- which is what ``body_signal`` declares.
+"""
+
+from __future__ import annotations
+
+from asyncio import CancelledError
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Any, ClassVar
+
+import rt_driver
+from pydantic_ai import Agent, ToolReturn, capture_run_messages
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+
+def as_result(part: ToolReturnPart | RetryPromptPart) -> dict[str, Any]:
+    """The contract's result (R1's keys) for what the model received for the tool call."""
+    if isinstance(part, RetryPromptPart):
+        message = part.content if isinstance(part.content, str) else part.model_response()
+        return {"content": [rt_driver.text(message)], "isError": True}
+    content = [rt_driver.text(part.content)] if isinstance(part.content, str) else part.content
+    result: dict[str, Any] = {"content": content, "isError": part.outcome != "success"}
+    if part.metadata is not None:
+        result["meta"] = part.metadata
+    return result
+
+
+class PydanticAi(rt_driver.Runtime):
+    implementation = f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, task cancel)"
+    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
+    cancel: ClassVar[list[str]] = ["task"]
+
+    @asynccontextmanager
+    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        received: list[ToolReturnPart | RetryPromptPart] = []
+        box: dict[str, Any] = {}
+
+        async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+            del info
+            last = messages[-1]
+            parts = [
+                p
+                for p in (last.parts if isinstance(last, ModelRequest) else ())
+                if isinstance(p, ToolReturnPart | RetryPromptPart) and p.tool_call_id == "c1"
+            ]
+            if not parts:
+                return ModelResponse(
+                    parts=[ToolCallPart(tool_name=name, args=box["args"], tool_call_id="c1")]
+                )
+            received.append(parts[0])
+            box["settled"] = call.settled_now()
+            return ModelResponse(parts=[TextPart("finished")])
+
+        agent = Agent(FunctionModel(model))
+        if call.scenario["tool_known"]:
+
+            @agent.tool_plain(name="tool", retries=0)
+            async def tool(q: Any) -> Any:
+                del q
+                value = await call.body(rt_driver.task_signal, None)
+                if isinstance(value, dict):
+                    return ToolReturn(return_value=value["content"], metadata=value["meta"])
+                return value
+
+        async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
+            box["args"] = args
+            with capture_run_messages() as history:
+                try:
+                    await agent.run("call the tool")
+                except BaseException as exc:
+                    # The run raised (the tool's exception, or the caller's cancellation): the
+                    # call's result is what the run recorded for it in its history, if anything.
+                    recorded = [
+                        p
+                        for m in history
+                        if isinstance(m, ModelRequest)
+                        for p in m.parts
+                        if isinstance(p, ToolReturnPart | RetryPromptPart)
+                        and p.tool_call_id == "c1"
+                    ]
+                    call.outcome = rt_driver.Outcome(
+                        result=as_result(recorded[0]) if recorded else None,
+                        raised=f"Agent.run raised {type(exc).__name__}"
+                        + ("" if isinstance(exc, CancelledError) else f": {exc}"),
+                    )
+                    raise
+            call.settled_at(box["settled"])
+            return rt_driver.Outcome(result=as_result(received[0]))
+
+        yield execute
+
+
+if __name__ == "__main__":
+    rt_driver.serve(PydanticAi())

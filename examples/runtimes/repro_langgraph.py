@@ -1,0 +1,151 @@
+"""Minimal reproductions of what conform found in LangGraph's prebuilt ``ToolNode``.
+
+    python examples/runtimes/repro_langgraph.py                # every reproduction
+    python examples/runtimes/repro_langgraph.py tool_exception # one
+
+Each function below is self-contained (LangGraph, LangChain core and asyncio only, no toolcancel,
+no network, no model), prints what the runtime did, and returns True when the behaviour
+reproduces; the script exits 1 if one does not (the runtime changed: regenerate
+docs/REAL-WORLD.md).  Paste one into an issue as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from langchain_core.messages import AIMessage
+from langchain_core.tools import tool
+from langgraph.graph import END, START, MessagesState, StateGraph
+from langgraph.prebuilt import ToolNode
+
+
+def tools_graph(*tools: Any) -> Any:
+    """START -> a ToolNode over ``tools`` -> END."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode(list(tools)))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile()
+
+
+def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "messages": [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])]
+    }
+
+
+async def cancelled_call_unanswered() -> bool:
+    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
+    (the tool is awaited first: the run is quiescent)."""
+    started = asyncio.Event()
+    finished: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Waits."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            finished.append("tool settled")
+        return "done"
+
+    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
+    await started.wait()
+    run.cancel()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
+        return finished == ["tool settled"]
+    return False
+
+
+async def unserializable_artifact() -> bool:
+    """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
+    ToolMessage."""
+
+    @tool(response_format="content_and_artifact")
+    async def with_artifact() -> tuple[str, dict[str, Any]]:
+        """Returns an artifact."""
+        return "done", {"handle": len}
+
+    out = await tools_graph(with_artifact).ainvoke(calling("with_artifact", {}))
+    message = out["messages"][-1]
+    print(f"artifact: {message.artifact!r}")
+    return message.artifact == {"handle": len}
+
+
+async def tool_exception() -> bool:
+    """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
+    ToolMessage answers the call."""
+
+    @tool
+    async def failing() -> str:
+        """Fails."""
+        raise RuntimeError("tool failed")
+
+    try:
+        await tools_graph(failing).ainvoke(calling("failing", {}))
+    except RuntimeError as exc:
+        print(f"ainvoke raised {exc!r}")
+        return str(exc) == "tool failed"
+    return False
+
+
+async def lossy_arguments() -> bool:
+    """R11: arguments that are not losslessly JSON (a set) reach the tool."""
+    seen: list[object] = []
+
+    @tool
+    async def echo(q: Any) -> str:
+        """Echoes."""
+        seen.append(q)
+        return "done"
+
+    await tools_graph(echo).ainvoke(calling("echo", {"q": {1}}))
+    print(f"the tool received q={seen[0]!r}")
+    return seen == [{1}]
+
+
+async def unknown_tool() -> bool:
+    """R6: an unknown tool is an error ToolMessage with LangGraph's own text, no error code."""
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    out = await tools_graph(echo).ainvoke(calling("no_such_tool", {}))
+    message = out["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and "no_such_tool is not a valid tool" in message.content
+
+
+REPRODUCTIONS = {
+    f.__name__: f
+    for f in (
+        cancelled_call_unanswered,
+        unserializable_artifact,
+        tool_exception,
+        lossy_arguments,
+        unknown_tool,
+    )
+}
+
+
+def main(names: list[str]) -> int:
+    failed = []
+    for name in names or list(REPRODUCTIONS):
+        print(f"{name}: ", end="", flush=True)
+        if not asyncio.run(REPRODUCTIONS[name]()):
+            failed.append(name)
+    if failed:
+        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

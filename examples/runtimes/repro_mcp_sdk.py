@@ -1,0 +1,132 @@
+"""Minimal reproductions of what conform found in the MCP Python SDK's ``MCPServer``.
+
+    python examples/runtimes/repro_mcp_sdk.py            # every reproduction
+    python examples/runtimes/repro_mcp_sdk.py quiescence # one
+
+Each function below is self-contained (the SDK and anyio only, no toolcancel, no network), prints
+what the runtime did, and returns True when the behaviour reproduces; the script exits 1 if one
+does not (the runtime changed: regenerate docs/REAL-WORLD.md).  Paste one into an issue as it is.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import anyio
+from mcp import Client
+from mcp.server.mcpserver import MCPServer
+from mcp.shared.exceptions import MCPError
+from mcp_types import CallToolResult, TextContent
+
+
+async def quiescence() -> bool:
+    """R27: a cancelled ``call_tool`` returns to its caller while the tool is still running (the
+    server never says when the tool stopped: it answers no cancelled request)."""
+    events: list[str] = []
+    started, release = anyio.Event(), anyio.Event()
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def write_file() -> str:
+        started.set()
+        with anyio.CancelScope(shield=True):  # work that cannot stop at once (a write, a thread)
+            await release.wait()
+        events.append("tool: finished")
+        return "written"
+
+    async with Client(server, mode="legacy") as client, anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+
+            async def cancel_when_started() -> None:
+                await started.wait()
+                call.cancel()  # the SDK's client sends notifications/cancelled
+
+            group.start_soon(cancel_when_started)
+            await client.call_tool("write_file", {})
+        events.append("client: call_tool ended (cancelled)")
+        release.set()
+    print(" -> ".join(events))
+    return events == ["client: call_tool ended (cancelled)", "tool: finished"]
+
+
+async def error_text() -> bool:
+    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's."""
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def failing() -> str:
+        raise RuntimeError("tool failed")
+
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool("failing", {})
+    print(f"isError={result.is_error} content={[c.model_dump()['text'] for c in result.content]}")
+    return (
+        result.is_error and result.content[0].model_dump()["text"] == "Error executing tool failing"
+    )
+
+
+async def lossy_arguments() -> bool:
+    """R11: arguments that are not losslessly JSON (a set) are sent anyway, as a list."""
+    server = MCPServer("repro")
+    seen: list[object] = []
+
+    @server.tool()
+    async def echo(q: object) -> str:
+        seen.append(q)
+        return "done"
+
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool("echo", {"q": {1}})
+    print(f"the tool received q={seen[0]!r}; isError={result.is_error}")
+    return seen == [[1]] and not result.is_error
+
+
+async def unknown_tool() -> bool:
+    """R6: an unknown tool is an error result with the SDK's own text and no error code."""
+    server = MCPServer("repro")
+    async with Client(server, mode="legacy") as client:
+        result = await client.call_tool("no_such_tool", {})
+    data = result.model_dump(by_alias=True, exclude_none=True)
+    print(f"isError={result.is_error} content={data['content']}")
+    return result.is_error and data["content"][0]["text"] == "Unknown tool: no_such_tool"
+
+
+async def unserializable_meta() -> bool:
+    """R31 [body=bad_meta]: a result whose ``_meta`` is not JSON never reaches the client as a
+    result: the client's ``call_tool`` raises the server's serialization error."""
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    async with Client(server, mode="legacy") as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError as exc:
+            print(f"call_tool raised {type(exc).__name__}: {exc}")
+            return "serialize" in str(exc)
+    return False
+
+
+REPRODUCTIONS = {
+    f.__name__: f
+    for f in (quiescence, error_text, lossy_arguments, unknown_tool, unserializable_meta)
+}
+
+
+def main(names: list[str]) -> int:
+    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
+    failed = []
+    for name in names or list(REPRODUCTIONS):
+        print(f"{name}: ", end="", flush=True)
+        if not anyio.run(REPRODUCTIONS[name]):
+            failed.append(name)
+    if failed:
+        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

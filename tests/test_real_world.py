@@ -1,0 +1,103 @@
+"""docs/REAL-WORLD.md and the real-runtime adapters behind it (examples/runtimes/).
+
+The table is rendered from docs/real-world.json and the reproductions; rendering it again must
+give the committed file (cheap, always).  The runtimes themselves need the ``runtimes`` extra
+(scripts/dev-env installs it): each reproduction must still show what the table says, and each
+adapter, run through conform on the vectors the table cites, must be judged exactly as published
+(a bounded subset: a few vectors a runtime).  The full measurement is the slow test.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from toolcancel.realworld import (
+    DATA,
+    REVISIONS,
+    RUNTIMES_DIR,
+    RealWorldError,
+    Reproduction,
+    generate_real_world,
+    render,
+    reproductions,
+    runtimes,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+REQUIRES = {"mcp_sdk": "mcp", "pydantic_ai": "pydantic_ai", "langgraph": "langgraph"}
+"""Runtime -> the module its adapter needs (from the ``runtimes`` extra)."""
+PUBLISHED = json.loads((ROOT / DATA).read_text(encoding="utf-8"))
+
+
+def needs_runtime(name: str) -> None:
+    if importlib.util.find_spec(REQUIRES[name]) is None:
+        pytest.skip(f"{REQUIRES[name]} is not installed: pip install -e '.[runtimes]'")
+
+
+def test_every_runtime_has_an_adapter_a_reproduction_and_a_published_row() -> None:
+    assert runtimes(ROOT) == sorted(REQUIRES) == sorted(PUBLISHED)
+    for name in REQUIRES:
+        assert reproductions(ROOT, name), name
+
+
+def test_the_table_is_fresh() -> None:
+    assert generate_real_world(ROOT, check=True) == [], "python -m toolcancel.realworld"
+
+
+def test_a_family_without_a_reproduction_stops_the_render() -> None:
+    data = {"x": {rev: PUBLISHED["mcp_sdk"][rev] for rev in REVISIONS}}
+    unrelated = Reproduction("other", ("R1",), "something else", "async def other(): ...")
+    with pytest.raises(RealWorldError, match=r"x: the failure family R\d+ .* has no reproduction"):
+        render(data, {"x": [unrelated]}, {})
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRES))
+def test_the_reproductions_still_reproduce(name: str) -> None:
+    needs_runtime(name)
+    script = ROOT / RUNTIMES_DIR / f"repro_{name}.py"
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=120, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("name", sorted(REQUIRES))
+def test_the_adapter_is_judged_as_published(name: str, tmp_path: Path) -> None:
+    """Conform on the vectors the table cites (one per behaviour of each failure family): each
+    fails with the family's rule at the family's step."""
+    needs_runtime(name)
+    for rev in REVISIONS:
+        families = PUBLISHED[name][rev]["families"]
+        if not families:
+            continue
+        ids = {e["id"] for f in families for e in f["examples"]}
+        vectors = tmp_path / f"{rev}-vectors.jsonl"
+        with (ROOT / "spec" / "vectors" / f"{rev}.jsonl").open(encoding="utf-8") as lines:
+            vectors.write_text("".join(x for x in lines if json.loads(x).get("id") in ids))
+        report = tmp_path / f"{rev}.jsonl"
+        command = [sys.executable, "-m", "toolcancel", "conform", "--revision", rev, "--quiet",
+                   "--report", str(report), "--vectors", str(vectors), "--adapter",
+                   sys.executable, str(ROOT / RUNTIMES_DIR / f"adapter_{name}.py")]  # fmt: skip
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode in (0, 1), done.stderr
+        verdicts = {}
+        for line in report.read_text(encoding="utf-8").splitlines():
+            v = json.loads(line)
+            verdicts[v["id"]] = (v.get("rule"), v.get("step"))
+        for f in families:
+            for e in f["examples"]:
+                assert verdicts[e["id"]] == (f["rule"], f["step"]), (name, rev, e["id"])
+
+
+@pytest.mark.slow
+def test_the_measurement_is_fresh() -> None:
+    """Every runtime, both revisions, every applicable vector (about 30 s on an idle machine)."""
+    for name in REQUIRES:
+        needs_runtime(name)
+    assert generate_real_world(ROOT, run=True, check=True) == [], (
+        "python -m toolcancel.realworld --run"
+    )
