@@ -1,4 +1,4 @@
-"""Every benchmark, one command: ``python bench/run.py [--json] [--verifier] [--save PATH]``.
+"""Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verifier] [--save P]``.
 
 Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
 performance issue as ``met`` / ``NOT met`` with the measured figure:
@@ -7,6 +7,9 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
   recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
   slices on this shared machine do not count) -- of the registry the package runs (compiled with
   mypyc when built, :mod:`toolcancel.native`), and, for comparison, of its source interpreted;
+  then on every other tested Python, in the venv ``scripts/test`` makes for it (``.venv-3.12``,
+  ``.venv-3.13``), with the registry that venv runs; the targets are judged on the interpreter
+  where the registry is fastest, and a tested Python without its venv is named, not skipped;
 * tracing off: the registry as shipped (``trace=None``) against the same registry with all its
   tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
 * memory per in-flight call (tracemalloc);
@@ -65,12 +68,12 @@ def mark(ok: bool) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def pytest_benchmark(test_file: str, *args: str, env: dict[str, str] | None = None
-                     ) -> list[dict[str, Any]]:
+def pytest_benchmark(test_file: str, *args: str, env: dict[str, str] | None = None,
+                     python: str = sys.executable) -> list[dict[str, Any]]:
     with tempfile.TemporaryDirectory() as tmp:
         out = Path(tmp) / "bench.json"
         proc = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--benchmark-only",
+            [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--benchmark-only",
              f"--benchmark-json={out}", *args, str(BENCH / test_file)],
             capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})},
         )
@@ -87,24 +90,29 @@ def per_call(b: dict[str, Any]) -> dict[str, float]:
             "max_us": s["max"] / n * 1e6, "rounds": s["rounds"]}
 
 
-def registry_kind(pure: bool = False) -> str:
+def registry_kind(pure: bool = False, python: str = sys.executable) -> str:
     """Which registry a benchmark process runs (``pure``: with ``TOOLCANCEL_PURE=1``)."""
     env = {**os.environ, "TOOLCANCEL_PURE": "1"} if pure else None
     done = subprocess.run(
-        [sys.executable, "-c", "from toolcancel import native; print(native.loaded())"],
+        [python, "-c", "from toolcancel import native; print(native.loaded())"],
         capture_output=True, text=True, check=True, cwd=ROOT, env=env,
     )  # fmt: skip
     return "compiled (mypyc)" if done.stdout.strip() == "True" else "interpreted"
 
 
-def call_overhead(quick: bool, pure: bool = False) -> dict[str, Any]:
+def call_overhead(quick: bool, pure: bool = False, python: str | None = None
+                  ) -> dict[str, Any]:
     """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time);
-    ``pure``: of the registry's source interpreted, per-call figures only."""
+    ``pure``: of the registry's source interpreted, and ``python``: on another interpreter, per-call
+    figures only."""
     env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
     if pure:
         env["TOOLCANCEL_PURE"] = "1"
+    calls_only = pure or python is not None
+    python = python or sys.executable
     benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
-                                  *(["-k", "not tracing_off"] if pure else []), env=env)
+                                  *(["-k", "not tracing_off"] if calls_only else []), env=env,
+                                  python=python)
     figures = {b["name"].removeprefix("test_"): per_call(b)
                for b in benchmarks if b["group"] == "call"}
     def ratios_of(stat: str) -> dict[str, float]:
@@ -118,11 +126,47 @@ def call_overhead(quick: bool, pure: bool = False) -> dict[str, Any]:
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
     # both are shown, and a target counts as met only when both ratios meet it.
-    out = {"timer": "process CPU time", "registry": registry_kind(pure), "per_call": figures,
-           "ratios": ratios_of("median_us"), "ratios_of_minima": ratios_of("min_us")}
-    if not pure:
+    out = {"timer": "process CPU time", "registry": registry_kind(pure, python),
+           "per_call": figures, "ratios": ratios_of("median_us"),
+           "ratios_of_minima": ratios_of("min_us")}
+    if not calls_only:
         out["tracing_off"] = tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])
     return out
+
+
+def tested_pythons() -> list[str]:
+    """Every Python version the package says it is tested on (its classifiers), oldest first."""
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))["project"]
+    prefix = "Programming Language :: Python :: 3."
+    minors = [int(c.removeprefix(prefix)) for c in project["classifiers"] if c.startswith(prefix)]
+    return [f"3.{minor}" for minor in sorted(minors)]
+
+
+def every_interpreter(quick: bool, this: dict[str, Any]) -> list[dict[str, Any]]:
+    """The per-call ratios on every tested Python: this one's (``this``), then each other's in
+    the venv ``scripts/test`` makes for it; a row without figures names the missing venv."""
+    rows: list[dict[str, Any]] = []
+    for version in tested_pythons():
+        if sys.version.startswith(version + "."):
+            rows.append({"python": sys.version.split()[0], **this})
+            continue
+        python = ROOT / f".venv-{version}" / "bin" / "python"
+        if not python.exists():
+            rows.append({"python": version, "missing": f".venv-{version} (scripts/test makes it)"})
+            continue
+        done = subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"],
+                              capture_output=True, text=True, check=True)
+        rows.append({"python": done.stdout.strip(), **call_overhead(quick, python=str(python))})
+    return rows
+
+
+def fastest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """The measured row with the lowest per-call ratios (the targets are judged there)."""
+    measured = [r for r in rows if "ratios" in r]
+    return min(measured, key=lambda r: (r["ratios"]["plain"], r["ratios"]["hooked"]),
+               default=None)
 
 
 def tracing_off(benchmarks: list[dict[str, Any]]) -> dict[str, Any]:
@@ -444,7 +488,16 @@ def print_table(out: dict[str, Any]) -> None:
     print_calls(call, "the registry the package runs")
     if "call_interpreted" in out:
         print_calls(out["call_interpreted"], "for comparison: its source interpreted")
-    off = call["tracing_off"]
+    print_interpreters(out["interpreters"])
+    if "memory" in out:  # not with --calls
+        print_rest(out)
+    if "verifier" in out:
+        print_verifier(out["verifier"])
+
+
+def print_rest(out: dict[str, Any]) -> None:
+    """Tracing off, memory, throughput and the engines."""
+    off = out["call"]["tracing_off"]
     print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
           "(ratio of medians per alternating pair)")
     print(f"  stripped at run time from machine/registry.py and toolregistry.py: "
@@ -480,8 +533,6 @@ def print_table(out: dict[str, Any]) -> None:
               f"{t['median_per_s']:>11,.0f}{t['max_per_s']:>11,.0f}  >={target:,} "
               f"{mark(t['median_per_s'] >= target)}")
     print_engines(out["engines"])
-    if "verifier" in out:
-        print_verifier(out["verifier"])
 
 
 def print_calls(call: dict[str, Any], which: str) -> None:
@@ -495,6 +546,26 @@ def print_calls(call: dict[str, Any], which: str) -> None:
         low = call["ratios_of_minima"][name]
         print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
               f"{mark(max(value, low) <= TARGETS[name])}")
+
+
+def print_interpreters(rows: list[dict[str, Any]]) -> None:
+    print("\nper call on every tested Python (ratios of medians / of minima, same run each)")
+    print(f"  {'python':<9}{'registry':<18}{'plain':>16}{'hooked':>16}")
+    best = fastest(rows)
+    for row in rows:
+        if "missing" in row:
+            print(f"  {row['python']:<9}NOT MEASURED: no {row['missing']}")
+            continue
+        cells = "".join(f"{row['ratios'][name]:>8.2f}x/{row['ratios_of_minima'][name]:.2f}x"
+                        for name in ("plain", "hooked"))
+        print(f"  {row['python']:<9}{row['registry']:<18}{cells}"
+              f"{'  <- fastest' if row is best else ''}")
+    if best is not None:
+        verdicts = ", ".join(
+            f"{name} <={TARGETS[name]:.1f}x "
+            f"{mark(max(best['ratios'][name], best['ratios_of_minima'][name]) <= TARGETS[name])}"
+            for name in ("plain", "hooked"))
+        print(f"  targets on the fastest (Python {best['python']}): {verdicts}")
 
 
 def print_engines(e: dict[str, Any]) -> None:
@@ -568,16 +639,20 @@ def main() -> int:
                         help="fewer rounds and a smaller trace (a smoke run, not a measurement)")
     parser.add_argument("--save", type=Path, metavar="PATH",
                         help="also write the JSON object to PATH")
+    parser.add_argument("--calls", action="store_true",
+                        help="only the per-call overhead, on every tested Python")
     args = parser.parse_args()
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"),
                            "python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
     out["call"] = call_overhead(args.quick)
     if out["call"]["registry"] != "interpreted":
         out["call_interpreted"] = call_overhead(args.quick, pure=True)
-    out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)
-    out["memory"] = in_flight_memory()
-    out["throughput"] = throughput(args.quick)
-    out["engines"] = engine_scaling(args.quick)
+    out["interpreters"] = every_interpreter(args.quick, out["call"])
+    if not args.calls:
+        out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)
+        out["memory"] = in_flight_memory()
+        out["throughput"] = throughput(args.quick)
+        out["engines"] = engine_scaling(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
     if args.save:

@@ -1029,17 +1029,30 @@ def _describe(value: Any) -> str:
         return repr(value)
 
 
-def _own_task(call: _Call, cancelled: asyncio.CancelledError | None = None) -> asyncio.Task[Any]:
+def _own_task(
+    call: _Call, cancelled: asyncio.CancelledError | None = None
+) -> tuple[asyncio.Task[Any], asyncio.Future[None] | None]:
     """Start ``call``'s pipeline in a task of its own: eagerly where asyncio offers it (3.12+),
     so a call whose user code never suspends runs to its end right here, with no turn of the
-    loop.  ``cancelled`` is a cancellation that reached the awaiting task before it first ran
-    the call: the call starts aborted (P2)."""
+    loop.  Before 3.12 the task is scheduled, and also returned is a future its pipeline sets
+    as it ends: awaited, it wakes the awaiting task a turn sooner than the task's done callback.
+    ``cancelled`` is a cancellation that reached the awaiting task before it first ran the
+    call: the call starts aborted (P2)."""
     if cancelled is not None:
         call.task_cancelled(_message_of(cancelled))
     loop = asyncio.get_running_loop()
     if _EAGER is not None:
-        return _EAGER(loop, call.run(False), name=call.call_id)  # type: ignore[no-any-return]
-    return loop.create_task(call.run(False), name=call.call_id)
+        return _EAGER(loop, call.run(False), name=call.call_id), None
+    ended: asyncio.Future[None] = loop.create_future()
+    return loop.create_task(_waking(call, ended), name=call.call_id), ended
+
+
+async def _waking(call: _Call, ended: asyncio.Future[None]) -> ToolResult:
+    """``call``'s pipeline, setting ``ended`` as it ends however it ends."""
+    try:
+        return await call.run(False)
+    finally:
+        _wake(ended, None)
 
 
 _EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
@@ -1057,9 +1070,9 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
     raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
     """
-    task = _own_task(call, cancelled)
+    task, ended = _own_task(call, cancelled)
     if not task.done():
-        caught = await drain(task, call.task_cancelled, partial(_abandon, call, task))
+        caught = await drain(task, call.task_cancelled, partial(_abandon, call, task), ended)
         cancelled = cancelled or caught
     if task.cancelled() and call.state == "materialized":
         result = call.result  # the call's own task cancelled itself after publishing
@@ -1076,9 +1089,11 @@ async def drain(
     task: asyncio.Task[Any],
     on_cancel: Callable[[str | None], None],
     on_interrupt: Callable[[BaseException], None],
+    ended: asyncio.Future[None] | None = None,
 ) -> asyncio.CancelledError | None:
     """Wait until ``task`` is done, whatever happens to the task awaiting this: cancelling it
-    never reaches ``task`` (public asyncio only: it waits on a future of its own).
+    never reaches ``task`` (public asyncio only: it waits on a future of its own; first on
+    ``ended``, if given, which ``task`` sets as its coroutine ends).
 
     The first cancellation calls ``on_cancel`` with its message and is returned at the end
     (re-raising it is the caller's business); later ones only wait again.  A cancellation while
@@ -1090,13 +1105,16 @@ async def drain(
     shield: Any = None
     try:
         while not task.done():
-            waiter = task.get_loop().create_future()
-            wake = partial(_wake, waiter)
-            task.add_done_callback(wake)
+            wake: Callable[[object], None] | None = None
+            if ended is None or ended.done():
+                ended = task.get_loop().create_future()
+                wake = partial(_wake, ended)
+                task.add_done_callback(wake)
             try:
-                await waiter
+                await ended
             except asyncio.CancelledError as exc:
-                task.remove_done_callback(wake)
+                if wake is not None:
+                    task.remove_done_callback(wake)
                 interrupt = _interrupt_of(exc)
                 if interrupt is not None:
                     if not task.done():

@@ -22,8 +22,12 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import json
+import os
+import subprocess
+import sys
 from collections.abc import Awaitable, Callable, Generator, Iterable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 import anyio
@@ -430,3 +434,25 @@ def adapter_answer(v: Any, level: str = "trace") -> dict[str, Any]:
         return session.answer(line)
     finally:
         session.close()
+
+
+MISBEHAVING_ADAPTER = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
+"""An adapter that misbehaves as its first argument says (tests/fixtures/misbehaving_adapter.py)."""
+
+
+def conform_process(
+    vectors: Path, mode: str, bad: str, pids: Path
+) -> subprocess.CompletedProcess[str]:
+    """``toolcancel conform --vectors VECTORS --json`` in a process of its own (so that what the
+    interpreter prints as it exits is seen too), against the misbehaving adapter in ``mode``,
+    crashing at vector ``bad``; the adapter writes the pids of the processes it starts to
+    ``pids``."""
+    return subprocess.run(
+        [sys.executable, "-m", "toolcancel.cli", "conform", "--vectors", str(vectors), "--json",
+         "--adapter", sys.executable, MISBEHAVING_ADAPTER, mode, bad],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "FORKED_PIDS": str(pids)},
+        timeout=300,  # a bound, not a budget: a runner that waits for its strays fails here
+        check=False,
+    )  # fmt: skip

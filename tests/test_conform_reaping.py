@@ -24,11 +24,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import run_cli, write_sample
+from support import conform_process, run_cli, write_sample
 from toolcancel import reaper
 from toolcancel.vectors import shipped_vectors
-
-FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; pidfds and subreapers")
@@ -37,15 +35,7 @@ def test_processes_that_left_the_adapters_session_are_killed_and_reaped(tmp_path
     bad = sample[2].id  # the adapter crashes there: two starts, two sets of escaped processes
     pids = tmp_path / "pids"
     path = write_sample(tmp_path, sample)
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolcancel.cli", "conform", "--vectors", str(path), "--json",
-         "--adapter", sys.executable, FIXTURE, "escape", bad],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "FORKED_PIDS": str(pids)},
-        timeout=300,  # a bound, not a budget: a runner that waits for its strays fails here
-        check=False,
-    )  # fmt: skip
+    proc = conform_process(path, "escape", bad, pids)
     # One line about it, and no traceback ("Exception ignored ... Event loop is closed").
     assert (proc.returncode, proc.stderr) == (
         1,

@@ -23,13 +23,12 @@ import copy
 import json
 import os
 import re
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from support import run_cli, write_sample
+from support import MISBEHAVING_ADAPTER, conform_process, run_cli, write_sample
 from toolcancel.adapter import Session
 from toolcancel.conform import Judge, _hello_problem
 from toolcancel.contract import load_contract
@@ -38,7 +37,6 @@ from toolcancel.registry import ToolRegistry
 from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 MUTANT = [sys.executable, "-m", "toolcancel.adapter", "--mutant"]
 
 
@@ -209,7 +207,7 @@ def test_an_adapter_without_listener_observations_gets_r22_not_checked(
 ) -> None:
     sample = [v for v in seed if v.scenario.caller == "live" and v.expected.body_starts][:30]
     path = write_sample(tmp_path, sample)
-    args = ["--vectors", str(path), "--adapter", sys.executable, FIXTURE, mode]
+    args = ["--vectors", str(path), "--adapter", sys.executable, MISBEHAVING_ADAPTER, mode]
     code, data, _ = run_cli(["--json", *args], capsys)
     assert (code, data["failed"]) == (0, 0)
     assert (data["by_rule"]["R22"]["status"], data["by_rule"]["R22"]["why"]) == ("none", why)
@@ -372,7 +370,7 @@ def test_the_hello_has_its_own_timeout(
 ) -> None:
     # The fixture sleeps 1.5 s before its hello: a start-up slower than --timeout is no hang...
     path = write_sample(tmp_path, seed[:3])
-    adapter = ["--adapter", sys.executable, FIXTURE, "slow_hello"]
+    adapter = ["--adapter", sys.executable, MISBEHAVING_ADAPTER, "slow_hello"]
     code, data, _ = run_cli(
         ["--vectors", str(path), "--timeout", "0.5", "--json", *adapter], capsys
     )
@@ -396,14 +394,7 @@ def test_a_forking_adapter_leaves_no_process_behind_and_no_traceback(
     bad = sample[2].id
     pids = tmp_path / "pids"
     path = write_sample(tmp_path, sample)
-    proc = subprocess.run(
-        [sys.executable, "-m", "toolcancel.cli", "conform", "--vectors", str(path), "--json",
-         "--adapter", sys.executable, FIXTURE, "fork", bad],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "FORKED_PIDS": str(pids)},
-        check=False,
-    )  # fmt: skip
+    proc = conform_process(path, "fork", bad, pids)
     assert (proc.returncode, proc.stderr) == (1, "")  # no traceback, no "Exception ignored"
     data = json.loads(proc.stdout)
     assert (data["passed"], data["restarts"]) == (5, 1)

@@ -25,7 +25,7 @@ import signal
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -134,6 +134,31 @@ async def cancelled_when(event: anyio.Event, work: Any) -> bool:
             await work()
             group.cancel_scope.cancel()
     return scope.cancelled_caught
+
+
+CancelOne = Callable[..., Awaitable[ToolResult]]
+
+
+@pytest.fixture
+def cancel_one(mode: str) -> CancelOne:
+    """How the cancel tests call: ``await cancel_one(rig, reached, name, beside=None)`` calls
+    tool ``name`` over the in-memory client (``mode``), cancels the request once ``reached`` is
+    set, waits until the call published, and returns its one result -- one call published once,
+    nothing left in flight.  ``beside`` runs next to the call, in the client's block."""
+
+    async def cancel(
+        rig: Rig, reached: anyio.Event, name: str, beside: Callable[[], Any] | None = None
+    ) -> ToolResult:
+        async with Client(rig.server, mode=mode) as client, anyio.create_task_group() as group:
+            if beside is not None:
+                group.start_soon(beside)
+            assert await cancelled_when(reached, lambda: client.call_tool(name, {}))
+            await rig.event(rig.done, name).wait()
+        [[result]] = rig.published.values()
+        assert rig.registry.in_flight() == []
+        return result
+
+    return cancel
 
 
 SERVERS = ("quiescent", "settles_early")
@@ -270,7 +295,9 @@ def test_tools_are_listed_and_called_with_progress(backend: str, mode: str) -> N
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_cancel_mid_body_drains_a_cooperative_body(backend: str, mode: str) -> None:
+def test_a_cancel_mid_body_drains_a_cooperative_body(
+    backend: str, mode: str, cancel_one: CancelOne
+) -> None:
     async def main() -> None:
         rig = Rig()
         started = anyio.Event()
@@ -282,20 +309,18 @@ def test_a_cancel_mid_body_drains_a_cooperative_body(backend: str, mode: str) ->
             return text("partial")
 
         rig.registry.register("polite", polite)
-        async with Client(rig.server, mode=mode) as client:
-            assert await cancelled_when(started, lambda: client.call_tool("polite", {}))
-            await rig.event(rig.done, "polite").wait()
+        result = await cancel_one(rig, started, "polite")
         assert len(stopped) == 1
-        [[result]] = rig.published.values()
         assert result.to_data() == ABORTED  # a success after the abort is ABORTED (R18)
-        assert rig.registry.in_flight() == []
 
     run(backend, main)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_cancel_mid_body_waits_for_an_uncooperative_body(backend: str, mode: str) -> None:
+def test_a_cancel_mid_body_waits_for_an_uncooperative_body(
+    backend: str, mode: str, cancel_one: CancelOne
+) -> None:
     async def main() -> None:
         rig = Rig()
         started, release = anyio.Event(), anyio.Event()
@@ -316,21 +341,18 @@ def test_a_cancel_mid_body_waits_for_an_uncooperative_body(backend: str, mode: s
             log.append("released")
             release.set()
 
-        async with Client(rig.server, mode=mode) as client, anyio.create_task_group() as group:
-            group.start_soon(release_when_draining)
-            assert await cancelled_when(started, lambda: client.call_tool("stubborn", {}))
-            await rig.event(rig.done, "stubborn").wait()
+        result = await cancel_one(rig, started, "stubborn", beside=release_when_draining)
         assert log == ["released", "body done"]
-        [[result]] = rig.published.values()
         assert result.to_data() == ABORTED
-        assert rig.registry.in_flight() == []
 
     run(backend, main)
 
 
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_cancel_before_dispatch_starts_no_body(backend: str, mode: str) -> None:
+def test_a_cancel_before_dispatch_starts_no_body(
+    backend: str, mode: str, cancel_one: CancelOne
+) -> None:
     async def main() -> None:
         rig = Rig()
         in_pre = anyio.Event()
@@ -347,13 +369,9 @@ def test_a_cancel_before_dispatch_starts_no_body(backend: str, mode: str) -> Non
 
         rig.registry.register("t", body)
         rig.registry.add_pre_execute(hold)
-        async with Client(rig.server, mode=mode) as client:
-            assert await cancelled_when(in_pre, lambda: client.call_tool("t", {}))
-            await rig.event(rig.done, "t").wait()
+        result = await cancel_one(rig, in_pre, "t")
         assert bodies == []
-        [[result]] = rig.published.values()
         assert result.to_data() == ABORTED
-        assert rig.registry.in_flight() == []
 
     run(backend, main)
 

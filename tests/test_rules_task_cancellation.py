@@ -1,11 +1,12 @@
 """Giving up on a call by cancelling its task is the caller aborting (Python binding P1, P2).
 
-Each test runs the same call twice, stopped at the same wait: once by aborting the caller's
+Each case runs the same call twice, stopped at the same wait: once by aborting the caller's
 signal, once by cancelling the task awaiting ``execute()`` (a call made without ``signal=``,
-whose caller signal is its own) -- ``task.cancel()`` on asyncio, a cancel scope on trio and
-under anyio.  Both must publish the same result through the same path of the machine: the rule
-suites then hold for task cancellation too.  A registry whose task cancellation does nothing
-publishes a success here (or starts a body the caller gave up on) and fails every case.
+whose caller signal is its own) -- ``task.cancel()`` on asyncio (``task``; on trio, which has
+no such call, a cancel scope), or an anyio cancel scope around the call (``scope``, on asyncio
+too).  Both must publish the same result through the same path of the machine: the rule suites
+then hold for task cancellation too.  A registry whose task cancellation does nothing publishes
+a success here (or starts a body the caller gave up on) and fails every case.
 """
 
 from __future__ import annotations
@@ -63,14 +64,14 @@ def _registry(stop_at: str) -> tuple[ToolRegistry, Gate, list[ToolResult], list[
 
 async def _stopped(where: str, by: str) -> tuple[str, list[str]]:
     """The published result and the path's events of a call stopped at ``where`` ``by`` the
-    caller's signal or by cancelling its task."""
+    caller's signal, by cancelling its task, or by cancelling a scope around it."""
     reg, gate, published, views = _registry(where)
     if by == "signal":
         caller, signal = controller()
         task: Any = spawn(reg.execute("t", signal=signal))
         await gate.reached()
         caller.abort()
-    elif _on_asyncio():
+    elif by == "task" and _on_asyncio():
         task = asyncio.ensure_future(reg.execute("t"))
         await gate.reached()
         task.cancel()
@@ -104,29 +105,10 @@ def _on_asyncio() -> bool:
 
 
 @pytest.mark.rules("R13", "R17", "R18", "R19", "R20", "R27", "R28")
+@pytest.mark.parametrize("by", ("task", "scope"))
 @pytest.mark.parametrize("where", WAITS)
-async def test_cancelling_the_task_is_the_caller_aborting(where: str) -> None:
+async def test_cancelling_the_task_is_the_caller_aborting(where: str, by: str) -> None:
     by_signal = await _stopped(where, "signal")
-    by_task = await _stopped(where, "task")
+    by_task = await _stopped(where, by)
     assert by_task == by_signal
     assert "caller_abort" in by_task[1] and '"ABORTED"' in by_task[0]
-
-
-@pytest.mark.rules("R28")
-async def test_cancelling_the_task_in_a_cancel_scope_is_the_caller_aborting() -> None:
-    """anyio's cancel scope around the call (on asyncio too): the same abort as the signal's."""
-    reg, gate, published, views = _registry("body")
-    scope = anyio.CancelScope()
-
-    async def in_scope() -> None:
-        with scope:
-            await reg.execute("t")
-
-    task = spawn(in_scope())
-    await gate.reached()
-    scope.cancel()
-    await until_idle()
-    assert published == []
-    gate.open()
-    await task
-    assert [step.event for step in views[0].path] == (await _stopped("body", "signal"))[1]
