@@ -10,10 +10,12 @@ review; a teacher projects it.
 
 from __future__ import annotations
 
+import functools
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
+from pathlib import Path
 from typing import Any
 
 from .contract import PrecedenceRow, RevisionContract, Transition
@@ -264,13 +266,30 @@ def cited_vectors(text: str) -> list[str]:
 
 
 def shipped_vectors(revision: str) -> list[dict[str, Any]]:
-    """The conformance vectors shipped for ``revision`` (empty when none are shipped)."""
-    import json
+    """The conformance vectors shipped for ``revision`` (empty when none are shipped).
 
+    Read once per version of the file: SCENARIOS.md looks up every story's vector, and parsing
+    the file for each of them cost minutes.  Keyed on the file's size and mtime, so a process that
+    regenerates the vectors and then renders what cites them reads the new ones.  The list is
+    shared: callers only read it."""
     path = resources.files("toolcancel.spec").joinpath("vectors", f"{revision}.jsonl")
     if not path.is_file():
         return []
-    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
+    if not isinstance(path, Path):  # inside an archive: nothing to stat, so nothing kept
+        return _parse_vectors(path.read_text("utf-8"))
+    stat = path.stat()
+    return _parsed_vectors(str(path), stat.st_size, stat.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=4)
+def _parsed_vectors(path: str, size: int, mtime_ns: int) -> list[dict[str, Any]]:
+    return _parse_vectors(Path(path).read_text("utf-8"))
+
+
+def _parse_vectors(text: str) -> list[dict[str, Any]]:
+    import json
+
+    return [json.loads(line) for line in text.splitlines() if line.strip()]
 
 
 def build_scenarios_markdown() -> str:

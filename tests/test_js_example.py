@@ -1,5 +1,5 @@
 """The JavaScript worked example (``examples/js``) conforms: every vector of both revisions passes
-through its trace-level adapter.
+through each of its adapters (trace level and outcome level).
 
 Why this test exists: ``examples/js/registry.js`` is a second implementation of the contract,
 written from CONTRACT.md in another language, and ``toolcancel conform`` is the oracle other
@@ -26,6 +26,7 @@ from toolcancel.vectors import REVISIONS, shipped_dir, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "examples" / "js" / "adapter-trace.js"
+LEVELS = ("trace", "outcome")
 
 
 def node() -> str:
@@ -55,11 +56,13 @@ def test_the_javascript_registry_passes_its_own_unit_tests() -> None:
     assert run.returncode == 0, run.stdout[-4000:] + run.stderr[-2000:]
 
 
+@pytest.mark.parametrize("level", LEVELS)
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_the_javascript_example_passes_every_vector(
-    revision: str, capsys: pytest.CaptureFixture[str]
+    revision: str, level: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    command = ["conform", "--revision", revision, "--json", "--adapter", node(), str(ADAPTER)]
+    adapter = ADAPTER.with_name(f"adapter-{level}.js")
+    command = ["conform", "--revision", revision, "--json", "--adapter", node(), str(adapter)]
     code = main(command)
     out, err = capsys.readouterr()
     report = json.loads(out)
@@ -67,4 +70,5 @@ def test_the_javascript_example_passes_every_vector(
     assert report["passed"] == report["vectors"] == len(shipped_vectors(revision)) + len(
         load_turn_vectors(turn_file(shipped_dir(), revision))
     )
+    assert report["level"] == level
     assert report["restarts"] == 0  # the adapter never hung, crashed or wrote garbage
