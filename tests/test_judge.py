@@ -161,3 +161,27 @@ def test_a_check_whose_events_are_missing_could_not_have_failed() -> None:
         "none",
         "the adapter reported no frozen observations (optional)",
     )
+
+
+@pytest.mark.rules("R1", "R22", "R23", "R31")
+def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> None:
+    """The checker judges listener, slot, result and notify lines and the end of a call only by
+    asking the judge's trace checks: each registered under a contract rule, on a line the trace
+    vocabulary has, and counted among the rules the checker decides."""
+    from toolcancel.checker import TRACE_RULES, check_lines
+    from toolcancel.judge import ON_LINE, TRACE_CHECKS
+
+    rules = {r.id for r in load_contract().rules}
+    assert set(TRACE_CHECKS) <= rules & TRACE_RULES
+    assert set(ON_LINE) - {"end"} <= set(vocabulary())
+    for found in TRACE_CHECKS.values():
+        for c in found:
+            assert c.judge.__doc__, f"{c.rule} on {c.event}: a check says what its rule means"
+    v = _first(lambda s: s.caller == "none")
+    trace = _answer(v, "trace")["trace"]
+    twice = [*trace, trace[-1]]  # a second notify line
+    assert trace[-1]["event"] == "notify"
+    (verdict,) = check_lines(twice)
+    assert verdict.rule == "R31" and "second notify" in (verdict.explanation or "")
+    (verdict,) = check_lines(trace[:-1])  # the call never notified
+    assert verdict.rule == "R31" and "never notified" in (verdict.explanation or "")
