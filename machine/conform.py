@@ -476,6 +476,16 @@ class Judge:
         self.seen.update(e for e in TRACE_READS.values() if any(x["event"] == e for x in trace))
         early = quiescent(record, None)
         if early is None and result is None:
+            stopped = self.stopped(v, trace)
+            if stopped is not None:
+                return self.fail(
+                    v,
+                    stopped[0],
+                    stopped[1],
+                    step="path",
+                    expected="a path the contract allows, to publication",
+                    observed=" > ".join(stopped[2]) or "no contract event",
+                )
             early = first_failure(record, None, "trace")
         if early is not None:
             return self.failed(v, early)
@@ -679,6 +689,27 @@ class Judge:
         return {taken for state, taken in branches if state.state == "materialized"}
 
     # -- which rule, and why -----------------------------------------------------------------
+
+    def stopped(
+        self, v: Vector, trace: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, str, tuple[str, ...]] | None:
+        """Where a call that returned no result left every allowed path, when its trace stops
+        on one: the step the contract takes next is where the record departs (its rule, as
+        :meth:`diverged` gives it), before the missing result that follows from it.  None when
+        the trace is not a proper beginning of an allowed path (the checker decides it)."""
+        try:
+            occs = [self.occurrence(x) for x in trace if x["event"] in self.events]
+        except (KeyError, TypeError):  # not a usable trace: the checker says why
+            return None
+        path = tuple(o.event for o in _through_the_slot(occs))
+        if not any(
+            len(p) > len(path) and p[: len(path)] == path
+            for e in self.expectations(v)
+            for p in e.paths
+        ):
+            return None
+        rule, why = self.diverged(v, path)
+        return rule, f"execute() returned no result; {why}", path
 
     def diverged(self, v: Vector, path: tuple[str, ...]) -> tuple[str, str]:
         """The rule of the step where ``path`` first leaves the closest allowed path.

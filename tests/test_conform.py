@@ -169,9 +169,6 @@ CITED_AS = {
     # by identity) is carried by no transition, so conform names the rule where the outcome the
     # contract expected was decided: the ABORTED of a body settling on an aborted signal (R18).
     "classifies_timeout_by_code": "R18",
-    # Its registry's own machine refuses the early hand-out (the guard listener_left, R16) and the
-    # call raises instead of publishing: a loud failure, cited where no result came (R31).
-    "cursor_skips_last": "R31",
 }
 
 

@@ -42,10 +42,10 @@ NOT_YET = {
     ("keeps_late_success", "outcome"): "as at trace level",
     ("no_recheck_before_body", "outcome"): "for an unknown tool the skipped C2 shows only as "
     "UNKNOWN_TOOL instead of ABORTED, attributed to C3 that keeps the expected ABORTED",
-    ("cursor_skips_last", "trace"): "its registry's own machine refuses the early hand-out and "
-    "the call raises: conform cites where no result came (R31); verify cites the guard the "
-    "refused step lacked (R16, verifier.refused_rule), conform has no such attribution yet",
-    ("cursor_skips_last", "outcome"): "as at trace level",
+    ("cursor_skips_last", "outcome"): "its registry's own machine refuses the early hand-out "
+    "and the call raises: a black box shows only that no result came (R31); which step was "
+    "refused is in its trace alone (at trace level conform cites the step the trace stops "
+    "before, R16)",
 }
 BLIND = {
     # (mutant, level): why the sample cannot fail at all
