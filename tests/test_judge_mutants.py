@@ -37,8 +37,10 @@ NOT_YET = {
     ("classifies_timeout_by_code", "outcome"): "as at trace level",
     ("abandons_after_grace", "trace"): "its trace claims body_settle when it stops waiting, so "
     "only the consequences (R18, R21) show (tests/test_conform.py TRACE_BLIND)",
-    ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4: where post-execute "
-    "sees the late success, C3's rule (R19) is cited, as for late_success_reaches_post",
+    ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4, but where C4 still "
+    "publishes ABORTED (a wait_after wrapper's settle) its record is late_success_reaches_post's "
+    "exactly: post-execute got the late success, the result is right -- C3's rule (R19) is the "
+    "first broken one there, and the mutant declares only R28",
     ("keeps_late_success", "outcome"): "as at trace level",
     ("no_recheck_before_body", "outcome"): "for an unknown tool the skipped C2 shows only as "
     "UNKNOWN_TOOL instead of ABORTED, attributed to C3 that keeps the expected ABORTED",
