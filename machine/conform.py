@@ -63,8 +63,21 @@ from .deviations import problem as deviation_problem
 from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .judge import (
+    BODY_SIGNAL,
+    CALLER_LISTENERS,
     CHECKED,
+    CHECKPOINT_C2,
+    CHECKPOINT_C3,
+    CONTEXTS,
+    DEADLINE_FIRST,
+    ENVELOPE,
+    ERROR_SHAPE,
+    LATE_SUCCESS,
     NONE,
+    POST_INPUT,
+    PUBLICATION,
+    QUIESCENCE,
+    STAGE_ORDER,
     TRACE_READS,
     Failure,
     Record,
@@ -75,6 +88,7 @@ from .judge import (
     error_code,
     first_failure,
     quiescent,
+    result_rules,
     rule_status,
 )
 from .scenario import Scenario
@@ -403,7 +417,8 @@ class Judge:
         self.shape_rules = frozenset(o.rule for o in self.table.outcomes)
         self.outcome_rule = {o.name: o.rule for o in self.table.outcomes}
         self.titles = {r.id: r.title for r in self.table.rules}
-        self.revised = "R44" in self.titles
+        self.revised = ERROR_SHAPE in self.titles
+        self.result_rules = result_rules(self.titles)
         self._choices: dict[tuple[CallState, Occurrence], list[tuple[Transition, CallState]]] = {}
         self.cancellations = frozenset(
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
@@ -726,7 +741,7 @@ class Judge:
         seen = path[k] if k < len(path) else "the end of the trace"
         if k == len(best):
             return (
-                "R10",
+                STAGE_ORDER,
                 f"after {' > '.join(best)} (the contract's whole path for this scenario) the "
                 f"trace goes on with {seen}.",
             )
@@ -744,9 +759,10 @@ class Judge:
                 min(k + 1, len(best) - 1),
             )
         if taken is None:
-            return "R10", f"at contract event {k} the trace has {seen}, the contract {best[k]}."
+            why = f"at contract event {k} the trace has {seen}, the contract {best[k]}."
+            return STAGE_ORDER, why
         t = taken[m]
-        rule = next((r for r in t.rules if r != "R28"), t.rules[0])
+        rule = next((r for r in t.rules if r != LATE_SUCCESS), t.rules[0])
         return (
             rule,
             f"at contract event {k} the trace has {seen} where the contract has {best[k]}"
@@ -794,13 +810,15 @@ class Judge:
         want, got = exp.result, result
         why = f"the result is {_canonical(got)}; the contract's is {exp.result_json}"
         if got.get("isError") is False and exp.outcome in self.cancellations:
-            return "R28", f"{why} -- a success after the caller cancelled before C4."
+            return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4."
         rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
         rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
         if _canonical(rest_w) == _canonical(rest_g):
-            return "R29", f"{why} -- only the contexts differ (kept, ordered and dropped per R29)."
+            return CONTEXTS, (
+                f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."
+            )
         if v.scenario.timeout == "timer_first" and exp.outcome == "tool_timeout":
-            return "R34", f"{why} -- the deadline fired first, so the result is TOOL_TIMEOUT."
+            return DEADLINE_FIRST, f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         i = next((i for i in reversed(range(len(taken))) if taken[i].outcome is not None), None)
@@ -821,20 +839,20 @@ class Judge:
             rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
             rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
             if _canonical(rest_w) == _canonical(rest_g):
-                return "R29"  # only the contexts differ (kept, ordered and dropped per R29)
+                return CONTEXTS  # only the contexts differ (kept, ordered and dropped)
             if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
-                return "R20"
+                return POST_INPUT
         if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
-            return "R34"  # the deadline fired first: the around chain's result is TOOL_TIMEOUT
+            return DEADLINE_FIRST  # the deadline fired first: the around chain's is TOOL_TIMEOUT
         late = isinstance(got, dict) and got.get("isError") is False
         if late and error_code(want) in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
-            return "R19"  # checkpoint C3 replaces a late success before post-execute
+            return CHECKPOINT_C3  # checkpoint C3 replaces a late success before post-execute
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
         i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
         if i is None:
-            return "R20"
+            return POST_INPUT
         t = taken[i]
         return next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
 
@@ -846,7 +864,7 @@ class Judge:
         branches: list[tuple[CallState, frozenset[str]]] = [
             (
                 self.start(s),
-                frozenset({"R31"}),
+                frozenset({PUBLICATION}),
             )
         ]
         for line in trace:
@@ -863,28 +881,26 @@ class Judge:
         # What else was checked: the envelope and stage order (the checker), the entry case, the
         # result's shape (compared with the outcome's), and what the trace and body showed.
         entry = entry_rule(entry_caller(s), self.revised)
-        extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
+        extra = {STAGE_ORDER, entry, self.outcome_rule[self.expectations(v)[0].outcome]}
+        extra |= self.result_rules  # the envelope and the error shape of every result it saw
         if starts:
-            extra |= {"R21", "R27"}
+            extra |= {BODY_SIGNAL, QUIESCENCE}
         for rule, event in TRACE_READS.items():
             if any(line["event"] == event for line in trace):
                 extra.add(rule)
-        if self.revised:
-            extra.add("R44")  # the revised error shape of every result the checker saw
         return rules | extra
 
     def static_rules(self, v: Vector) -> frozenset[str]:
         """The rules ``v`` exercises by its expectation alone (for ``--only RULE``): those of the
         transitions along its first path and what every answer is checked on."""
         exp = self.expectations(v)[0]
-        rules = set(self._path_rules(v, exp)) | {"R1", "R10", "R31"}
+        rules = set(self._path_rules(v, exp)) | {ENVELOPE, STAGE_ORDER, PUBLICATION}
         rules |= {self._entry_rule(v), self.outcome_rule[exp.outcome]}
         if exp.body_starts:
-            rules |= {"R17", "R21", "R27"}
+            rules |= {CHECKPOINT_C2, BODY_SIGNAL, QUIESCENCE}
             if v.scenario.caller != "none":
-                rules.add("R22")
-        if self.revised:
-            rules.add("R44")
+                rules.add(CALLER_LISTENERS)
+        rules |= self.result_rules
         return frozenset(rules)
 
     def _path_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
@@ -903,15 +919,12 @@ class Judge:
         """The rules the outcome level decides through the result alone: a wrong decision at a
         transition along the expected path (its rules), a wrong stage order, entry or shape of
         the outcome shows as another result, not as the steps that made it."""
-        return self._path_rules(v, exp) | {"R10", self._entry_rule(v)}
+        return self._path_rules(v, exp) | {STAGE_ORDER, self._entry_rule(v)}
 
     def outcome_shape(self, exp: Expectation) -> frozenset[str]:
         """The rules the result comparison decides in full: the envelope (R1), the outcome's
         own shape and, in the revised contract, the error shape (R44)."""
-        rules = {"R1", self.outcome_rule[exp.outcome]}
-        if self.revised:
-            rules.add("R44")
-        return frozenset(rules)
+        return self.result_rules | {self.outcome_rule[exp.outcome]}
 
 
 def _brief(value: Any) -> str:

@@ -185,3 +185,21 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     assert verdict.rule == "R31" and "second notify" in (verdict.explanation or "")
     (verdict,) = check_lines(trace[:-1])  # the call never notified
     assert verdict.rule == "R31" and "never notified" in (verdict.explanation or "")
+
+
+@pytest.mark.rules("R9", "R36", "R37", "R38")
+def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
+    """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
+    checks; a turn that never returned is reported as that alone (nothing after it is known)."""
+    from toolcancel.judge import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.turnvectors import RULES
+
+    assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
+    assert TURN_RULES <= {r.id for r in load_contract().rules}
+    for found in TURN_CHECKS.values():
+        for c in found:
+            assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
+    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
+    assert [rule for rule, _ in turn_problems(hung)] == ["R36"]
+    unpaired = TurnRecord(2, [], [{"kind": "tool/call", "callId": "c0"}], 0, {})
+    assert [rule for rule, _ in turn_problems(unpaired)] == ["R37"]
