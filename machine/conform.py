@@ -70,6 +70,7 @@ from .judge import (
     CHECKPOINT_C3,
     CONTEXTS,
     DEADLINE_FIRST,
+    DEADLINE_IDENTITY,
     ENVELOPE,
     ERROR_SHAPE,
     LATE_SUCCESS,
@@ -87,6 +88,7 @@ from .judge import (
     entry_rule,
     error_code,
     first_failure,
+    misclassified_deadline,
     quiescent,
     result_rules,
     rule_status,
@@ -813,6 +815,8 @@ class Judge:
             return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4."
         rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
         rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
+        if misclassified_deadline(v.scenario, got, want):
+            return DEADLINE_IDENTITY, f"{why} -- a wrapper's deadline classified by its code."
         if _canonical(rest_w) == _canonical(rest_g):
             return CONTEXTS, (
                 f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."
@@ -842,6 +846,8 @@ class Judge:
                 return CONTEXTS  # only the contexts differ (kept, ordered and dropped)
             if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
                 return POST_INPUT
+        if misclassified_deadline(v.scenario, got, want):
+            return DEADLINE_IDENTITY  # a wrapper's deadline classified as the registry's own
         if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
             return DEADLINE_FIRST  # the deadline fired first: the around chain's is TOOL_TIMEOUT
         late = isinstance(got, dict) and got.get("isError") is False

@@ -1252,6 +1252,21 @@ CHECKPOINT_C3: Final = "R19"
 """Checkpoint C3 replaces a late success by ABORTED before post-execute."""
 
 
+DEADLINE_IDENTITY: Final = "R35"
+"""A deadline is classified by its identity: only the registry's own is its TOOL_TIMEOUT."""
+
+
+def misclassified_deadline(scenario: Scenario, got: Any, wanted: Any) -> bool:
+    """Whether ``got`` is a TOOL_TIMEOUT where the contract gives another result although a
+    deadline that is not the registry's own (a wrapper's) is in the chain: that deadline was
+    classified by its code, not its identity (``DEADLINE_IDENTITY``)."""
+    return (
+        error_code(got) == "TOOL_TIMEOUT"
+        and error_code(wanted) != "TOOL_TIMEOUT"
+        and "outer_deadline" in scenario.wrappers
+    )
+
+
 def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
     """Of the rules the result comparison decides in full besides each outcome's own (the
     envelope, the revised error shape), those of a revision whose rules are ``rule_ids``."""

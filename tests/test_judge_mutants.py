@@ -32,9 +32,6 @@ SAMPLE = 60
 NOT_YET = {
     # (mutant, level): why its failures do not all cite its rule -- each a known blind spot of
     # attribution, said here rather than hidden by a looser assertion.
-    ("classifies_timeout_by_code", "trace"): "R35 (D13) is carried by no transition and no check "
-    "reads a deadline's details: the failures cite the rules of the outcome it changed",
-    ("classifies_timeout_by_code", "outcome"): "as at trace level",
     ("abandons_after_grace", "trace"): "its trace claims body_settle when it stops waiting, so "
     "only the consequences (R18, R21) show (tests/test_conform.py TRACE_BLIND)",
     ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4, but where C4 still "
