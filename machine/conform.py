@@ -825,12 +825,42 @@ class Judge:
             return DEADLINE_FIRST, f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
+        k = self.could_have_decided(taken, path, got)
+        if k is not None:
+            t = taken[k]
+            rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
+            return rule, (
+                f"{why} (at {path[k]} the contract took {', '.join(t.rules)}; the result is "
+                "what another decision there gives)."
+            )
         i = next((i for i in reversed(range(len(taken))) if taken[i].outcome is not None), None)
         if i is None:
             return self.table.contract.outcome(exp.outcome).rule, f"{why}."
         t = taken[i]
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
         return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+
+    def could_have_decided(
+        self, taken: Sequence[Transition], path: Sequence[str], got: Any
+    ) -> int | None:
+        """The first step of the expected path where another transition of the same event, from
+        the same state, decides the outcome whose code ``got`` carries: where the record departs
+        from the allowed path (the decision taken there is the broken one).  None when ``got``
+        carries no code, or no such step is on the path."""
+        code = error_code(got)
+        if code is None:
+            return None
+        outcomes = {o.name for o in self.table.outcomes if o.code == code}
+        for k, t in enumerate(taken):
+            if t.outcome in outcomes:
+                return None  # the contract decided that very outcome here: not a departure
+            if any(
+                u is not t and u.outcome in outcomes and path[k] in u.events
+                and set(u.sources) & set(t.sources)
+                for u in self.table.transitions
+            ):
+                return k
+        return None
 
     def post_rule(self, v: Vector, exp: Expectation, got: Any) -> str:
         """The rule a wrong input to post-execute breaks.  Of the kind the contract decided (an
@@ -856,7 +886,9 @@ class Judge:
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
-        i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
+        i = self.could_have_decided(taken[: k + 1], path, got) if isinstance(got, dict) else None
+        if i is None:
+            i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
         if i is None:
             return POST_INPUT
         t = taken[i]

@@ -39,8 +39,6 @@ NOT_YET = {
     "exactly: post-execute got the late success, the result is right -- C3's rule (R19) is the "
     "first broken one there, and the mutant declares only R28",
     ("keeps_late_success", "outcome"): "as at trace level",
-    ("no_recheck_before_body", "outcome"): "for an unknown tool the skipped C2 shows only as "
-    "UNKNOWN_TOOL instead of ABORTED, attributed to C3 that keeps the expected ABORTED",
     ("cursor_skips_last", "outcome"): "its registry's own machine refuses the early hand-out "
     "and the call raises: a black box shows only that no result came (R31); which step was "
     "refused is in its trace alone (at trace level conform cites the step the trace stops "
