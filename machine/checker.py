@@ -58,6 +58,7 @@ from .core import (
     initial_state,
     revision_table,
 )
+from .judge import ON_LINE, TRACE_CHECKS, judge_line
 from .results import block_message, canonical_json
 from .trace import (
     ENVIRONMENT,
@@ -117,12 +118,15 @@ class Death(NamedTuple):
     explanation: str
 
 
-TRACE_RULES: Final = frozenset(
-    {"R1", "R3", "R10", "R18", "R21", "R22", "R23", "R27", "R28", "R29", "R31", "R40", "R44"}
+AUTOMATON_RULES: Final = frozenset(
+    {"R1", "R3", "R10", "R18", "R21", "R27", "R28", "R29", "R31", "R40", "R44"}
 )
-"""The rules this checker's own trace rules cite (the deaths below), besides those the contract's
-transitions, guards and outcomes carry: what :func:`toolcancel.judge.static_status` counts as
-decided at trace level."""
+"""The rules the automaton's deaths below cite, besides those the contract's transitions, guards
+and outcomes carry."""
+TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
+"""What the checker decides beyond the contract's data: its automaton's deaths and the judge's
+trace checks (:data:`toolcancel.judge.TRACE_CHECKS`); what
+:func:`toolcancel.judge.static_status` counts as decided at trace level."""
 
 # ------------------------------------------------------------------------------------------------
 # Possible states of a call
@@ -1010,30 +1014,6 @@ def describe(res: Mapping[str, Any]) -> str:
     return f"{what}{' with code ' + code if code else ''} ({_quote(res)})"
 
 
-def envelope_death(res: Any) -> Death | None:
-    """R1: the result object's envelope, whatever its outcome."""
-    if not isinstance(res, dict):
-        return Death("R1", "The result is not a JSON object.")
-    extra = set(res) - {"content", "isError", "error", "additionalContexts", "meta"}
-    if extra:
-        return Death("R1", f"The result has keys the envelope does not define: {sorted(extra)}.")
-    if not isinstance(res.get("content"), list) or not all(
-        isinstance(b, dict) for b in res["content"]
-    ):
-        return Death("R1", "The result's content must be a list of content block objects.")
-    if not isinstance(res.get("isError"), bool):
-        return Death("R1", "The result's isError must be a boolean.")
-    for key in ("error", "additionalContexts", "meta"):
-        if key in res and res[key] is None:
-            return Death("R1", f"The result sets {key} to null; absent keys are omitted.")
-    if "error" in res and not isinstance(res["error"], dict):
-        return Death("R1", "The result's error must be an object.")
-    contexts = res.get("additionalContexts")
-    if "additionalContexts" in res and (not isinstance(contexts, list) or not contexts):
-        return Death("R1", "additionalContexts must be a non-empty list; an empty one is omitted.")
-    return None
-
-
 # ------------------------------------------------------------------------------------------------
 # Checking calls
 # ------------------------------------------------------------------------------------------------
@@ -1209,78 +1189,35 @@ class Checker:
             run.published = True
 
     def _call_level(self, run: CallRun, ev: TraceEvent) -> None:
-        """listener, slot, result and notify lines: counted and ordered, not automaton steps."""
+        """listener, slot, result and notify lines: counted and ordered, not automaton steps;
+        the judge's trace checks (:func:`toolcancel.judge.judge_line`) decide each."""
         name, data = ev.event, ev.data
+        if name in ENVIRONMENT:
+            return  # what a harness saw: judged by toolcancel.judge, not by the automaton
+        if name not in ON_LINE:  # a second call_entry: the readers refuse that as unusable input
+            raise AssertionError(f"{name} inside a call")
+        found = judge_line(run, name, data)
         death: Death | None = None
         allowed: list[str] | None = None
-        if name == "listener":
-            signal, action = data["signal"], data["action"]
-            attr = "caller_slot" if signal == "caller" else "slot_slot"
-            held = getattr(run, attr)
-            if run.resulted:
-                death = Death(
-                    "R22",
-                    f"The registry {'added' if action == 'add' else 'removed'} a listener on "
-                    f"the {signal} signal after the call published its result; the call "
-                    "keeps no listener once it is done.",
-                )
-            elif action == "add":
-                setattr(run, attr, held + 1)
-            elif held == 0:
-                death = Death(
-                    "R22",
-                    f"The registry removed a listener from the {signal} signal that it never "
-                    "added.",
-                )
-            else:
-                setattr(run, attr, held - 1)
-        elif name == "slot":
-            if run.published:
-                death = Death(
-                    "R23",
-                    "The signal slot changed after the result was published; the execution "
-                    "view is frozen before the notification.",
-                )
+        if found is not None:
+            death = Death(found[0].rule, found[1])
+            if found[0].allowed is not None:
+                allowed = found[0].allowed(run)
         elif name == "result":
-            if run.resulted:
-                death = Death("R31", "A second result line: a call publishes exactly once.")
-            elif not run.published:
-                death = Death(
-                    "R31",
-                    "A result before the registry published it (no publish line before it): "
-                    "the result is materialized, then notified.",
-                )
-            else:
-                res = data["result"]
-                death = envelope_death(res)
-                if death is None:
-                    death = self._listeners_left(run)
-                    if death is not None:
-                        held = (("caller", run.caller_slot), ("slot", run.slot_slot))
-                        allowed = [f'listener(action="remove", signal="{s}")' for s, n in held if n]
-                if death is None:
-                    death = self._check_result(run, res)
-                if death is not None and allowed is None:
-                    allowed = [
-                        f"result of outcome {_describe_outcome(self.auto.outcomes[o])}"
-                        for o in dict.fromkeys(b.cs.outcome for b in self.auto.configs[run.config])
-                        if o is not None
-                    ]
-                run.resulted = True
+            death = self._check_result(run, data["result"])
+        if name == "listener" and death is None:
+            attr = "caller_slot" if data["signal"] == "caller" else "slot_slot"
+            setattr(run, attr, getattr(run, attr) + (1 if data["action"] == "add" else -1))
+        elif name == "result":
+            if death is not None and allowed is None:
+                allowed = [
+                    f"result of outcome {_describe_outcome(self.auto.outcomes[o])}"
+                    for o in dict.fromkeys(b.cs.outcome for b in self.auto.configs[run.config])
+                    if o is not None
+                ]
+            run.resulted = True
         elif name == "notify":
-            if run.notified:
-                death = Death("R31", "A second notify line: observers are notified exactly once.")
-            elif not run.resulted:
-                death = Death(
-                    "R31",
-                    "Observers were notified before the result line: the notification "
-                    "carries the materialized result.",
-                )
             run.notified = True
-        elif name in ENVIRONMENT:
-            return  # what a harness saw: judged by toolcancel.judge, not by the automaton
-        else:  # a second call_entry: the readers refuse that as unusable input
-            raise AssertionError(f"{name} inside a call")
         if death is not None:
             if allowed is None:
                 resulted = run.resulted and name != "result"
@@ -1292,32 +1229,22 @@ class Checker:
         """The call's verdict once its trace has ended."""
         if run.verdict is not None:
             return run.verdict
-        if not run.resulted:
-            states = sorted({b.cs.state for b in self.auto.configs[run.config]})
-            return self._violation(
-                run,
-                run.last,
-                Death(
-                    "R31",
-                    f"The call never published a result: its trace ends at line {run.last.line} "
-                    f"with the call in {' or '.join(states)}.",
-                ),
-                self.auto.allowed(run.config, run.published, run.resulted, run.notified),
-                seen="end of the call's trace",
-            )
-        if not run.notified:
-            return self._violation(
-                run,
-                run.last,
-                Death(
-                    "R31",
-                    f"The call published its result but never notified observers (no notify "
-                    f"line after line {run.last.line}).",
-                ),
-                ["notify"],
-                seen="end of the call's trace",
-            )
-        return Verdict(run.call_id, "conforming", run.source)
+        states = sorted({b.cs.state for b in self.auto.configs[run.config]})
+        found = judge_line(run, "end", {"line": run.last.line, "states": states})
+        if found is None:
+            return Verdict(run.call_id, "conforming", run.source)
+        allowed = (
+            self.auto.allowed(run.config, run.published, run.resulted, run.notified)
+            if not run.resulted
+            else ["notify"]
+        )
+        return self._violation(
+            run,
+            run.last,
+            Death(found[0].rule, found[1]),
+            allowed,
+            seen="end of the call's trace",
+        )
 
     def check_call(self, call_id: str, events: Sequence[TraceEvent], source: str) -> Verdict:
         """The verdict on one call (``events[0]`` is its ``call_entry``)."""
@@ -1328,17 +1255,6 @@ class Checker:
                 break
             feed(run, ev)
         return self.finish(run)
-
-    def _listeners_left(self, run: CallRun) -> Death | None:
-        left = [(s, n) for s, n in (("caller", run.caller_slot), ("slot", run.slot_slot)) if n]
-        if not left:
-            return None
-        where = " and ".join(f"{n} on the {s} signal" for s, n in left)
-        return Death(
-            "R22",
-            f"When the call published its result the registry still had listeners ({where}); "
-            "relay listeners are removed when the body settles or C2 short-circuits.",
-        )
 
     def _check_result(self, run: CallRun, res: Mapping[str, Any]) -> Death | None:
         """Keep the possible states whose outcome the result agrees with (None: some do)."""

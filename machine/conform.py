@@ -66,9 +66,23 @@ from .deviations import problem as deviation_problem
 from .errors import ToolcancelError
 from .fileio import STRICT, write_text
 from .judge import (
+    BODY_SIGNAL,
+    CALLER_LISTENERS,
     CHECKED,
     CHECKS,
+    CHECKPOINT_C2,
+    CHECKPOINT_C3,
+    CONTEXTS,
+    DEADLINE_FIRST,
+    DEADLINE_IDENTITY,
+    ENVELOPE,
+    ERROR_SHAPE,
+    LATE_SUCCESS,
     NONE,
+    POST_INPUT,
+    PUBLICATION,
+    QUIESCENCE,
+    STAGE_ORDER,
     TRACE_READS,
     Failure,
     Record,
@@ -78,7 +92,9 @@ from .judge import (
     entry_rule,
     error_code,
     first_failure,
+    misclassified_deadline,
     quiescent,
+    result_rules,
     rule_status,
 )
 from .scenario import Scenario
@@ -496,7 +512,8 @@ class Judge:
         self.shape_rules = frozenset(o.rule for o in self.table.outcomes)
         self.outcome_rule = {o.name: o.rule for o in self.table.outcomes}
         self.titles = {r.id: r.title for r in self.table.rules}
-        self.revised = "R44" in self.titles
+        self.revised = ERROR_SHAPE in self.titles
+        self.result_rules = result_rules(self.titles)
         self._choices: dict[tuple[CallState, Occurrence], list[tuple[Transition, CallState]]] = {}
         self._each: dict[str, tuple[Occurrence, ...]] = {}
         self.cancellations = frozenset(
@@ -589,6 +606,16 @@ class Judge:
         self.seen.update(e for e in TRACE_READS.values() if any(x["event"] == e for x in trace))
         early = quiescent(record, None)
         if early is None and result is None:
+            stopped = self.stopped(v, trace)
+            if stopped is not None:
+                return self.fail(
+                    v,
+                    stopped[0],
+                    stopped[1],
+                    step="path",
+                    expected="a path the contract allows, to publication",
+                    observed=" > ".join(stopped[2]) or "no contract event",
+                )
             early = first_failure(record, None, "trace")
         if early is not None:
             return self.failed(v, early)
@@ -796,6 +823,27 @@ class Judge:
 
     # -- which rule, and why -----------------------------------------------------------------
 
+    def stopped(
+        self, v: Vector, trace: Sequence[Mapping[str, Any]]
+    ) -> tuple[str, str, tuple[str, ...]] | None:
+        """Where a call that returned no result left every allowed path, when its trace stops
+        on one: the step the contract takes next is where the record departs (its rule, as
+        :meth:`diverged` gives it), before the missing result that follows from it.  None when
+        the trace is not a proper beginning of an allowed path (the checker decides it)."""
+        try:
+            occs = [self.occurrence(x) for x in trace if x["event"] in self.events]
+        except (KeyError, TypeError):  # not a usable trace: the checker says why
+            return None
+        path = tuple(o.event for o in _through_the_slot(occs))
+        if not any(
+            len(p) > len(path) and p[: len(path)] == path
+            for e in self.expectations(v)
+            for p in e.paths
+        ):
+            return None
+        rule, why = self.diverged(v, path)
+        return rule, f"execute() returned no result; {why}", path
+
     def diverged(self, v: Vector, path: tuple[str, ...]) -> tuple[str, str]:
         """The rule of the step where ``path`` first leaves the closest allowed path.
 
@@ -811,7 +859,7 @@ class Judge:
         seen = path[k] if k < len(path) else "the end of the trace"
         if k == len(best):
             return (
-                "R10",
+                STAGE_ORDER,
                 f"after {' > '.join(best)} (the contract's whole path for this scenario) the "
                 f"trace goes on with {seen}.",
             )
@@ -829,9 +877,10 @@ class Judge:
                 min(k + 1, len(best) - 1),
             )
         if taken is None:
-            return "R10", f"at contract event {k} the trace has {seen}, the contract {best[k]}."
+            why = f"at contract event {k} the trace has {seen}, the contract {best[k]}."
+            return STAGE_ORDER, why
         t = taken[m]
-        rule = next((r for r in t.rules if r != "R28"), t.rules[0])
+        rule = next((r for r in t.rules if r != LATE_SUCCESS), t.rules[0])
         return (
             rule,
             f"at contract event {k} the trace has {seen} where the contract has {best[k]}"
@@ -885,21 +934,55 @@ class Judge:
         want, got = exp.result, result
         why = f"the result is {_canonical(got)}; the contract's is {exp.result_json}"
         if got.get("isError") is False and exp.outcome in self.cancellations:
-            return "R28", f"{why} -- a success after the caller cancelled before C4."
+            return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4."
         rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
         rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
+        if misclassified_deadline(v.scenario, got, want):
+            return DEADLINE_IDENTITY, f"{why} -- a wrapper's deadline classified by its code."
         if _canonical(rest_w) == _canonical(rest_g):
-            return "R29", f"{why} -- only the contexts differ (kept, ordered and dropped per R29)."
+            return CONTEXTS, (
+                f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."
+            )
         if v.scenario.timeout == "timer_first" and exp.outcome == "tool_timeout":
-            return "R34", f"{why} -- the deadline fired first, so the result is TOOL_TIMEOUT."
+            return DEADLINE_FIRST, f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
+        k = self.could_have_decided(taken, path, got)
+        if k is not None:
+            t = taken[k]
+            rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
+            return rule, (
+                f"{why} (at {path[k]} the contract took {', '.join(t.rules)}; the result is "
+                "what another decision there gives)."
+            )
         i = next((i for i in reversed(range(len(taken))) if taken[i].outcome is not None), None)
         if i is None:
             return self.table.contract.outcome(exp.outcome).rule, f"{why}."
         t = taken[i]
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
         return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+
+    def could_have_decided(
+        self, taken: Sequence[Transition], path: Sequence[str], got: Any
+    ) -> int | None:
+        """The first step of the expected path where another transition of the same event, from
+        the same state, decides the outcome whose code ``got`` carries: where the record departs
+        from the allowed path (the decision taken there is the broken one).  None when ``got``
+        carries no code, or no such step is on the path."""
+        code = error_code(got)
+        if code is None:
+            return None
+        outcomes = {o.name for o in self.table.outcomes if o.code == code}
+        for k, t in enumerate(taken):
+            if t.outcome in outcomes:
+                return None  # the contract decided that very outcome here: not a departure
+            if any(
+                u is not t and u.outcome in outcomes and path[k] in u.events
+                and set(u.sources) & set(t.sources)
+                for u in self.table.transitions
+            ):
+                return k
+        return None
 
     def post_rule(self, v: Vector, exp: Expectation, got: Any) -> str:
         """The rule a wrong input to post-execute breaks.  Of the kind the contract decided (an
@@ -912,20 +995,24 @@ class Judge:
             rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
             rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
             if _canonical(rest_w) == _canonical(rest_g):
-                return "R29"  # only the contexts differ (kept, ordered and dropped per R29)
+                return CONTEXTS  # only the contexts differ (kept, ordered and dropped)
             if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
-                return "R20"
+                return POST_INPUT
+        if misclassified_deadline(v.scenario, got, want):
+            return DEADLINE_IDENTITY  # a wrapper's deadline classified as the registry's own
         if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
-            return "R34"  # the deadline fired first: the around chain's result is TOOL_TIMEOUT
+            return DEADLINE_FIRST  # the deadline fired first: the around chain's is TOOL_TIMEOUT
         late = isinstance(got, dict) and got.get("isError") is False
         if late and error_code(want) in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
-            return "R19"  # checkpoint C3 replaces a late success before post-execute
+            return CHECKPOINT_C3  # checkpoint C3 replaces a late success before post-execute
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
-        i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
+        i = self.could_have_decided(taken[: k + 1], path, got) if isinstance(got, dict) else None
         if i is None:
-            return "R20"
+            i = next((i for i in reversed(range(k + 1)) if taken[i].outcome is not None), None)
+        if i is None:
+            return POST_INPUT
         t = taken[i]
         return next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
 
@@ -937,7 +1024,7 @@ class Judge:
         branches: list[tuple[CallState, frozenset[str]]] = [
             (
                 self.start(s),
-                frozenset({"R31"}),
+                frozenset({PUBLICATION}),
             )
         ]
         for line in trace:
@@ -954,28 +1041,26 @@ class Judge:
         # What else was checked: the envelope and stage order (the checker), the entry case, the
         # result's shape (compared with the outcome's), and what the trace and body showed.
         entry = entry_rule(entry_caller(s), self.revised)
-        extra = {"R1", "R10", entry, self.outcome_rule[self.expectations(v)[0].outcome]}
+        extra = {STAGE_ORDER, entry, self.outcome_rule[self.expectations(v)[0].outcome]}
+        extra |= self.result_rules  # the envelope and the error shape of every result it saw
         if starts:
-            extra |= {"R21", "R27"}
+            extra |= {BODY_SIGNAL, QUIESCENCE}
         for rule, event in TRACE_READS.items():
             if any(line["event"] == event for line in trace):
                 extra.add(rule)
-        if self.revised:
-            extra.add("R44")  # the revised error shape of every result the checker saw
         return rules | extra
 
     def static_rules(self, v: Vector) -> frozenset[str]:
         """The rules ``v`` exercises by its expectation alone (for ``--only RULE``): those of the
         transitions along its first path and what every answer is checked on."""
         exp = self.expectations(v)[0]
-        rules = set(self._path_rules(v, exp)) | {"R1", "R10", "R31"}
+        rules = set(self._path_rules(v, exp)) | {ENVELOPE, STAGE_ORDER, PUBLICATION}
         rules |= {self._entry_rule(v), self.outcome_rule[exp.outcome]}
         if exp.body_starts:
-            rules |= {"R17", "R21", "R27"}
+            rules |= {CHECKPOINT_C2, BODY_SIGNAL, QUIESCENCE}
             if v.scenario.caller != "none":
-                rules.add("R22")
-        if self.revised:
-            rules.add("R44")
+                rules.add(CALLER_LISTENERS)
+        rules |= self.result_rules
         return frozenset(rules)
 
     def _path_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
@@ -994,15 +1079,12 @@ class Judge:
         """The rules the outcome level decides through the result alone: a wrong decision at a
         transition along the expected path (its rules), a wrong stage order, entry or shape of
         the outcome shows as another result, not as the steps that made it."""
-        return self._path_rules(v, exp) | {"R10", self._entry_rule(v)}
+        return self._path_rules(v, exp) | {STAGE_ORDER, self._entry_rule(v)}
 
     def outcome_shape(self, exp: Expectation) -> frozenset[str]:
         """The rules the result comparison decides in full: the envelope (R1), the outcome's
         own shape and, in the revised contract, the error shape (R44)."""
-        rules = {"R1", self.outcome_rule[exp.outcome]}
-        if self.revised:
-            rules.add("R44")
-        return frozenset(rules)
+        return self.result_rules | {self.outcome_rule[exp.outcome]}
 
 
 _STAGE_OBSERVATIONS: Final = {

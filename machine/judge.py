@@ -25,14 +25,13 @@ Where several fail, the one whose evidence comes first in the record is the firs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .results import canonical_json
 from .scenario import Scenario
 from .trace import FORMAT_VERSION
-from .turnvectors import RULES as TURN_RULES
 
 if TYPE_CHECKING:
     from .contract import Contract
@@ -762,6 +761,519 @@ def error_code(result: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------
+# Trace checks: the rules the trace checker (toolcancel.checker) asks of a call's own lines
+# ------------------------------------------------------------------------------------------------
+# The checker replays the contract events through the machine (its automaton says where a step
+# leaves every allowed path); the lines no transition carries -- listener, slot, result, notify
+# and the end of the call -- are judged here, each rule once, as the checker meets them.
+
+
+class Ledger(Protocol):
+    """What the checker has counted of one call when it meets a line: whether the call has
+    published, has a result line, has notified, and the listeners it holds on the caller's
+    and on the slot's signal."""
+
+    published: bool
+    resulted: bool
+    notified: bool
+    caller_slot: int
+    slot_slot: int
+
+
+LineJudge = Callable[[Ledger, Mapping[str, Any]], "str | None"]
+"""A trace check: the line's data against the ledger; the explanation of a violation, or None."""
+
+
+@dataclass(frozen=True)
+class TraceCheck:
+    """One rule's meaning for one kind of call-level line (``end``: the end of the call's
+    trace)."""
+
+    rule: str
+    event: str
+    judge: LineJudge
+    allowed: Callable[[Ledger], list[str]] | None = None  # what the call could have done instead
+
+
+TRACE_CHECKS: Final[dict[str, list[TraceCheck]]] = {}
+"""The trace checks by rule id, in registration order."""
+ON_LINE: Final[dict[str, list[TraceCheck]]] = {}
+"""The same checks by the line they judge, in the order the checker asks them."""
+
+
+def trace_check(
+    rule: str, event: str, *, allowed: Callable[[Ledger], list[str]] | None = None
+) -> Callable[[LineJudge], LineJudge]:
+    """Register the decorated function as the trace check of ``rule`` on ``event`` lines."""
+
+    def register(fn: LineJudge) -> LineJudge:
+        found = TraceCheck(rule, event, fn, allowed)
+        TRACE_CHECKS.setdefault(rule, []).append(found)
+        ON_LINE.setdefault(event, []).append(found)
+        return fn
+
+    return register
+
+
+def judge_line(
+    ledger: Ledger, event: str, data: Mapping[str, Any]
+) -> tuple[TraceCheck, str] | None:
+    """The first trace check ``event``'s line fails, and why (None: every one holds)."""
+    for c in ON_LINE.get(event, ()):
+        why = c.judge(ledger, data)
+        if why is not None:
+            return c, why
+    return None
+
+
+@trace_check("R22", "listener")
+def no_listener_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """A call keeps no listener once its result is published."""
+    if not ledger.resulted:
+        return None
+    verb = "added" if data["action"] == "add" else "removed"
+    return (
+        f"The registry {verb} a listener on the {data['signal']} signal after the call published "
+        "its result; the call keeps no listener once it is done."
+    )
+
+
+@trace_check("R22", "listener")
+def removes_only_what_it_added(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """A listener removed was added before."""
+    held = ledger.caller_slot if data["signal"] == "caller" else ledger.slot_slot
+    if data["action"] == "add" or held:
+        return None
+    return f"The registry removed a listener from the {data['signal']} signal that it never added."
+
+
+@trace_check("R23", "slot")
+def slot_fixed_once_published(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """The slot never changes once the result is published (the view is frozen)."""
+    if not ledger.published:
+        return None
+    return (
+        "The signal slot changed after the result was published; the execution view is frozen "
+        "before the notification."
+    )
+
+
+@trace_check("R31", "result")
+def published_once(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """Exactly one result, after the registry published it."""
+    if ledger.resulted:
+        return "A second result line: a call publishes exactly once."
+    if not ledger.published:
+        return (
+            "A result before the registry published it (no publish line before it): the result "
+            "is materialized, then notified."
+        )
+    return None
+
+
+@trace_check("R1", "result")
+def result_envelope(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """The result object's envelope, whatever its outcome."""
+    return envelope_problem(data["result"])
+
+
+def _held(ledger: Ledger) -> list[tuple[str, int]]:
+    return [(s, n) for s, n in (("caller", ledger.caller_slot), ("slot", ledger.slot_slot)) if n]
+
+
+def _removals(ledger: Ledger) -> list[str]:
+    return [f'listener(action="remove", signal="{s}")' for s, _ in _held(ledger)]
+
+
+@trace_check("R22", "result", allowed=_removals)
+def listeners_removed_by_publication(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """Every listener the registry added is removed by the time the result is published."""
+    left = _held(ledger)
+    if not left:
+        return None
+    where = " and ".join(f"{n} on the {s} signal" for s, n in left)
+    return (
+        f"When the call published its result the registry still had listeners ({where}); "
+        "relay listeners are removed when the body settles or C2 short-circuits."
+    )
+
+
+@trace_check("R31", "notify")
+def notifies_once_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """Observers are notified exactly once, with the materialized result."""
+    if ledger.notified:
+        return "A second notify line: observers are notified exactly once."
+    if not ledger.resulted:
+        return (
+            "Observers were notified before the result line: the notification carries the "
+            "materialized result."
+        )
+    return None
+
+
+@trace_check("R31", "end")
+def ends_published(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """A call's trace ends after its result and its notification (``data``: ``line``, the last
+    line's number, and ``states``, where the call may be)."""
+    if not ledger.resulted:
+        return (
+            f"The call never published a result: its trace ends at line {data['line']} with the "
+            f"call in {' or '.join(data['states'])}."
+        )
+    if not ledger.notified:
+        return (
+            "The call published its result but never notified observers (no notify line after "
+            f"line {data['line']})."
+        )
+    return None
+
+
+def envelope_problem(res: Any) -> str | None:
+    """What is wrong with a result object's envelope (R1), whatever its outcome."""
+    if not isinstance(res, dict):
+        return "The result is not a JSON object."
+    extra = set(res) - {"content", "isError", "error", "additionalContexts", "meta"}
+    if extra:
+        return f"The result has keys the envelope does not define: {sorted(extra)}."
+    if not isinstance(res.get("content"), list) or not all(
+        isinstance(b, dict) for b in res["content"]
+    ):
+        return "The result's content must be a list of content block objects."
+    if not isinstance(res.get("isError"), bool):
+        return "The result's isError must be a boolean."
+    for key in ("error", "additionalContexts", "meta"):
+        if key in res and res[key] is None:
+            return f"The result sets {key} to null; absent keys are omitted."
+    if "error" in res and not isinstance(res["error"], dict):
+        return "The result's error must be an object."
+    contexts = res.get("additionalContexts")
+    if "additionalContexts" in res and (not isinstance(contexts, list) or not contexts):
+        return "additionalContexts must be a non-empty list; an empty one is omitted."
+    return None
+
+
+# ------------------------------------------------------------------------------------------------
+# Turn checks: the scheduler's rules over what an environment sees of a turn
+# ------------------------------------------------------------------------------------------------
+# A turn's record is its events (``abort``; ``pre``, ``body_start``, ``body_settle``, ``post`` of
+# a call ``c0``..; ``notify`` with the result an observer received), its log and when
+# ``run_turn`` returned.  ``verify`` judges the reference's turns with these checks
+# (:mod:`toolcancel.turncheck`), ``conform`` another scheduler's answers to the turn vectors
+# (:mod:`toolcancel.turnvectors`).  Written from CONTRACT.md's rules, not from the reference's
+# grouping (a MAY): any scheduler that keeps the rules passes, one call at a time or many.
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What an environment saw of one turn of ``n`` calls ``c0``..: its events, its log, the
+    number of events when ``run_turn`` returned (None: it never did), and the revision's
+    synthetic result for a call that never started."""
+
+    n: int
+    events: Sequence[Mapping[str, Any]]
+    log: Sequence[Mapping[str, Any]]
+    returned: int | None
+    skipped: Mapping[str, Any]
+
+    @property
+    def ids(self) -> list[str]:
+        return [f"c{i}" for i in range(self.n)]
+
+    def first(self) -> dict[str, tuple[int, str]]:
+        """Each call's first event (index, name): a call started once any of it ran."""
+        out: dict[str, tuple[int, str]] = {}
+        for i, e in enumerate(self.events):
+            if "call" in e:
+                out.setdefault(e["call"], (i, e["event"]))
+        return out
+
+    def paired(self) -> bool:
+        """Whether the log has one ``tool/call`` and one ``tool/result`` per model call."""
+        calls = sorted(e["callId"] for e in self.log if e["kind"] == "tool/call")
+        results = sorted(e["callId"] for e in self.log if e["kind"] == "tool/result")
+        return calls == self.ids and results == self.ids
+
+
+TurnJudge = Callable[[TurnRecord], "list[tuple[float, str]]"]
+"""A turn check: its problems, each with where it shows (problems are reported in that order)."""
+
+
+@dataclass(frozen=True)
+class TurnCheck:
+    rule: str
+    judge: TurnJudge
+    paired: bool  # it reads the log's pairs: asked only when the log has one per model call
+
+
+TURN_CHECKS: Final[dict[str, list[TurnCheck]]] = {}
+"""The turn checks by rule id, in registration order."""
+
+
+def turn_check(rule: str, *, paired: bool = False) -> Callable[[TurnJudge], TurnJudge]:
+    """Register the decorated function as a turn check of ``rule``."""
+
+    def register(fn: TurnJudge) -> TurnJudge:
+        TURN_CHECKS.setdefault(rule, []).append(TurnCheck(rule, fn, paired))
+        return fn
+
+    return register
+
+
+def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
+    """Every turn check's problems, (rule, explanation), in the order they show.  A turn that
+    never returned is that alone; a log without one pair per model call is judged no further
+    than that."""
+    if turn.returned is None:
+        return [(TURN_DRAINS, "run_turn never returned: a started call was never drained")]
+    paired = turn.paired()
+    found = [
+        (at, c.rule, why)
+        for checks_of in TURN_CHECKS.values()
+        for c in checks_of
+        if paired or not c.paired
+        for at, why in c.judge(turn)
+    ]
+    found.sort(key=lambda x: x[0])
+    return [(rule, why) for _, rule, why in found]
+
+
+@turn_check("R36")
+def no_start_after_turn_abort(turn: TurnRecord) -> list[tuple[float, str]]:
+    """No call starts (none of its hooks or body runs) after the turn signal aborted."""
+    abort = next((i for i, e in enumerate(turn.events) if e["event"] == "abort"), None)
+    if abort is None:
+        return []
+    return [
+        (1.0, f"{c} was started after the turn signal aborted (its first event, {what}, came "
+         "after the abort)")
+        for c, (i, what) in turn.first().items()
+        if i > abort
+    ]
+
+
+@turn_check("R36")
+def drained_before_return(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every started body settles before the turn returns (drained, never abandoned)."""
+    head = turn.events[: turn.returned]
+    out = []
+    for c in turn.ids:
+        starts = sum(1 for e in head if e.get("call") == c and e["event"] == "body_start")
+        settles = sum(1 for e in head if e.get("call") == c and e["event"] == "body_settle")
+        if starts > settles:
+            out.append((2.0, f"the body of {c} was not drained before the turn returned"))
+    return out
+
+
+@turn_check("R38")
+def hooks_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Pre- and post-execute run in model order."""
+    ids, out = turn.ids, []
+    pres = [e["call"] for e in turn.events if e["event"] == "pre"]
+    if pres != ids[: len(pres)]:
+        out.append((3.0, f"pre-execute ran in order {pres}, not model order"))
+    posts = [e["call"] for e in turn.events if e["event"] == "post"]
+    if posts != sorted(posts, key=lambda c: ids.index(c) if c in ids else turn.n):
+        out.append((4.0, f"post-execute ran in order {posts}, not model order"))
+    return out
+
+
+@turn_check("R37")
+def one_call_one_result(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every model call has exactly one ``tool/call`` and one ``tool/result``."""
+    if turn.paired():
+        return []
+    calls = [e["callId"] for e in turn.log if e["kind"] == "tool/call"]
+    results = [e["callId"] for e in turn.log if e["kind"] == "tool/result"]
+    return [
+        (5.0, f"calls {calls} and results {results} are not one pair per model call {turn.ids}")
+    ]
+
+
+def _order(turn: TurnRecord) -> tuple[list[str], list[str]]:
+    """The logged results' calls, and of them those that started (committed)."""
+    started = turn.first()
+    order = [e["callId"] for e in turn.log if e["kind"] == "tool/result"]
+    return order, [c for c in order if c in started]
+
+
+@turn_check("R38", paired=True)
+def commits_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Results commit in model order."""
+    _, committed = _order(turn)
+    if committed == sorted(committed, key=turn.ids.index):
+        return []
+    return [(6.0, f"results committed as {committed}, not in model order")]
+
+
+@turn_check("R37", paired=True)
+def unstarted_last(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Calls that never started get their results after all started calls', in model order."""
+    order, committed = _order(turn)
+    unstarted = [c for c in turn.ids if c not in turn.first()]
+    if order[len(committed) :] == unstarted:
+        return []
+    return [
+        (7.0, f"results logged as {order}: the never-started {unstarted} belong after all "
+         "started calls' results, in model order")
+    ]
+
+
+@turn_check("R38", paired=True)
+def contexts_after_results(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Contexts are logged after all of the turn's results."""
+    last = max(i for i, e in enumerate(turn.log) if e["kind"] == "tool/result")
+    if any(e["kind"] == "context" for e in turn.log[:last]):
+        return [(8.0, "a context was logged before the turn's last result")]
+    return []
+
+
+def _results(turn: TurnRecord) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """(position, call, entry) of each ``tool/result`` entry, in log order."""
+    for k, r in enumerate(e for e in turn.log if e["kind"] == "tool/result"):
+        yield k, r["callId"], r
+
+
+def _notified(turn: TurnRecord) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for e in turn.events:
+        if e["event"] == "notify":
+            out.setdefault(e["call"], []).append(e["result"])
+    return out
+
+
+@turn_check("R9", paired=True)
+def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
+    """A call that never started gets the revision's synthetic result."""
+    started, skipped = turn.first(), canonical_json(turn.skipped)
+    return [
+        (9 + k / 1000, f"{c} never started but its result is {r['payload']}")
+        for k, c, r in _results(turn)
+        if c not in started and canonical_json(r["payload"]) != skipped
+    ]
+
+
+@turn_check("R31", paired=True)
+def turn_call_notified_once(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every started call is notified exactly once."""
+    started, notified = turn.first(), _notified(turn)
+    return [
+        (9 + k / 1000, f"{c} was notified {len(notified.get(c, []))} times")
+        for k, c, _ in _results(turn)
+        if c in started and len(notified.get(c, [])) != 1
+    ]
+
+
+@turn_check("R38", paired=True)
+def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Each ``tool/result`` entry is the published result without its contexts, and exactly the
+    committed results' contexts are logged, in commit order."""
+    started, notified = turn.first(), _notified(turn)
+    out: list[tuple[float, str]] = []
+    wanted: list[tuple[str, str]] = []
+    for k, c, r in _results(turn):
+        seen = notified.get(c, [])
+        if c not in started or len(seen) != 1:
+            continue
+        published = dict(seen[0])
+        contexts = published.pop("additionalContexts", [])
+        if canonical_json(r["payload"]) != canonical_json(published):
+            out.append(
+                (9 + k / 1000, f"{c}'s tool/result entry {canonical_json(r['payload'])} is not "
+                 f"the result its observer received without contexts, "
+                 f"{canonical_json(published)}")
+            )
+        wanted += [(c, canonical_json(x)) for x in contexts]
+    logged = [
+        (e["callId"], canonical_json(e["payload"])) for e in turn.log if e["kind"] == "context"
+    ]
+    if logged != wanted:
+        out.append(
+            (10.0, f"the log's contexts {logged} are not the committed results' contexts in "
+             f"commit order {wanted}")
+        )
+    return out
+
+
+TURN_DRAINS: Final = next(
+    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is drained_before_return
+)
+"""A turn that never returned, or hangs: its started calls were not drained."""
+TURN_RULES: Final = frozenset(TURN_CHECKS)
+"""The rules the turn checks decide (``conform`` reports them for an adapter that runs turns)."""
+
+
+# ------------------------------------------------------------------------------------------------
+# Attribution: the rules conform cites for a difference from the vector, named once
+# ------------------------------------------------------------------------------------------------
+# conform compares an answer with what the contract allows; where no check above decides a
+# difference by itself (another path, another result, another input to post-execute), it cites
+# the rule of the contract's transition there, or one of these.  Each is the rule of a check
+# registered above where one exists, so a rule id is written in this module only.
+
+
+def rule_of(fn: Callable[..., Any]) -> str:
+    """The rule the registered check (or trace check) ``fn`` decides."""
+    for c in checks():
+        if c.judge is fn:
+            return c.rule
+    for found in TRACE_CHECKS.values():
+        for t in found:
+            if t.judge is fn:
+                return t.rule
+    raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
+
+
+ENVELOPE: Final = rule_of(result_envelope)
+"""The result's envelope: every result is checked on it."""
+PUBLICATION: Final = rule_of(published_once)
+"""Exactly one result, then one notification: every call is checked on it."""
+STAGE_ORDER: Final = rule_of(post_runs)
+"""The contract's stage order: a step the contract has nowhere, or after the whole path."""
+QUIESCENCE: Final = rule_of(quiescent)
+"""Every body started is settled before the call moves on: checked wherever a body started."""
+BODY_SIGNAL: Final = rule_of(fused_signal)
+"""Which signal, aborted by whom, each body got: checked wherever a body started."""
+CHECKPOINT_C2: Final = rule_of(c2_invokes_live)
+"""A body starts only on a live signal."""
+CALLER_LISTENERS: Final = rule_of(no_listener_left)
+"""No listener left on the caller's signal: decidable where a caller is."""
+POST_INPUT: Final = rule_of(post_sees_the_decided_result)
+"""Post-execute receives the result as the call decided it."""
+ERROR_SHAPE: Final = "R44"
+"""The revised contract's error shape (``error.message``, ``error.info``), of every result."""
+LATE_SUCCESS: Final = "R28"
+"""No late start, no late success: a success published after the caller cancelled before C4
+(listed with the transitions of every cancellation, so a transition's other rule comes first)."""
+CONTEXTS: Final = "R29"
+"""What ``additionalContexts`` keeps, orders and drops: a result that differs only there."""
+DEADLINE_FIRST: Final = "R34"
+"""The deadline fired first: the around chain's result is TOOL_TIMEOUT."""
+CHECKPOINT_C3: Final = "R19"
+"""Checkpoint C3 replaces a late success by ABORTED before post-execute."""
+
+
+DEADLINE_IDENTITY: Final = "R35"
+"""A deadline is classified by its identity: only the registry's own is its TOOL_TIMEOUT."""
+
+
+def misclassified_deadline(scenario: Scenario, got: Any, wanted: Any) -> bool:
+    """Whether ``got`` is a TOOL_TIMEOUT where the contract gives another result although a
+    deadline that is not the registry's own (a wrapper's) is in the chain: that deadline was
+    classified by its code, not its identity (``DEADLINE_IDENTITY``)."""
+    return (
+        error_code(got) == "TOOL_TIMEOUT"
+        and error_code(wanted) != "TOOL_TIMEOUT"
+        and "outer_deadline" in scenario.wrappers
+    )
+
+
+def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
+    """Of the rules the result comparison decides in full besides each outcome's own (the
+    envelope, the revised error shape), those of a revision whose rules are ``rule_ids``."""
+    return RESULT_RULES & frozenset(rule_ids)
+
+
+# ------------------------------------------------------------------------------------------------
 # Coverage, derived
 # ------------------------------------------------------------------------------------------------
 
@@ -845,7 +1357,7 @@ def static_why(rule: str, level: str) -> str:
 
 
 _WORDS: Final = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
-RESULT_RULES: Final = frozenset({"R1", "R44"})
+RESULT_RULES: Final = frozenset({ENVELOPE, ERROR_SHAPE})
 """Besides each outcome's own rule, what the result comparison decides in full: the envelope and
 the revised error shape."""
 

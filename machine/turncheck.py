@@ -18,22 +18,23 @@ What is checked (rule ids from the contract):
   results' contexts are logged, in commit order, after all of the turn's results;
 * R31 -- every started call is notified exactly once.
 
-The checks (:func:`turn_problems`) read only what an environment sees of a turn -- the hooks'
-and the observer's events, the log, when ``run_turn`` returned -- so ``toolcancel conform``
-judges another implementation's scheduler with the very same function
-(:mod:`toolcancel.turnvectors`).
+The checks (:func:`toolcancel.judge.turn_problems`, registered there under their rules) read
+only what an environment sees of a turn -- the hooks' and the observer's events, the log, when
+``run_turn`` returned -- so ``toolcancel conform`` judges another implementation's scheduler
+with the very same function (:mod:`toolcancel.turnvectors`).
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from .judge import TURN_DRAINS, TURN_RULES, TurnRecord, turn_problems
 from .registry import Accept, Allow, Deny, Execution, Next, PostDecision, PreDecision, ToolRegistry
-from .results import ToolResult, canonical_json, text_block, thaw
+from .results import ToolResult, text_block, thaw
 from .scenario import _idle, quiet_failures
 from .scheduler import ToolCallRequest, TurnScheduler
 from .signals import AbortController
@@ -185,7 +186,8 @@ class TurnHarness:
             if fut is not None and not fut.done():
                 fut.set_result(None)
         if not task.done():
-            self.obs.problems.append(("R36", "the turn neither finished nor waited at a gate"))
+            hangs = "the turn neither finished nor waited at a gate"
+            self.obs.problems.append((TURN_DRAINS, hangs))
             task.cancel()
         return self.obs
 
@@ -198,106 +200,8 @@ class TurnHarness:
 
 def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
     """The R31/R36/R37/R38/R9 checks of the module docstring; (rule, explanation) pairs."""
-    return obs.problems + turn_problems(
-        len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped
-    )
-
-
-def turn_problems(
-    n: int,
-    events: Sequence[Mapping[str, Any]],
-    log: Sequence[Mapping[str, Any]],
-    returned: int | None,
-    skipped: Mapping[str, Any],
-) -> list[tuple[str, str]]:
-    """R36-R38, R9 and R31 judged from what the environment saw of a turn of ``n`` calls
-    ``c0``..: its events, its log, when it returned, and the revision's synthetic result.
-
-    Written from CONTRACT.md's rules, not from the reference's grouping (a MAY): any scheduler
-    that keeps the rules passes, one call at a time or many."""
-    ids = [f"c{i}" for i in range(n)]
-    out: list[tuple[str, str]] = []
-    if returned is None:
-        return [("R36", "run_turn never returned: a started call was never drained")]
-    abort = next((i for i, e in enumerate(events) if e["event"] == "abort"), None)
-    first: dict[str, tuple[int, str]] = {}  # call -> its first event: started once any ran
-    for i, e in enumerate(events):
-        if "call" in e:
-            first.setdefault(e["call"], (i, e["event"]))
-    for c, (i, what) in first.items():
-        if abort is not None and i > abort:
-            out.append(
-                ("R36", f"{c} was started after the turn signal aborted (its first event, "
-                 f"{what}, came after the abort)")
-            )
-    head = events[:returned]
-    for c in ids:
-        running = sum(1 for e in head if e.get("call") == c and e["event"] == "body_start") - sum(
-            1 for e in head if e.get("call") == c and e["event"] == "body_settle"
-        )
-        if running > 0:
-            out.append(("R36", f"the body of {c} was not drained before the turn returned"))
-    pres = [e["call"] for e in events if e["event"] == "pre"]
-    if pres != ids[: len(pres)]:
-        out.append(("R38", f"pre-execute ran in order {pres}, not model order"))
-    posts = [e["call"] for e in events if e["event"] == "post"]
-    if posts != sorted(posts, key=lambda c: ids.index(c) if c in ids else n):
-        out.append(("R38", f"post-execute ran in order {posts}, not model order"))
-    started = [c for c in ids if c in first]
-    calls = [e["callId"] for e in log if e["kind"] == "tool/call"]
-    results = [e for e in log if e["kind"] == "tool/result"]
-    if sorted(calls) != ids or sorted(r["callId"] for r in results) != ids:
-        out.append(
-            (
-                "R37",
-                f"calls {calls} and results {[r['callId'] for r in results]} are "
-                f"not one pair per model call {ids}",
-            )
-        )
-        return out
-    order = [r["callId"] for r in results]
-    committed = [c for c in order if c in started]
-    if committed != sorted(committed, key=ids.index):
-        out.append(("R38", f"results committed as {committed}, not in model order"))
-    unstarted = [c for c in ids if c not in started]
-    if order[len(committed) :] != unstarted:
-        out.append(
-            ("R37", f"results logged as {order}: the never-started {unstarted} belong after all "
-             "started calls' results, in model order")
-        )
-    last_result = max(i for i, e in enumerate(log) if e["kind"] == "tool/result")
-    if any(e["kind"] == "context" for e in log[:last_result]):
-        out.append(("R38", "a context was logged before the turn's last result"))
-    notified: dict[str, list[Mapping[str, Any]]] = {}
-    for e in events:
-        if e["event"] == "notify":
-            notified.setdefault(e["call"], []).append(e["result"])
-    wanted_contexts: list[tuple[str, str]] = []
-    for r in results:
-        c = r["callId"]
-        if c not in started:
-            if canonical_json(r["payload"]) != canonical_json(skipped):
-                out.append(("R9", f"{c} never started but its result is {r['payload']}"))
-            continue
-        seen = notified.get(c, [])
-        if len(seen) != 1:
-            out.append(("R31", f"{c} was notified {len(seen)} times"))
-            continue
-        published = dict(seen[0])
-        contexts = published.pop("additionalContexts", [])
-        if canonical_json(r["payload"]) != canonical_json(published):
-            out.append(
-                ("R38", f"{c}'s tool/result entry {canonical_json(r['payload'])} is not the "
-                 f"result its observer received without contexts, {canonical_json(published)}")
-            )
-        wanted_contexts += [(c, canonical_json(x)) for x in contexts]
-    logged = [(e["callId"], canonical_json(e["payload"])) for e in log if e["kind"] == "context"]
-    if logged != wanted_contexts:
-        out.append(
-            ("R38", f"the log's contexts {logged} are not the committed results' contexts in "
-             f"commit order {wanted_contexts}")
-        )
-    return out
+    record = TurnRecord(len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped)
+    return obs.problems + turn_problems(record)
 
 
 @dataclass
@@ -322,7 +226,7 @@ async def _run_turns(revision: str, kinds: Iterable[tuple[str, ...]]) -> TurnTal
                 (r, why, turn) for r, why in found[: max(0, 20 - len(tally.violations))]
             )
     if tally.schedules:
-        tally.rules = {"R9", "R31", "R36", "R37", "R38"}
+        tally.rules = set(TURN_RULES)
     return tally
 
 

@@ -8,7 +8,7 @@ its own scheduler and reports what the environment saw: the hooks', bodies' and 
 events in order, the turn's log, and when ``run_turn`` returned (``spec/vectors/README.md``,
 turns).  ``toolcancel conform`` judges that in two steps:
 
-1. :func:`toolcancel.turncheck.turn_problems` -- the rules as CONTRACT.md states them, read from
+1. :func:`toolcancel.judge.turn_problems` -- the rules as CONTRACT.md states them, read from
    the events and the log, the same function ``toolcancel verify`` checks the reference with.
    It does not assume the reference's grouping (a MAY): one call at a time passes as well.
 2. Each started call against what the contract gives a call of its kind when the turn aborted at
@@ -30,15 +30,16 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import ToolcancelError
+from .judge import TURN_RULES, TurnRecord, turn_problems
 from .results import canonical_json
-from .turncheck import KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turn_problems, turns
+from .turncheck import KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
 from .virtual_time import VirtualClock, run
 
 OWN_EVENTS: Final = ("pre", "pre_done", "body_start", "body_settle", "post", "post_done", "notify")
 """What an adapter records of each call, in the order one call can show them."""
 EVENTS: Final = ("abort", *OWN_EVENTS)
 LOG_KINDS: Final = ("tool/call", "tool/result", "context")
-RULES: Final = frozenset({"R9", "R31", "R36", "R37", "R38"})
+RULES: Final = TURN_RULES
 """The rules every turn vector exercises."""
 NEVER: Final = "never"
 MAX_BYTES: Final = 64 << 20
@@ -317,7 +318,7 @@ def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | No
     """The first problem of a well-formed answer: (rule, step, explanation), or None."""
     events, log = answer["observed"]["events"], answer["log"]
     returned = answer["observed"]["returned"]
-    found = turn_problems(len(v.turn.kinds), events, log, returned, v.table.skipped)
+    found = turn_problems(TurnRecord(len(v.turn.kinds), events, log, returned, v.table.skipped))
     if found:
         return found[0][0], "turn", found[0][1]
     for i, kind in enumerate(v.turn.kinds):

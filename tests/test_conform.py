@@ -164,17 +164,6 @@ KILLERS = {
 }
 
 
-CITED_AS = {
-    # mutant: the rule conform cites instead of the mutant's own, and why.  R35 (classification
-    # by identity) is carried by no transition, so conform names the rule where the outcome the
-    # contract expected was decided: the ABORTED of a body settling on an aborted signal (R18).
-    "classifies_timeout_by_code": "R18",
-    # Its registry's own machine refuses the early hand-out (the guard listener_left, R16) and the
-    # call raises instead of publishing: a loud failure, cited where no result came (R31).
-    "cursor_skips_last": "R31",
-}
-
-
 TRACE_BLIND = {
     # mutant: why conform at trace level does not see it (the outcome level does:
     # tests/test_conform_report.py).  A trace-level answer says when execute() settled in trace
@@ -194,7 +183,6 @@ def test_each_mutant_fails_conform_citing_its_rule(
 ) -> None:
     sample = [v for v in seed if KILLERS[name](v.scenario)][:150]
     assert sample, f"no vector of the shape that kills {name}"
-    rule = CITED_AS.get(name, rule)
     report = _mutant_report(name, sample, "seed")
     failed = {r: t.failed for r, t in report.by_rule().items() if t.failed}
     assert report.failed > 0, f"{name} passed conform"
@@ -215,7 +203,6 @@ def test_each_mutant_fails_the_full_suite_citing_its_rule(
     if (name, rule) not in _mutants(revision):
         pytest.skip(f"{name} breaks nothing in the {revision} contract")
     vectors = shipped_vectors(revision)
-    rule = CITED_AS.get(name, rule)
     if revision == "revised":
         rule = REVISED_RULE.get(rule, rule)
     report = _mutant_report(name, vectors, revision)

@@ -432,8 +432,8 @@ OUTCOME_KILLERS = {
         lambda s: s.body.startswith("defer_") and s.cancel == "gate:post",
         "R29",
     ),
-    # R35 is carried by no transition: conform names the rule that decided the expected ABORTED
-    "classifies_timeout_by_code": (lambda s: "outer_deadline" in s.wrappers, "R18"),
+    # a wrapper's deadline classified by its code: the TOOL_TIMEOUT it yields cites R35
+    "classifies_timeout_by_code": (lambda s: "outer_deadline" in s.wrappers, "R35"),
     "prefers_caller_reason": (  # a pre-aborted body starts aborted (R25) with the wrong reason
         lambda s: s.caller == "aborted" and "replace_aborted" in s.wrappers,
         "R21",

@@ -161,3 +161,45 @@ def test_a_check_whose_events_are_missing_could_not_have_failed() -> None:
         "none",
         "the adapter reported no frozen observations (optional)",
     )
+
+
+@pytest.mark.rules("R1", "R22", "R23", "R31")
+def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> None:
+    """The checker judges listener, slot, result and notify lines and the end of a call only by
+    asking the judge's trace checks: each registered under a contract rule, on a line the trace
+    vocabulary has, and counted among the rules the checker decides."""
+    from toolcancel.checker import TRACE_RULES, check_lines
+    from toolcancel.judge import ON_LINE, TRACE_CHECKS
+
+    rules = {r.id for r in load_contract().rules}
+    assert set(TRACE_CHECKS) <= rules & TRACE_RULES
+    assert set(ON_LINE) - {"end"} <= set(vocabulary())
+    for found in TRACE_CHECKS.values():
+        for c in found:
+            assert c.judge.__doc__, f"{c.rule} on {c.event}: a check says what its rule means"
+    v = _first(lambda s: s.caller == "none")
+    trace = _answer(v, "trace")["trace"]
+    twice = [*trace, trace[-1]]  # a second notify line
+    assert trace[-1]["event"] == "notify"
+    (verdict,) = check_lines(twice)
+    assert verdict.rule == "R31" and "second notify" in (verdict.explanation or "")
+    (verdict,) = check_lines(trace[:-1])  # the call never notified
+    assert verdict.rule == "R31" and "never notified" in (verdict.explanation or "")
+
+
+@pytest.mark.rules("R9", "R36", "R37", "R38")
+def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
+    """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
+    checks; a turn that never returned is reported as that alone (nothing after it is known)."""
+    from toolcancel.judge import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.turnvectors import RULES
+
+    assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
+    assert TURN_RULES <= {r.id for r in load_contract().rules}
+    for found in TURN_CHECKS.values():
+        for c in found:
+            assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
+    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
+    assert [rule for rule, _ in turn_problems(hung)] == ["R36"]
+    unpaired = TurnRecord(2, [], [{"kind": "tool/call", "callId": "c0"}], 0, {})
+    assert [rule for rule, _ in turn_problems(unpaired)] == ["R37"]

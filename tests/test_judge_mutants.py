@@ -32,20 +32,17 @@ SAMPLE = 60
 NOT_YET = {
     # (mutant, level): why its failures do not all cite its rule -- each a known blind spot of
     # attribution, said here rather than hidden by a looser assertion.
-    ("classifies_timeout_by_code", "trace"): "R35 (D13) is carried by no transition and no check "
-    "reads a deadline's details: the failures cite the rules of the outcome it changed",
-    ("classifies_timeout_by_code", "outcome"): "as at trace level",
     ("abandons_after_grace", "trace"): "its trace claims body_settle when it stops waiting, so "
     "only the consequences (R18, R21) show (tests/test_conform.py TRACE_BLIND)",
-    ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4: where post-execute "
-    "sees the late success, C3's rule (R19) is cited, as for late_success_reaches_post",
+    ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4, but where C4 still "
+    "publishes ABORTED (a wait_after wrapper's settle) its record is late_success_reaches_post's "
+    "exactly: post-execute got the late success, the result is right -- C3's rule (R19) is the "
+    "first broken one there, and the mutant declares only R28",
     ("keeps_late_success", "outcome"): "as at trace level",
-    ("no_recheck_before_body", "outcome"): "for an unknown tool the skipped C2 shows only as "
-    "UNKNOWN_TOOL instead of ABORTED, attributed to C3 that keeps the expected ABORTED",
-    ("cursor_skips_last", "trace"): "its registry's own machine refuses the early hand-out and "
-    "the call raises: conform cites where no result came (R31); verify cites the guard the "
-    "refused step lacked (R16, verifier.refused_rule), conform has no such attribution yet",
-    ("cursor_skips_last", "outcome"): "as at trace level",
+    ("cursor_skips_last", "outcome"): "its registry's own machine refuses the early hand-out "
+    "and the call raises: a black box shows only that no result came (R31); which step was "
+    "refused is in its trace alone (at trace level conform cites the step the trace stops "
+    "before, R16)",
 }
 BLIND = {
     # (mutant, level): why the sample cannot fail at all

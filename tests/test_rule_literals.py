@@ -1,0 +1,66 @@
+"""Rule ids are written in one place (issue 26): the judge's check registry
+(``machine/judge.py``), the contract (``spec/contract.toml``), the docs and the tests.
+
+Why: a rule id written in another module is a restatement of what the rule means -- the judges
+drifted apart exactly that way (one mistake cited under five rules).  A module that still holds
+some is listed in ALLOWED with how many and why; the count may only go down, and the entry goes
+when it reaches zero.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+RULE_ID = re.compile(r"R\d+")
+REGISTRY = "machine/judge.py"
+ALLOWED: dict[str, tuple[int, str]] = {
+    # module: (at most this many rule-id literals, why they are still there)
+    "machine/checker.py": (58, "its automaton's deaths (R10, R18, R21, R27, R28, ...) cite rules "
+                           "while it walks the contract's states; not yet registered checks"),
+    "machine/verifier.py": (82, "verify's _check_* functions: moving into the judge (jverify)"),
+    "machine/scenario.py": (9, "the harness's obs.problem checks: moving into the judge (jverify)"),
+    "machine/turnvectors.py": (5, "which rule a turn call's path or result against the "
+                               "reference's breaks (R28, R30, R36, R38): not yet derived"),
+    "machine/explain.py": (2, "names the stage order and the conformance claim's rule in an "
+                           "explanation"),
+    "machine/specmutants.py": (2, "reads verify's no-result verdict (R31) of a stopped run"),
+}
+
+
+def _rule_literals(path: Path) -> list[int]:
+    """Lines of the string constants in ``path`` that are exactly a rule id."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and RULE_ID.fullmatch(node.value)
+    ]
+
+
+@pytest.mark.rules("R10")
+def test_rule_ids_are_written_only_in_the_check_registry_the_contract_docs_and_tests() -> None:
+    found = {}
+    for path in sorted((ROOT / "machine").rglob("*.py")):
+        name = path.relative_to(ROOT).as_posix()
+        lines = _rule_literals(path)
+        if lines and name != REGISTRY:
+            found[name] = lines
+    over = {
+        name: lines
+        for name, lines in found.items()
+        if len(lines) > ALLOWED.get(name, (0, ""))[0]
+    }
+    assert not over, (
+        "rule-id literals outside the judge's registry (machine/judge.py), at lines: "
+        f"{over}; derive them from the registry or spec/contract.toml"
+    )
+    assert _rule_literals(ROOT / REGISTRY), "the registry holds the rule ids"
+    gone = sorted(set(ALLOWED) - set(found))
+    assert not gone, f"{gone} hold no rule-id literal any more: drop them from ALLOWED"
