@@ -323,7 +323,7 @@ def violation_examples(
     first found in perturbation order, each on the first vector (taking the perturbed row) whose
     trace the checker rejects."""
     from .checker import Checker
-    from .commands.check import render
+    from .explain import render_verdict as render
     from .registry import ToolRegistry
     from .scenario import Scenario, run_scenario
     from .specmutants import perturbations
