@@ -26,7 +26,9 @@ from typing import Any
 
 from .errors import ToolcancelError
 
-COMMANDS = ("verify", "check", "vectors", "conform", "diagram", "explain", "explore", "native")
+COMMANDS = (
+    "verify", "check", "vectors", "conform", "diagram", "explain", "explore", "regen", "native",
+)
 """Command modules, in the order ``--help`` lists them; a missing module is simply not offered."""
 
 MAX_WORKERS = 256

@@ -16,10 +16,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .contract import PrecedenceRow, RevisionContract, Transition
 from .core import PathStep
+from .errors import ToolcancelError
+
+if TYPE_CHECKING:
+    from .checker import Verdict
 
 
 @dataclass(frozen=True)
@@ -316,6 +320,11 @@ def build_scenarios_markdown() -> str:
     return scenarios_markdown(entries, every)
 
 
+class ReplayError(ToolcancelError):
+    """A recorded trace whose path cannot be replayed (the command line prints it as one
+    line, exit 2)."""
+
+
 def replay_trace(
     events: Sequence[Any], source: Any
 ) -> tuple[RevisionContract, list[PathStep], str | None]:
@@ -325,19 +334,17 @@ def replay_trace(
     rest of the trace replays is taken.  A trace the contract does not allow is reported with
     its line, pointing at ``toolcancel check`` for the full verdict.
     """
-    from .cli import CliError
     from .contract import load_contract
     from .core import UNKNOWN, Occurrence, choices, initial_state
-    from .errors import ToolcancelError
     from .results import canonical_json
 
     entry = next((e for e in events if e.event == "call_entry"), None)
     if entry is None:
-        raise CliError(f"{source}: the call has no call_entry line")
+        raise ReplayError(f"{source}: the call has no call_entry line")
     try:
         table = load_contract().revision(entry.data.get("revision", "seed"))
     except ToolcancelError as exc:
-        raise CliError(f"{source}:{entry.line}: {exc}") from None
+        raise ReplayError(f"{source}:{entry.line}: {exc}") from None
     names = {e.name for e in table.events}
     fields = Occurrence._fields[1:]
     moves = [e for e in events if e.event in names]
@@ -367,8 +374,27 @@ def replay_trace(
 
     path = walk(0, state)
     if path is None:
-        raise CliError(
+        raise ReplayError(
             f"{source}: the contract does not allow this call's events; "
             f"`toolcancel check {source}` says where and why"
         )
     return table, path, result
+
+
+def render_verdict(v: Verdict, with_file: bool = False) -> str:
+    """A verdict of :mod:`toolcancel.checker` for humans: one line when conforming, a short
+    block for a violation (``toolcancel check``, ``explain`` and the explorer's examples)."""
+    import textwrap
+
+    label = f"{v.source}:{v.call_id}" if with_file else v.call_id
+    if v.conforming:
+        return f"{label}: conforming"
+    allowed = ", ".join(v.allowed) if v.allowed else "nothing more"
+    lines = [
+        f"{label}: violation of {v.rule} ({v.title})",
+        f"  at event {v.event_index} of the call, line {v.line}",
+        f"  allowed there: {allowed}",
+        f"  seen:          {v.seen}",
+    ]
+    lines += textwrap.wrap(v.explanation or "", 96, initial_indent="  ", subsequent_indent="  ")
+    return "\n".join(lines)

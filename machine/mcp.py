@@ -45,7 +45,6 @@ import sys
 from collections.abc import Collection, Mapping
 from typing import Any, Final, cast
 
-from .cli import version as _package_version
 from .registry import Execution, ToolDefinition, ToolRegistry
 from .results import ToolResult
 from .signals import AbortController
@@ -93,6 +92,17 @@ log = logging.getLogger(__name__)
 _requests: dict[object, ServerRequestContext[Any, Any]] = {}
 """The MCP request of each call being served, by its execution view's token."""
 _ids = itertools.count(1)
+
+
+def _package_version() -> str:
+    """The server's version when none is given: the installed distribution's (read here, not
+    through the command line's helper: a server an embedder builds imports no CLI)."""
+    from importlib import metadata
+
+    try:
+        return metadata.version("toolcancel")
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_server(

@@ -46,9 +46,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, cast
 
-from transitions import Machine, MachineError, State
-from transitions import Transition as _TransitionsEdge
-from transitions.core import EventData
+try:
+    from transitions import Machine, MachineError, State
+    from transitions import Transition as _TransitionsEdge
+    from transitions.core import EventData
+except ModuleNotFoundError as exc:  # not a run-time dependency: only this module needs it
+    raise ModuleNotFoundError(
+        "toolcancel.statechart needs the statechart extra: pip install 'toolcancel[statechart]'",
+        name=exc.name,
+    ) from exc
 
 from .contract import Contract, RevisionContract, load_contract
 from .contract import State as ContractStateSpec

@@ -122,7 +122,7 @@ def test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the
     # calls (deletions, duplications, swaps), each of which check rejects with a rule.
     from test_checker import EDIT_SCENARIOS, edits, record
     from toolcancel.checker import Checker
-    from toolcancel.commands.check import render
+    from toolcancel.explain import render_verdict as render
     from toolcancel.trace import encode_line
 
     checker = Checker(revision)

@@ -192,3 +192,62 @@ def test_vectors_from_the_wheel_never_write_into_the_installed_package(
     done = _run(installed, tmp_path, "vectors", "--revision", "seed")
     assert done.returncode == 2 and "give --out DIR" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+def _tree(folder: Path) -> dict[str, tuple[int, int]]:
+    """Every file under ``folder``: its size and modification time."""
+    return {str(p.relative_to(folder)): (p.stat().st_size, p.stat().st_mtime_ns)
+            for p in sorted(folder.rglob("*")) if p.is_file()}  # fmt: skip
+
+
+def _package_dir(bin_dir: Path) -> Path:
+    where = subprocess.run([bin_dir / "python", "-c", "import toolcancel, os; "
+                            "print(os.path.dirname(toolcancel.__file__))"],
+                           check=True, capture_output=True, text=True)  # fmt: skip
+    return Path(where.stdout.strip())
+
+
+def _use(bin_dir: Path, cwd: Path) -> str:
+    """Import the package, run a call and a few commands; what ``native status`` said."""
+    subprocess.run([bin_dir / "python", "-c", SMOKE], check=True, capture_output=True, cwd=cwd)
+    assert _run(bin_dir, cwd, "diagram", "--out", str(cwd / "drawn"), dot=False).returncode == 0
+    status = _run(bin_dir, cwd, "native", "status")
+    assert status.returncode == 0, status.stderr
+    return status.stdout
+
+
+def test_the_installed_package_writes_nothing_into_its_own_folder(
+    installed: Path, tmp_path: Path
+) -> None:
+    package = _package_dir(installed)
+    before = _tree(package)
+    assert "registry: interpreted" in _use(installed, tmp_path)  # the default build is pure
+    assert _tree(package) == before
+
+
+def test_the_compiled_build_is_a_build_option_and_runs_compiled(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """``TOOLCANCEL_COMPILE=1`` at build time: a platform wheel whose driver is mypyc's, which
+    the installed package imports as it is and never writes beside."""
+    out = tmp_path_factory.mktemp("compiled")
+    env = {**os.environ, "TOOLCANCEL_COMPILE": "1"}
+    build = subprocess.run([sys.executable, "-m", "build", "--wheel", "--outdir", str(out),
+                            str(ROOT)], capture_output=True, text=True, env=env,
+                           check=False)  # fmt: skip
+    assert build.returncode == 0, build.stdout[-2000:] + build.stderr[-2000:]
+    (wheel,) = out.glob("toolcancel-*.whl")
+    assert not wheel.name.endswith("-py3-none-any.whl"), wheel.name  # a platform wheel
+    names = zipfile.ZipFile(wheel).namelist()
+    assert [n for n in names if re.fullmatch(r"toolcancel/registry(__mypyc)?\.[^/]+\.so", n)]
+    assert "toolcancel/registry.py" in names  # the reference stays beside it
+    env_dir = tmp_path_factory.mktemp("compiled-venv")
+    venv.EnvBuilder(with_pip=True).create(env_dir)
+    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", str(wheel)],
+                   check=True)  # fmt: skip
+    bin_dir = env_dir / "bin"
+    package = _package_dir(bin_dir)
+    before = _tree(package)
+    cwd = tmp_path_factory.mktemp("use")
+    assert "registry: compiled" in _use(bin_dir, cwd)
+    assert _tree(package) == before

@@ -196,6 +196,10 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
     (r"shows the (seven) stages, every state and every transition number on one (16):(9)",
      lambda m: len(__import__("toolcancel.contract").contract.load_contract().stages) == 7
      and "A 16:9 slide" in (ROOT / "machine/diagrams.py").read_text("utf-8")),
+    (r"`TOOLCANCEL_COMPILE=(1) pip install \.` \(or\s+`TOOLCANCEL_COMPILE=(1) python", lambda m:
+     'os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")'
+     in (ROOT / "setup.py").read_text("utf-8")),
+    (r"Node ≥ (20)", lambda m: 'split(".")[0] < 20' in (ROOT / "scripts/test").read_text("utf-8")),
     (r"against (eighteen) deliberately broken registries", lambda m: len(__import__(
         "model_tests.mutants").mutants.MUTANTS) == 18),
 ]

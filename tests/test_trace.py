@@ -443,8 +443,7 @@ def test_missing_files_and_directories_are_refused_naming_them(tmp_path: Path) -
 
 def test_the_committed_schema_is_the_generated_one() -> None:
     assert write_schema(check=True), (
-        "spec/trace.schema.json is stale: regenerate it with "
-        "python -c 'from toolcancel.trace import write_schema; write_schema()'"
+        "spec/trace.schema.json is stale: regenerate it with `toolcancel regen`"
     )
     assert (ROOT / "spec" / "trace.schema.json").read_text("utf-8") == schema_text()
 

@@ -18,6 +18,7 @@ from typing import Any
 from ..checker import Checker, RecordedRevisionChecker, Verdict
 from ..cli import Progress, UsageError, complain, revision_option
 from ..contract import load_contract
+from ..explain import render_verdict as render
 from ..trace import TraceError
 
 EPILOG = """\
@@ -116,19 +117,3 @@ def run(args: argparse.Namespace) -> int:
 
 def _in_mib(progress: Progress, path: str, done: int, total: int) -> None:
     progress.update(done >> 20, total >> 20, path)
-
-
-def render(v: Verdict, with_file: bool = False) -> str:
-    """A verdict for humans: one line when conforming, a short block for a violation."""
-    label = f"{v.source}:{v.call_id}" if with_file else v.call_id
-    if v.conforming:
-        return f"{label}: conforming"
-    allowed = ", ".join(v.allowed) if v.allowed else "nothing more"
-    lines = [
-        f"{label}: violation of {v.rule} ({v.title})",
-        f"  at event {v.event_index} of the call, line {v.line}",
-        f"  allowed there: {allowed}",
-        f"  seen:          {v.seen}",
-    ]
-    lines += textwrap.wrap(v.explanation or "", 96, initial_indent="  ", subsequent_indent="  ")
-    return "\n".join(lines)

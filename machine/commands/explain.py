@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from ..cli import CliError, UsageError, complain
 from ..contract import load_contract
 from ..explain import Explanation, shipped_vectors
+from ..explain import render_verdict as render
 from ..fileio import (
     STRICT,
     check_destination,
@@ -26,7 +27,6 @@ from ..fileio import (
 from ..results import canonical_json
 from ..scenario import Scenario, ScenarioError, run_scenario
 from ..trace import MAX_DEPTH
-from .check import render
 
 if TYPE_CHECKING:
     from ..checker import Verdict
@@ -176,7 +176,7 @@ def _from_file(target: str, call: str | None, retry: str | None = None) -> Resol
 
 def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
     from ..checker import Checker
-    from ..explain import replay_trace
+    from ..explain import ReplayError, replay_trace
     from ..trace import read_trace_bytes  # the trace reader names the file and line of bad input
 
     calls = read_trace_bytes(raw, name)
@@ -195,7 +195,7 @@ def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
         table, steps, result = replay_trace(events, name)
     except RecursionError:
         raise CliError(f"{name}: call {show(call)} is too long to explain step by step") from None
-    except CliError:
+    except ReplayError:
         if not _known_revision(events):
             raise
         table, steps, result = None, None, None  # not a path of the contract: the verdict says why
