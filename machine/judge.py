@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .results import canonical_json
-from .scenario import Scenario
+from .scenario import Observation, Scenario
 from .trace import FORMAT_VERSION
 from .turnvectors import RULES as TURN_RULES
 
@@ -164,7 +164,20 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     listeners = observed.get("listeners")
     if listeners is not None:
         lines.append(env_line(call, "listener_count", **listeners))
+    left = observed.get("listeners_left")
+    if isinstance(left, dict) and _counts_left(left):
+        lines.append(env_line(call, "listeners_left", **left))
     return Record(lines, revision, caller)
+
+
+def _counts_left(left: Any) -> bool:
+    """Whether an answer's optional ``listeners_left`` is {watched, leaks[, first]}."""
+    return (
+        isinstance(left, dict)
+        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
+        and all(type(left[k]) is int and left[k] >= 0 for k in ("watched", "leaks"))
+        and isinstance(left.get("first", ""), str)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -527,21 +540,21 @@ def fused_signal(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "notifications", reads=("notified",), needs_vector=True)
+@check("R31", "notifications", reads=("notified",))
 def notified_once(record: Record, want: Want | None) -> Failure | None:
     """Observers are notified exactly once per call (as often as the contract notifies)."""
-    assert want is not None
+    expected = 1 if want is None else want.expectation.notifications
     i = record.at("notified")[0]
     count = record.lines[i]["count"]
-    if count == want.expectation.notifications:
+    if count == expected:
         return None
     return Failure(
         "R31",
         i,
         "notifications",
         f"observers were notified {count} time(s); the contract notifies exactly "
-        f"{want.expectation.notifications} time(s).",
-        want.expectation.notifications,
+        f"{expected} time(s).",
+        expected,
         count,
     )
 
@@ -762,6 +775,96 @@ def error_code(result: Any) -> Any:
 
 
 # ------------------------------------------------------------------------------------------------
+# The checks of what verify's harness sees (issue 26, VERIFY side)
+# ------------------------------------------------------------------------------------------------
+
+
+def _watched(record: Record, want: Want | None) -> bool:
+    return bool(record.of("listeners_left")[0]["watched"])
+
+
+@check(
+    "R22",
+    "listeners",
+    reads=("listeners_left",),
+    when=(_watched, "the environment counted listeners on a signal it handed or got"),
+)
+def no_signal_keeps_listeners(record: Record, want: Want | None) -> Failure | None:
+    """The registry removes every listener it added, from every signal it was handed or handed
+    out (a wrapper's own, the view's slot, the body's fused signal), not only the caller's."""
+    i = record.at("listeners_left")[0]
+    left = record.lines[i]
+    if not left["leaks"]:
+        return None
+    return Failure(
+        "R22",
+        i,
+        "listeners",
+        f"after the call, the {left.get('first', 'signal')}: the registry must remove every "
+        f"listener it added ({left['leaks']} of {left['watched']} signal(s) keep one).",
+        0,
+        left["leaks"],
+    )
+
+
+@check("R27", "quiescence", reads=("held",))
+def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
+    """A body that ignores its aborted signal is awaited however long it runs on: the call
+    neither settles nor moves on to another stage meanwhile (no grace period)."""
+    i = record.at("held")[0]
+    held = record.lines[i]
+    went = held.get("went")
+    if not went:
+        return None
+    did = "settled" if went == "settled" else f"went on to {went}"
+    return Failure(
+        "R27",
+        i,
+        "quiescence",
+        f"the call {did} within {held['seconds']:,} s after its body's signal aborted, while "
+        "the body (which ignores its signal) was still running",
+        "the call waits for its body",
+        did,
+    )
+
+
+def environment_record(obs: Observation) -> Record:
+    """The record of one run of verify's harness: its environment observation events."""
+    return Record(obs.lines(), obs.scenario.revision, obs.scenario.caller)
+
+
+def environment_failures(obs: Observation, record: Record | None = None) -> list[Failure]:
+    """What the record-only checks find in the environment's record of one run, earliest first
+    (the judge verify asks, and the harness's own ``problems``)."""
+    record = record or environment_record(obs)
+    found = [f for c in _record_checks() if (f := c(record, None)) is not None]
+    return sorted(found, key=lambda f: f.at)
+
+
+def environment_rules(obs: Observation, record: Record | None = None) -> frozenset[str]:
+    """The rules a record-only check could have failed on the environment's record of a run."""
+    record = record or environment_record(obs)
+    return frozenset(c.rule for c in _record_checks() if _could(c, record))
+
+
+def _could(c: Check, record: Record) -> bool:
+    return all(record.has(e) for e in c.reads) and c.antecedent(record, None)
+
+
+def _record_checks() -> tuple[Check, ...]:
+    """The checks that decide from a record alone, at either level, once each."""
+    found = _asked("trace", "record") + _asked("outcome", "record")
+    key = (len(found), id(found[0]) if found else 0)
+    cached = _RECORD_CHECKS.get(key)
+    if cached is None:
+        cached = _RECORD_CHECKS[key] = tuple(dict.fromkeys(found))
+    return cached
+
+
+_RECORD_CHECKS: dict[tuple[int, int], tuple[Check, ...]] = {}
+
+
+# ------------------------------------------------------------------------------------------------
 # Coverage, derived
 # ------------------------------------------------------------------------------------------------
 
@@ -883,7 +986,10 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         whys.append("only the trace checker decides it, from the registry's own trace")
     elif NONE in (trace, outcome):
         whys.append(static_why(rule, "trace"))
-    optional = sorted({e for c in CHECKS.get(rule, ()) for e in c.reads if e in _OPTIONAL})
+    found = CHECKS.get(rule, ())
+    optional = sorted({e for c in found for e in c.reads if e in _OPTIONAL})
+    if any(not c.reads & _OPTIONAL for c in found):
+        optional = []  # a check of it reads only what every answer carries
     if rule in TRACE_READS:
         optional.insert(0, TRACE_READS[rule] + " lines")
     if optional:
@@ -895,7 +1001,15 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
 
 
 _OPTIONAL: Final = frozenset(
-    {"listener_count", "post_received", "frozen", "approval_signal", "slot_after_next"}
+    {
+        "listener_count",
+        "post_received",
+        "frozen",
+        "approval_signal",
+        "slot_after_next",
+        "listeners_left",
+        "held",
+    }
 )
 """Environment observations the adapter protocol leaves optional."""
 
@@ -923,6 +1037,9 @@ __all__ = [
     "checks",
     "could_fail",
     "entry_rule",
+    "environment_failures",
+    "environment_record",
+    "environment_rules",
     "first_failure",
     "markdown_table",
     "registered_levels",

@@ -48,8 +48,6 @@ NOT_YET = {
 }
 BLIND = {
     # (mutant, level): why the sample cannot fail at all
-    ("leaks_fused_listeners", "outcome"): "the sample's callers abort, consuming the leak (R22 "
-    "at outcome level is pinned in tests/test_conform_report.py)",
     ("detaches_caller", "outcome"): "its shape in this sample shows only in the trace",
 }
 
