@@ -271,6 +271,8 @@ class Check:
 
 CHECKS: Final[dict[str, list[Check]]] = {}
 """The registry: rule id -> its checks, in registration order (the contract's rule order)."""
+_REGISTERED: Final[list[str]] = []
+"""The rule of each registration, in order (its length keys the caches of asked checks)."""
 
 
 def check(
@@ -292,6 +294,7 @@ def check(
                 rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector, outcome
             )
         )
+        _REGISTERED.append(rule)
         return fn
 
     return register
@@ -833,35 +836,40 @@ def environment_record(obs: Observation) -> Record:
     return Record(obs.lines(), obs.scenario.revision, obs.scenario.caller)
 
 
-def environment_failures(obs: Observation, record: Record | None = None) -> list[Failure]:
+def environment_failures(obs: Observation) -> list[Failure]:
     """What the record-only checks find in the environment's record of one run, earliest first
-    (the judge verify asks, and the harness's own ``problems``)."""
-    record = record or environment_record(obs)
-    found = [f for c in _record_checks() if (f := c(record, None)) is not None]
-    return sorted(found, key=lambda f: f.at)
+    (the harness's own ``problems``)."""
+    return environment_judgement(environment_record(obs))[0]
 
 
-def environment_rules(obs: Observation, record: Record | None = None) -> frozenset[str]:
-    """The rules a record-only check could have failed on the environment's record of a run."""
-    record = record or environment_record(obs)
-    return frozenset(c.rule for c in _record_checks() if _could(c, record))
-
-
-def _could(c: Check, record: Record) -> bool:
-    return all(record.has(e) for e in c.reads) and c.antecedent(record, None)
+def environment_judgement(record: Record) -> tuple[list[Failure], frozenset[str]]:
+    """The record-only checks on an environment's record (the judge verify asks): what they
+    find, earliest first, and the rules of those that could have failed on it."""
+    found: list[Failure] = []
+    rules: set[str] = set()
+    for c in _record_checks():
+        if not all(record.has(e) for e in c.reads):
+            continue
+        if c.antecedent(record, None):
+            rules.add(c.rule)
+        failure = c.judge(record, None)
+        if failure is not None:
+            found.append(failure)
+    found.sort(key=lambda f: f.at)
+    return found, frozenset(rules)
 
 
 def _record_checks() -> tuple[Check, ...]:
     """The checks that decide from a record alone, at either level, once each."""
-    found = _asked("trace", "record") + _asked("outcome", "record")
-    key = (len(found), id(found[0]) if found else 0)
+    key = len(_REGISTERED)
     cached = _RECORD_CHECKS.get(key)
     if cached is None:
-        cached = _RECORD_CHECKS[key] = tuple(dict.fromkeys(found))
+        both = _asked("trace", "record") + _asked("outcome", "record")
+        cached = _RECORD_CHECKS[key] = tuple(dict.fromkeys(both))
     return cached
 
 
-_RECORD_CHECKS: dict[tuple[int, int], tuple[Check, ...]] = {}
+_RECORD_CHECKS: dict[int, tuple[Check, ...]] = {}
 
 
 # ------------------------------------------------------------------------------------------------
@@ -1038,8 +1046,8 @@ __all__ = [
     "could_fail",
     "entry_rule",
     "environment_failures",
+    "environment_judgement",
     "environment_record",
-    "environment_rules",
     "first_failure",
     "markdown_table",
     "registered_levels",

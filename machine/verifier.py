@@ -47,7 +47,7 @@ from typing import Any, Final
 from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
-from .judge import environment_failures, environment_record, environment_rules
+from .judge import environment_judgement, environment_record
 from .registry import ToolRegistry
 from .results import text_block, thaw
 from .scenario import (
@@ -483,8 +483,7 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
-    record = environment_record(obs)
-    failures = environment_failures(obs, record)
+    failures, could_fail = environment_judgement(environment_record(obs))
     if obs.error is not None or obs.result is None:
         # what the harness saw of a call that returned no result: a body left running first,
         # then the step its own machine refused, then the missing result
@@ -498,7 +497,7 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
         return out
     for found in failures:
         out.fail(found.rule, s, found.why)
-    out.rules |= environment_rules(obs, record)
+    out.rules |= could_fail
     if replay:
         _check_replay(obs, table, out)
     _check_no_late_start_or_success(obs, out)
