@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from .results import canonical_json
 from .scenario import Observation, Scenario
-from .trace import FORMAT_VERSION
+from .trace import ENVIRONMENT, FORMAT_VERSION
 from .turnvectors import RULES as TURN_RULES
 
 if TYPE_CHECKING:
@@ -1008,18 +1008,9 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     return trace, outcome, "; ".join(whys)
 
 
-_OPTIONAL: Final = frozenset(
-    {
-        "listener_count",
-        "post_received",
-        "frozen",
-        "approval_signal",
-        "slot_after_next",
-        "listeners_left",
-        "held",
-    }
-)
-"""Environment observations the adapter protocol leaves optional."""
+_OPTIONAL: Final = ENVIRONMENT - {"body_signal", "settled", "returned", "raised", "notified"}
+"""Environment observations the adapter protocol leaves optional (the others every answer
+carries: its body signals, when it settled, its result or error, its notifications)."""
 
 
 def markdown_table(contract: Contract) -> str:

@@ -865,14 +865,19 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         else:
             rule, expect = "R15", ...
     else:
+        # R43 orders a decision against a cancellation; with none before it, the decision's
+        # own rule (the seed's) is what a wrong result breaks.
         if raised or (guards and s.guard == "throw"):
-            rule, expect = "R43", final  # (d) a pre-policy failure beats cancellation
+            at = decisive if raised else guard_i
+            rule, expect = "R43" if before(at) else "R14", final  # (d) a failure beats it
         elif answer == "cancelled" and before(decisive):
             rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
         elif denial is not None:
-            rule, expect = "R43", "Error: " + denial  # (b) denials beat cancellation
+            rule = "R43" if before(decisive) else "R5"
+            expect = "Error: " + denial  # (b) denials beat cancellation
         elif guards and s.guard == "deny":
-            rule, expect = "R43", "Error: guard refused the call"  # (b)
+            rule = "R43" if before(guard_i) else "R15"
+            expect = "Error: guard refused the call"  # (b)
         elif guards and before(guard_i):
             rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
         else:
