@@ -71,6 +71,10 @@ class Record:
     def has(self, event: str) -> bool:
         return event in self._at
 
+    def events(self) -> frozenset[str]:
+        """The events the record holds."""
+        return frozenset(self._at)
+
     def at(self, event: str) -> list[int]:
         """Indices of the ``event`` lines, in order."""
         return self._at.get(event, [])
@@ -847,8 +851,9 @@ def environment_judgement(record: Record) -> tuple[list[Failure], frozenset[str]
     find, earliest first, and the rules of those that could have failed on it."""
     found: list[Failure] = []
     rules: set[str] = set()
+    present = record.events()
     for c in _record_checks():
-        if not all(record.has(e) for e in c.reads):
+        if not c.reads <= present:
             continue
         if c.antecedent(record, None):
             rules.add(c.rule)
