@@ -297,7 +297,9 @@ class Observation:
         judge's checks find in the environment's own record of the run (:func:`record`)."""
         from .judge import environment_failures
 
-        return [(f.rule, f.why) for f in environment_failures(self)]
+        running = self.settled is None and not self.hung  # not settled yet: not a hang either
+        found = environment_failures(self)
+        return [(f.rule, f.why) for f in found if not (running and f.step == "quiescence")]
 
     def lines(self, call: str = "c1") -> list[dict[str, Any]]:
         """The environment's record of the run: its observation events in the canonical trace
