@@ -20,7 +20,9 @@ What the environment observes, besides the registry's own trace (``observed`` in
 * ``raised`` -- the error ``execute()`` raised instead of returning a result, if it did;
 * and, at both levels, what only an observer of the pipeline sees (:class:`Probes`):
   ``notified_same`` across every observer, ``frozen`` (whether our observer could write into the
-  result or the view), ``approval_signal``, ``slot_after_next`` and ``post_received``.
+  result or the view), ``approval_signal``, ``slot_after_next``, ``post_received`` and
+  ``listeners_left`` (listeners left on every signal the harness handed to the registry or got
+  from it: a wrapper's own, the view's slot, the body's fused signal -- R22 beyond the caller's).
 
 ``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
 without a trace, and each answer carries only what a user of the registry sees -- the result or
@@ -260,7 +262,7 @@ class Session:
 
         harness = Harness(scenario, factory, self.clock, self.retry)
         obs = await harness.run()
-        hung = any("neither finished nor waited" in what for _, what in obs.problems)
+        hung = obs.hung
         raised = None
         if obs.error is not None:
             raised = f"{type(obs.error).__name__}: {obs.error}"
@@ -331,7 +333,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
 
     harness = Harness(scenario, factory, session.clock, session.retry)
     obs = await harness.run()
-    hung = any("neither finished nor waited" in what for _, what in obs.problems)
+    hung = obs.hung
     raised = None
     if obs.error is not None:
         raised = f"{type(obs.error).__name__}: {obs.error}"
@@ -416,6 +418,10 @@ class Probes:
             out["approval_signal"] = self.approval_signal
         out["slot_after_next"] = self.after_next
         out["post_received"] = post_received(obs)
+        left: dict[str, Any] = {"watched": obs.watched, "leaks": len(obs.leaked_signals)}
+        if obs.leaked_signals:
+            left["first"] = obs.leaked_signals[0]
+        out["listeners_left"] = left
         return out
 
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .results import canonical_json
-from .scenario import Scenario
-from .trace import FORMAT_VERSION
+from .scenario import Observation, Scenario
+from .trace import ENVIRONMENT, FORMAT_VERSION
 
 if TYPE_CHECKING:
     from .contract import Contract
@@ -69,6 +69,10 @@ class Record:
 
     def has(self, event: str) -> bool:
         return event in self._at
+
+    def events(self) -> frozenset[str]:
+        """The events the record holds."""
+        return frozenset(self._at)
 
     def at(self, event: str) -> list[int]:
         """Indices of the ``event`` lines, in order."""
@@ -163,7 +167,20 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     listeners = observed.get("listeners")
     if listeners is not None:
         lines.append(env_line(call, "listener_count", **listeners))
+    left = observed.get("listeners_left")
+    if isinstance(left, dict) and _counts_left(left):
+        lines.append(env_line(call, "listeners_left", **left))
     return Record(lines, revision, caller)
+
+
+def _counts_left(left: Any) -> bool:
+    """Whether an answer's optional ``listeners_left`` is {watched, leaks[, first]}."""
+    return (
+        isinstance(left, dict)
+        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
+        and all(type(left[k]) is int and left[k] >= 0 for k in ("watched", "leaks"))
+        and isinstance(left.get("first", ""), str)
+    )
 
 
 # ------------------------------------------------------------------------------------------------
@@ -257,6 +274,8 @@ class Check:
 
 CHECKS: Final[dict[str, list[Check]]] = {}
 """The registry: rule id -> its checks, in registration order (the contract's rule order)."""
+_REGISTERED: Final[list[str]] = []
+"""The rule of each registration, in order (its length keys the caches of asked checks)."""
 
 
 def check(
@@ -278,6 +297,7 @@ def check(
                 rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector, outcome
             )
         )
+        _REGISTERED.append(rule)
         return fn
 
     return register
@@ -526,21 +546,21 @@ def fused_signal(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "notifications", reads=("notified",), needs_vector=True)
+@check("R31", "notifications", reads=("notified",))
 def notified_once(record: Record, want: Want | None) -> Failure | None:
     """Observers are notified exactly once per call (as often as the contract notifies)."""
-    assert want is not None
+    expected = 1 if want is None else want.expectation.notifications
     i = record.at("notified")[0]
     count = record.lines[i]["count"]
-    if count == want.expectation.notifications:
+    if count == expected:
         return None
     return Failure(
         "R31",
         i,
         "notifications",
         f"observers were notified {count} time(s); the contract notifies exactly "
-        f"{want.expectation.notifications} time(s).",
-        want.expectation.notifications,
+        f"{expected} time(s).",
+        expected,
         count,
     )
 
@@ -1273,6 +1293,101 @@ def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
     return RESULT_RULES & frozenset(rule_ids)
 
 
+# The checks of what verify's harness sees (issue 26, VERIFY side)
+# ------------------------------------------------------------------------------------------------
+
+
+def _watched(record: Record, want: Want | None) -> bool:
+    return bool(record.of("listeners_left")[0]["watched"])
+
+
+@check(
+    "R22",
+    "listeners",
+    reads=("listeners_left",),
+    when=(_watched, "the environment counted listeners on a signal it handed or got"),
+)
+def no_signal_keeps_listeners(record: Record, want: Want | None) -> Failure | None:
+    """The registry removes every listener it added, from every signal it was handed or handed
+    out (a wrapper's own, the view's slot, the body's fused signal), not only the caller's."""
+    i = record.at("listeners_left")[0]
+    left = record.lines[i]
+    if not left["leaks"]:
+        return None
+    return Failure(
+        "R22",
+        i,
+        "listeners",
+        f"after the call, the {left.get('first', 'signal')}: the registry must remove every "
+        f"listener it added ({left['leaks']} of {left['watched']} signal(s) keep one).",
+        0,
+        left["leaks"],
+    )
+
+
+@check("R27", "quiescence", reads=("held",))
+def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
+    """A body that ignores its aborted signal is awaited however long it runs on: the call
+    neither settles nor moves on to another stage meanwhile (no grace period)."""
+    i = record.at("held")[0]
+    held = record.lines[i]
+    went = held.get("went")
+    if not went:
+        return None
+    did = "settled" if went == "settled" else f"went on to {went}"
+    return Failure(
+        "R27",
+        i,
+        "quiescence",
+        f"the call {did} within {held['seconds']:,} s after its body's signal aborted, while "
+        "the body (which ignores its signal) was still running",
+        "the call waits for its body",
+        did,
+    )
+
+
+def environment_record(obs: Observation) -> Record:
+    """The record of one run of verify's harness: its environment observation events."""
+    return Record(obs.lines(), obs.scenario.revision, obs.scenario.caller)
+
+
+def environment_failures(obs: Observation) -> list[Failure]:
+    """What the record-only checks find in the environment's record of one run, earliest first
+    (the harness's own ``problems``)."""
+    return environment_judgement(environment_record(obs))[0]
+
+
+def environment_judgement(record: Record) -> tuple[list[Failure], frozenset[str]]:
+    """The record-only checks on an environment's record (the judge verify asks): what they
+    find, earliest first, and the rules of those that could have failed on it."""
+    found: list[Failure] = []
+    rules: set[str] = set()
+    present = record.events()
+    for c in _record_checks():
+        if not c.reads <= present:
+            continue
+        if c.antecedent(record, None):
+            rules.add(c.rule)
+        failure = c.judge(record, None)
+        if failure is not None:
+            found.append(failure)
+    found.sort(key=lambda f: f.at)
+    return found, frozenset(rules)
+
+
+def _record_checks() -> tuple[Check, ...]:
+    """The checks that decide from a record alone, at either level, once each."""
+    key = len(_REGISTERED)
+    cached = _RECORD_CHECKS.get(key)
+    if cached is None:
+        both = _asked("trace", "record") + _asked("outcome", "record")
+        cached = _RECORD_CHECKS[key] = tuple(dict.fromkeys(both))
+    return cached
+
+
+_RECORD_CHECKS: dict[int, tuple[Check, ...]] = {}
+
+
 # ------------------------------------------------------------------------------------------------
 # Coverage, derived
 # ------------------------------------------------------------------------------------------------
@@ -1395,7 +1510,10 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         whys.append("only the trace checker decides it, from the registry's own trace")
     elif NONE in (trace, outcome):
         whys.append(static_why(rule, "trace"))
-    optional = sorted({e for c in CHECKS.get(rule, ()) for e in c.reads if e in _OPTIONAL})
+    found = CHECKS.get(rule, ())
+    optional = sorted({e for c in found for e in c.reads if e in _OPTIONAL})
+    if any(not c.reads & _OPTIONAL for c in found):
+        optional = []  # a check of it reads only what every answer carries
     if rule in TRACE_READS:
         optional.insert(0, TRACE_READS[rule] + " lines")
     if optional:
@@ -1406,10 +1524,9 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     return trace, outcome, "; ".join(whys)
 
 
-_OPTIONAL: Final = frozenset(
-    {"listener_count", "post_received", "frozen", "approval_signal", "slot_after_next"}
-)
-"""Environment observations the adapter protocol leaves optional."""
+_OPTIONAL: Final = ENVIRONMENT - {"body_signal", "settled", "returned", "raised", "notified"}
+"""Environment observations the adapter protocol leaves optional (the others every answer
+carries: its body signals, when it settled, its result or error, its notifications)."""
 
 
 def markdown_table(contract: Contract) -> str:
@@ -1435,6 +1552,9 @@ __all__ = [
     "checks",
     "could_fail",
     "entry_rule",
+    "environment_failures",
+    "environment_judgement",
+    "environment_record",
     "first_failure",
     "markdown_table",
     "registered_levels",

@@ -60,6 +60,7 @@ from .registry import (
 from .results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
 from .signals import AbortController, AbortSignal
 from .timeout_policy import TOOL_TIMEOUT
+from .trace import FORMAT_VERSION
 from .virtual_time import VirtualClock, run
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
@@ -276,7 +277,6 @@ class Observation:
     notified: list[ToolResult] = field(default_factory=list)
     body_starts: int = 0
     body_pending: bool = False
-    problems: list[tuple[str, str]] = field(default_factory=list)
     deferred: tuple[Any, ...] = ()
     post_contexts: tuple[Any, ...] = ()
     block_contexts: tuple[Any, ...] = ()
@@ -284,10 +284,52 @@ class Observation:
     leaked_signals: list[str] = field(default_factory=list)
     post_steps: int | None = None  # transitions taken when post-execute was first called
     settled: tuple[int, int] | None = None  # bodies started and settled when execute() settled
+    hung: bool = False  # the call neither finished nor waited at a gate
+    watched: int = 0  # signals handed to or got from the registry, whose listeners are counted
+    approval_signal: str | None = None  # pre_slot: the seam got the slot pre-execute saw (R24)
+    slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
+    frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
+    held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
 
-    def problem(self, rule: str, what: str) -> None:
-        """Record a contract breach the environment saw directly (rule id, explanation)."""
-        self.problems.append((rule, what))
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        """The contract breaches the environment saw directly (rule id, explanation): what the
+        judge's checks find in the environment's own record of the run (:func:`record`)."""
+        from .judge import environment_failures
+
+        running = self.settled is None and not self.hung  # not settled yet: not a hang either
+        found = environment_failures(self)
+        return [(f.rule, f.why) for f in found if not (running and f.step == "quiescence")]
+
+    def lines(self, call: str = "c1") -> list[dict[str, Any]]:
+        """The environment's record of the run: its observation events in the canonical trace
+        format (:data:`toolcancel.trace.ENVIRONMENT`), in the order the harness saw them."""
+
+        def line(event: str, **fields: Any) -> dict[str, Any]:
+            return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
+
+        out = []
+        if self.approval_signal is not None:
+            out.append(line("approval_signal", signal=self.approval_signal))
+        out += [line("slot_after_next", same=same) for same in self.slot_after_next]
+        if self.held is not None:
+            seconds, went = self.held
+            out.append(line("held", seconds=seconds, **({"went": went} if went else {})))
+        if self.settled is not None:
+            started, done = self.settled
+            out.append(line("settled", bodies_started=started, bodies_settled=done))
+        if self.result is not None:
+            out.append(line("returned", result=self.result.to_data()))
+        elif self.error is not None:
+            out.append(line("raised", error=f"{type(self.error).__name__}: {self.error}"))
+        same = all(r is self.result for r in self.notified)
+        out.append(line("notified", count=len(self.notified), same=same))
+        if self.frozen is not None:
+            out.append(line("frozen", result=self.frozen[0], view=self.frozen[1]))
+        leaks = {"first": self.leaked_signals[0]} if self.leaked_signals else {}
+        out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
+                        **leaks))
+        return out
 
     def first(self, kind: str) -> int | None:
         """Index in ``log`` of the first entry of ``kind``."""
@@ -417,10 +459,10 @@ class Harness:
         raise ToolError("policy store unavailable", code="POLICY_DOWN")
 
     async def approval_seam(self, request: ApprovalRequest) -> Approval:
-        if self.caller is not None and request.signal is not self.pre_slot:
+        if self.caller is not None:
             # C itself: the signal pre-execute found in the slot (the call signal, P1), which
             # no pre-execute listener of the harness replaces.
-            self.obs.problem("R24", "the approval seam did not receive the caller's signal")
+            self.obs.approval_signal = "pre_slot" if request.signal is self.pre_slot else "other"
         await self.gate("approval")
         a = self.s.approval
         self.log("approval", a)
@@ -488,8 +530,7 @@ class Harness:
         return around
 
     def _check_slot(self, view: Execution, mine: AbortSignal | None, i: int) -> None:
-        if view.signal is not mine:
-            self.obs.problem("R23", f"after next() returned, wrapper {i} found the slot changed")
+        self.obs.slot_after_next.append(view.signal is mine)
 
     async def body(self, args: Any, view: Execution) -> Any:
         s = self.s
@@ -543,28 +584,24 @@ class Harness:
         (R30) and the view frozen (R31) -- tries to change both and must be refused."""
         self.log("notify")
         self.obs.notified.append(result)
-        if self.obs.body_pending:
-            self.obs.problem("R27", "the result was published while the body was still running")
         self.obs.path = view.path
-        where = unfrozen(result)
-        if where is not None:
-            self.obs.problem("R30", f"the published result is not deep-frozen: {where}")
+        refused = unfrozen(result) is None
         slot = view.signal
         try:
             view.signal = None
         except ToolcancelError:
-            pass
+            view_refused = True
         else:
-            self.obs.problem("R31", "an observer could replace the view's signal slot: the view "
-                             "was not frozen before the first observer")
+            view_refused = False
             view.signal = slot
         for attempt in _MUTATIONS:
             try:
                 attempt(result)
             except Exception:  # refused (or nothing there to change)
                 continue
-            self.obs.problem("R30", f"an observer could change the published result: "
-                             f"{attempt.__doc__}")
+            refused = False
+        if self.obs.frozen is None:
+            self.obs.frozen = (refused, view_refused)
 
     # -- the driver ----------------------------------------------------------------------------
 
@@ -613,7 +650,7 @@ class Harness:
                 fut.set_result(None)
         task = self.task
         if not task.done():
-            obs.problem("R27", "the call neither finished nor waited at a gate (it hangs)")
+            obs.hung = True
             task.cancel()
             return obs
         if task.cancelled():
@@ -625,6 +662,7 @@ class Harness:
         if s.cancel == "after":
             self.abort_caller()
             await _idle()
+        obs.watched = len(self.signals)
         for what, sig in self.signals:
             if sig.listener_count:
                 obs.leaked_signals.append(f"{what} keeps {sig.listener_count} listener(s)")
@@ -656,7 +694,7 @@ class Harness:
             await _idle()
             assert self.task is not None
             if self.task.done():
-                self.obs.problem("R27", "the call settled while its body was still running")
+                pass  # settled with its body running: the settled counts show it (R27)
             elif self.body_signal is not None and self.body_signal.aborted:
                 await self.hold()
 
@@ -671,13 +709,9 @@ class Harness:
         await _idle()
         assert self.task is not None
         elsewhere = [g for g in self.waiting if g != "body"]
-        if self.task.done() or elsewhere:
-            went = "settled" if self.task.done() else f"went on to gate {elsewhere[0]}"
-            self.obs.problem(
-                "R27",
-                f"the call {went} within {HOLD_S:,.0f} s after its body's signal aborted, while "
-                "the body (which ignores its signal) was still running",
-            )
+        went = "settled" if self.task.done() else f"gate {elsewhere[0]}" if elsewhere else ""
+        if self.obs.held is None or not self.obs.held[1]:  # the first hold the call moved on
+            self.obs.held = (int(HOLD_S), went)
         # The body goes on ignoring its signal for as long as the rest of the call moves: a
         # call that went on is driven through its other gates first, so that an adapter's
         # ``settled_at`` shows it settling before its body (the driving rule of the vectors).

@@ -67,6 +67,25 @@ class Perturbation:
     def touches(self) -> tuple[int, ...]:
         return (self.index,) if self.other is None else (self.index, self.other)
 
+    def rules(self, contract: Contract | None = None) -> tuple[str, ...]:
+        """The rules this change breaks, as the contract data declares them: the changed row's
+        (for a swap, both rows'); for a dropped guard, the guard's own first, and then the
+        rules of the rows the unguarded one now takes the event from.  A failure it causes must
+        cite one of them first (tests/test_spec_mutants.py)."""
+        c = contract or load_contract()
+        table = c.revision(self.revision)
+        rows = _by_index(table)
+        found: list[str] = []
+        if self.guard is not None:
+            found += [g.rule for g in c.guards if g.name == self.guard]
+        for i in self.touches():
+            found += rows[i].rules
+        if self.guard is not None:
+            for candidates in table.candidates.values():
+                if any(t.index == self.index for t in candidates):
+                    found += [r for t in candidates if not t.alternative for r in t.rules]
+        return tuple(dict.fromkeys(found))
+
     def describe(self, table: RevisionContract) -> str:
         """One line: what changed, in the table's own words."""
         t = _by_index(table)[self.index]

@@ -214,6 +214,31 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                 "signal it handed on; one line per next(), in order (R23).",
                 {"same": _flag("the slot held what the wrapper handed on")},
             ),
+            "listeners_left": (
+                "Listeners left, after execute() settled, on the signals the environment handed "
+                "to the registry or got from it: the caller's, each wrapper's own, the view's "
+                "slot and the body's fused signal (R22).",
+                {
+                    "watched": Field("integer", doc="how many such signals were counted"),
+                    "leaks": Field("integer", doc="how many of them keep a listener"),
+                    "first": Field(
+                        "string", required=False, doc="the first that keeps one, in words"
+                    ),
+                },
+            ),
+            "held": (
+                "The environment held a body that ignores its aborted signal for `seconds` of "
+                "virtual time, and saw whether the call moved on meanwhile (R27).",
+                {
+                    "seconds": Field("integer"),
+                    "went": Field(
+                        "string",
+                        required=False,
+                        doc="absent: the call kept waiting; else what it did (settled, or the "
+                        "gate it went on to)",
+                    ),
+                },
+            ),
         }.items()
     },
 }
@@ -232,6 +257,8 @@ ENVIRONMENT: Final = frozenset(
         "frozen",
         "approval_signal",
         "slot_after_next",
+        "listeners_left",
+        "held",
     )
 )
 """Observation events only an environment sees (a reason's identity, what post-execute received,

@@ -47,7 +47,7 @@ from typing import Any, Final
 from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
-from .judge import Record, env_line, quiescent
+from .judge import environment_judgement, environment_record
 from .registry import ToolRegistry
 from .results import text_block, thaw
 from .scenario import (
@@ -476,32 +476,28 @@ def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
 
 
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
-    """Every check of the module docstring, for one observed run.  ``replay=False`` leaves out
-    the path replay, the one check that reads the transition table (``verify --spec-mutants``
-    judges a registry driven by a perturbed table with the others)."""
+    """Every check of the module docstring, for one observed run: first the judge's checks of
+    the environment's own record of the run (:func:`toolcancel.judge.environment_failures`),
+    then the run's path against the contract.  ``replay=False`` leaves out the path replay, the
+    one check that reads the transition table (``verify --spec-mutants`` judges a registry
+    driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
+    failures, could_fail = environment_judgement(environment_record(obs))
     if obs.error is not None or obs.result is None:
-        if obs.settled is not None:  # the judge's quiescence check, on what the harness saw
-            started, done = obs.settled
-            line = env_line("c1", "settled", bodies_started=started, bodies_settled=done)
-            found = quiescent(Record([line], s.revision, s.caller), None)
-            if found is not None:  # it settled (raising) with a body left running
-                out.fail(found.rule, s, found.why)
-                return out
-        if isinstance(obs.error, ContractViolation):  # its own machine refused a step
+        # what the harness saw of a call that returned no result: a body left running first,
+        # then the step its own machine refused, then the missing result
+        waited = next((f for f in failures if f.step == "quiescence"), None)
+        if waited is None and isinstance(obs.error, ContractViolation):
             why = f"the registry's machine refused: {obs.error}"
             out.fail(refused_rule(table, obs.error), s, why)
             return out
-        out.fail("R31", s, f"execute() did not return a result: {obs.error!r}")
+        found = waited or next((f for f in failures if f.step == "result"), failures[0])
+        out.fail(found.rule, s, found.why)
         return out
-    for rule, what in obs.problems:
-        out.fail(rule, s, what)
-    out.rules.update({"R27", "R23"})
-    if s.approval_seam and s.pre == "ask" and s.agent:
-        out.rules.add("R24")
-    _check_notification(obs, out)
-    _check_listeners(obs, out)
+    for found in failures:
+        out.fail(found.rule, s, found.why)
+    out.rules |= could_fail
     if replay:
         _check_replay(obs, table, out)
     _check_no_late_start_or_success(obs, out)
@@ -515,20 +511,6 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
     return out
-
-
-def _check_notification(obs: Observation, out: Checked) -> None:
-    out.rules.add("R31")
-    if len(obs.notified) != 1:
-        out.fail("R31", obs.scenario, f"the result was notified {len(obs.notified)} times")
-    elif obs.notified[0] is not obs.result:
-        out.fail("R31", obs.scenario, "observers got a different object than execute() returned")
-
-
-def _check_listeners(obs: Observation, out: Checked) -> None:
-    out.rules.add("R22")
-    for leak in obs.leaked_signals:
-        out.fail("R22", obs.scenario, f"after the call, the {leak}")
 
 
 _PRE_ABORTING = frozenset({"before_entry", "in_entry"})
@@ -883,14 +865,19 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         else:
             rule, expect = "R15", ...
     else:
+        # R43 orders a decision against a cancellation; with none before it, the decision's
+        # own rule (the seed's) is what a wrong result breaks.
         if raised or (guards and s.guard == "throw"):
-            rule, expect = "R43", final  # (d) a pre-policy failure beats cancellation
+            at = decisive if raised else guard_i
+            rule, expect = "R43" if before(at) else "R14", final  # (d) a failure beats it
         elif answer == "cancelled" and before(decisive):
             rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
         elif denial is not None:
-            rule, expect = "R43", "Error: " + denial  # (b) denials beat cancellation
+            rule = "R43" if before(decisive) else "R5"
+            expect = "Error: " + denial  # (b) denials beat cancellation
         elif guards and s.guard == "deny":
-            rule, expect = "R43", "Error: guard refused the call"  # (b)
+            rule = "R43" if before(guard_i) else "R15"
+            expect = "Error: guard refused the call"  # (b)
         elif guards and before(guard_i):
             rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
         else:

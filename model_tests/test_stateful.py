@@ -58,6 +58,7 @@ from hypothesis.stateful import (
 )
 from toolcancel import ToolRegistry
 from toolcancel.contract import load_contract
+from toolcancel.judge import environment_failures
 from toolcancel.scenario import (
     APPROVALS,
     ARGS,
@@ -73,9 +74,7 @@ from toolcancel.scenario import (
 from toolcancel.verifier import (
     Checked,
     _check_contexts,
-    _check_listeners,
     _check_no_late_start_or_success,
-    _check_notification,
     _check_replay,
     check,
 )
@@ -394,7 +393,7 @@ class ContractMachine(RuleBasedStateMachine):
         for run, obs in self._finished():
             if obs.result is not None:  # a missing result: verifier_accepts_... reports it
                 out = Checked()
-                _check_notification(obs, out)
+                _judged(obs, out, ("notifications", "notified_same"))
                 _raise_first(run, out)
 
     @invariant()
@@ -423,7 +422,7 @@ class ContractMachine(RuleBasedStateMachine):
             leaks = self.world.leaks(run)
             if leaks:
                 out = Checked()
-                _check_listeners(replace(obs, leaked_signals=leaks), out)
+                _judged(replace(obs, leaked_signals=leaks, watched=len(leaks)), out, ("listeners",))
                 _raise_first(run, out)
 
     @invariant()
@@ -459,6 +458,13 @@ def _raise_first(run: CallRun, out: Checked) -> None:
     if out.violations:
         v = out.violations[0]
         raise AssertionError(f"{v.rule}: call {run.call_id}: {v.explanation} [{_hint(run)}]")
+
+
+def _judged(obs: Observation, out: Checked, steps: tuple[str, ...]) -> None:
+    """The judge's checks of the environment's record of ``obs`` that decide ``steps``."""
+    for found in environment_failures(obs):
+        if found.step in steps:
+            out.fail(found.rule, obs.scenario, found.why)
 
 
 def _merge(out: Checked, found: Checked) -> None:

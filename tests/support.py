@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import importlib
 import json
 import os
 import subprocess
@@ -42,6 +43,24 @@ from toolcancel import (
 
 Next = Callable[[], Awaitable[Any]]
 """The ``next()`` thunk a waterfall listener receives."""
+
+ROOT = Path(__file__).resolve().parent.parent
+"""The source checkout the tests run in."""
+
+
+def mutants() -> Any:
+    """``model_tests/mutants.py`` of the checkout: the deliberately broken registries are not part
+    of the installed package, so they are imported from the checkout's root."""
+    sys.path.insert(0, str(ROOT))
+    try:
+        return importlib.import_module("model_tests.mutants")
+    finally:
+        sys.path.pop(0)
+
+
+def mutant(name: str) -> Any:
+    """The registry mutant of ``model_tests/mutants.py`` called ``name``."""
+    return next(m for m in mutants().MUTANTS if m.name == name)
 
 # ------------------------------------------------------------------------------------------------
 # Expected results, in canonical JSON

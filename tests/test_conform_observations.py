@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import mutants
 from toolcancel.adapter import Session
 from toolcancel.conform import PROTOCOL_RULE, Judge, run_vectors
 from toolcancel.registry import ToolRegistry
@@ -29,16 +30,7 @@ from toolcancel.verifier import verify
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def _observation_mutants() -> Any:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from model_tests.mutants import OBSERVATION_MUTANTS
-    finally:
-        sys.path.pop(0)
-    return OBSERVATION_MUTANTS
-
-
-OBSERVATION_MUTANTS = _observation_mutants()
+OBSERVATION_MUTANTS = mutants().OBSERVATION_MUTANTS
 
 
 @pytest.fixture(scope="module")

@@ -10,11 +10,8 @@ the three-wrapper retry stacks at a cost CI pays, and leaves the bounded space a
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-from typing import Any
-
 import pytest
+from support import mutant
 from toolcancel.scenario import Scenario
 from toolcancel.verifier import (
     DEEP,
@@ -27,17 +24,6 @@ from toolcancel.verifier import (
     groups,
     run_batch,
 )
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _mutant(name: str) -> Any:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from model_tests.mutants import MUTANTS
-    finally:
-        sys.path.pop(0)
-    return next(m for m in MUTANTS if m.name == name)
 
 
 def _skips_last_shows(config: Scenario) -> bool:
@@ -88,7 +74,7 @@ def test_the_family_kills_the_cursor_that_skips_the_last_wrapper(stack: tuple[st
     group = (Scenario(), stack, DEEP)
     configs = [c for c in expand(group) if c.body == "success" and c.timeout == "absent"]
     assert run_batch(configs).violations == []
-    with _mutant("cursor_skips_last").active() as factory:
+    with mutant("cursor_skips_last").active() as factory:
         caught = run_batch(configs, factory)
     assert caught.violations, "cursor_skips_last survived its own shape"
     assert {v.retry for v in caught.violations} == {"cursor"}

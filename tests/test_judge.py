@@ -137,16 +137,19 @@ def test_r22_could_fail_only_where_a_leaked_listener_would_show() -> None:
     aborted = _first(
         lambda s: s.caller == "live" and "replace_live" in s.wrappers and s.cancel != "never"
     )
-    record = _record(aborted, _answer(aborted))
+    counts_only = _answer(aborted)
+    del counts_only["observed"]["listeners_left"]  # an adapter that counts the caller's only
+    record = _record(aborted, counts_only)
     assert record.has("listener_count")
     assert "R22" not in could_fail(record, _want(aborted), "outcome")
-    leaked = copy.deepcopy(_answer(aborted))
+    leaked = copy.deepcopy(counts_only)
     leaked["observed"]["listeners"] = {"before": 0, "after": 1}
     found = first_failure(_record(aborted, leaked), _want(aborted), "outcome")
     assert found is not None and found.rule == "R22"  # it still fails when it sees one
     assert rule_status("R22", "outcome", checked=0, consequence=0, seen=frozenset(ENVIRONMENT)) == (
         "none",
-        "no vector of this run met its antecedent (a relay was built on a caller that stays live)",
+        "no vector of this run met its antecedent (a relay was built on a caller that stays "
+        "live; the environment counted listeners on a signal it handed or got)",
     )
 
 
@@ -203,3 +206,23 @@ def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> 
     assert [rule for rule, _ in turn_problems(hung)] == ["R36"]
     unpaired = TurnRecord(2, [], [{"kind": "tool/call", "callId": "c0"}], 0, {})
     assert [rule for rule, _ in turn_problems(unpaired)] == ["R37"]
+
+
+@pytest.mark.parametrize("level", ["trace", "outcome"])
+def test_r22_listeners_left_on_the_signals_the_harness_handed_fail_where_the_caller_aborts(
+    level: str,
+) -> None:
+    # A relay that never removes its listeners leaves them on a wrapper's signal or the view's
+    # slot, where no caller abort consumes them: listeners_left shows it on any vector.
+    aborted = _first(
+        lambda s: s.caller == "live" and "replace_live" in s.wrappers and s.cancel != "never"
+    )
+    answer = _answer(aborted, level)
+    left = answer["observed"]["listeners_left"]
+    assert left["watched"] > 0 and left["leaks"] == 0
+    assert "R22" in could_fail(_record(aborted, answer), _want(aborted), level)
+    assert first_failure(_record(aborted, answer), _want(aborted), level) is None
+    answer["observed"]["listeners_left"].update(leaks=1, first="wrapper 0 signal keeps 1 listener")
+    found = first_failure(_record(aborted, answer), _want(aborted), level)
+    assert found is not None and (found.rule, found.step) == ("R22", "listeners")
+    assert "wrapper 0 signal keeps 1 listener" in found.why

@@ -14,16 +14,15 @@ import asyncio
 import collections
 import os
 import sys
-from pathlib import Path
 
 import pytest
+from support import ROOT, mutants
 from toolcancel.conform import run_vectors
 from toolcancel.vectors import Vector, shipped_vectors
 
-ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 # the scenario shape each mutant shows in, and the retry behaviour a mutant's registry declares
-from test_conform import KILLERS, _retry  # noqa: E402
+from test_conform import KILLERS, _retry
 
 sys.path.pop(0)
 SAMPLE = 60
@@ -46,19 +45,12 @@ NOT_YET = {
 }
 BLIND = {
     # (mutant, level): why the sample cannot fail at all
-    ("leaks_fused_listeners", "outcome"): "the sample's callers abort, consuming the leak (R22 "
-    "at outcome level is pinned in tests/test_conform_report.py)",
     ("detaches_caller", "outcome"): "its shape in this sample shows only in the trace",
 }
 
 
 def _mutant_rules() -> dict[str, str]:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from model_tests.mutants import MUTANTS
-    finally:
-        sys.path.pop(0)
-    return {m.name: m.rule for m in MUTANTS}
+    return {m.name: m.rule for m in mutants().MUTANTS}
 
 
 def _cited(name: str, level: str, vectors: list[Vector]) -> collections.Counter[str]:

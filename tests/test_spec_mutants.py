@@ -77,7 +77,7 @@ def test_a_known_perturbation_is_killed_by_a_table_independent_check(
     p = Perturbation(revision, kind, _index(revision, event, guard, outcome), **change)  # type: ignore[arg-type]
     verdict = judge(p, max_wrappers=0)
     assert verdict.status == "killed", (p.describe(load_contract().revision(revision)), verdict)
-    assert verdict.rule is not None
+    assert verdict.rule in p.rules(), (p.describe(load_contract().revision(revision)), verdict)
 
 
 def test_the_pre_stage_check_holds_for_the_real_registry_and_reads_no_table() -> None:
@@ -142,3 +142,4 @@ def test_an_open_survivor_is_now_killed(
     verdict = judge(p, max_wrappers=bound)
     table = load_contract().revision(revision)
     assert (verdict.status, verdict.rule) == ("killed", rule), (p.describe(table), verdict)
+    assert rule in p.rules(), f"{p.describe(table)} declares {p.rules()}"  # its own rule first

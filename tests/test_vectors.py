@@ -22,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolcancel import vectors as vectors_module
 from toolcancel.adapter import Session
 from toolcancel.cli import main
 from toolcancel.conform import Judge
 from toolcancel.contract import load_contract
 from toolcancel.registry import ToolRegistry
-from toolcancel import vectors as vectors_module
 from toolcancel.scenario import Scenario, run_scenario
 from toolcancel.vectors import (
     REVISIONS,
@@ -348,7 +348,8 @@ def test_body_signals_say_whose_reason_the_body_saw() -> None:
 
 def test_an_unclean_reference_run_is_not_a_vector() -> None:
     obs = run_scenario(Scenario())
-    obs.problems.append(("R27", "made up"))
+    obs.frozen = (False, True)  # as if an observer could write into the result (R30)
+    assert obs.problems and obs.problems[0][0] == "R30"
     with pytest.raises(VectorError, match="did not run"):
         expectation(obs)
 

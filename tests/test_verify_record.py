@@ -8,28 +8,14 @@ over the whole bounded space too); here one scenario that shows it, and the rule
 
 from __future__ import annotations
 
-import sys
 from dataclasses import replace
-from pathlib import Path
-from typing import Any
 
 import pytest
+from support import mutant
 from toolcancel.contract import load_contract
 from toolcancel.results import text_block
 from toolcancel.scenario import REWRITTEN, Scenario, ScenarioError, run_scenario
 from toolcancel.verifier import check, configurations
-
-ROOT = Path(__file__).resolve().parent.parent
-
-
-def _mutant(name: str) -> Any:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from model_tests.mutants import MUTANTS
-    finally:
-        sys.path.pop(0)
-    return next(m for m in MUTANTS if m.name == name)
-
 
 CAUGHT = [
     # (mutant, a scenario that shows it, the rule, a piece of the explanation)
@@ -46,9 +32,9 @@ CAUGHT = [
      Scenario(revision="revised", wrappers=("outer_deadline",), timeout="budget",
               body="defer_success", post="block"),
      "R35", "the outer deadline expired"),
-    ("publishes_mutable_result", Scenario(), "R30", "not deep-frozen"),
+    ("publishes_mutable_result", Scenario(), "R30", "it must be deep-frozen"),
     ("view_writable_by_observers", Scenario(cancel="gate:body"), "R31",
-     "not frozen before the first observer"),
+     "must freeze the view immediately before notifying"),
     ("prefers_caller_reason", Scenario(caller="aborted", wrappers=("replace_aborted",)), "R21",
      "must be the wrapper's"),
     ("keeps_fused_watch", Scenario(), "R22", "registry's call signal"),
@@ -63,7 +49,7 @@ def test_a_registry_broken_where_verify_was_blind_is_caught_on_the_record(
 ) -> None:
     table = load_contract().revision(scenario.revision)
     assert check(run_scenario(scenario), table).violations == []
-    with _mutant(name).active() as factory:
+    with mutant(name).active() as factory:
         broken = run_scenario(scenario, factory)
     found = check(broken, table).violations
     assert found and found[0].rule == rule, found
