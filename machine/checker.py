@@ -58,7 +58,7 @@ from .core import (
     initial_state,
     revision_table,
 )
-from .judge import ON_LINE, TRACE_CHECKS, judge_line
+from .judge import ON_LINE, judge_line
 from .results import block_message, canonical_json
 from .trace import (
     ENVIRONMENT,
@@ -118,15 +118,6 @@ class Death(NamedTuple):
     explanation: str
 
 
-AUTOMATON_RULES: Final = frozenset(
-    {"R1", "R3", "R10", "R18", "R21", "R27", "R28", "R29", "R31", "R40", "R44"}
-)
-"""The rules the automaton's deaths below cite, besides those the contract's transitions, guards
-and outcomes carry."""
-TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
-"""What the checker decides beyond the contract's data: its automaton's deaths and the judge's
-trace checks (:data:`toolcancel.judge.TRACE_CHECKS`); what
-:func:`toolcancel.judge.static_status` counts as decided at trace level."""
 
 # ------------------------------------------------------------------------------------------------
 # Possible states of a call

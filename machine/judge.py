@@ -30,11 +30,11 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from .results import canonical_json
-from .scenario import Observation, Scenario
 from .trace import ENVIRONMENT, FORMAT_VERSION
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from .contract import Contract
+    from .scenario import Observation, Scenario
     from .vectors import Expectation
 
 LEVELS: Final = ("trace", "outcome")
@@ -972,6 +972,17 @@ def envelope_problem(res: Any) -> str | None:
     return None
 
 
+AUTOMATON_RULES: Final = frozenset(
+    {"R1", "R3", "R10", "R18", "R21", "R27", "R28", "R29", "R31", "R40", "R44"}
+)
+"""The rules the trace checker's automaton (:mod:`toolcancel.checker`) cites in its deaths,
+besides those the contract's transitions, guards and outcomes carry."""
+TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
+"""What the checker decides beyond the contract's data: its automaton's deaths and the judge's
+trace checks (:data:`TRACE_CHECKS`); what :func:`static_status` counts as decided at trace
+level."""
+
+
 # ------------------------------------------------------------------------------------------------
 # Turn checks: the scheduler's rules over what an environment sees of a turn
 # ------------------------------------------------------------------------------------------------
@@ -1481,10 +1492,9 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     """What the judge can decide of ``rule`` at each level, from the registry and the contract
     alone: (trace status, outcome status, why not fully).  At trace level the trace checker
     replays every transition, guard and outcome shape and its own trace rules
-    (:data:`toolcancel.checker.TRACE_RULES`); at outcome level the registry's outcome checks and
+    (:data:`TRACE_RULES`); at outcome level the registry's outcome checks and
     the result comparison decide a rule in full, a transition's decision shows through the
     result it leads to."""
-    from .checker import TRACE_RULES
 
     carried: set[str] = {g.rule for g in contract.guards}
     shapes: set[str] = set(RESULT_RULES)

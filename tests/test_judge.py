@@ -171,8 +171,8 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     """The checker judges listener, slot, result and notify lines and the end of a call only by
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
-    from toolcancel.checker import TRACE_RULES, check_lines
-    from toolcancel.judge import ON_LINE, TRACE_CHECKS
+    from toolcancel.checker import check_lines
+    from toolcancel.judge import ON_LINE, TRACE_CHECKS, TRACE_RULES
 
     rules = {r.id for r in load_contract().rules}
     assert set(TRACE_CHECKS) <= rules & TRACE_RULES

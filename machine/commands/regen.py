@@ -74,6 +74,17 @@ def _trace_schema(check: bool) -> int:
     return 1
 
 
+def _real_world(check: bool) -> int:
+    """docs/REAL-WORLD.md from the recorded measurement (docs/real-world.json); measuring again
+    runs every runtime's adapter (``python -m toolcancel.realworld --run``), not part of regen."""
+    from ..realworld import generate_real_world
+
+    changed = generate_real_world(Path(), check=check)
+    for name in changed if check else ():
+        print(f"stale: {name}")
+    return 1 if check and changed else 0
+
+
 GENERATORS: tuple[Generator, ...] = (
     Generator(
         "vectors",  # the calls' vectors (the reference registry's paths) and the turn vectors
@@ -105,6 +116,12 @@ GENERATORS: tuple[Generator, ...] = (
         inputs=("spec/contract.toml", "spec/CONTRACT.md"),
         outputs=("explorer/*.html", "explorer/*.js", "explorer/*.css"),
         run=_command("explore", "--quiet"),
+    ),
+    Generator(
+        "real-world table",  # conform's recorded verdicts on examples/runtimes, and reproductions
+        inputs=("docs/real-world.json", "examples/runtimes/**/*.py"),
+        outputs=("docs/REAL-WORLD.md",),
+        run=_real_world,
     ),
 )
 """Every committed generated file, in dependency order: a generator may read what the ones
