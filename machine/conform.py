@@ -1143,6 +1143,14 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         and all(_is_count(n) for n in listeners.values())
     ):
         return "observed.listeners must be {before, after} counts (or absent)"
+    left = observed.get("listeners_left")
+    if left is not None and not (
+        isinstance(left, dict)
+        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
+        and all(_is_count(left[k]) for k in ("watched", "leaks"))
+        and isinstance(left.get("first", ""), str)
+    ):
+        return "observed.listeners_left must be {watched, leaks[, first]} (or absent)"
     frozen = observed.get("frozen")
     if frozen is not None and not (
         isinstance(frozen, dict)

@@ -489,6 +489,8 @@ def test_a_malformed_answer_is_a_protocol_failure(seed: list[Vector]) -> None:
         lambda a: a["observed"].update(body_signals=[{"aborted": "yes", "reason": None}]),
         lambda a: a.update(result=[]),
         lambda a: a.update(trace=[{"no": "event"}]),
+        lambda a: a["observed"].update(listeners_left={"watched": 1}),
+        lambda a: a["observed"].update(listeners_left={"watched": 1, "leaks": -1}),
     ):
         answer = copy.deepcopy(_answer(v))
         doctor(answer)
