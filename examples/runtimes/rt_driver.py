@@ -37,24 +37,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import anyio
+from toolcancel.capabilities import STAGES  # the hello's capability keys
 from toolcancel.virtual_time import VirtualClock
 
 HOLD_S = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
 
-STAGES = (
-    "pre_policy",
-    "approval",
-    "guards",
-    "around",
-    "replace_signal",
-    "timeout_policy",
-    "body_signal",
-    "post_policy",
-    "observers",
-    "turns",
-)
-"""The capability keys of the hello, in the order issue #31 lists them."""
 
 
 def text(t: str) -> dict[str, str]:
