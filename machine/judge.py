@@ -1304,7 +1304,8 @@ def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
     return RESULT_RULES & frozenset(rule_ids)
 
 
-# The checks of what verify's harness sees (issue 26, VERIFY side)
+# ------------------------------------------------------------------------------------------------
+# Environment checks: what verify's harness (and an adapter that can) sees beyond the trace
 # ------------------------------------------------------------------------------------------------
 
 

@@ -197,12 +197,15 @@ REVISED_RULE = {"R13": "R43"}
 @pytest.mark.slow
 @pytest.mark.parametrize("revision", REVISIONS)
 @pytest.mark.parametrize(("name", "rule"), _trace_visible_mutants())
-def test_each_mutant_fails_the_full_suite_citing_its_rule(
+def test_each_mutant_fails_its_whole_shape_citing_its_rule(
     name: str, rule: str, revision: str
 ) -> None:
     if (name, rule) not in _mutants(revision):
         pytest.skip(f"{name} breaks nothing in the {revision} contract")
-    vectors = shipped_vectors(revision)
+    # Every shipped vector of the mutant's shape (KILLERS: where the guarantee it breaks can show),
+    # in each revision, not a sample; the whole suite per mutant cost CI about ten minutes.
+    vectors = [v for v in shipped_vectors(revision) if KILLERS[name](v.scenario)]
+    assert vectors, f"no {revision} vector of the shape that kills {name}"
     if revision == "revised":
         rule = REVISED_RULE.get(rule, rule)
     report = _mutant_report(name, vectors, revision)

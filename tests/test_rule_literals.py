@@ -23,7 +23,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     "machine/checker.py": (58, "its automaton's deaths (R10, R18, R21, R27, R28, ...) cite rules "
                            "while it walks the contract's states; not yet registered checks"),
     "machine/verifier.py": (82, "verify's _check_* functions: moving into the judge (jverify)"),
-    "machine/scenario.py": (9, "the harness's obs.problem checks: moving into the judge (jverify)"),
     "machine/turnvectors.py": (5, "which rule a turn call's path or result against the "
                                "reference's breaks (R28, R30, R36, R38): not yet derived"),
     "machine/explain.py": (2, "names the stage order and the conformance claim's rule in an "
