@@ -448,3 +448,38 @@ def error_code(result: Any) -> Any:
         return None
     info = error.get("info")
     return (info if isinstance(info, dict) else error).get("code")
+
+
+def _own_deadline_never_first(record: Record, want: Want | None) -> bool:
+    return not record.of("deadline")[0]["expired"]
+
+
+@check(
+    "R35",
+    "timeout_identity",
+    reads=("deadline",),
+    when=(_own_deadline_never_first, "the tool's own deadline never expired first"),
+)
+def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
+    """The timeout policy reports TOOL_TIMEOUT only when its *own* deadline expired first: by
+    identity, not by code (D13).  Where it never did, neither post-execute nor the caller gets a
+    TOOL_TIMEOUT: not when the caller or a wrapper aborted, and not when an enclosing deadline of
+    the same code expired (ordinary cancellation)."""
+    deadline = record.of("deadline")[0]
+    if deadline["expired"]:
+        return None
+    for event, what in (("post_received", "post-execute received"), ("returned", "the caller got")):
+        for i in record.at(event):
+            if error_code(record.lines[i].get("result")) == "TOOL_TIMEOUT":
+                outer = " (the outer deadline expired: ordinary cancellation, D13)" * bool(
+                    deadline["outer"]
+                )
+                return Failure(
+                    "R35",
+                    i,
+                    "timeout_identity",
+                    f"the tool's own deadline never fired first, yet {what} TOOL_TIMEOUT{outer}",
+                    "no TOOL_TIMEOUT",
+                    "TOOL_TIMEOUT",
+                )
+    return None

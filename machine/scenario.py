@@ -318,6 +318,9 @@ class Observation:
         if self.settled is not None:
             started, done = self.settled
             out.append(line("settled", bodies_started=started, bodies_settled=done))
+        post_in = next((e[1] for e in self.log if e[0] == "post_in"), None)
+        received = {} if post_in is None else {"result": post_in.to_data()}
+        out.append(line("post_received", **received))
         if self.result is not None:
             out.append(line("returned", result=self.result.to_data()))
         elif self.error is not None:
@@ -326,6 +329,11 @@ class Observation:
         out.append(line("notified", count=len(self.notified), same=same))
         if self.frozen is not None:
             out.append(line("frozen", result=self.frozen[0], view=self.frozen[1]))
+        if self.scenario.timeout == "budget":
+            kinds = {e[0] for e in self.log}
+            outer = "outer_deadline" in self.scenario.wrappers
+            expired = "timer" in kinds or ("hold" in kinds and not outer)
+            out.append(line("deadline", expired=expired, outer=outer))
         leaks = {"first": self.leaked_signals[0]} if self.leaked_signals else {}
         out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
                         **leaks))

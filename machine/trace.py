@@ -226,6 +226,17 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                     ),
                 },
             ),
+            "deadline": (
+                "The tool's own deadline (the timeout policy's budget), as the environment "
+                "that controls its clock saw it (R35).",
+                {
+                    "expired": _flag(
+                        "it may have expired first: its timer fired, or a body was held past it "
+                        "with no enclosing deadline to expire before it"
+                    ),
+                    "outer": _flag("an enclosing deadline of the same code (a wrapper's) ran"),
+                },
+            ),
             "held": (
                 "The environment held a body that ignores its aborted signal for `seconds` of "
                 "virtual time, and saw whether the call moved on meanwhile (R27).",
@@ -259,6 +270,7 @@ ENVIRONMENT: Final = frozenset(
         "slot_after_next",
         "listeners_left",
         "held",
+        "deadline",
     )
 )
 """Observation events only an environment sees (a reason's identity, what post-execute received,

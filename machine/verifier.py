@@ -507,7 +507,6 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     _check_cancellations(obs, table, out)
     _check_late_success(obs, out)
     _check_fused_signal(obs, out)
-    _check_timeout_identity(obs, out)
     _check_contexts(obs, out)
     _check_result_shape(obs, table, out)
     return out
@@ -965,32 +964,6 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
                 "the deadline fired first, but the result is not TOOL_TIMEOUT "
                 f"({post_in.text!r}, code {post_in.error.code if post_in.error else None})",
             )
-
-
-def _check_timeout_identity(obs: Observation, out: Checked) -> None:
-    """R35, D13: the timeout wrapper reports TOOL_TIMEOUT only when its *own* deadline's timer
-    fired first -- by identity, not by code.  Under a budget whose timer the harness never lets
-    expire first, no result is TOOL_TIMEOUT: not when the caller or a wrapper aborted, and not
-    when an enclosing call's same-coded deadline (``outer_deadline``) expired.  (A day's hold
-    of an uncooperative body lets the budget expire, and rightly reports it, when nothing the
-    deadline follows had aborted: that run is judged only under an outer deadline, the upstream
-    of the tool's own, which the harness always expires first at the body's gate.)"""
-    s, r = obs.scenario, obs.result
-    kinds = [e[0] for e in obs.log]
-    if s.timeout != "budget" or r is None or "timer" in kinds:
-        return
-    if "hold" in kinds and _NESTED not in s.wrappers:
-        return
-    out.rules.add("R35")
-    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
-    for what, res in (("post-execute received", post_in), ("the caller got", r)):
-        if res is not None and res.error is not None and res.error.code == "TOOL_TIMEOUT":
-            outer = " (the outer deadline expired: ordinary cancellation, D13)" * (
-                _NESTED in s.wrappers
-            )
-            out.fail("R35", s, f"the tool's own deadline never fired first, yet {what} "
-                     f"TOOL_TIMEOUT{outer}")
-            return
 
 
 def _check_born_aborted(
