@@ -1089,8 +1089,12 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         why = "needs an adapter that runs turns (optional: `turns` in its hello), else not checked"
         return CHECKED, CHECKED, why
     trace = CHECKED if rule in carried | shapes | TRACE_RULES or "trace" in levels else NONE
+    found = CHECKS.get(rule, ())
+    # a check that needs an optional observation decides in full only where an answer has it:
+    # a rule the result shows anyway stays "through the result" beside it
+    plain = {lv for c in found if not c.reads & _OPTIONAL for lv in c.levels}
     outcome = NONE
-    if "outcome" in levels or rule in shapes:
+    if "outcome" in plain or rule in shapes or ("outcome" in levels and rule not in carried):
         outcome = CHECKED
     elif rule in carried:
         outcome = OUTCOME
@@ -1101,14 +1105,15 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         whys.append("only the trace checker decides it, from the registry's own trace")
     elif NONE in (trace, outcome):
         whys.append(static_why(rule, "trace"))
-    found = CHECKS.get(rule, ())
     optional = sorted({e for c in found for e in c.reads if e in _OPTIONAL})
     if any(not c.reads & _OPTIONAL for c in found):
         optional = []  # a check of it reads only what every answer carries
     if rule in TRACE_READS:
         optional.insert(0, TRACE_READS[rule] + " lines")
     if optional:
-        whys.append(f"needs {' / '.join(optional)} (optional), else not checked")
+        needs = f"needs {' / '.join(optional)} (optional)"
+        whys.append(f"{needs} to decide it in full" if outcome == OUTCOME else
+                    f"{needs}, else not checked")
     conditions = [c.when for c in CHECKS.get(rule, ()) if c.when and "outcome" in c.levels]
     if outcome == CHECKED and conditions:
         whys.append("at outcome level only where " + "; ".join(dict.fromkeys(conditions)))

@@ -483,3 +483,32 @@ def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
                     "TOOL_TIMEOUT",
                 )
     return None
+
+
+@check("R28", "late_start", reads=("caller_aborted",))
+def no_late_start_or_success(record: Record, want: Want | None) -> Failure | None:
+    """Once the caller aborted after entry, no body starts past checkpoint C2, and no success
+    reaches the caller past checkpoint C4 (an abort before post-execute ran)."""
+    i = record.at("caller_aborted")[0]
+    aborted = record.lines[i]
+    if aborted["bodies_after"]:
+        return Failure(
+            "R28",
+            i,
+            "late_start",
+            "a body started although the caller aborted before checkpoint C2",
+            "no body start",
+            f"{aborted['bodies_after']} body start(s)",
+        )
+    for j in record.at("returned"):
+        result = record.lines[j]["result"]
+        if aborted["before_post"] and not result.get("isError"):
+            return Failure(
+                "R28",
+                j,
+                "late_success",
+                "the caller aborted before checkpoint C4, yet the result is a success",
+                "an error result",
+                "a success",
+            )
+    return None

@@ -311,6 +311,9 @@ class Observation:
         out = []
         if self.approval_signal is not None:
             out.append(line("approval_signal", signal=self.approval_signal))
+        aborted = self._caller_aborted()
+        if aborted is not None:
+            out.append(line("caller_aborted", **aborted))
         out += [line("slot_after_next", same=same) for same in self.slot_after_next]
         if self.held is not None:
             seconds, went = self.held
@@ -338,6 +341,21 @@ class Observation:
         out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
                         **leaks))
         return out
+
+    def _caller_aborted(self) -> dict[str, Any] | None:
+        """When the harness aborted a live caller after entry: the transitions taken, the body
+        starts at a later step, and whether post-execute was still to be called."""
+        s = self.scenario
+        if s.caller != "live" or s.cancel in ("before_entry", "in_entry", "never"):
+            return None
+        log = self.log
+        at = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+        if at is None:
+            return None
+        steps = log[at][2]
+        later = sum(1 for e in log[at:] if e[0] == "body_start" and steps < e[1])
+        post = next((i for i, e in enumerate(log) if e[0] == "post"), None)
+        return {"steps": steps, "bodies_after": later, "before_post": post is None or at < post}
 
     def first(self, kind: str) -> int | None:
         """Index in ``log`` of the first entry of ``kind``."""

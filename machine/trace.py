@@ -226,6 +226,17 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                     ),
                 },
             ),
+            "caller_aborted": (
+                "The environment aborted the caller's signal after entry, once the call had "
+                "taken `steps` transitions (R28).",
+                {
+                    "steps": Field("integer"),
+                    "bodies_after": Field(
+                        "integer", doc="body invocations that started at a later step"
+                    ),
+                    "before_post": _flag("post-execute had not been called yet"),
+                },
+            ),
             "deadline": (
                 "The tool's own deadline (the timeout policy's budget), as the environment "
                 "that controls its clock saw it (R35).",
@@ -270,6 +281,7 @@ ENVIRONMENT: Final = frozenset(
         "slot_after_next",
         "listeners_left",
         "held",
+        "caller_aborted",
         "deadline",
     )
 )

@@ -500,7 +500,6 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     out.rules |= could_fail
     if replay:
         _check_replay(obs, table, out)
-    _check_no_late_start_or_success(obs, out)
     _check_pre_stage(obs, table, out)
     _check_after_dispatch(obs, table, out)
     _check_post_received(obs, table, out)
@@ -569,27 +568,6 @@ def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> No
     out.rules.add("R10")  # the stage order is the table's order, step for step
     out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
 
-
-
-def _check_no_late_start_or_success(obs: Observation, out: Checked) -> None:
-    s = obs.scenario
-    if s.caller != "live" or s.cancel in ("before_entry", "in_entry", "never"):
-        return
-    log = obs.log
-    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-    if abort_i is None:
-        return
-    out.rules.add("R28")
-    at = log[abort_i][2]
-    for e in log[abort_i:]:
-        if e[0] == "body_start" and at < e[1]:
-            out.fail("R28", s, "a body started although the caller aborted before checkpoint C2")
-            break
-    post_i = next((i for i, e in enumerate(log) if e[0] == "post"), None)
-    before_c4 = post_i is None or abort_i < post_i
-    assert obs.result is not None
-    if before_c4 and not obs.result.is_error:
-        out.fail("R28", s, "the caller aborted before checkpoint C4, yet the result is a success")
 
 
 def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checked) -> None:
