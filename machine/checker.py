@@ -58,7 +58,7 @@ from .core import (
     initial_state,
     revision_table,
 )
-from .judge import ON_LINE, judge_line
+from .judge_lines import ON_LINE, judge_line
 from .results import block_message, canonical_json
 from .trace import (
     ENVIRONMENT,
@@ -1181,7 +1181,7 @@ class Checker:
 
     def _call_level(self, run: CallRun, ev: TraceEvent) -> None:
         """listener, slot, result and notify lines: counted and ordered, not automaton steps;
-        the judge's trace checks (:func:`toolcancel.judge.judge_line`) decide each."""
+        the judge's trace checks (:func:`toolcancel.judge_lines.judge_line`) decide each."""
         name, data = ev.event, ev.data
         if name in ENVIRONMENT:
             return  # what a harness saw: judged by toolcancel.judge, not by the automaton

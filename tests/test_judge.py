@@ -172,7 +172,7 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
     from toolcancel.checker import check_lines
-    from toolcancel.judge import ON_LINE, TRACE_CHECKS, TRACE_RULES
+    from toolcancel.judge_lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
 
     rules = {r.id for r in load_contract().rules}
     assert set(TRACE_CHECKS) <= rules & TRACE_RULES
@@ -194,7 +194,7 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
 def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
     """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
     checks; a turn that never returned is reported as that alone (nothing after it is known)."""
-    from toolcancel.judge import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.judge_turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
     from toolcancel.turnvectors import RULES
 
     assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
