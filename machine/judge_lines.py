@@ -8,6 +8,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
+from .judge_results import step_rules
+
 # ------------------------------------------------------------------------------------------------
 # Trace checks: the rules the trace checker (toolcancel.checker) asks of a call's own lines
 # ------------------------------------------------------------------------------------------------
@@ -176,6 +178,22 @@ def ends_published(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     return None
 
 
+def _with_a_caller(ledger: Ledger) -> list[str]:
+    return ["call_entry(caller=live)", "call_entry(caller=aborted)"]
+
+
+@trace_check("R40", "call_entry", allowed=_with_a_caller)
+def caller_signal_when_required(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
+    """A call under a revision that requires a caller signal has one (``data``: the call_entry
+    line and ``caller_signal``, what its revision says of the caller's signal)."""
+    if data["caller"] == "none" and data["caller_signal"] == "required":
+        return (
+            f"The call has no caller signal, but the {data['revision']} contract requires one "
+            "(R40)."
+        )
+    return None
+
+
 def envelope_problem(res: Any) -> str | None:
     """What is wrong with a result object's envelope (R1), whatever its outcome."""
     if not isinstance(res, dict):
@@ -200,11 +218,10 @@ def envelope_problem(res: Any) -> str | None:
     return None
 
 
-AUTOMATON_RULES: Final = frozenset(
-    {"R1", "R3", "R10", "R18", "R21", "R27", "R28", "R29", "R31", "R40", "R44"}
-)
-"""The rules the trace checker's automaton (:mod:`toolcancel.checker`) cites in its deaths,
-besides those the contract's transitions, guards and outcomes carry."""
+AUTOMATON_RULES: Final = step_rules()
+"""The rules the trace checker's automaton (:mod:`toolcancel.checker`) cites where a step check
+(:mod:`toolcancel.judge_steps`, :mod:`toolcancel.judge_results`) kills a possible state, besides
+those the contract's transitions, guards and outcomes carry."""
 TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
 """What the checker decides beyond the contract's data: its automaton's deaths and the judge's
 trace checks (:data:`TRACE_CHECKS`); what :func:`static_status` counts as decided at trace
