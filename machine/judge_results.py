@@ -29,6 +29,7 @@ CANCEL_CODES: Final = frozenset({"ABORTED", "ABORTED_BEFORE_DISPATCH"})
 _REGISTRY_AUTHORED: Final = frozenset({"denied", "blocked", "args_error", "serialization_error"})
 _THROWN: Final = frozenset({"body_error", "pre_error", "around_error", "post_error"})
 _WRAPPER: Final = frozenset({"wrapper_success", "wrapper_error"})
+_META_OK: Final = frozenset({"body_success", *_WRAPPER})
 _EXACT: Final = {
     "aborted": "aborted",
     "aborted_before_dispatch": "aborted_before_dispatch",
@@ -41,11 +42,6 @@ _JS_NUMBER: Final = r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:e[+-][0-9]+)?"
 def result_death(replay: Replay, b: Branch, res: Mapping[str, Any]) -> Death | None:
     """Whether the published result agrees with the outcome ``b`` holds (None: it does)."""
     return judge_step(replay, "result", b, res)
-
-
-def revised(replay: Replay) -> bool:
-    """Whether the revision has the revised error shape (R44)."""
-    return "R44" in replay.rule_ids
 
 
 # ------------------------------------------------------------------------------------------------
@@ -64,7 +60,7 @@ def has_an_outcome(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | N
 
 def _mismatch(replay: Replay, b: Branch, res: Mapping[str, Any]) -> bool:
     kind = replay.outcomes[b.cs.outcome or ""]
-    code = error_code(res, revised(replay))
+    code = error_code(res, replay.revised)
     mismatch = res.get("isError") is not kind.is_error
     if kind.code is not None:
         return mismatch or code != kind.code
@@ -80,7 +76,7 @@ def of_the_decided_kind(replay: Replay, b: Branch, res: Mapping[str, Any]) -> De
         return None
     kind = replay.outcomes[b.cs.outcome or ""]
     t = replay.transitions.get(b.decided)
-    seen_cancel = error_code(res, revised(replay)) in CANCEL_CODES
+    seen_cancel = error_code(res, replay.revised) in CANCEL_CODES
     expected_cancel = kind.code in CANCEL_CODES
     seen_success = res.get("isError") is False
     rule = (
@@ -121,7 +117,27 @@ def decisive_rule(
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check(CONTRACT, "result")
+def _authored_text(replay: Replay, b: Branch) -> bool:
+    outcome = b.cs.outcome
+    return outcome is not None and not b.free and expected_text(replay, outcome, b) is not None
+
+
+def _meta_refused(replay: Replay, b: Branch) -> bool:
+    return b.cs.outcome not in _META_OK
+
+
+def _seed_coded(replay: Replay, b: Branch) -> bool:
+    kind = replay.outcomes.get(b.cs.outcome or "")
+    if kind is None or replay.revised:
+        return False
+    return kind.code is not None or kind.name in _REGISTRY_AUTHORED
+
+
+def _seed_thrown(replay: Replay, b: Branch) -> bool:
+    return not replay.revised and b.cs.outcome in _THROWN
+
+
+@step_check(CONTRACT, "result", applies=_authored_text)
 def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) -> Death | None:
     """A result the registry authors reads its exact text (the outcome's rule)."""
     outcome = b.cs.outcome or ""
@@ -137,10 +153,7 @@ def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) 
     return None
 
 
-_META_OK: Final = frozenset({"body_success", "wrapper_success", "wrapper_error"})
-
-
-@step_check("R4", "result")
+@step_check("R4", "result", applies=_meta_refused)
 def no_meta_on_a_cancellation(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """A cancellation's result carries no meta."""
     outcome = b.cs.outcome or ""
@@ -149,7 +162,7 @@ def no_meta_on_a_cancellation(replay: Replay, b: Branch, res: Mapping[str, Any])
     return None
 
 
-@step_check("R1", "result")
+@step_check("R1", "result", applies=_meta_refused)
 def meta_only_on_a_bodys_success(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:
@@ -160,7 +173,7 @@ def meta_only_on_a_bodys_success(
     return None
 
 
-@step_check("R29", "result")
+@step_check("R29", "result", applies=Replay.final_route)
 def no_contexts_on_the_final_route(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:
@@ -174,13 +187,13 @@ def no_contexts_on_the_final_route(
     return None
 
 
-@step_check(CONTRACT, "result")
+@step_check(CONTRACT, "result", applies=_seed_coded)
 def seed_error_of_the_outcome(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> Death | None:
     """Seed: a coded outcome carries error {name, code}; a result the registry authors without a
     code carries no error key (the outcome's rule)."""
-    if revised(replay):
+    if replay.revised:
         return None
     outcome = b.cs.outcome or ""
     kind, error = replay.outcomes[outcome], res.get("error")
@@ -204,11 +217,11 @@ def seed_error_of_the_outcome(
     return None
 
 
-@step_check("R3", "result")
+@step_check("R3", "result", applies=_seed_thrown)
 def seed_thrown_error(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """Seed: a thrown value's error key is {name, code} of a structured error."""
     error = res.get("error")
-    if revised(replay) or b.cs.outcome not in _THROWN or error is None or _seed_error_ok(error):
+    if replay.revised or b.cs.outcome not in _THROWN or error is None or _seed_error_ok(error):
         return None
     return (
         f"A thrown value's error key is {{name, code}} of a structured error; "
@@ -218,8 +231,8 @@ def seed_thrown_error(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str 
 
 def _revised_error(replay: Replay, b: Branch) -> bool:
     """Whether the revised error shape applies: a registry-authored error result."""
-    kind = replay.outcomes[b.cs.outcome or ""]
-    return revised(replay) and b.cs.outcome not in _WRAPPER and kind.is_error
+    kind = replay.outcomes.get(b.cs.outcome or "")
+    return replay.revised and kind is not None and kind.name not in _WRAPPER and kind.is_error
 
 
 def _message(res: Mapping[str, Any]) -> str | None:
@@ -230,7 +243,7 @@ def _message(res: Mapping[str, Any]) -> str | None:
     return None
 
 
-@step_check("R44", "result")
+@step_check("R44", "result", applies=_revised_error)
 def revised_error_shape(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """Revised: every error result the registry authors carries error {message, info?}, info
     {name, code} exactly where the outcome has a code."""
@@ -262,7 +275,7 @@ def revised_error_shape(replay: Replay, b: Branch, res: Mapping[str, Any]) -> st
     return None
 
 
-@step_check(CONTRACT, "result")
+@step_check(CONTRACT, "result", applies=_revised_error)
 def revised_message_reads_the_text(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> Death | None:
@@ -283,7 +296,7 @@ def revised_message_reads_the_text(
     return None
 
 
-@step_check("R44", "result")
+@step_check("R44", "result", applies=_revised_error)
 def revised_message_is_the_feedback(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:

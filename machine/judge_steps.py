@@ -91,6 +91,7 @@ class Replay:
             "cancelled_after_entry" if "cancelled_after_entry" in used else "caller_aborted"
         ]
         self.rule_ids = frozenset(r.id for r in table.rules)
+        self.revised = "R44" in self.rule_ids  # the revised error shape {message, info?}
         self._titles = {r.id: r.title for r in self.contract.rules}
         self._summaries = {r.id: r.summary.rstrip(".") for r in self.contract.rules}
         self.shape_rules = frozenset(o.rule for o in table.outcomes)
@@ -103,6 +104,7 @@ class Replay:
         self._pipeline = {st.name: i for i, st in enumerate(table.states)}
         self.transitions = {t.index: t for t in table.transitions}
         self.patterns: dict[Any, re.Pattern[str]] = {}  # the registry's texts, per builder
+        self.asked: dict[tuple[str, Branch], tuple[tuple[str, StepJudge], ...]] = {}
 
     def title(self, rule: str) -> str:
         return self._titles.get(rule, rule)
@@ -195,6 +197,8 @@ class Replay:
 StepJudge = Callable[[Replay, Branch, Any], "Death | str | None"]
 """A step check: the branch and the line's data (per kind of step) against the contract; a
 violation (its explanation, or a :class:`Death` when it cites the contract's rule), or None."""
+Applies = Callable[[Replay, Branch], bool]
+"""Whether a check can fail at all in a branch, whatever the line says (its antecedent)."""
 CONTRACT: Final = "contract"
 """The rule of a step check that cites the rule the contract's data gives the step."""
 
@@ -206,6 +210,7 @@ class StepCheck:
     rule: str
     on: str
     judge: StepJudge
+    applies: Applies | None = None  # None: in every branch
 
     def __call__(self, replay: Replay, b: Branch, data: Any) -> Death | None:
         found = self.judge(replay, b, data)
@@ -218,26 +223,39 @@ STEP_CHECKS: Final[dict[str, list[StepCheck]]] = {}
 """The step checks by rule id (:data:`CONTRACT`: those citing the contract's rule)."""
 ON_STEP: Final[dict[str, list[StepCheck]]] = {}
 """The same checks by the kind of step they judge, in the order they are asked."""
+_ASK: Final[dict[str, list[tuple[str, StepJudge, Applies | None]]]] = {}
+"""(rule, function, antecedent) of :data:`ON_STEP`'s checks: what :func:`judge_step` asks."""
 
 
-def step_check(rule: str, on: str) -> Callable[[StepJudge], StepJudge]:
-    """Register the decorated function as a check of ``rule`` on ``on`` steps."""
+def step_check(
+    rule: str, on: str, *, applies: Applies | None = None
+) -> Callable[[StepJudge], StepJudge]:
+    """Register the decorated function as a check of ``rule`` on ``on`` steps (``applies``: the
+    branches in which it can fail at all)."""
 
     def register(fn: StepJudge) -> StepJudge:
-        found = StepCheck(rule, on, fn)
+        found = StepCheck(rule, on, fn, applies)
         STEP_CHECKS.setdefault(rule, []).append(found)
         ON_STEP.setdefault(on, []).append(found)
+        _ASK.setdefault(on, []).append((rule, fn, applies))
         return fn
 
     return register
 
 
 def judge_step(replay: Replay, on: str, b: Branch, data: Any = None) -> Death | None:
-    """The first step check of ``on`` that ``b`` fails (None: the branch may take the step)."""
-    for c in ON_STEP[on]:
-        found = c(replay, b, data)
+    """The first step check of ``on`` that ``b`` fails (None: the branch may take the step).
+    Which checks apply in ``b`` is worked out once per branch (every result line asks)."""
+    key = (on, b)
+    asked = replay.asked.get(key)
+    if asked is None:
+        asked = replay.asked[key] = tuple(
+            (rule, fn) for rule, fn, applies in _ASK[on] if applies is None or applies(replay, b)
+        )
+    for rule, judge in asked:
+        found = judge(replay, b, data)
         if found is not None:
-            return found
+            return found if found.__class__ is Death else Death(rule, found)  # type: ignore[arg-type]
     return None
 
 
