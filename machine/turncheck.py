@@ -18,7 +18,7 @@ What is checked (rule ids from the contract):
   results' contexts are logged, in commit order, after all of the turn's results;
 * R31 -- every started call is notified exactly once.
 
-The checks (:func:`toolcancel.judge.turn_problems`, registered there under their rules) read
+The checks (:func:`toolcancel.judge_turns.turn_problems`, registered there under their rules) read
 only what an environment sees of a turn -- the hooks' and the observer's events, the log, when
 ``run_turn`` returned -- so ``toolcancel conform`` judges another implementation's scheduler
 with the very same function (:mod:`toolcancel.turnvectors`).
@@ -32,7 +32,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .judge import TURN_DRAINS, TURN_RULES, TurnRecord, turn_problems
+from .judge_turns import TURN_DRAINS, TURN_RULES, TurnRecord, turn_problems
 from .registry import Accept, Allow, Deny, Execution, Next, PostDecision, PreDecision, ToolRegistry
 from .results import ToolResult, text_block, thaw
 from .scenario import _idle, quiet_failures

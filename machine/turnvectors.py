@@ -8,7 +8,7 @@ its own scheduler and reports what the environment saw: the hooks', bodies' and 
 events in order, the turn's log, and when ``run_turn`` returned (``spec/vectors/README.md``,
 turns).  ``toolcancel conform`` judges that in two steps:
 
-1. :func:`toolcancel.judge.turn_problems` -- the rules as CONTRACT.md states them, read from
+1. :func:`toolcancel.judge_turns.turn_problems` -- the rules as CONTRACT.md states them, read from
    the events and the log, the same function ``toolcancel verify`` checks the reference with.
    It does not assume the reference's grouping (a MAY): one call at a time passes as well.
 2. Each started call against what the contract gives a call of its kind when the turn aborted at
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from .errors import ToolcancelError
-from .judge import TURN_RULES, TurnRecord, turn_problems
+from .judge_turns import TURN_RULES, TurnRecord, turn_problems
 from .results import canonical_json
 from .turncheck import KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
 from .virtual_time import VirtualClock, run

@@ -172,7 +172,7 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
     from toolcancel.checker import check_lines
-    from toolcancel.judge import ON_LINE, TRACE_CHECKS, TRACE_RULES
+    from toolcancel.judge_lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
 
     rules = {r.id for r in load_contract().rules}
     assert set(TRACE_CHECKS) <= rules & TRACE_RULES
@@ -190,11 +190,39 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     assert verdict.rule == "R31" and "never notified" in (verdict.explanation or "")
 
 
+def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() -> None:
+    """The automaton's deaths and the result's shape are the judge's step checks: each under a
+    contract rule (or citing the contract's own), saying what it means; the rules the automaton
+    cites by itself are derived from them; and a death names the check's rule."""
+    from toolcancel.checker import check_lines
+    from toolcancel.judge_lines import AUTOMATON_RULES
+    from toolcancel.judge_results import result_death
+    from toolcancel.judge_steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
+
+    assert result_death.__module__ == "toolcancel.judge_results"
+    rules = {r.id for r in load_contract().rules}
+    assert set(STEP_CHECKS) - {CONTRACT} <= rules
+    assert AUTOMATON_RULES == step_rules() == frozenset(STEP_CHECKS) - {CONTRACT}
+    assert {"event", "machine", "decision", "stage_enter", "fused", "body_start"} <= set(ON_STEP)
+    assert {"body_settle", "no_invoke", "result"} <= set(ON_STEP)
+    for found in STEP_CHECKS.values():
+        for c in found:
+            assert c.judge.__doc__, f"{c.rule} on {c.on}: a check says what its rule means"
+    v = _first(
+        lambda s: (s.caller, s.args, s.tool_known, s.pre, s.wrappers, s.timeout)
+        == ("none", "ok", True, "allow", (), "absent")
+    )
+    trace = _answer(v, "trace")["trace"]
+    at = next(i for i, ln in enumerate(trace) if ln["event"] == "body_settle")
+    (verdict,) = check_lines([*trace[: at + 1], trace[at], *trace[at + 1 :]])
+    assert verdict.rule == "R27" and "settled twice" in (verdict.explanation or "")
+
+
 @pytest.mark.rules("R9", "R36", "R37", "R38")
 def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
     """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
     checks; a turn that never returned is reported as that alone (nothing after it is known)."""
-    from toolcancel.judge import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.judge_turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
     from toolcancel.turnvectors import RULES
 
     assert RULES == TURN_RULES == frozenset(TURN_CHECKS)

@@ -3,7 +3,7 @@
 Why these tests exist: the scheduler sits above the registry boundary, so no call vector can see
 it.  Turn vectors run a batch of calls under one turn signal, aborted at every gate, through the
 adapter's own scheduler; conform judges what the environment saw with the same rule checks
-``toolcancel verify`` runs on the reference (:func:`toolcancel.judge.turn_problems`).  Each
+``toolcancel verify`` runs on the reference (:func:`toolcancel.judge_turns.turn_problems`).  Each
 broken scheduler of ``model_tests/mutants.py`` (``TURN_MUTANTS``) must be caught by both, citing
 its rule; ``forgets_turn_contexts`` passed the turn checks before they asked whether every
 committed result's contexts are logged (issue 14, blind spot 4).  An adapter written before turn
