@@ -30,7 +30,6 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 
 from .contract import Deviation, load_contract
-from .registry import ToolRegistry
 from .scenario import Harness
 from .vectors import Expectation, Vector, expectation, scenario_data
 from .virtual_time import VirtualClock, run
@@ -106,9 +105,8 @@ def _timeout_by_code(retry: str) -> Callable[[Vector], Vector]:
     def model(v: Vector) -> Vector:
         default = load_contract().default_retry
         clock = VirtualClock()
-        harness = Harness(
-            v.scenario, ToolRegistry, clock, None if retry == default else retry, classify="code"
-        )
+        chosen = None if retry == default else retry
+        harness = Harness(v.scenario, None, clock, chosen, classify="code")  # our registry
         obs = run(harness.run(), clock=clock)
         return replace(v, expected=expectation(obs), alternatives=())
 

@@ -38,12 +38,13 @@ import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
 from dataclasses import asdict, dataclass, field, fields, replace
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from .core import PathStep
 from .deadline import Deadline, deadline
 from .errors import ToolcancelError
-from .registry import (
+from .execution import Execution
+from .hooks import (
     Accept,
     Allow,
     Approval,
@@ -51,17 +52,18 @@ from .registry import (
     Ask,
     Block,
     Deny,
-    Execution,
     Next,
     PostDecision,
     PreDecision,
-    ToolRegistry,
 )
 from .results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
 from .signals import AbortController, AbortSignal
 from .timeout_policy import TOOL_TIMEOUT
 from .trace import FORMAT_VERSION
 from .virtual_time import VirtualClock, run
+
+if TYPE_CHECKING:  # a scenario is data: reading one (conform) never loads the registry
+    from .registry import ToolRegistry
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
 CALLERS: Final = ("none", "live", "aborted")
@@ -362,7 +364,7 @@ class Observation:
         return next((i for i, e in enumerate(self.log) if e[0] == kind), None)
 
 
-RegistryFactory = Callable[..., ToolRegistry]
+RegistryFactory: TypeAlias = "Callable[..., ToolRegistry]"
 
 
 class Harness:
@@ -371,7 +373,7 @@ class Harness:
     def __init__(
         self,
         scenario: Scenario,
-        factory: RegistryFactory = ToolRegistry,
+        factory: RegistryFactory | None = None,  # None: toolcancel.ToolRegistry
         clock: VirtualClock | None = None,
         retry: str | None = None,
         *,
@@ -379,7 +381,11 @@ class Harness:
     ) -> None:
         self.s = scenario
         self.classify = classify  # how the timeout policy tells its own expiry (code: D13)
-        self.factory = factory
+        if factory is None:  # loaded here, not with the module: see TYPE_CHECKING above
+            from .registry import ToolRegistry
+
+            factory = ToolRegistry
+        self.factory: RegistryFactory = factory
         self.clock = clock
         self.retry = retry
         self.obs = Observation(scenario, retry)
@@ -857,7 +863,7 @@ async def _idle() -> None:
 
 
 def run_scenario(
-    scenario: Scenario, factory: RegistryFactory = ToolRegistry, *, retry: str | None = None
+    scenario: Scenario, factory: RegistryFactory | None = None, *, retry: str | None = None
 ) -> Observation:
     """Run one scenario on a fresh event loop with virtual time (``retry``: the registry's
     retry behaviour, D11; default: the registry's own)."""

@@ -31,11 +31,15 @@ the around chain the wrapper joins.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from .deadline import deadline
-from .registry import Execution, Next, ToolRegistry
 from .results import ToolResult
+
+if TYPE_CHECKING:  # annotations only: the data (TOOL_TIMEOUT) loads without the registry
+    from .execution import Execution
+    from .hooks import Next
+    from .registry import ToolRegistry
 
 __all__ = ["TOOL_TIMEOUT", "install_timeout_policy"]
 

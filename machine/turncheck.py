@@ -30,15 +30,19 @@ import asyncio
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from .execution import Execution
+from .hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
 from .judge_turns import TURN_DRAINS, TURN_RULES, TurnRecord, turn_problems
-from .registry import Accept, Allow, Deny, Execution, Next, PostDecision, PreDecision, ToolRegistry
 from .results import ToolResult, text_block, thaw
 from .scenario import _idle, quiet_failures
-from .scheduler import ToolCallRequest, TurnScheduler
 from .signals import AbortController
 from .virtual_time import VirtualClock, run
+
+if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (conform) does not
+    from .registry import ToolRegistry
+    from .scheduler import ToolCallRequest
 
 KINDS = ("ok", "ok_exclusive", "defer", "throw", "denied")
 """What a call of a batch does: succeed; succeed as an exclusive call; defer a context and succeed;
@@ -161,6 +165,9 @@ class TurnHarness:
             return await self._run()
 
     async def _run(self) -> TurnObservation:
+        from .registry import ToolRegistry
+        from .scheduler import ToolCallRequest
+
         reg = ToolRegistry(revision=self.t.revision)
         reg.add_pre_execute(self.pre)
         reg.add_post_execute(self.post)
@@ -192,6 +199,8 @@ class TurnHarness:
         return self.obs
 
     async def _turn(self, reg: ToolRegistry, calls: list[ToolCallRequest]) -> None:
+        from .scheduler import TurnScheduler
+
         scheduler = TurnScheduler(reg, max_concurrency=4)
         log = await scheduler.run_turn(calls, signal=self.turn_signal.signal)
         self.obs.returned = len(self.obs.events)

@@ -32,7 +32,7 @@ Where vectors come from, and why it is this way:
 * **Paths up to when an abort is noticed.**  A listed path has each ``caller_abort`` and
   ``fused_abort`` where the reference notices it, as early as possible; a registry may notice one
   later, or never, while no other event's transition depends on it
-  (:meth:`toolcancel.conform.Judge.noticed_late`), so listing every placement would only bloat
+  (:meth:`toolcancel.conform_judge.Judge.noticed_late`), so listing every placement would only bloat
   the files.
 * **Deterministic.**  The enumeration order is fixed, workers return their batches in order, ids
   are given after deduplication, and each vector is one JSON line with a fixed key order, so

@@ -24,7 +24,10 @@ from typing import Any
 import pytest
 from support import adapter_answer, run_cli, write_sample
 from toolcancel.adapter import Session
-from toolcancel.conform import PROTOCOL_RULE, Judge, Report, run_vectors
+from toolcancel.conform import run_vectors
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import PROTOCOL_RULE
+from toolcancel.conform_report import Report
 from toolcancel.registry import ToolRegistry
 from toolcancel.turnvectors import load_turn_vectors, turn_file
 from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors

@@ -33,7 +33,9 @@ from toolcancel.capabilities import (
     needs,
 )
 from toolcancel.commands.conform import table
-from toolcancel.conform import PROTOCOL_RULE, Judge, _hello_problem, run_vectors
+from toolcancel.conform import run_vectors
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import PROTOCOL_RULE, hello_problem
 from toolcancel.registry import ToolRegistry
 from toolcancel.turnvectors import load_turn_vectors, turn_file
 from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
@@ -71,7 +73,7 @@ def test_absent_capabilities_mean_everything() -> None:
 
 
 def test_a_full_declaration_is_usable_and_lacks_nothing() -> None:
-    assert _hello_problem(_hello()) is None
+    assert hello_problem(_hello()) is None
     caps = Capabilities.from_hello(EVERYTHING)
     assert (caps.declared, caps.everything, caps.to_json()) == (True, True, EVERYTHING)
 
@@ -88,23 +90,23 @@ def test_a_full_declaration_is_usable_and_lacks_nothing() -> None:
     ],
 )
 def test_a_bad_capability_is_one_line(change: dict[str, Any], words: str) -> None:
-    problem = _hello_problem(_hello(**change))
+    problem = hello_problem(_hello(**change))
     assert problem is not None and words in problem and "\n" not in problem
 
 
 def test_a_missing_key_is_named() -> None:
     hello = _hello()
     del hello["capabilities"]["around"]
-    assert _hello_problem(hello) == (
+    assert hello_problem(hello) == (
         "the adapter's hello: capabilities lacks around (every key is required)"
     )
     hello["capabilities"] = ["pre_policy"]
-    assert "must be an object" in str(_hello_problem(hello))
+    assert "must be an object" in str(hello_problem(hello))
 
 
 def test_turns_and_capabilities_turns_must_agree() -> None:
-    assert _hello_problem({**_hello(turns=False), "turns": False}) is None
-    problem = _hello_problem({**_hello(turns=False), "turns": True})
+    assert hello_problem({**_hello(turns=False), "turns": False}) is None
+    problem = hello_problem({**_hello(turns=False), "turns": True})
     assert problem is not None and "must agree" in problem
 
 

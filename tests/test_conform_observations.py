@@ -22,7 +22,9 @@ from typing import Any
 import pytest
 from support import mutants
 from toolcancel.adapter import Session
-from toolcancel.conform import PROTOCOL_RULE, Judge, run_vectors
+from toolcancel.conform import run_vectors
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import PROTOCOL_RULE
 from toolcancel.registry import ToolRegistry
 from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
 from toolcancel.verifier import verify

@@ -30,7 +30,8 @@ from typing import Any
 import pytest
 from support import MISBEHAVING_ADAPTER, conform_process, run_cli, write_sample
 from toolcancel.adapter import Session
-from toolcancel.conform import Judge, _hello_problem
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import hello_problem
 from toolcancel.contract import load_contract
 from toolcancel.judge import markdown_table, relay_on_live_caller
 from toolcancel.registry import ToolRegistry
@@ -188,7 +189,7 @@ def test_the_judge_takes_the_expectation_of_the_declared_retry(seed: list[Vector
     ],
 )
 def test_hello_versions(hello: dict[str, Any], problem: str | None) -> None:
-    assert _hello_problem(hello) == problem
+    assert hello_problem(hello) == problem
 
 
 # ------------------------------------------------------------------------------------------------

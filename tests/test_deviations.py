@@ -27,7 +27,9 @@ from typing import Any
 import pytest
 from support import run_cli, write_sample
 from toolcancel import scenario as vocabulary
-from toolcancel.conform import Judge, _hello_problem, _judged, _vector_message
+from toolcancel.conform import _judged
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import hello_problem, vector_message
 from toolcancel.contract import load_contract
 from toolcancel.deviations import EXPECTS, Declared, markdown_table
 from toolcancel.vectors import scenario_data, shipped_vectors
@@ -91,7 +93,7 @@ def test_every_deviation_cites_rules_a_scope_and_a_model_that_exist() -> None:
     ],
 )  # fmt: skip
 def test_a_hello_declares_known_deviations_only(declared: object, problem: str | None) -> None:
-    assert _hello_problem({**HELLO, "deviations": declared}) == problem
+    assert hello_problem({**HELLO, "deviations": declared}) == problem
 
 
 def test_an_unknown_deviation_stops_conform_in_one_line(
@@ -180,7 +182,7 @@ def _answers(
         factory = stack.enter_context(_mutant(mutant)) if mutant else ToolRegistry
         session = Session(factory, (revision,), level=level)
         stack.callback(session.close)
-        return [session.answer(_vector_message(v).decode()) for v in vectors]
+        return [session.answer(vector_message(v).decode()) for v in vectors]
 
 
 def _verdicts(
@@ -331,7 +333,7 @@ def test_the_javascript_example_deviates_as_declared_and_fails_undeclared(
 
 def test_the_report_lists_undeclared_failures_first_and_never_counts_a_deviation() -> None:
     from toolcancel.commands.conform import table
-    from toolcancel.conform import Judgement, Report
+    from toolcancel.conform_report import Judgement, Report
 
     report = Report("seed", "x", ["x"], declared=("D13",))
     report.judgements = [

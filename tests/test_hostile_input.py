@@ -43,10 +43,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toolcancel import conform as conform_module
+from toolcancel import conform_adapter
 from toolcancel.adapter import Session
 from toolcancel.cli import main
-from toolcancel.conform import Judge, _parse_answer
+from toolcancel.conform_judge import Judge
+from toolcancel.conform_protocol import AdapterDied, parse_answer
 from toolcancel.contract import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
 from toolcancel.registry import ToolRegistry
 from toolcancel.scenario import Harness, Scenario
@@ -482,7 +483,7 @@ def test_an_adapter_that_cannot_serve_is_one_line_and_exit_2(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(conform_module, "LINE_LIMIT", 1 << 16)
+    monkeypatch.setattr(conform_adapter, "LINE_LIMIT", 1 << 16)
     vectors = tmp_path / "vectors.jsonl"
     vectors.write_text(vector_lines()[0] + "\n", "utf-8")
     argv = ["conform", "--vectors", str(vectors), "--timeout", "30",
@@ -816,8 +817,8 @@ def test_fuzz_the_judge_of_adapter_answers_never_crashes(data: st.DataObject, le
     doc = data.draw(mutated(answer))
     line = data.draw(damaged((json.dumps(doc) + "\n").encode()))
     try:
-        parsed = _parse_answer(line, vector.id, 1 if level == "trace" else 2)
-    except conform_module.AdapterDied as exc:
+        parsed = parse_answer(line, vector.id, 1 if level == "trace" else 2)
+    except AdapterDied as exc:
         assert "\n" not in str(exc)
         return
     if parsed.get("type") == "outcome":

@@ -103,7 +103,7 @@ def explorer_bytes() -> int:
 
 
 def limits() -> dict[str, int]:
-    from toolcancel import cli, conform, contract, fileio, trace, vectors
+    from toolcancel import cli, conform_adapter, conform_protocol, contract, fileio, trace, vectors
     from toolcancel.commands import conform as conform_cmd
     from toolcancel.commands import explain as explain_cmd
 
@@ -112,8 +112,8 @@ def limits() -> dict[str, int]:
         "trace lines": trace.MAX_LINES, "vectors line": vectors.MAX_LINE_BYTES,
         "vectors depth": vectors.MAX_DEPTH, "vectors": vectors.MAX_VECTORS,
         "explain": explain_cmd.MAX_INPUT, "contract bytes": contract.MAX_CONTRACT_BYTES,
-        "contract depth": contract.MAX_CONTRACT_DEPTH, "answer line": conform.LINE_LIMIT,
-        "answer depth": conform.ANSWER_DEPTH, "timeout": conform_cmd.MAX_TIMEOUT,
+        "contract depth": contract.MAX_CONTRACT_DEPTH, "answer line": conform_adapter.LINE_LIMIT,
+        "answer depth": conform_protocol.ANSWER_DEPTH, "timeout": conform_cmd.MAX_TIMEOUT,
         "quote": fileio.QUOTE, "workers": cli.MAX_WORKERS,
     }
 

@@ -127,7 +127,8 @@ def test_a_turn_vectors_file_given_as_call_vectors_is_named_in_one_line(
 
 
 def test_a_malformed_turn_answer_is_a_protocol_failure() -> None:
-    from toolcancel.conform import PROTOCOL_RULE, Judge
+    from toolcancel.conform_judge import Judge
+    from toolcancel.conform_protocol import PROTOCOL_RULE
 
     v = shipped_turns("seed")[0]
     answer: dict[str, Any] = {"log": [], "observed": {"events": [{"event": "pre"}], "returned": 1}}

@@ -25,7 +25,7 @@ import pytest
 from toolcancel import vectors as vectors_module
 from toolcancel.adapter import Session
 from toolcancel.cli import main
-from toolcancel.conform import Judge
+from toolcancel.conform_judge import Judge
 from toolcancel.contract import load_contract
 from toolcancel.registry import ToolRegistry
 from toolcancel.scenario import Scenario, run_scenario

@@ -8,7 +8,10 @@ import sys
 from typing import Any
 
 from ..cli import Progress, UsageError, clip, revision_option
-from ..conform import HELLO_TIMEOUT, LEVELS, PROTOCOL_RULE, Report, conform, self_command
+from ..conform import conform, self_command
+from ..conform_adapter import HELLO_TIMEOUT
+from ..conform_protocol import LEVELS, PROTOCOL_RULE
+from ..conform_report import Report
 from ..contract import load_contract
 from ..fileio import check_destination
 from ..judge import CHECKED, NONE, OUTCOME
