@@ -230,8 +230,12 @@ def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> 
     for found in TURN_CHECKS.values():
         for c in found:
             assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
-    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
-    assert [rule for rule, _ in turn_problems(hung)] == ["R36"]
+    unreturned = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
+    assert [rule for rule, _ in turn_problems(unreturned)] == ["R36"]
+    # a hang the harness saw is a fact of the record; the judge alone says what it breaks
+    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {}, hung=True)
+    ((rule, why),) = turn_problems(hung)
+    assert rule == "R36" and "neither finished nor waited at a gate" in why
     unpaired = TurnRecord(2, [], [{"kind": "tool/call", "callId": "c0"}], 0, {})
     assert [rule for rule, _ in turn_problems(unpaired)] == ["R37"]
 
