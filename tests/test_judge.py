@@ -166,6 +166,20 @@ def test_a_check_whose_events_are_missing_could_not_have_failed() -> None:
     )
 
 
+def test_a_rule_no_vector_of_a_run_exercised_says_so_and_not_that_nothing_decides_it() -> None:
+    """A rule a transition or the trace checker decides, which no vector of the run could fail
+    (R40 in the revised vectors: every call there has a caller signal), says that; only a rule
+    nothing decides says that."""
+    nothing = frozenset[str]()
+    exercised = ("none", "no vector of this run exercised it")
+    assert rule_status("R40", "trace", checked=0, consequence=0, seen=nothing) == exercised
+    assert rule_status("R13", "outcome", checked=0, consequence=0, seen=nothing) == exercised
+    assert rule_status("R39", "trace", checked=0, consequence=0, seen=nothing) == (
+        "none",
+        "no check of the judge reads it and no transition carries it",
+    )
+
+
 @pytest.mark.rules("R1", "R22", "R23", "R31")
 def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> None:
     """The checker judges listener, slot, result and notify lines and the end of a call only by
