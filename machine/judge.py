@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .contract import load_contract
 from .judge_lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
 from .judge_turns import TURN_RULES
 from .results import canonical_json
@@ -555,6 +556,7 @@ CONSEQUENCE_WHY: Final = (
     "checked through the result: a wrong decision shows as another result, not the steps that "
     "made it"
 )
+NOT_EXERCISED: Final = "no vector of this run exercised it"
 TURNS_WHY: Final = (
     "THE SCHEDULER WAS NOT RUN: the adapter's hello does not declare turns, so no turn vector "
     "was sent"
@@ -572,7 +574,7 @@ def rule_status(
     if consequence:
         return OUTCOME, CONSEQUENCE_WHY
     if rule in TURN_RULES and not CHECKS.get(rule):
-        return NONE, TURNS_WHY if "turns" not in seen else "no vector of this run exercised it"
+        return NONE, TURNS_WHY if "turns" not in seen else NOT_EXERCISED
     optional = TRACE_READS.get(rule)
     if level == "trace" and optional is not None and optional not in seen:
         return NONE, f"the adapter wrote no {optional} lines (optional)"
@@ -580,6 +582,9 @@ def rule_status(
     if why:
         return NONE, why
     if level not in registered_levels(rule):
+        carried, shapes = contract_rules(load_contract())
+        if rule in carried | shapes or (level == "trace" and rule in TRACE_RULES):
+            return NONE, NOT_EXERCISED  # decided here, by a transition or the trace checker
         return NONE, static_why(rule, level)
     return NONE, "no vector of this run could fail it"
 
@@ -618,6 +623,18 @@ RESULT_RULES: Final = frozenset({ENVELOPE, ERROR_SHAPE})
 the revised error shape."""
 
 
+def contract_rules(contract: Contract) -> tuple[frozenset[str], frozenset[str]]:
+    """The rules the contract's data carries: (guards', transitions' and the caller's entry
+    rules; the outcomes' shape rules and what the result comparison decides in full)."""
+    carried: set[str] = {g.rule for g in contract.guards} | set(ENTRY_RULES.values())
+    shapes: set[str] = set(RESULT_RULES)
+    for name in contract.revisions:
+        table = contract.revision(name)
+        carried |= {r for t in table.transitions for r in t.rules}
+        shapes |= {o.rule for o in table.outcomes}
+    return frozenset(carried), frozenset(shapes)
+
+
 def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     """What the judge can decide of ``rule`` at each level, from the registry and the contract
     alone: (trace status, outcome status, why not fully).  At trace level the trace checker
@@ -626,14 +643,8 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     the result comparison decide a rule in full, a transition's decision shows through the
     result it leads to."""
 
-    carried: set[str] = {g.rule for g in contract.guards}
-    shapes: set[str] = set(RESULT_RULES)
-    for name in contract.revisions:
-        table = contract.revision(name)
-        carried |= {r for t in table.transitions for r in t.rules}
-        shapes |= {o.rule for o in table.outcomes}
+    carried, shapes = contract_rules(contract)
     levels = registered_levels(rule)
-    carried |= set(ENTRY_RULES.values())
     if rule in TURN_RULES - carried - shapes - TRACE_RULES:
         why = "needs an adapter that runs turns (optional: `turns` in its hello), else not checked"
         return CHECKED, CHECKED, why

@@ -23,14 +23,16 @@ from .results import canonical_json
 @dataclass(frozen=True)
 class TurnRecord:
     """What an environment saw of one turn of ``n`` calls ``c0``..: its events, its log, the
-    number of events when ``run_turn`` returned (None: it never did), and the revision's
-    synthetic result for a call that never started."""
+    number of events when ``run_turn`` returned (None: it never did), the revision's
+    synthetic result for a call that never started, and whether the environment saw the turn
+    hang (neither finish nor wait at a gate)."""
 
     n: int
     events: Sequence[Mapping[str, Any]]
     log: Sequence[Mapping[str, Any]]
     returned: int | None
     skipped: Mapping[str, Any]
+    hung: bool = False
 
     @property
     def ids(self) -> list[str]:
@@ -81,7 +83,8 @@ def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
     never returned is that alone; a log without one pair per model call is judged no further
     than that."""
     if turn.returned is None:
-        return [(TURN_DRAINS, "run_turn never returned: a started call was never drained")]
+        how = "neither finished nor waited at a gate" if turn.hung else "never returned"
+        return [(TURN_DRAINS, f"run_turn {how}: a started call was never drained")]
     paired = turn.paired()
     found = [
         (at, c.rule, why)

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING, Any
 
 from .execution import Execution
 from .hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
-from .judge_turns import TURN_DRAINS, TURN_RULES, TurnRecord, turn_problems
+from .judge_turns import TURN_RULES, TurnRecord, turn_problems
 from .results import ToolResult, text_block, thaw
 from .scenario import _idle, quiet_failures
 from .signals import AbortController
@@ -92,14 +92,15 @@ class TurnObservation:
     """What the environment saw of one turn, in the form the adapter protocol reports it
     (``spec/vectors/README.md``, turns): the ordered ``events`` the hooks, bodies and observer
     recorded (``{"event", "call"}``; a notification also carries the ``result`` it received),
-    the turn's ``log`` entries as data, and how many events existed when ``run_turn`` returned
-    (``None``: it never did)."""
+    the turn's ``log`` entries as data, how many events existed when ``run_turn`` returned
+    (``None``: it never did), and whether the turn hung: neither finished nor waited at a gate
+    (a fact; what it breaks is the judge's)."""
 
     turn: Turn
     events: list[dict[str, Any]] = field(default_factory=list)
     log: list[dict[str, Any]] = field(default_factory=list)
     returned: int | None = None
-    problems: list[tuple[str, str]] = field(default_factory=list)
+    hung: bool = False
     skipped: dict[str, Any] = field(default_factory=dict)
 
 
@@ -193,8 +194,7 @@ class TurnHarness:
             if fut is not None and not fut.done():
                 fut.set_result(None)
         if not task.done():
-            hangs = "the turn neither finished nor waited at a gate"
-            self.obs.problems.append((TURN_DRAINS, hangs))
+            self.obs.hung = True
             task.cancel()
         return self.obs
 
@@ -209,8 +209,10 @@ class TurnHarness:
 
 def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
     """The R31/R36/R37/R38/R9 checks of the module docstring; (rule, explanation) pairs."""
-    record = TurnRecord(len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped)
-    return obs.problems + turn_problems(record)
+    record = TurnRecord(
+        len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped, obs.hung
+    )
+    return turn_problems(record)
 
 
 @dataclass

@@ -166,6 +166,20 @@ def test_a_check_whose_events_are_missing_could_not_have_failed() -> None:
     )
 
 
+def test_a_rule_no_vector_of_a_run_exercised_says_so_and_not_that_nothing_decides_it() -> None:
+    """A rule a transition or the trace checker decides, which no vector of the run could fail
+    (R40 in the revised vectors: every call there has a caller signal), says that; only a rule
+    nothing decides says that."""
+    nothing = frozenset[str]()
+    exercised = ("none", "no vector of this run exercised it")
+    assert rule_status("R40", "trace", checked=0, consequence=0, seen=nothing) == exercised
+    assert rule_status("R13", "outcome", checked=0, consequence=0, seen=nothing) == exercised
+    assert rule_status("R39", "trace", checked=0, consequence=0, seen=nothing) == (
+        "none",
+        "no check of the judge reads it and no transition carries it",
+    )
+
+
 @pytest.mark.rules("R1", "R22", "R23", "R31")
 def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> None:
     """The checker judges listener, slot, result and notify lines and the end of a call only by
@@ -230,8 +244,12 @@ def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> 
     for found in TURN_CHECKS.values():
         for c in found:
             assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
-    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
-    assert [rule for rule, _ in turn_problems(hung)] == ["R36"]
+    unreturned = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
+    assert [rule for rule, _ in turn_problems(unreturned)] == ["R36"]
+    # a hang the harness saw is a fact of the record; the judge alone says what it breaks
+    hung = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {}, hung=True)
+    ((rule, why),) = turn_problems(hung)
+    assert rule == "R36" and "neither finished nor waited at a gate" in why
     unpaired = TurnRecord(2, [], [{"kind": "tool/call", "callId": "c0"}], 0, {})
     assert [rule for rule, _ in turn_problems(unpaired)] == ["R37"]
 
