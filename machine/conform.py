@@ -57,6 +57,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import reaper, turnvectors
+from .capabilities import STAGE_OBSERVATIONS as _STAGE_OBSERVATIONS
 from .capabilities import Capabilities, CapabilityError, needs, undeclared
 from .checker import Checker
 from .contract import RevisionContract, Transition, load_contract
@@ -107,6 +108,7 @@ from .vectors import (
     load_vectors,
     scenario_data,
     shipped_dir,
+    stageless_file,
     vectors_file,
 )
 
@@ -1087,16 +1089,6 @@ class Judge:
         return self.result_rules | {self.outcome_rule[exp.outcome]}
 
 
-_STAGE_OBSERVATIONS: Final = {
-    "observers": ("notified", "frozen"),
-    "post_policy": ("post_received",),
-    "approval": ("approval_signal",),
-    "around": ("slot_after_next",),
-}
-"""Environment observations only a runtime with the stage can make: left out of the record of a
-runtime without it (an answer that makes one anyway is a protocol failure)."""
-
-
 def _brief(value: Any) -> str:
     """A value for a report line: text, cut at :data:`QUOTE` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
@@ -1562,10 +1554,12 @@ async def run_vectors(
     hello_timeout: float = HELLO_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
     turns: Sequence[TurnVector] = (),
+    stageless: Sequence[Vector] = (),
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
     ``progress(judged, total)`` is called after each answer.  The turn vectors ``turns`` are
-    sent after the call vectors, if the adapter's hello declares ``turns``.
+    sent after the call vectors, if the adapter's hello declares ``turns``; the ``stageless``
+    family is added to the call vectors if its hello lacks a capability.
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
@@ -1579,6 +1573,7 @@ async def run_vectors(
             hello_timeout=hello_timeout,
             progress=progress,
             turns=turns,
+            stageless=stageless,
         )
 
 
@@ -1592,10 +1587,13 @@ async def _run_vectors(
     hello_timeout: float,
     progress: Callable[[int, int], None] | None,
     turns: Sequence[TurnVector] = (),
+    stageless: Sequence[Vector] = (),
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
     caps = adapter.capabilities
+    if caps.declared and not caps.everything:  # one vector per scenario, not per path
+        vectors = [*vectors, *stageless]
     judge = Judge(revision, adapter.retry, adapter.level, caps)
     items: list[Vector | TurnVector] = []
     skipped: list[tuple[Vector, frozenset[str]]] = []
@@ -1830,19 +1828,24 @@ def conform(
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones, call and turn vectors, unless
-    ``vectors_path`` names a call vectors file), or only those ``only`` selects
-    (:func:`select`)."""
+    """Run the vectors of ``revision`` (the committed ones, call and turn vectors and the
+    stage-less family for a hello that lacks a capability, unless ``vectors_path`` names a call
+    vectors file), or only those ``only`` selects (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
     turns: list[TurnVector] = []
+    stageless: list[Vector] = []
     if not vectors_path:
         turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
+        stageless = load_vectors(stageless_file(shipped_dir(), revision))
     if only:
-        vectors, turns = select(vectors, only, revision, turns)
+        picked, turns = select([*vectors, *stageless], only, revision, turns)
+        family = {v.id for v in stageless}
+        vectors = [v for v in picked if v.id not in family]
+        stageless = [v for v in picked if v.id in family]
     return asyncio.run(
         run_vectors(
             command,
@@ -1852,6 +1855,7 @@ def conform(
             hello_timeout=hello_timeout,
             progress=progress,
             turns=turns,
+            stageless=stageless,
         )
     )
 

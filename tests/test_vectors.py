@@ -22,13 +22,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel import vectors as vectors_module
+from toolcancel import vectorgen
 from toolcancel.adapter import Session
 from toolcancel.cli import main
 from toolcancel.conform import Judge
 from toolcancel.contract import load_contract
 from toolcancel.registry import ToolRegistry
 from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.vectorgen import compare, generate, portable_cancels
 from toolcancel.vectors import (
     REVISIONS,
     SCHEMA_NAME,
@@ -36,15 +37,13 @@ from toolcancel.vectors import (
     VectorError,
     body_signals,
     classify_reason,
-    compare,
     expectation,
-    generate,
     load_vectors,
-    portable_cancels,
     render,
     schema,
     schema_text,
     shipped_dir,
+    shipped_stageless,
     shipped_vectors,
     vectors_file,
 )
@@ -68,8 +67,10 @@ def test_vectors_check_passes_on_fresh_output_and_fails_on_a_modified_file(
     # What the check reports, not what the generator yields: scripts/test runs `vectors --check`
     # on both revisions in full, so here the generation is the committed seed vectors.
     fresh = shipped_vectors("seed")
-    monkeypatch.setattr(vectors_module, "generate", lambda revision, **_: fresh)
-    for name in ("seed.jsonl", "turns-seed.jsonl", SCHEMA_NAME):
+    monkeypatch.setattr(vectorgen, "generate", lambda revision, **_: fresh)
+    family = shipped_stageless("seed")
+    monkeypatch.setattr(vectorgen, "generate_stageless", lambda revision, main, **_: family)
+    for name in ("seed.jsonl", "stageless-seed.jsonl", "turns-seed.jsonl", SCHEMA_NAME):
         shutil.copy(shipped_dir() / name, tmp_path / name)
     seed = tmp_path / "seed.jsonl"
     lines = seed.read_text(encoding="utf-8").splitlines(keepends=True)
