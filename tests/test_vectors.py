@@ -18,6 +18,8 @@ import itertools
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -416,3 +418,16 @@ def test_bad_vectors_options_are_one_line_and_exit_2(
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"toolcancel vectors: {message}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_format_module_loads_no_generator() -> None:
+    """Reading vectors (an implementer's run) never loads the model checker or the cluster
+    engine: their generation is toolcancel.vectorgen's (self-verification)."""
+    code = (
+        "import sys, toolcancel.vectors; "
+        "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
+        "('verifier', 'cluster', 'vectorgen')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)  # fmt: skip
+    assert done.stdout.strip() == "[]"
