@@ -60,7 +60,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from typing import IO, Any, Final, cast
 
-from .capabilities import CANCELS, STAGES
+from .capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
 from .contract import load_contract
 from .errors import RegistryUsageError, ToolcancelError
 from .registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
@@ -77,12 +77,6 @@ PROTOCOL: Final = 2
 every message).  It answers each vector in the version the vector came in, 1 or 2."""
 PROTOCOLS: Final = (1, 2)
 LEVELS: Final = ("trace", "outcome")
-_OBSERVATIONS: Final = {
-    "post_policy": "post_received",
-    "approval": "approval_signal",
-    "around": "slot_after_next",
-}
-"""Stage -> the answer's observation only a runtime with it can make (``--without``)."""
 
 
 def _implementation() -> str:
@@ -152,20 +146,20 @@ class Session:
     def capabilities(self) -> dict[str, Any]:
         """The hello's ``capabilities``: every stage but those ``--without`` names, every way to
         cancel."""
-        lacks = self.lacks | ({"replace_signal"} if "around" in self.lacks else set())
+        lacks = self.lacks | {s for s, needed in REQUIRES.items() if needed in self.lacks}
         return {**{s: s not in lacks for s in STAGES}, "cancel": list(CANCELS)}
 
     def unobserved(self, answer: dict[str, Any]) -> dict[str, Any]:
         """``answer`` as a runtime without the stages of ``--without`` reports it: no
         observation of them (the vectors conform sends it leave those stages neutral)."""
         observed = answer["observed"]
-        for stage, key in _OBSERVATIONS.items():
+        for stage, (_, pairs) in OBSERVATIONS.items():
             if stage in self.lacks:
-                observed.pop(key, None)
-        if "observers" in self.lacks:
+                for _, key in pairs:
+                    observed.pop(key, None)
+        if "observers" in self.lacks:  # a count every answer carries: nobody was notified
             observed["notifications"] = 0
             observed["notified_same"] = True
-            observed.pop("frozen", None)
         return answer
 
     def answer(self, line: str) -> dict[str, Any]:

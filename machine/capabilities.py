@@ -31,10 +31,12 @@ stage at work is a protocol failure naming the capability (:func:`undeclared`).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from .contract import load_contract
 from .judge import SLOT_WRAPPERS
 from .scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
@@ -42,19 +44,10 @@ if TYPE_CHECKING:
     from .contract import RevisionContract
     from .vectors import Vector
 
-STAGES: Final = (
-    "pre_policy",
-    "approval",
-    "guards",
-    "around",
-    "replace_signal",
-    "timeout_policy",
-    "body_signal",
-    "post_policy",
-    "observers",
-    "turns",
-)
-"""The stages a hello's ``capabilities`` declares, each ``true`` or ``false`` (every one given)."""
+_TABLE: Final = load_contract().capabilities
+STAGES: Final = tuple(k.name for k in _TABLE)
+"""The stages a hello's ``capabilities`` declares, each ``true`` or ``false`` (every one given):
+the contract's ``[[capability]]`` table, in its order."""
 CANCELS: Final = ("signal", "task", "message")
 """How a runtime's caller can cancel a call: abort a signal it passed, cancel the task running
 the call, send a protocol message (MCP's ``notifications/cancelled``)."""
@@ -62,28 +55,43 @@ CANCEL_SIGNAL: Final = "cancel:signal"
 """The need of a caller aborted before ``execute()``: only a signal can be."""
 CANCEL_ANY: Final = "cancel"
 """The need of a caller that may cancel during the call: any of :data:`CANCELS`."""
-FIELDS: Final = {
-    "pre_policy": "pre",
-    "guards": "guard",
-    "around": "wrappers",
-    "timeout_policy": "timeout",
-    "post_policy": "post",
-    "observers": "observer",
-}
-"""Stage -> the scenario field whose non-default value needs it."""
-GATES: Final = {"pre": "pre_policy", "approval": "approval", "post": "post_policy", "w": "around"}
-"""Gate (``w``: every wrapper's ``w<i>_before`` / ``w<i>_after``) -> the stage that waits in it."""
-STAGE_STATES: Final = {
-    "pre_policy": ("pre_policy",),
-    "approval": ("approval",),
-    "guards": ("guards",),
-    "post_policy": ("post_policy",),
-}
+FIELDS: Final = {k.name: (k.field, frozenset(k.values)) for k in _TABLE if k.field is not None}
+"""Stage -> the scenario field that needs it, and the values that do (empty: any but the
+default)."""
+GATES: Final = tuple(
+    (re.compile(re.escape(g).replace(re.escape("<i>"), "[0-9]+") + "$"), k.name)
+    for k in _TABLE
+    for g in k.gates
+)
+"""(gate pattern, the stage that waits in it): a cancellation there needs the stage."""
+STAGE_STATES: Final = {k.name: k.states for k in _TABLE if k.states}
 """Stage -> its contract states.  A trace event leaving them that no allowed path of the vector
 has shows the stage at work (a runtime without it writes only the empty stage's event: allow,
-pass, accept); the approval seam is needed when an allowed path has one."""
-BY_PATH: Final = ("approval",)
+pass, accept)."""
+BY_PATH: Final = tuple(k.name for k in _TABLE if k.by_path)
 """Stages a vector needs when some allowed path has an event of theirs."""
+REQUIRES: Final = {k.name: k.requires for k in _TABLE if k.requires is not None}
+"""Stage -> the stage without which it cannot be declared (replace_signal -> around)."""
+OBSERVATIONS: Final = {
+    "observers": (
+        "an observer was notified",
+        (("notified", "notifications"), ("frozen", "frozen")),
+    ),
+    "post_policy": ("post-execute received a result", (("post_received", "post_received"),)),
+    "approval": ("the approval seam was asked", (("approval_signal", "approval_signal"),)),
+    "around": (
+        "a wrapper's next() was observed (slot_after_next)",
+        (("slot_after_next", "slot_after_next"),),
+    ),
+}
+"""Stage -> what only a runtime with it can observe: in words, and each observation as (the
+record's environment event, the answer's ``observed`` key).  The one table of them: a runtime
+without the stage has them left out of its record (:class:`toolcancel.conform_judge.Judge`), and an
+answer that makes one anyway is a protocol failure (:func:`undeclared`)."""
+STAGE_OBSERVATIONS: Final = {
+    stage: tuple(event for event, _ in pairs) for stage, (_, pairs) in OBSERVATIONS.items()
+}
+"""Stage -> the record's environment events only it makes (from :data:`OBSERVATIONS`)."""
 _DEFAULT: Final = Scenario()
 POLICY_TEXTS: Final = (POST_CONTEXT, BLOCK_CONTEXT, REWRITTEN, BLOCK_TEXT)
 """What only a post-execute listener puts in a result (its contexts, its content)."""
@@ -154,11 +162,12 @@ class Capabilities:
             raise CapabilityError(
                 f"{where}.cancel must be a list of distinct {', '.join(CANCELS)}, not {cancel!r}"
             )
-        if data["replace_signal"] and not data["around"]:
-            raise CapabilityError(
-                f"{where}.replace_signal is true but around is false: only an around wrapper "
-                "can hand the body another signal"
-            )
+        for stage, needed in REQUIRES.items():
+            if data[stage] and not data[needed]:
+                raise CapabilityError(
+                    f"{where}.{stage} is true but {needed} is false: {stage} needs {needed} "
+                    f"({_DOCS[stage]})"
+                )
         return cls(frozenset(k for k in STAGES if data[k]), frozenset(cancel), True)
 
 
@@ -183,14 +192,13 @@ def needs(v: Vector, table: RevisionContract) -> frozenset[str]:
     :data:`CANCEL_ANY` (the module's docstring gives the derivation)."""
     s = v.scenario
     out: set[str] = set()
-    for stage, name in FIELDS.items():
-        if getattr(s, name) != getattr(_DEFAULT, name):
+    for stage, (name, values) in FIELDS.items():
+        value = getattr(s, name)
+        if value in values if values else value != getattr(_DEFAULT, name):
             out.add(stage)
     if s.cancel.startswith("gate:"):
         gate = s.cancel.removeprefix("gate:")
-        waits = GATES.get(gate) or (GATES["w"] if gate.startswith("w") else None)
-        if waits is not None:
-            out.add(waits)
+        out.update(stage for pattern, stage in GATES if pattern.match(gate))
     events = _EVENTS.get(table.name)
     if events is None:
         events = _EVENTS[table.name] = _stage_events(
@@ -222,21 +230,17 @@ def undeclared(
     if caps.everything:
         return None
     observed = answer.get("observed") or {}
-    found: list[tuple[str, str]] = []
-    if observed.get("post_received") is not None:
-        found.append(("post_policy", "post-execute received a result"))
+    found = [
+        (stage, what)
+        for stage, (what, pairs) in OBSERVATIONS.items()
+        if any(_shows(observed.get(key)) for _, key in pairs)
+    ]
     result = answer.get("result")
     if isinstance(result, dict):
         blocks = [*(result.get("additionalContexts") or ()), *(result.get("content") or ())]
         if any(b in POLICY_TEXTS or (isinstance(b, dict) and b.get("text") in POLICY_TEXTS)
                for b in blocks):  # fmt: skip
             found.append(("post_policy", "the result carries post-execute's contexts or content"))
-    if observed.get("approval_signal") is not None:
-        found.append(("approval", "the approval seam was asked"))
-    if observed.get("slot_after_next"):
-        found.append(("around", "a wrapper's next() was observed (slot_after_next)"))
-    if observed.get("notifications") or observed.get("frozen") is not None:
-        found.append(("observers", "an observer was notified"))
     signals = [
         *(observed.get("body_signals") or ()),
         *(x for b in observed.get("bodies") or () for x in (b.get("start"), b.get("settle"))),
@@ -261,11 +265,15 @@ def undeclared(
     return None
 
 
+def _shows(value: Any) -> bool:
+    """Whether an observation's value shows its stage at work: present, and not the nothing a
+    runtime without the stage may report (no notifications, no wrapper's ``next()``)."""
+    return value is not None and not (type(value) is int and value == 0) and value != []
+
+
 def _event_stages() -> dict[str, str]:
     """Contract event -> the stage whose states it leaves (:data:`STAGE_STATES`), both
     revisions."""
-    from .contract import load_contract
-
     contract = load_contract()
     out: dict[str, str] = {}
     for name in contract.revisions:
@@ -275,5 +283,6 @@ def _event_stages() -> dict[str, str]:
 
 
 _EVENT_STAGE: Final = _event_stages()
+_DOCS: Final = {k.name: k.doc for k in _TABLE}
 
 __all__ = ["CANCELS", "STAGES", "Capabilities", "CapabilityError", "needs", "undeclared"]

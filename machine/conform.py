@@ -59,9 +59,9 @@ from pathlib import Path
 from typing import Any, Final
 
 from . import reaper, turnvectors
-from .capabilities import needs
+from .capabilities import STAGE_OBSERVATIONS, needs
 from .conform_adapter import HELLO_TIMEOUT, Adapter
-from .conform_judge import _STAGE_OBSERVATIONS, Judge
+from .conform_judge import Judge
 from .conform_protocol import (
     PROTOCOL_RULE,
     QUOTE,
@@ -74,7 +74,14 @@ from .conform_report import Judgement, Report
 from .deviations import Declared
 from .judge import CHECKS
 from .turnvectors import TurnVector
-from .vectors import Vector, load_vectors, scenario_data, shipped_dir, vectors_file
+from .vectors import (
+    Vector,
+    load_vectors,
+    scenario_data,
+    shipped_dir,
+    stageless_file,
+    vectors_file,
+)
 
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
@@ -90,10 +97,12 @@ async def run_vectors(
     hello_timeout: float = HELLO_TIMEOUT,
     progress: Callable[[int, int], None] | None = None,
     turns: Sequence[TurnVector] = (),
+    stageless: Sequence[Vector] = (),
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
     ``progress(judged, total)`` is called after each answer.  The turn vectors ``turns`` are
-    sent after the call vectors, if the adapter's hello declares ``turns``.
+    sent after the call vectors, if the adapter's hello declares ``turns``; the ``stageless``
+    family is added to the call vectors if its hello lacks a capability.
 
     Runs as the subreaper of the adapters it starts, so that what they leave behind is killed
     and reaped, never orphaned (:meth:`Adapter.stop`)."""
@@ -107,6 +116,7 @@ async def run_vectors(
             hello_timeout=hello_timeout,
             progress=progress,
             turns=turns,
+            stageless=stageless,
         )
 
 
@@ -120,10 +130,13 @@ async def _run_vectors(
     hello_timeout: float,
     progress: Callable[[int, int], None] | None,
     turns: Sequence[TurnVector] = (),
+    stageless: Sequence[Vector] = (),
 ) -> Report:
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
     caps = adapter.capabilities
+    if caps.declared and not caps.everything:  # one vector per scenario, not per path
+        vectors = [*vectors, *stageless]
     judge = Judge(revision, adapter.retry, adapter.level, caps)
     items: list[Vector | TurnVector] = []
     skipped: list[tuple[Vector, frozenset[str]]] = []
@@ -279,7 +292,7 @@ def _wanting(
     for rule, found in CHECKS.items():  # every check reads what a lacking stage cannot show
         asked = [c for c in found if judge.level in c.levels]
         blind = [
-            {st for st, events in _STAGE_OBSERVATIONS.items() if c.reads & set(events)}
+            {st for st, events in STAGE_OBSERVATIONS.items() if c.reads & set(events)}
             - caps.stages
             for c in asked
         ]
@@ -328,19 +341,24 @@ def conform(
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
 ) -> Report:
-    """Run the vectors of ``revision`` (the committed ones, call and turn vectors, unless
-    ``vectors_path`` names a call vectors file), or only those ``only`` selects
-    (:func:`select`)."""
+    """Run the vectors of ``revision`` (the committed ones, call and turn vectors and the
+    stage-less family for a hello that lacks a capability, unless ``vectors_path`` names a call
+    vectors file), or only those ``only`` selects (:func:`select`)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
     if wrong:
         raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
     turns: list[TurnVector] = []
+    stageless: list[Vector] = []
     if not vectors_path:
         turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
+        stageless = load_vectors(stageless_file(shipped_dir(), revision))
     if only:
-        vectors, turns = select(vectors, only, revision, turns)
+        picked, turns = select([*vectors, *stageless], only, revision, turns)
+        family = {v.id for v in stageless}
+        vectors = [v for v in picked if v.id not in family]
+        stageless = [v for v in picked if v.id in family]
     return asyncio.run(
         run_vectors(
             command,
@@ -350,6 +368,7 @@ def conform(
             hello_timeout=hello_timeout,
             progress=progress,
             turns=turns,
+            stageless=stageless,
         )
     )
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 from . import turnvectors
-from .capabilities import Capabilities, undeclared
+from .capabilities import STAGE_OBSERVATIONS, Capabilities, undeclared
 from .checker import Checker
 from .conform_protocol import PROTOCOL_RULE, QUOTE, answer_problem, outcome_problem
 from .conform_report import Judgement
@@ -79,7 +79,7 @@ class Judge:
         self.capabilities = capabilities or Capabilities()
         # observations of a stage the runtime lacks are not judged (it cannot make them)
         self._unobserved = frozenset(
-            e for stage, events in _STAGE_OBSERVATIONS.items()
+            e for stage, events in STAGE_OBSERVATIONS.items()
             if stage not in self.capabilities.stages for e in events
         )  # fmt: skip
         self.seen: set[str] = set()  # optional observations some answer carried (listeners)
@@ -665,16 +665,6 @@ class Judge:
         """The rules the result comparison decides in full: the envelope (R1), the outcome's
         own shape and, in the revised contract, the error shape (R44)."""
         return self.result_rules | {self.outcome_rule[exp.outcome]}
-
-
-_STAGE_OBSERVATIONS: Final = {
-    "observers": ("notified", "frozen"),
-    "post_policy": ("post_received",),
-    "approval": ("approval_signal",),
-    "around": ("slot_after_next",),
-}
-"""Environment observations only a runtime with the stage can make: left out of the record of a
-runtime without it (an answer that makes one anyway is a protocol failure)."""
 
 
 def _brief(value: Any) -> str:

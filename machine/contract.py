@@ -47,6 +47,22 @@ class Stage:
 
 
 @dataclass(frozen=True)
+class Capability:
+    """A stage (or power) a runtime may lack, which its hello declares: what in a scenario needs
+    it (``field`` off its default or in ``values``, a cancellation at one of ``gates``, with
+    ``by_path`` an allowed path leaving ``states``) -- toolcancel.capabilities derives from it."""
+
+    name: str
+    doc: str
+    field: str | None = None
+    values: tuple[str, ...] = ()
+    gates: tuple[str, ...] = ()
+    states: tuple[str, ...] = ()
+    by_path: bool = False
+    requires: str | None = None
+
+
+@dataclass(frozen=True)
 class Event:
     name: str
     doc: str
@@ -183,6 +199,7 @@ class Contract:
     precedence: tuple[PrecedenceRow, ...]
     rules: tuple[Rule, ...]
     deviations: tuple[Deviation, ...] = ()
+    capabilities: tuple[Capability, ...] = ()
     _by_revision: dict[str, RevisionContract] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -428,6 +445,19 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         )
         for i, e in enumerate(entries("stage"))
     )
+    capabilities = tuple(
+        Capability(
+            name=_need(e, "name", str, f"{source} capability #{i + 1}"),
+            doc=_need(e, "doc", str, f"{source} capability #{i + 1}"),
+            field=_opt(e, "field", str, None, f"{source} capability #{i + 1}"),
+            values=_strs(e.get("values", []), f"{source} capability #{i + 1}"),
+            gates=_strs(e.get("gates", []), f"{source} capability #{i + 1}"),
+            states=_strs(e.get("states", []), f"{source} capability #{i + 1}"),
+            by_path=_opt(e, "by_path", bool, False, f"{source} capability #{i + 1}"),
+            requires=_opt(e, "requires", str, None, f"{source} capability #{i + 1}"),
+        )
+        for i, e in enumerate(entries("capability"))
+    )
     events = tuple(
         Event(
             name=_need(e, "name", str, f"{source} event #{i + 1}"),
@@ -565,6 +595,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         precedence=precedence,
         rules=rules,
         deviations=tuple(deviations),
+        capabilities=capabilities,
     )
     _check_references(contract)
     _refuse_unknown_keys(data, source)
@@ -614,6 +645,16 @@ def _check_references(c: Contract) -> None:
                     f"{c.source}: state {name!r} is in stages {staged[name]!r} and {stage.name!r}"
                 )
             staged[name] = stage.name
+    able = unique("capability", [k.name for k in c.capabilities])
+    for k in c.capabilities:
+        where = f"{c.source}: capability {k.name!r}"
+        if k.requires is not None and k.requires not in able:
+            raise ContractError(f"{where} requires unknown capability {k.requires!r}")
+        unknown_states = [s for s in k.states if s not in states]
+        if unknown_states:
+            raise ContractError(f"{where} names unknown state {unknown_states[0]!r}")
+        if k.values and k.field is None:
+            raise ContractError(f"{where} has values but no field")
     unstaged = [s.name for s in c.states if s.name not in staged]
     if c.stages and unstaged:
         raise ContractError(f"{c.source}: no [[stage]] holds state(s) {', '.join(unstaged)}")

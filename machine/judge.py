@@ -32,7 +32,6 @@ from typing import TYPE_CHECKING, Any, Final
 from .contract import load_contract
 from .judge_lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
 from .judge_turns import TURN_RULES
-from .results import canonical_json
 from .trace import ENVIRONMENT, FORMAT_VERSION
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back

@@ -162,11 +162,13 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
 def _behaviour(s: dict[str, Any]) -> tuple[Any, ...]:
     """What tells apart the behaviours one family (a rule at a step) lumps together in a runtime
     without the contract's stages: the tool and its arguments, whether the body returns, throws
-    or returns a non-JSON ``meta``, and whether the caller cancelled.  The table shows one vector
-    of each."""
+    or returns a non-JSON ``meta``, whether the caller cancelled while the call ran (an abort
+    after the result changes nothing) and, if so, whether the body ignored it.  The table shows
+    one vector of each."""
     body = s["body"]
     kind = "throw" if body.endswith("throw") else "bad_meta" if body == "bad_meta" else "return"
-    return (s["tool_known"], s["args"], kind, s["cancel"] != "never")
+    cancelled = s["cancel"] not in ("never", "after")
+    return (s["tool_known"], s["args"], kind, cancelled, cancelled and not s["cooperative"])
 
 
 def _examples(
@@ -190,13 +192,14 @@ _SCENARIOS: dict[str, dict[str, Any]] = {}
 
 
 def _scenarios(root: Path, revision: str) -> dict[str, Any]:
-    """Vector id -> scenario, for the committed vectors of ``revision``."""
+    """Vector id -> scenario, for the committed vectors of ``revision`` and its stage-less
+    family (conform adds it for a runtime that lacks a stage)."""
     if revision not in _SCENARIOS:
-        path = root / "spec" / "vectors" / f"{revision}.jsonl"
-        with path.open(encoding="utf-8") as lines:
-            _SCENARIOS[revision] = {
-                v["id"]: v["scenario"] for v in map(json.loads, lines) if "scenario" in v
-            }
+        found: dict[str, Any] = {}
+        for name in (f"{revision}.jsonl", f"stageless-{revision}.jsonl"):
+            with (root / "spec" / "vectors" / name).open(encoding="utf-8") as lines:
+                found.update((v["id"], v["scenario"]) for v in map(json.loads, lines))
+        _SCENARIOS[revision] = found
     return _SCENARIOS[revision]
 
 

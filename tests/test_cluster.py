@@ -26,7 +26,8 @@ from toolcancel import cluster as cluster_module
 from toolcancel import verifier
 from toolcancel.cluster import ClusterError, map_in_order
 from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import generate, render
+from toolcancel.vectorgen import generate
+from toolcancel.vectors import render
 from toolcancel.verifier import Tally, plan, run_jobs, verify
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the gated job runs on workers

@@ -15,14 +15,17 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
 import json
 import sys
+import tomllib
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support import adapter_answer, run_cli, write_sample
+from toolcancel import scenario as vocabulary
 from toolcancel.adapter import Session
 from toolcancel.capabilities import (
     CANCEL_ANY,
@@ -33,12 +36,23 @@ from toolcancel.capabilities import (
     needs,
 )
 from toolcancel.commands.conform import table
-from toolcancel.conform import run_vectors
+from toolcancel.conform import conform, run_vectors
 from toolcancel.conform_judge import Judge
 from toolcancel.conform_protocol import PROTOCOL_RULE, hello_problem
+from toolcancel.contract import ContractError, load_contract, parse_contract
 from toolcancel.registry import ToolRegistry
+from toolcancel.scenario import BODIES, Scenario
 from toolcancel.turnvectors import load_turn_vectors, turn_file
-from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.vectorgen import generate_stageless
+from toolcancel.vectors import (
+    REVISIONS,
+    Vector,
+    render,
+    shipped_dir,
+    shipped_stageless,
+    shipped_vectors,
+    stageless_file,
+)
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 EVERYTHING: dict[str, Any] = {**dict.fromkeys(STAGES, True), "cancel": list(CANCELS)}
@@ -348,3 +362,81 @@ def test_a_run_without_turn_vectors_does_not_blame_a_hello_that_declares_turns(
     command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
     report = asyncio.run(run_vectors(command, seed[:1], "seed"))
     assert "turn scheduler (R9, R36-R38) -- this run has no turn vectors" in table(report)
+
+
+# ------------------------------------------------------------------------------------------------
+# The table behind it, and deferred contexts
+# ------------------------------------------------------------------------------------------------
+
+
+def test_the_capabilities_are_the_contracts_table() -> None:
+    table = load_contract().capabilities
+    assert STAGES == tuple(k.name for k in table)
+    fields = {f.name for f in dataclasses.fields(Scenario)}
+    assert all(k.field in fields for k in table if k.field is not None)
+    assert all(set(k.values) <= set(getattr(vocabulary, k.field.upper(), k.values))
+               for k in table if k.field is not None and k.values)  # fmt: skip
+    data = tomllib.loads((Path(__file__).resolve().parent.parent / "spec" / "contract.toml")
+                         .read_text(encoding="utf-8"))  # fmt: skip
+    data["capability"].append({"name": "x", "doc": "x", "requires": "nothing"})
+    with pytest.raises(ContractError, match="capability 'x' requires unknown capability"):
+        parse_contract(data, "contract.toml")
+
+
+def test_a_deferred_context_needs_its_capability(seed: list[Vector]) -> None:
+    v = next(v for v in seed if v.scenario.body.startswith("defer_"))
+    assert "defer_context" in needs(v, Judge("seed").table)
+    plain = next(v for v in seed if v.scenario.body == "success")
+    assert "defer_context" not in needs(plain, Judge("seed").table)
+
+
+def test_a_runtime_without_deferred_contexts_is_not_sent_them(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    deferring = [v for v in seed if v.scenario.body.startswith("defer_")][:2]
+    path = write_sample(tmp_path, [*deferring, seed[0]])
+    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome",
+               "--without", "defer_context"]  # fmt: skip
+    code, data, _ = run_cli(
+        ["--revision", "seed", "--vectors", str(path), "--json", "--adapter", *command], capsys
+    )
+    assert (code, data["vectors"], data["capabilities"]["defer_context"]) == (0, 1, False)
+    assert data["skipped"] == {"vectors": 2, "by_capability": {"defer_context": 2}}
+
+
+# ------------------------------------------------------------------------------------------------
+# The stage-less family: kept per scenario, for a runtime that lacks a stage
+# ------------------------------------------------------------------------------------------------
+
+PLAIN = frozenset({"body_signal", "defer_context", CANCEL_ANY, CANCEL_SIGNAL})
+"""What a vector of the stage-less family may need: none of the pipeline's optional stages."""
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_the_stageless_family_is_fresh_and_holds_what_one_path_per_vector_merges(
+    revision: str,
+) -> None:
+    main = shipped_vectors(revision)
+    family = shipped_stageless(revision)
+    text = stageless_file(shipped_dir(), revision).read_text(encoding="utf-8")
+    assert render(generate_stageless(revision, main)) == text, "toolcancel vectors"
+    table = Judge(revision).table
+    assert all(needs(v, table) <= PLAIN for v in family)
+    assert not {v.scenario for v in main} & {v.scenario for v in family}
+    # a body that ignores the abort while it runs, for every way a body ends (late success too):
+    # with no stage its path is a cooperative body's, so the main vectors keep none of them
+    ignoring = [
+        v for v in family if v.scenario.cancel == "gate:body" and not v.scenario.cooperative
+    ]
+    assert {v.scenario.body for v in ignoring} == set(BODIES)
+    late = next(v for v in ignoring if v.scenario.body == "success")
+    assert late.expected.outcome == "aborted" and late.expected.body_starts == 1
+
+
+def test_a_limited_hello_is_sent_the_stageless_family_and_a_full_one_is_not() -> None:
+    vid = next(v.id for v in shipped_stageless("seed") if not v.scenario.cooperative)
+    ours = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    limited = conform([*ours, "--without", "around"], "seed", only=[vid])
+    assert [(j.id, j.passed) for j in limited.judgements] == [(vid, True)]
+    full = conform(ours, "seed", only=[vid])
+    assert full.judgements == []

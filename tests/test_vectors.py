@@ -18,17 +18,20 @@ import itertools
 import json
 import re
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel import vectors as vectors_module
+from toolcancel import vectorgen
 from toolcancel.adapter import Session
 from toolcancel.cli import main
 from toolcancel.conform_judge import Judge
 from toolcancel.contract import load_contract
 from toolcancel.registry import ToolRegistry
 from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.vectorgen import compare, generate, portable_cancels
 from toolcancel.vectors import (
     REVISIONS,
     SCHEMA_NAME,
@@ -36,15 +39,13 @@ from toolcancel.vectors import (
     VectorError,
     body_signals,
     classify_reason,
-    compare,
     expectation,
-    generate,
     load_vectors,
-    portable_cancels,
     render,
     schema,
     schema_text,
     shipped_dir,
+    shipped_stageless,
     shipped_vectors,
     vectors_file,
 )
@@ -68,8 +69,10 @@ def test_vectors_check_passes_on_fresh_output_and_fails_on_a_modified_file(
     # What the check reports, not what the generator yields: scripts/test runs `vectors --check`
     # on both revisions in full, so here the generation is the committed seed vectors.
     fresh = shipped_vectors("seed")
-    monkeypatch.setattr(vectors_module, "generate", lambda revision, **_: fresh)
-    for name in ("seed.jsonl", "turns-seed.jsonl", SCHEMA_NAME):
+    monkeypatch.setattr(vectorgen, "generate", lambda revision, **_: fresh)
+    family = shipped_stageless("seed")
+    monkeypatch.setattr(vectorgen, "generate_stageless", lambda revision, main, **_: family)
+    for name in ("seed.jsonl", "stageless-seed.jsonl", "turns-seed.jsonl", SCHEMA_NAME):
         shutil.copy(shipped_dir() / name, tmp_path / name)
     seed = tmp_path / "seed.jsonl"
     lines = seed.read_text(encoding="utf-8").splitlines(keepends=True)
@@ -415,3 +418,16 @@ def test_bad_vectors_options_are_one_line_and_exit_2(
     out, err = capsys.readouterr()
     assert (out, err) == ("", f"toolcancel vectors: {message}\n")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_the_format_module_loads_no_generator() -> None:
+    """Reading vectors (an implementer's run) never loads the model checker or the cluster
+    engine: their generation is toolcancel.vectorgen's (self-verification)."""
+    code = (
+        "import sys, toolcancel.vectors; "
+        "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
+        "('verifier', 'cluster', 'vectorgen')))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)  # fmt: skip
+    assert done.stdout.strip() == "[]"

@@ -36,6 +36,76 @@ def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+async def ignored_cancel_late_success() -> bool:
+    """R4/R31 [cancelled=true, cooperative=false, body=success]: a run cancelled while its tool
+    finishes work that cannot stop half-way (a write) waits for the tool -- the run is quiescent
+    -- but when the tool then succeeds, its late result is dropped and no ToolMessage answers the
+    call: neither that result nor an aborted one."""
+    started, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    @tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+            events.append("tool: the write is done")
+        return "written"
+
+    run = asyncio.ensure_future(tools_graph(write_file).ainvoke(calling("write_file", {})))
+    await started.wait()
+    run.cancel()
+    await asyncio.wait({run}, timeout=0.5)
+    events.append(f"run done before the write: {run.done()}")
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        events.append("ainvoke raised CancelledError; no ToolMessage")
+    print(" -> ".join(events))
+    return events == [
+        "run done before the write: False",
+        "tool: the write is done",
+        "ainvoke raised CancelledError; no ToolMessage",
+    ]
+
+
+async def ignored_cancel_late_failure() -> bool:
+    """R3/R31 [cancelled=true, cooperative=false, body=throw]: a run cancelled while its tool
+    finishes work that cannot stop half-way waits for the tool, and when the tool then fails,
+    the tool's exception leaves ``ainvoke`` in place of the cancellation: the caller that
+    cancelled sees a tool error, and no ToolMessage answers the call."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
+
+    run = asyncio.ensure_future(tools_graph(write_file).ainvoke(calling("write_file", {})))
+    await started.wait()
+    run.cancel()
+    await asyncio.wait({run}, timeout=0.5)
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print("ainvoke raised CancelledError")
+        return False
+    except RuntimeError as exc:
+        print(f"the cancelled ainvoke raised {exc!r}")
+        return str(exc) == "disk full"
+    return False
+
+
 async def cancelled_call_unanswered() -> bool:
     """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
     (the tool is awaited first: the run is quiescent)."""
@@ -127,6 +197,8 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
+        ignored_cancel_late_success,
+        ignored_cancel_late_failure,
         cancelled_call_unanswered,
         unserializable_artifact,
         tool_exception,

@@ -50,6 +50,45 @@ def returned(history: list[ModelMessage]) -> list[ToolReturnPart | RetryPromptPa
     ]
 
 
+async def ignored_cancel_late_success() -> bool:
+    """R28 [cancelled=true, cooperative=false]: a run cancelled while its tool finishes work
+    that cannot stop half-way (a write) waits for the tool -- the run is quiescent -- and records
+    the tool's late success in its history, but ``Agent.run`` raises ``CancelledError``: the
+    caller gets no result for the call, the history says it succeeded."""
+    started, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+    agent = Agent(calls("write_file", {}))
+
+    @agent.tool_plain
+    async def write_file() -> str:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+            events.append("tool: the write is done")
+        return "written"
+
+    with capture_run_messages() as history:
+        run = asyncio.ensure_future(agent.run("go"))
+        await started.wait()
+        run.cancel()
+        await asyncio.wait({run}, timeout=0.5)
+        events.append(f"run done before the write: {run.done()}")
+        release.set()
+        try:
+            await run
+        except asyncio.CancelledError:
+            events.append("Agent.run raised CancelledError")
+    recorded = [(type(p).__name__, p.content) for p in returned(history)]
+    print(" -> ".join(events) + f"; recorded for the call: {recorded}")
+    return events == [
+        "run done before the write: False",
+        "tool: the write is done",
+        "Agent.run raised CancelledError",
+    ] and recorded == [("ToolReturnPart", "written")]
+
+
 async def cancelled_call_unrecorded() -> bool:
     """R4/R31 [cancelled=true]: a run cancelled while its tool runs records no result for the
     call (the tool is awaited first: the run is quiescent)."""
@@ -140,6 +179,7 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
+        ignored_cancel_late_success,
         cancelled_call_unrecorded,
         unserializable_metadata,
         tool_exception,

@@ -10,15 +10,18 @@ user of the runtime saw -- the result or the exception, each body's signal at st
 and what had started and settled when the call settled.
 
 The caller.  The call runs inside an anyio cancel scope, which is how a Python caller cancels:
-aborting the caller cancels that scope.  What the runtime makes of it is its own business --
-the MCP SDK's client turns it into ``notifications/cancelled`` (a protocol message), an agent
-framework simply has its run cancelled (task cancellation).
+aborting the caller cancels that scope -- or, for a runtime whose caller cancels a task
+(``cancel = ["task"]``), the call runs in its own asyncio task and aborting it is one
+``Task.cancel()``, as an asyncio program cancels an agent run.  What the runtime makes of it is
+its own business -- the MCP SDK's client turns it into ``notifications/cancelled`` (a protocol
+message), an agent framework simply has its run cancelled (task cancellation).
 
 The body.  It waits at gate ``body``.  A *cooperative* body also stops when its runtime tells it
 the call was cancelled: the runtime's signal if it has one (``body_signal``), and in every Python
 runtime the cancellation of its task.  An *uncooperative* body ignores both until its gate is
-released: it waits shielded, as a body does whose work runs in a thread
-(``anyio.to_thread.run_sync``), the real-world shape of a body that cannot be interrupted.
+released (:meth:`Call.held`), the real-world shape of a body whose work cannot stop half-way (a
+write): it waits in an anyio shield and catches a native ``Task.cancel()``, which no shield stops,
+then returns or throws as its scenario says.
 
 A scenario that needs a stage the runtime lacks is answered with an ``error`` message naming the
 stage (conform sends such a vector only to an adapter that declared the stage): the adapter never
@@ -67,6 +70,8 @@ def needs(s: dict[str, Any]) -> list[str]:
         out.append("post_policy")
     if s["observer"] != "none":
         out.append("observers")
+    if s["body"].startswith("defer_"):
+        out.append("defer_context")
     return out
 
 
@@ -141,6 +146,22 @@ class Call:
             if self.gates.get(name) is released:
                 del self.gates[name]
 
+    async def held(self, name: str) -> None:
+        """Wait at gate ``name`` ignoring every cancellation until the driver releases it: an
+        anyio cancel scope's (the shield) and a native ``Task.cancel()``, which no anyio shield
+        stops and the body therefore catches -- work that cannot stop half-way, then goes on."""
+        released = self.gates[name] = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True):
+                while not released.is_set():
+                    try:
+                        await released.wait()
+                    except asyncio.CancelledError:
+                        continue  # ignored, as a write half-done cannot stop
+        finally:
+            if self.gates.get(name) is released:
+                del self.gates[name]
+
     async def body(self, signal: Callable[[], dict[str, Any]], stop: anyio.Event | None) -> Any:
         """The scenario's tool body.  ``signal()`` reads the body's signal as the runtime shows it
         (``{"aborted", "reason"}``); ``stop`` is the runtime's cancellation flag, if it has one.
@@ -153,8 +174,7 @@ class Call:
             if s["cooperative"]:
                 await self.gate("body", stop)
             else:
-                with anyio.CancelScope(shield=True):
-                    await self.gate("body")
+                await self.held("body")
         finally:
             record.settle = signal()
         if s["body"] == "success_meta":
@@ -219,28 +239,38 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
     lacking = [k for k in needs(s) if not runtime.capabilities.get(k)]
     if lacking:
         raise Unsupported(f"the runtime has no {', '.join(lacking)}")
-    if s["body"].startswith("defer_"):
-        raise Unsupported("the runtime gives a tool no way to defer contexts (deferContext)")
     if s["caller"] == "none" and s["cancel"] != "never":
         raise Unsupported("a scenario without a caller cannot cancel")
     call = Call(s)
     args: dict[str, Any] = {"q": "x"} if s["args"] == "ok" else {"q": {1}}
     scope = anyio.CancelScope()
     box: dict[str, Any] = {}
+    by_task = runtime.cancel == ["task"]  # the caller cancels the task, once (Task.cancel())
 
     def abort() -> None:
         if not call.caller_aborted:
             call.caller_aborted = True
-            scope.cancel()
+            if by_task and "task" in box:
+                box["task"].cancel()
+            else:
+                scope.cancel()
 
     async def caller(execute: Execute) -> None:
         try:
             with scope:
-                box["outcome"] = await execute(args)
+                if by_task:
+                    box["task"] = asyncio.ensure_future(execute(args))
+                    box["outcome"] = await box["task"]
+                else:
+                    box["outcome"] = await execute(args)
             if scope.cancelled_caught:
                 box["outcome"] = call.outcome or Outcome(
                     raised="the call was cancelled: it raised to its caller"
                 )
+        except asyncio.CancelledError:  # its task was cancelled, and the call raised that
+            box["outcome"] = call.outcome or Outcome(
+                raised="the call was cancelled: it raised to its caller"
+            )
         except Exception as exc:  # the runtime let an exception out of the call
             box["outcome"] = call.outcome or Outcome(raised=f"{type(exc).__name__}: {exc}")
         box["settled"] = call.settled or call.settled_now()

@@ -12,7 +12,8 @@ from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers
 from ..contract import load_contract
 from ..fileio import check_destination, is_stream
 from ..turnvectors import turn_file
-from ..vectors import REVISIONS, SCHEMA_NAME, compare, expected_files, shipped_dir, write
+from ..vectorgen import compare, expected_files, write
+from ..vectors import REVISIONS, SCHEMA_NAME, shipped_dir, stageless_file
 
 
 def _default_dir(check: bool) -> str:
@@ -34,7 +35,9 @@ def register(sub: Any) -> None:
         help="write the conformance vectors (spec/vectors/) from the bounded enumeration",
         description="Enumerate the same bounded space as `verify`, run every configuration at "
         "every portable cancellation point on the reference registry, keep one vector per "
-        "distinct (path, result) and write them, with their JSON Schema, as JSON Lines. With "
+        "distinct (path, result) -- and, for runtimes without the optional stages, one per "
+        "scenario they can tell apart (stageless-<revision>.jsonl) -- and write them, with their "
+        "JSON Schema, as JSON Lines. With "
         "--check, compare a fresh generation with the files instead (exit 1 if they differ).",
     )
     p.add_argument(
@@ -90,7 +93,8 @@ def run(args: argparse.Namespace) -> int:
         if os.path.exists(directory) and not os.path.isdir(directory):
             raise CliError(f"{directory}: not a directory")
         turns = (turn_file(directory, r).name for r in revisions)
-        for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions), *turns):
+        family = (stageless_file(directory, r).name for r in revisions)
+        for name in (SCHEMA_NAME, *(f"{r}.jsonl" for r in revisions), *family, *turns):
             check_destination(os.path.join(directory, name), mkdir=True)
     if args.cluster is not None:
         cluster.quiet()
