@@ -19,8 +19,6 @@ import json
 import subprocess
 import sys
 
-import pytest
-
 FORBIDDEN = ("toolcancel.registry", "toolcancel.verifier")
 GENERATOR = "toolcancel.vectors"
 """Until the vectors' generation moves out of ``vectors.py`` (engineer rt31's split), reading
@@ -67,11 +65,6 @@ def test_conform_loads_the_registry_and_the_verifier_at_most_through_the_generat
     assert not wrong, f"imported at load time by: {wrong}"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="vectors.py still imports the registry and verifier for generation; rt31's split of "
-    "vectors.py removes that: then drop this marker",
-)
 def test_conform_loads_neither_the_registry_nor_the_verifier() -> None:
     _, loaded = imports_of_conform()
     assert loaded.isdisjoint(FORBIDDEN), sorted(loaded & set(FORBIDDEN))
