@@ -137,8 +137,9 @@ def _mutant_report(name: str, vectors: list[Vector], revision: str) -> Report:
 
 
 KILLERS = {
-    # A scenario shape each mutant's broken guarantee shows in, so the fast suite runs a few
-    # hundred vectors instead of thousands (the slow test runs them all).
+    # A scenario shape each mutant's broken guarantee shows in: the test below runs every vector
+    # of it, in each revision, instead of the whole suite (CI runs it: a sample of the shape
+    # would run a subset of its seed half, asserting less).
     "races_body": lambda s: s.cancel == "gate:body" and not s.cooperative,
     "abandons_after_grace": lambda s: s.cancel == "gate:body" and not s.cooperative,
     "no_recheck_after_pre": lambda s: s.cancel in ("gate:pre", "gate:approval"),
@@ -178,19 +179,6 @@ TRACE_BLIND = {
 
 def _trace_visible_mutants() -> list[tuple[str, str]]:
     return [(name, rule) for name, rule in _mutants() if name not in TRACE_BLIND]
-
-
-@pytest.mark.parametrize(("name", "rule"), _trace_visible_mutants())
-def test_each_mutant_fails_conform_citing_its_rule(
-    name: str, rule: str, seed: list[Vector]
-) -> None:
-    sample = [v for v in seed if KILLERS[name](v.scenario)][:150]
-    assert sample, f"no vector of the shape that kills {name}"
-    report = _mutant_report(name, sample, "seed")
-    failed = {r: t.failed for r, t in report.by_rule().items() if t.failed}
-    assert report.failed > 0, f"{name} passed conform"
-    assert rule in failed, f"{name} breaks {rule}, but conform cited {failed}"
-    assert PROTOCOL_RULE not in failed
 
 
 REVISED_RULE = {"R13": "R43"}
