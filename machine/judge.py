@@ -137,7 +137,10 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
             done = sum(1 for x in head if x.get("event") == "body_settle")
             seen: Any = observed.get("settled")  # the environment's own counts, if it gave them
             if _counts(seen, ("bodies_started", "bodies_settled")):
-                started, done = seen["bodies_started"], seen["bodies_settled"]
+                # a body still ran if either witness saw it run: the registry's trace may claim
+                # a body_settle when it stops waiting; the environment sees the body itself
+                started = max(started, seen["bodies_started"])
+                done = min(done, seen["bodies_settled"])
             inserts.append(
                 (at, env_line(call, "settled", bodies_started=started, bodies_settled=done))
             )
