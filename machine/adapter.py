@@ -255,6 +255,14 @@ class Session:
             return registry
 
         harness = Harness(scenario, factory, self.clock, self.retry)
+        held_at: list[int] = []  # trace lines written when the harness began to hold a body
+        hold = harness.hold
+
+        async def marked() -> None:
+            held_at.append(len(recorder))
+            await hold()
+
+        harness.hold = marked  # type: ignore[method-assign]
         obs = await harness.run()
         hung = obs.hung
         raised = None
@@ -274,8 +282,30 @@ class Session:
                 "settled_at": settled[0] if settled and not hung else None,
                 "raised": raised,
                 **probes.observed(obs),
+                **_held(obs, held_at),
+                **_settled(obs),
             },
         }
+
+
+def _held(obs: Any, held_at: list[int]) -> dict[str, Any]:
+    """``held`` and ``held_at`` of a trace-level answer: how long the harness held a body that
+    ignored its aborted signal, what the call did meanwhile, and how many trace lines existed when
+    the hold began (R27: a registry that stops waiting writes body_settle when it stops)."""
+    if obs.held is None or not held_at:
+        return {}
+    seconds, went = obs.held
+    held: dict[str, Any] = {"seconds": seconds, **({"went": went} if went else {})}
+    return {"held": held, "held_at": held_at[0]}
+
+
+def _settled(obs: Any) -> dict[str, Any]:
+    """``settled`` of a trace-level answer: the bodies the environment saw start and settle by
+    the time ``execute()`` settled (a registry that stops waiting claims body_settle early)."""
+    if obs.settled is None or obs.hung:
+        return {}
+    started, done = obs.settled
+    return {"settled": {"bodies_started": started, "bodies_settled": done}}
 
 
 async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[str, Any]:

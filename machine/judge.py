@@ -127,15 +127,32 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     if approval is not None:
         lines.append(env_line(call, "approval_signal", signal=approval))
     if trace:
+        inserts: list[tuple[int, Mapping[str, Any]]] = []  # (trace lines before it, line)
+        held: Any = observed.get("held")
+        held_at = observed.get("held_at")
+        if _is_held(held) and type(held_at) is int and 0 <= held_at <= len(trace):
+            inserts.append((held_at, env_line(call, "held", **held)))
         at = observed.get("settled_at")
-        if at is None:
-            lines[:0] = trace
-        else:
+        if at is not None:
             head = trace[:at]
             started = sum(1 for x in head if x.get("event") == "body_start")
             done = sum(1 for x in head if x.get("event") == "body_settle")
-            settled = env_line(call, "settled", bodies_started=started, bodies_settled=done)
-            lines[:0] = [*head, settled, *trace[at:]]
+            seen: Any = observed.get("settled")  # the environment's own counts, if it gave them
+            if _counts(seen, ("bodies_started", "bodies_settled")):
+                # a body still ran if either witness saw it run: the registry's trace may claim
+                # a body_settle when it stops waiting; the environment sees the body itself
+                started = max(started, seen["bodies_started"])
+                done = min(done, seen["bodies_settled"])
+            inserts.append(
+                (at, env_line(call, "settled", bodies_started=started, bodies_settled=done))
+            )
+        merged: list[Mapping[str, Any]] = []
+        k = 0
+        for pos, line in sorted(inserts, key=lambda x: x[0]):  # stable: a hold before a settle
+            merged += trace[k:pos]
+            merged.append(line)
+            k = pos
+        lines[:0] = [*merged, *trace[k:]]
         for signal in observed.get("body_signals") or ():
             lines.append(_signal_line(call, "settle", signal))
     else:
@@ -173,6 +190,26 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     if isinstance(left, dict) and _counts_left(left):
         lines.append(env_line(call, "listeners_left", **left))
     return Record(lines, revision, caller)
+
+
+def _counts(value: Any, keys: tuple[str, ...]) -> bool:
+    """Whether ``value`` is exactly {key: count} for ``keys``."""
+    return (
+        isinstance(value, dict)
+        and value.keys() == set(keys)
+        and all(type(value[k]) is int and value[k] >= 0 for k in keys)
+    )
+
+
+def _is_held(held: Any) -> bool:
+    """Whether an answer's optional ``held`` is {seconds[, went]}."""
+    return (
+        isinstance(held, dict)
+        and {"seconds"} <= held.keys() <= {"seconds", "went"}
+        and type(held["seconds"]) is int
+        and held["seconds"] >= 0
+        and isinstance(held.get("went", ""), str)
+    )
 
 
 def _counts_left(left: Any) -> bool:

@@ -10,7 +10,7 @@ environment observed) and, where it compares with what the contract allows, the 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from .judge import SLOT_WRAPPERS, Failure, Record, Want, check
 from .results import canonical_json
@@ -483,6 +483,13 @@ def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
                     "TOOL_TIMEOUT",
                 )
     return None
+
+
+AFTER_THE_PATH: Final = frozenset({"late_start", "late_success"})
+"""Steps of checks whose evidence is what a departure from the contract's path led to (a body
+that started, a success that was published after the caller aborted): a judge that replays the
+path (verify) asks them after it, so the departure itself -- the checkpoint that missed the
+abort -- is the first broken rule where the path shows one."""
 
 
 @check("R28", "late_start", reads=("caller_aborted",))

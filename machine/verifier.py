@@ -48,6 +48,7 @@ from .contract import RevisionContract, load_contract
 from .core import Occurrence, initial_state, step
 from .errors import ContractViolation, RegistryUsageError
 from .judge import environment_judgement, environment_record
+from .judge_calls import AFTER_THE_PATH
 from .registry import ToolRegistry
 from .results import text_block, thaw
 from .scenario import (
@@ -496,10 +497,14 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
         out.fail(found.rule, s, found.why)
         return out
     for found in failures:
-        out.fail(found.rule, s, found.why)
+        if found.step not in AFTER_THE_PATH:
+            out.fail(found.rule, s, found.why)
     out.rules |= could_fail
     if replay:
         _check_replay(obs, table, out)
+    for found in failures:
+        if found.step in AFTER_THE_PATH:
+            out.fail(found.rule, s, found.why)
     _check_pre_stage(obs, table, out)
     _check_after_dispatch(obs, table, out)
     _check_post_received(obs, table, out)

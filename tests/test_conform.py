@@ -168,17 +168,6 @@ KILLERS = {
 }
 
 
-TRACE_BLIND = {
-    # mutant: why conform at trace level does not see it (the outcome level does:
-    # tests/test_conform_report.py).  A trace-level answer says when execute() settled in trace
-    # lines, so R27 is judged against the registry's own body_settle line: a registry that stops
-    # waiting for its body writes that line when it stops, and the trace looks quiescent.
-    "abandons_after_grace": "its trace claims body_settle when it stops waiting (issue 14, 6)",
-}
-
-
-def _trace_visible_mutants() -> list[tuple[str, str]]:
-    return [(name, rule) for name, rule in _mutants() if name not in TRACE_BLIND]
 
 
 REVISED_RULE = {"R13": "R43"}
@@ -187,7 +176,7 @@ REVISED_RULE = {"R13": "R43"}
 
 @pytest.mark.slow
 @pytest.mark.parametrize("revision", REVISIONS)
-@pytest.mark.parametrize(("name", "rule"), _trace_visible_mutants())
+@pytest.mark.parametrize(("name", "rule"), _mutants())
 def test_each_mutant_fails_its_whole_shape_citing_its_rule(
     name: str, rule: str, revision: str
 ) -> None:

@@ -31,12 +31,12 @@ SAMPLE = 60
 NOT_YET = {
     # (mutant, level): why its failures do not all cite its rule -- each a known blind spot of
     # attribution, said here rather than hidden by a looser assertion.
-    ("abandons_after_grace", "trace"): "its trace claims body_settle when it stops waiting, so "
-    "only the consequences (R18, R21) show (tests/test_conform.py TRACE_BLIND)",
     ("keeps_late_success", "trace"): "it ignores checkpoint C3 as well as C4, but where C4 still "
     "publishes ABORTED (a wait_after wrapper's settle) its record is late_success_reaches_post's "
     "exactly: post-execute got the late success, the result is right -- C3's rule (R19) is the "
-    "first broken one there, and the mutant declares only R28",
+    "first broken one there, and the mutant declares only R28.  The caller_aborted observation "
+    "(verify's record; an adapter may write it) does not separate them: no body started after "
+    "the abort and no success reached the caller, which is all R28 observes past C3",
     ("keeps_late_success", "outcome"): "as at trace level",
     ("cursor_skips_last", "outcome"): "its registry's own machine refuses the early hand-out "
     "and the call raises: a black box shows only that no result came (R31); which step was "
