@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from .contract import load_contract
-from .judge import SLOT_WRAPPERS
+from .judge_record import SLOT_WRAPPERS
 from .scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
 if TYPE_CHECKING:

@@ -72,7 +72,7 @@ from .conform_protocol import (
 )
 from .conform_report import Judgement, Report
 from .deviations import Declared
-from .judge import CHECKS
+from .judge_record import CHECKS
 from .turnvectors import TurnVector
 from .vectors import (
     Vector,

@@ -39,18 +39,13 @@ from .judge import (
     QUIESCENCE,
     STAGE_ORDER,
     TRACE_READS,
-    Failure,
-    Record,
-    Want,
-    answer_record,
-    could_fail,
     entry_rule,
     error_code,
-    first_failure,
     misclassified_deadline,
     quiescent,
     result_rules,
 )
+from .judge_record import Failure, Record, Want, answer_record, could_fail, first_failure
 from .scenario import Scenario
 from .trace import ENVIRONMENT, TraceError
 from .turnvectors import TurnVector

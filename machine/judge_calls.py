@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from .judge import SLOT_WRAPPERS, Failure, Record, Want, check
+from .judge_record import SLOT_WRAPPERS, Failure, Record, Want, check
 from .results import canonical_json
 
 if TYPE_CHECKING:

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 from toolcancel import load_contract
 from toolcancel.adapter import Session
-from toolcancel.judge import (
+from toolcancel.judge import rule_status
+from toolcancel.judge_record import (
     BOTH,
     CHECKS,
     LEVELS,
@@ -27,7 +28,6 @@ from toolcancel.judge import (
     could_fail,
     env_line,
     first_failure,
-    rule_status,
 )
 from toolcancel.registry import ToolRegistry
 from toolcancel.trace import ENVIRONMENT, parse_lines, validate, vocabulary
