@@ -28,8 +28,9 @@ it: the benchmark must then be taught the new wiring, not silently measure somet
 What hooks return (``Allow``, ``Accept``, ...) lives in ``toolcancel.hooks``, which both modules
 import, so isinstance checks hold on both.
 
-Like with like: when the package runs the registry compiled with mypyc (:mod:`toolcancel.native`),
-the stripped module is compiled the same way (into a temporary folder) before it is loaded.
+Like with like: when the package runs the registry compiled with mypyc (a ``TOOLCANCEL_COMPILE=1``
+install, ``setup.py``), the stripped module is compiled the same way (into a temporary folder,
+never into the installed package) before it is loaded.
 """
 
 from __future__ import annotations
@@ -445,14 +446,13 @@ def load(paths: dict[str, Path] = SOURCES) -> tuple[types.ModuleType, Stripped]:
     runs its calls on it.  Returns the latter."""
     import tempfile
 
-    from toolcancel import native
+    import toolcancel.registry
 
     stripped = strip({name: path.read_text("utf-8") for name, path in paths.items()},
                      {name: str(path) for name, path in paths.items()})
-    if native.loaded():
+    if toolcancel.registry.compiled():
         with tempfile.TemporaryDirectory(prefix="untraced-") as folder:
-            driver = native.compile_variant(stripped.source["registry"], "_registry_untraced",
-                                            folder)
+            driver = compile_variant(stripped.source["registry"], "_registry_untraced", folder)
         stripped.compiled = True
     else:
         driver = _run("toolcancel._registry_untraced", stripped.code["registry"],
@@ -461,6 +461,43 @@ def load(paths: dict[str, Path] = SOURCES) -> tuple[types.ModuleType, Stripped]:
                 paths["toolregistry"])
     face.ToolRegistry._driver = driver
     return face, stripped
+
+
+def compile_variant(source: str, stem: str, folder: str) -> types.ModuleType:
+    """Compile ``source`` with mypyc as the module ``toolcancel.<stem>``, in ``folder`` (with a copy
+    of the package it imports from, as setup.py compiles the driver), and load it."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+    import subprocess
+
+    import toolcancel
+
+    if importlib.util.find_spec("mypyc") is None:
+        raise StripError("the package runs compiled, so the untraced registry is compiled too: "
+                         "that needs mypy (mypyc) and setuptools in this venv")
+    package = Path(folder) / "toolcancel"
+    shutil.copytree(Path(toolcancel.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    (package / f"{stem}.py").write_text(source, "utf-8")
+    done = subprocess.run([sys.executable, "-m", "mypyc", f"toolcancel/{stem}.py"], cwd=folder,
+                          capture_output=True, text=True, check=False)
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    libraries = {f"toolcancel.{stem}__mypyc": package / f"{stem}__mypyc{suffix}",
+                 f"toolcancel.{stem}": package / f"{stem}{suffix}"}  # its code's library first
+    if done.returncode or not all(p.is_file() for p in libraries.values()):
+        said = (done.stdout + done.stderr).strip().splitlines()
+        raise StripError("mypyc failed on the untraced registry: " + " | ".join(said[-5:]))
+    module: types.ModuleType | None = None
+    for name, location in libraries.items():
+        loader = importlib.machinery.ExtensionFileLoader(name, str(location))
+        spec = importlib.util.spec_from_file_location(name, location, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        loader.exec_module(module)
+    assert module is not None
+    return module
 
 
 def _run(name: str, code: Any, path: Path) -> types.ModuleType:

@@ -1,8 +1,8 @@
 """The tool registry's per-call driver (asyncio, trio, anyio): a thin driver of the call machine.
 
 :class:`ToolRegistry` itself lives in :mod:`toolcancel.toolregistry` (plain Python, also when
-this module runs compiled, :mod:`toolcancel.native`) and is imported here with every name hooks
-use, so ``toolcancel.registry`` still offers them all.
+this module runs compiled: a ``TOOLCANCEL_COMPILE=1`` build, ``setup.py``, :func:`compiled`) and
+is imported here with every name hooks use, so ``toolcancel.registry`` still offers them all.
 
 ``await registry.execute(name, arguments, signal=...)`` runs one call through the contract's
 pipeline -- pre-execute waterfall, approval, guards, around-dispatch waterfall, the body, post-
@@ -45,7 +45,7 @@ from .execution import drop_late_context
 from .fusion import Fusion
 
 # What hooks exchange with the registry lives in .hooks (and the view in .execution), shared by
-# every build of this module (toolcancel.native); imported here under their public names.
+# every build of this module (bench/untraced.py); imported here under their public names.
 from .hooks import Accept as Accept
 from .hooks import Allow as Allow
 from .hooks import Approval as Approval
@@ -74,6 +74,14 @@ from .toolregistry import ToolRegistry as ToolRegistry
 from .trace import FORMAT_VERSION, line_templates, runs_code
 
 log = logging.getLogger("toolcancel.registry")
+
+
+def compiled() -> bool:
+    """Whether this install runs the per-call driver mypyc compiled: a ``TOOLCANCEL_COMPILE=1``
+    build (``setup.py``).  Every other install -- the default, an editable one -- runs the
+    source."""
+    return not str(getattr(sys.modules[__name__], "__file__", "")).endswith(".py")
+
 
 def _waterfall(
     listeners: Sequence[Callable[..., Awaitable[Any]]],
@@ -703,7 +711,7 @@ class _Call:
         # A next() of this wrapper is running: True, or once the wrapper settled and left it
         # running, the Waiter its end sets (R27).  One variable, so one closure serves.  Typed
         # Any: next_() sees it change while it is suspended, which mypy's narrowing does not
-        # know, and the compiled registry would trust that narrowing (toolcancel.native).
+        # know, and the compiled registry would trust that narrowing (setup.py).
         running: Any = False
         last: ToolResult | None = None
 

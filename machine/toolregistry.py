@@ -1,11 +1,11 @@
 """The tool registry's public face: tools, hooks, ``execute()`` and ``begin()``.
 
 Plain Python, also when the per-call driver beside it (:mod:`toolcancel.registry`) runs compiled
-(:mod:`toolcancel.native`): a registry's methods keep their signatures, their own validation and
-messages, and can be replaced on an instance.  Each call is the driver's:
+(a ``TOOLCANCEL_COMPILE=1`` build, ``setup.py``): a registry's methods keep their signatures,
+their own validation and messages, and can be replaced on an instance.  Each call is the driver's:
 :attr:`ToolRegistry._driver` names the module whose ``_Call`` and ``PendingCall`` run it
-(``toolcancel.registry``, looked up on first use; the mutants' registries name a copy of its
-source).
+(``toolcancel.registry``, looked up on first use; the benchmark's untraced registry names a copy
+of its source with the tracing stripped, ``bench/untraced.py``).
 """
 
 from __future__ import annotations
