@@ -2,10 +2,10 @@
 
     TOOLCANCEL_COMPILE=1 pip install .          # or: python -m build --wheel
 
-builds the package as usual, then compiles ``toolcancel/registry.py`` (the per-call driver) with
+builds the package as usual, then compiles the registry's per-call driver (:data:`COMPILED`) with
 mypyc into the wheel beside its source, as black and mypy ship their compiled builds: Python
-imports the compiled module (extension modules come first), ``registry.py`` stays in the wheel as
-its reference, and the wheel is tagged for the platform.  Unset, the build is pure Python -- the
+imports the compiled modules (extension modules come first), their sources stay in the wheel as
+the reference, and the wheel is tagged for the platform.  Unset, the build is pure Python -- the
 default, and what the mutants and CrossHair run.  Nothing is compiled at run time and nothing is
 written into the installed package.  Everything else is declared in pyproject.toml.
 
@@ -29,8 +29,9 @@ from setuptools.dist import Distribution
 
 COMPILE = os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")
 MYPY = "mypy==2.4.1"  # the version the dev extra pins: the one the driver is type-checked with
-COMPILED = ("registry",)
-"""The modules mypyc compiles, as one group: the per-call driver of ``toolcancel``."""
+COMPILED = ("stepping", "driver", "binding")
+"""The modules mypyc compiles, as one group: the registry's per-call driver, the call it extends
+and the binding that runs it in a task (``toolcancel.registry`` says which module does what)."""
 
 
 class CompiledDistribution(Distribution):

@@ -24,6 +24,7 @@ from typing import Any
 from unittest import mock
 
 from toolcancel import deadline
+from toolcancel import driver as driver_module
 from toolcancel import fusion as fusion_module
 from toolcancel import registry as registry_module
 from toolcancel import scheduler as scheduler_module
@@ -68,7 +69,7 @@ class Mutant:
             yield ToolRegistry
 
 
-_Call: Any = registry_module._Call
+_Call: Any = driver_module._Call
 
 
 @contextlib.contextmanager
@@ -508,13 +509,13 @@ TURN_MUTANTS: tuple[Mutant, ...] = (
 @contextlib.contextmanager
 def _approval_gets_a_copy() -> Iterator[None]:
     """Hands the approval seam a fresh signal instead of the slot's (C) one."""
-    real = registry_module.ApprovalRequest
+    real = driver_module.ApprovalRequest
 
     def request(*args: Any) -> Any:
         *head, signal, own = args
         return real(*head, None if signal is None else AbortController().signal, own)
 
-    with mock.patch.object(registry_module, "ApprovalRequest", request):
+    with mock.patch.object(driver_module, "ApprovalRequest", request):
         yield
 
 
