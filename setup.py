@@ -2,10 +2,10 @@
 
     TOOLCANCEL_COMPILE=1 pip install .          # or: python -m build --wheel
 
-builds the package as usual, then compiles ``toolcancel/registry.py`` (the per-call driver) with
+builds the package as usual, then compiles the registry's per-call driver (:data:`COMPILED`) with
 mypyc into the wheel beside its source, as black and mypy ship their compiled builds: Python
-imports the compiled module (extension modules come first), ``registry.py`` stays in the wheel as
-its reference, and the wheel is tagged for the platform.  Unset, the build is pure Python -- the
+imports the compiled modules (extension modules come first), their sources stay in the wheel as
+the reference, and the wheel is tagged for the platform.  Unset, the build is pure Python -- the
 default, and what the mutants and CrossHair run.  Nothing is compiled at run time and nothing is
 written into the installed package.  Everything else is declared in pyproject.toml.
 
@@ -29,6 +29,9 @@ from setuptools.dist import Distribution
 
 COMPILE = os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")
 MYPY = "mypy==2.4.1"  # the version the dev extra pins: the one the driver is type-checked with
+COMPILED = ("stepping", "driver", "binding")
+"""The modules mypyc compiles, as one group: the registry's per-call driver, the call it extends
+and the binding that runs it in a task (``toolcancel.registry`` says which module does what)."""
 
 
 class CompiledDistribution(Distribution):
@@ -40,28 +43,46 @@ class BuildPy(build_py):
     """Build the package, then (when compiling) the driver's extension modules beside it."""
 
     def run(self) -> None:
+        # An in-tree build reuses its build folder: the libraries of an earlier compiled build
+        # must not reach this wheel (they would shadow the sources they were built from).
+        for stale in glob.glob(os.path.join(self.build_lib, "*__mypyc.*")) + glob.glob(
+            os.path.join(self.build_lib, "toolcancel", "*.*")
+        ):
+            if stale.endswith((".so", ".pyd")):
+                os.remove(stale)
         super().run()
         if COMPILE and not getattr(self, "editable_mode", False):
-            self._compile(os.path.join(self.build_lib, "toolcancel"))
+            self._compile(self.build_lib)
 
-    def _compile(self, package: str) -> None:
-        # mypyc type-checks the module against the package it imports from, by name: compile a
-        # copy of the built package named toolcancel, then keep the two libraries it made.
+    def _compile(self, build_lib: str) -> None:
+        # mypyc type-checks the modules against the package they import from, by name: compile a
+        # copy of the built package named toolcancel, then keep the libraries it made -- one per
+        # module beside its source, and the group's code: inside the package for one module,
+        # at the top level (named after a hash of the modules) for several.
         with tempfile.TemporaryDirectory(prefix="toolcancel-mypyc-") as tmp:
-            shutil.copytree(package, os.path.join(tmp, "toolcancel"))
+            shutil.copytree(os.path.join(build_lib, "toolcancel"), os.path.join(tmp, "toolcancel"))
+            # The build environment has none of the optional dependencies (trio, Dask) that other
+            # modules import where they are used: mypy takes what it cannot find as Any.
             done = subprocess.run(
-                [sys.executable, "-m", "mypyc", "toolcancel/registry.py"], cwd=tmp, check=False
+                [sys.executable, "-m", "mypyc", "--ignore-missing-imports"]
+                + [f"toolcancel/{module}.py" for module in COMPILED],
+                cwd=tmp,
+                check=False,
             )
-            built = glob.glob(os.path.join(tmp, "toolcancel", "registry*.so")) + glob.glob(
-                os.path.join(tmp, "toolcancel", "registry*.pyd")
-            )
-            if done.returncode or len(built) != 2:
+            built = [
+                os.path.relpath(path, tmp)
+                for pattern in ("*", os.path.join("toolcancel", "*"))
+                for path in glob.glob(os.path.join(tmp, pattern))
+                if path.endswith((".so", ".pyd"))
+            ]
+            if done.returncode or len(built) != len(COMPILED) + 1:
                 raise SystemExit(
-                    "TOOLCANCEL_COMPILE=1: mypyc could not compile toolcancel/registry.py "
-                    "(it needs a C compiler); unset TOOLCANCEL_COMPILE for the pure build"
+                    f"TOOLCANCEL_COMPILE=1: mypyc could not compile {', '.join(COMPILED)} (what "
+                    "it said is above; it needs a C compiler); unset TOOLCANCEL_COMPILE for the "
+                    "pure build"
                 )
             for library in built:
-                shutil.copy2(library, package)
+                shutil.copy2(os.path.join(tmp, library), os.path.join(build_lib, library))
 
 
 setup(

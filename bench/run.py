@@ -5,11 +5,11 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 
 * per-call overhead: a bare task switch, the registry plain, hooked, and hooked with a trace
   recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
-  slices on this shared machine do not count) -- of the registry the package runs (compiled with
-  mypyc when built, :mod:`toolcancel.native`), and, for comparison, of its source interpreted;
-  then on every other tested Python, in the venv ``scripts/test`` makes for it (``.venv-3.12``,
-  ``.venv-3.13``), with the registry that venv runs; the targets are judged on the interpreter
-  where the registry is fastest, and a tested Python without its venv is named, not skipped;
+  slices on this shared machine do not count) -- of the registry this venv runs (the default build
+  is pure); then of the compiled build (``TOOLCANCEL_COMPILE=1``) in ``.venv-compiled`` and on
+  every other tested Python, in the venvs ``scripts/test`` makes (``scripts/compiled-env``,
+  ``.venv-3.12``, ``.venv-3.13``), each with the registry that venv runs; the targets are judged
+  on the row where the registry is fastest, and a venv that is missing is named, not skipped;
 * tracing off: the registry as shipped (``trace=None``) against the same registry with all its
   tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
 * memory per in-flight call (tracemalloc);
@@ -90,25 +90,20 @@ def per_call(b: dict[str, Any]) -> dict[str, float]:
             "max_us": s["max"] / n * 1e6, "rounds": s["rounds"]}
 
 
-def registry_kind(pure: bool = False, python: str = sys.executable) -> str:
-    """Which registry a benchmark process runs (``pure``: with ``TOOLCANCEL_PURE=1``)."""
-    env = {**os.environ, "TOOLCANCEL_PURE": "1"} if pure else None
+def registry_kind(python: str = sys.executable) -> str:
+    """Which registry a benchmark process of ``python`` runs (decided when it was installed)."""
     done = subprocess.run(
-        [python, "-c", "from toolcancel import native; print(native.loaded())"],
-        capture_output=True, text=True, check=True, cwd=ROOT, env=env,
+        [python, "-c", "import toolcancel.registry as r; print(r.compiled())"],
+        capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     return "compiled (mypyc)" if done.stdout.strip() == "True" else "interpreted"
 
 
-def call_overhead(quick: bool, pure: bool = False, python: str | None = None
-                  ) -> dict[str, Any]:
+def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
     """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time);
-    ``pure``: of the registry's source interpreted, and ``python``: on another interpreter, per-call
-    figures only."""
+    ``python``: in another venv, per-call figures only."""
     env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
-    if pure:
-        env["TOOLCANCEL_PURE"] = "1"
-    calls_only = pure or python is not None
+    calls_only = python is not None
     python = python or sys.executable
     benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
                                   *(["-k", "not tracing_off"] if calls_only else []), env=env,
@@ -126,7 +121,7 @@ def call_overhead(quick: bool, pure: bool = False, python: str | None = None
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
     # both are shown, and a target counts as met only when both ratios meet it.
-    out = {"timer": "process CPU time", "registry": registry_kind(pure, python),
+    out = {"timer": "process CPU time", "registry": registry_kind(python),
            "per_call": figures, "ratios": ratios_of("median_us"),
            "ratios_of_minima": ratios_of("min_us")}
     if not calls_only:
@@ -145,21 +140,31 @@ def tested_pythons() -> list[str]:
 
 
 def every_interpreter(quick: bool, this: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-call ratios on every tested Python: this one's (``this``), then each other's in
-    the venv ``scripts/test`` makes for it; a row without figures names the missing venv."""
+    """The per-call ratios on every tested Python: this one's (``this``) and the compiled build's
+    (``.venv-compiled``), then each other's in the venv ``scripts/test`` makes for it; a row
+    without figures names the missing venv."""
     rows: list[dict[str, Any]] = []
     for version in tested_pythons():
+        venvs = [f".venv-{version}"]
         if sys.version.startswith(version + "."):
             rows.append({"python": sys.version.split()[0], **this})
-            continue
-        python = ROOT / f".venv-{version}" / "bin" / "python"
-        if not python.exists():
-            rows.append({"python": version, "missing": f".venv-{version} (scripts/test makes it)"})
-            continue
-        done = subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"],
-                              capture_output=True, text=True, check=True)
-        rows.append({"python": done.stdout.strip(), **call_overhead(quick, python=str(python))})
+            venvs = [".venv-compiled"]
+        for name in venvs:
+            python = ROOT / name / "bin" / "python"
+            if Path(sys.prefix).resolve() == (ROOT / name).resolve():
+                continue  # this venv: its row is the first
+            if not python.exists():
+                rows.append({"python": version, "missing": f"{name} (scripts/test makes it)"})
+            else:
+                rows.append(_measured_in(quick, python))
     return rows
+
+
+def _measured_in(quick: bool, python: Path) -> dict[str, Any]:
+    """The per-call figures of the venv whose interpreter is ``python``."""
+    done = subprocess.run([str(python), "-c", "import sys; print(sys.version.split()[0])"],
+                          capture_output=True, text=True, check=True)
+    return {"python": done.stdout.strip(), **call_overhead(quick, python=str(python))}
 
 
 def fastest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
@@ -484,10 +489,7 @@ def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
 def print_table(out: dict[str, Any]) -> None:
     print(f"toolcancel benchmarks, {out['date']}, Python {out['python']}, "
           f"{os.cpu_count()} cores, load average {out['load_average']:.1f} at start")
-    call = out["call"]
-    print_calls(call, "the registry the package runs")
-    if "call_interpreted" in out:
-        print_calls(out["call_interpreted"], "for comparison: its source interpreted")
+    print_calls(out["call"], "the registry this venv runs")
     print_interpreters(out["interpreters"])
     if "memory" in out:  # not with --calls
         print_rest(out)
@@ -640,13 +642,11 @@ def main() -> int:
     parser.add_argument("--save", type=Path, metavar="PATH",
                         help="also write the JSON object to PATH")
     parser.add_argument("--calls", action="store_true",
-                        help="only the per-call overhead, on every tested Python")
+                        help="only the per-call overhead, on every tested Python and build")
     args = parser.parse_args()
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"),
                            "python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
     out["call"] = call_overhead(args.quick)
-    if out["call"]["registry"] != "interpreted":
-        out["call_interpreted"] = call_overhead(args.quick, pure=True)
     out["interpreters"] = every_interpreter(args.quick, out["call"])
     if not args.calls:
         out["stripped_equivalence"] = stripped_equivalence(0 if args.quick else 1)

@@ -4,14 +4,15 @@ Each round runs a batch of calls on a real (not virtual) event loop; ``bench/run
 medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``.
 
 ``test_tracing_off`` compares the registry as shipped, with ``trace=None``, against the same
-registry with every line of tracing code removed (``untraced.py`` builds it from registry.py at
-collection time).  Shipped and stripped alternate, several repetitions of each, so that drift on
+registry with every line of tracing code removed (``untraced.py`` builds it from the registry's
+modules when the first of those tests runs).  Shipped and stripped alternate, several repetitions of each, so that drift on
 a noisy machine falls on both; ``bench/run.py`` reports the ratio of each adjacent pair.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
@@ -24,11 +25,14 @@ from toolcancel.trace import TraceRecorder
 BATCH = 2000
 TRACING_OFF_REPEATS = int(os.environ.get("TOOLCANCEL_BENCH_TRACING_REPEATS", "6"))
 
-UNTRACED, STRIPPED = untraced.load()
-REGISTRIES: dict[str, Callable[..., Any]] = {
-    "shipped": ToolRegistry,
-    "stripped": UNTRACED.ToolRegistry,
-}
+
+
+@functools.cache
+def stripped() -> tuple[Any, Any]:
+    """The registry without tracing code and what was cut (built once, by the first test that
+    needs it: the per-call tests alone, ``-k "not tracing_off"``, never build it)."""
+    return untraced.load()
+
 
 
 async def body(args: Any, call: Any) -> list[dict[str, str]]:
@@ -138,7 +142,8 @@ def test_registry_hooked_traced(benchmark: Any, loop: asyncio.AbstractEventLoop)
 def test_tracing_off(
     benchmark: Any, loop: asyncio.AbstractEventLoop, shape: str, rep: int, variant: str
 ) -> None:
-    factory = REGISTRIES[variant]
+    module, cut = stripped()
+    factory = ToolRegistry if variant == "shipped" else module.ToolRegistry
     reg = plain(factory) if shape == "plain" else hooked(factory)
     signal = AbortController().signal
 
@@ -147,7 +152,7 @@ def test_tracing_off(
             await reg.execute("t", {"q": 1}, signal=signal)
 
     benchmark.extra_info.update(shape=shape, rep=rep, variant=variant,
-                                stripped=STRIPPED.summary())
+                                stripped=cut.summary())
     bench(benchmark, loop, batch)
     # Both registries must have taken the same, successful path (not a timing assertion).
     result = loop.run_until_complete(reg.execute("t", {"q": 1}, signal=signal))

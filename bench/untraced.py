@@ -3,10 +3,10 @@
 The registry promises that tracing off costs nothing measurable: with ``trace=None`` every
 emission point is one attribute test.  To measure that honestly the benchmark needs the same
 registry *without* those tests, and a hand-kept copy would drift from the real one.  So this
-module reads ``machine/registry.py`` (the per-call driver) and ``machine/toolregistry.py``
-(``ToolRegistry``) as they are now, removes the tracing code with :mod:`ast`, and compiles the
-rest as sibling modules, ``toolcancel._registry_untraced`` and
-``toolcancel._toolregistry_untraced`` (so their relative imports resolve to the real package).
+module reads the registry's modules (:data:`SOURCES`: the call, the driver, the binding and
+``ToolRegistry``) as they are now, removes the tracing code with :mod:`ast`, and compiles the rest
+as sibling modules, ``toolcancel._<module>_untraced``: their relative imports of each other name
+the stripped siblings, every other one resolves to the real package.
 What is removed, all of it only ever doing something when a trace sink is set:
 
 * every ``if <x>.trace is not None: ...`` and ``if <x>.trace is not None and ...: ...``
@@ -20,7 +20,7 @@ What is removed, all of it only ever doing something when a trace sink is set:
 * locals that only the removed blocks set (``owner``), with their initial constant and the
   ``if <local> is not None:`` blocks that only emit;
 * module-level tables built from names of ``.trace`` that nothing uses any more (``_LINES``,
-  the line templates).
+  the line templates), and a sibling's import of such a table.
 
 Everything else is kept verbatim.  If an expected pattern is missing (registry.py changed how
 tracing is wired), or anything trace-related is left after stripping, :class:`StripError` names
@@ -28,8 +28,9 @@ it: the benchmark must then be taught the new wiring, not silently measure somet
 What hooks return (``Allow``, ``Accept``, ...) lives in ``toolcancel.hooks``, which both modules
 import, so isinstance checks hold on both.
 
-Like with like: when the package runs the registry compiled with mypyc (:mod:`toolcancel.native`),
-the stripped module is compiled the same way (into a temporary folder) before it is loaded.
+Like with like: when the package runs the registry compiled with mypyc (a ``TOOLCANCEL_COMPILE=1``
+install, ``setup.py``), the stripped module is compiled the same way (into a temporary folder,
+never into the installed package) before it is loaded.
 """
 
 from __future__ import annotations
@@ -43,11 +44,14 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = {
-    "registry": ROOT / "machine" / "registry.py",
-    "toolregistry": ROOT / "machine" / "toolregistry.py",
-}
-"""The registry's two modules: the per-call driver and the public face (``ToolRegistry``)."""
+SOURCES = {name: ROOT / "machine" / f"{name}.py"
+           for name in ("stepping", "driver", "binding", "toolregistry")}  # fmt: skip
+"""The registry's modules, each after those it imports: the call, the driver, the binding (which
+setup.py compiles together) and the public face (``ToolRegistry``, plain Python)."""
+COMPILED = ("stepping", "driver", "binding")
+"""The modules compiled with mypyc when the package runs its driver compiled."""
+SUFFIX = "_untraced"
+"""``toolcancel.<module>`` without tracing is ``toolcancel._<module><SUFFIX>``."""
 
 SINK_ATTRS = frozenset({"trace", "_trace"})
 """Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
@@ -78,8 +82,10 @@ class Stripped:
     source_lines: int
     removed: Counter[str] = field(default_factory=Counter)
     trace_locals: set[str] = field(default_factory=set)
+    trace_tables: set[str] = field(default_factory=set)
+    """The trace-only module tables dropped so far (a sibling's import of one goes too)."""
     code: dict[str, Any] = field(default_factory=dict)
-    """Each stripped module's code, by module (``registry``, ``toolregistry``)."""
+    """Each stripped module's code, by module (the keys of :data:`SOURCES`)."""
     source: dict[str, str] = field(default_factory=dict)
     """Each stripped module's source (mypyc compiles the driver's when it runs compiled)."""
     compiled: bool = False
@@ -374,6 +380,7 @@ def _drop_trace_tables(tree: ast.Module, trace_names: set[str], out: Stripped) -
             uses = {n.id for n in ast.walk(stmt) if isinstance(n, ast.Name)}
             if bound and uses & trace_names and not bound & read:
                 out.removed["trace-only module table"] += 1
+                out.trace_tables |= bound
                 dropped = True
                 continue
         kept.append(stmt)
@@ -405,9 +412,33 @@ def _leftovers(tree: ast.AST, trace_names: set[str]) -> list[str]:
     return found
 
 
-def strip(sources: dict[str, str], filenames: dict[str, str] | None = None) -> Stripped:
-    """The registry's modules (source by module name) without their tracing code, compiled
-    (``code``), and what was cut from them together."""
+class _Siblings(ast.NodeTransformer):
+    """Fourth pass: a relative import of another stripped module names its stripped copy, and
+    drops the trace-only tables that copy no longer has."""
+
+    def __init__(self, siblings: set[str], suffix: str, out: Stripped) -> None:
+        self.siblings, self.suffix, self.out = siblings, suffix, out
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> ast.ImportFrom | None:
+        if node.level != 1:
+            return node
+        if node.module in self.siblings:
+            node.module = f"_{node.module}{self.suffix}"
+            kept = [a for a in node.names if a.name not in self.out.trace_tables]
+            self.out.removed["import of a trace-only table"] += len(node.names) - len(kept)
+            node.names = kept
+            return node if kept else None
+        if node.module is None:  # from . import driver
+            node.names = [ast.alias(f"_{a.name}{self.suffix}", a.asname or a.name)
+                          if a.name in self.siblings else a for a in node.names]  # fmt: skip
+        return node
+
+
+def strip(sources: dict[str, str], filenames: dict[str, str] | None = None,
+          suffix: str = SUFFIX) -> Stripped:
+    """The registry's modules (source by module name, each after those it imports) without their
+    tracing code, compiled (``code``), and what was cut from them together; a module's imports of
+    the others name their copies, ``toolcancel._<name><suffix>``."""
     out = Stripped(source_lines=sum(source.count("\n") for source in sources.values()))
     trees = {}
     for name, source in sources.items():
@@ -418,7 +449,8 @@ def strip(sources: dict[str, str], filenames: dict[str, str] | None = None) -> S
         tree = stripper.visit(tree)
         tree = _TraceLocals(out).visit(tree)
         _drop_trace_tables(tree, stripper.trace_names, out)
-        left = _leftovers(tree, stripper.trace_names)
+        tree = _Siblings(set(sources), suffix, out).visit(tree)
+        left = _leftovers(tree, stripper.trace_names | out.trace_tables)
         if left:
             raise StripError(
                 f"{filename}: tracing code the stripper does not know survived: "
@@ -439,28 +471,71 @@ def strip(sources: dict[str, str], filenames: dict[str, str] | None = None) -> S
 
 
 def load(paths: dict[str, Path] = SOURCES) -> tuple[types.ModuleType, Stripped]:
-    """Build (or rebuild) the registry without tracing from its modules as they are now:
-    ``toolcancel._registry_untraced`` (the driver; compiled with mypyc when the package runs
-    its driver compiled) and ``toolcancel._toolregistry_untraced``, whose ``ToolRegistry``
-    runs its calls on it.  Returns the latter."""
+    """Build (or rebuild) the registry without tracing from its modules as they are now: the call,
+    the driver and the binding (compiled with mypyc when the package runs its driver compiled)
+    and ``toolcancel._toolregistry_untraced``, whose ``ToolRegistry`` runs its calls on them.
+    Returns the latter."""
     import tempfile
 
-    from toolcancel import native
+    import toolcancel.registry
 
     stripped = strip({name: path.read_text("utf-8") for name, path in paths.items()},
                      {name: str(path) for name, path in paths.items()})
-    if native.loaded():
+    if toolcancel.registry.compiled():
         with tempfile.TemporaryDirectory(prefix="untraced-") as folder:
-            driver = native.compile_variant(stripped.source["registry"], "_registry_untraced",
-                                            folder)
+            compile_variant({f"_{name}{SUFFIX}": stripped.source[name] for name in COMPILED},
+                            folder)
         stripped.compiled = True
-    else:
-        driver = _run("toolcancel._registry_untraced", stripped.code["registry"],
-                      paths["registry"])
-    face = _run("toolcancel._toolregistry_untraced", stripped.code["toolregistry"],
-                paths["toolregistry"])
-    face.ToolRegistry._driver = driver
-    return face, stripped
+        return _run(f"toolcancel._toolregistry{SUFFIX}", stripped.code["toolregistry"],
+                    paths["toolregistry"]), stripped
+    return run_interpreted(stripped, paths), stripped
+
+
+def run_interpreted(stripped: Stripped, paths: dict[str, Path] = SOURCES,
+                    suffix: str = SUFFIX) -> types.ModuleType:
+    """Run every stripped module interpreted (``strip`` with the same ``suffix``), in order;
+    returns the face's copy."""
+    modules = {name: _run(f"toolcancel._{name}{suffix}", stripped.code[name], paths[name])
+               for name in paths}  # fmt: skip
+    return modules["toolregistry"]
+
+
+def compile_variant(sources: dict[str, str], folder: str) -> None:
+    """Compile ``sources`` (by stem, each after those it imports) with mypyc as the modules
+    ``toolcancel.<stem>``, in ``folder`` (with a copy of the package they import from, as setup.py
+    compiles the driver), and load them."""
+    import importlib.machinery
+    import importlib.util
+    import shutil
+    import subprocess
+
+    import toolcancel
+
+    if importlib.util.find_spec("mypyc") is None:
+        raise StripError("the package runs compiled, so the untraced registry is compiled too: "
+                         "that needs mypy (mypyc) and setuptools in this venv")
+    package = Path(folder) / "toolcancel"
+    shutil.copytree(Path(toolcancel.__file__).parent, package,
+                    ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
+    for stem, source in sources.items():
+        (package / f"{stem}.py").write_text(source, "utf-8")
+    done = subprocess.run([sys.executable, "-m", "mypyc", "--ignore-missing-imports",
+                           *(f"toolcancel/{stem}.py" for stem in sources)], cwd=folder,
+                          capture_output=True, text=True, check=False)  # fmt: skip
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    group = sorted(Path(folder).glob(f"*__mypyc{suffix}"))  # their code, for several modules
+    libraries = {path.name.removesuffix(suffix): path for path in group}
+    libraries.update({f"toolcancel.{stem}": package / f"{stem}{suffix}" for stem in sources})
+    if done.returncode or len(group) != 1 or not all(p.is_file() for p in libraries.values()):
+        said = (done.stdout + done.stderr).strip().splitlines()
+        raise StripError("mypyc failed on the untraced registry: " + " | ".join(said[-5:]))
+    for name, location in libraries.items():  # the code first: each module's stub imports it
+        loader = importlib.machinery.ExtensionFileLoader(name, str(location))
+        spec = importlib.util.spec_from_file_location(name, location, loader=loader)
+        assert spec is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        loader.exec_module(module)
 
 
 def _run(name: str, code: Any, path: Path) -> types.ModuleType:

@@ -18,10 +18,6 @@ import sys
 import types
 from typing import TYPE_CHECKING, Any
 
-from . import native
-
-native.install()  # the compiled registry, when a build of the current source exists
-
 if TYPE_CHECKING:
     from .checker import Checker, Verdict, check_file, check_lines
     from .contract import Contract, RevisionContract, load_contract, load_contract_file

@@ -512,6 +512,8 @@ def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
         raise AdapterError(
             "--mutant needs model_tests/mutants.py of a source checkout in the current directory"
         ) from None
+    except ImportError as exc:  # the mutants refuse a compiled registry, in one line
+        raise AdapterError(str(exc)) from None
     finally:
         sys.path.pop(0)
     lists = ("MUTANTS", "TURN_MUTANTS", "OBSERVATION_MUTANTS")

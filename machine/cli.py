@@ -27,7 +27,7 @@ from typing import Any
 from .errors import ToolcancelError
 
 COMMANDS = (
-    "verify", "check", "vectors", "conform", "diagram", "explain", "explore", "regen", "native",
+    "verify", "check", "vectors", "conform", "diagram", "explain", "explore", "regen",
 )
 """Command modules, in the order ``--help`` lists them; a missing module is simply not offered."""
 

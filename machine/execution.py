@@ -2,7 +2,8 @@
 
 One per call, made at entry by the registry and frozen when its result is published.  It lives
 apart from the registry's driver (whose compiled build cannot express a property with a deleter)
-and is shared by every build of the driver in a process (:mod:`toolcancel.native`).
+and is shared by every build of the driver in a process (the package's, and the benchmark's copy
+with its tracing stripped, ``bench/untraced.py``).
 """
 
 from __future__ import annotations

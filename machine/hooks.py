@@ -2,8 +2,9 @@
 
 The decisions pre- and post-execute hooks return, the approval seam's question and answers, a
 registered tool's definition, a row of ``in_flight()``, and the hooks' signatures.  They live
-apart from the registry's driver so that every build of it in a process -- the compiled one and
-the source the mutants patch (:mod:`toolcancel.native`) -- takes and returns the same classes.
+apart from the registry's driver so that every build of it in a process -- the package's, and the
+benchmark's copy with its tracing stripped (``bench/untraced.py``) -- takes and returns the same
+classes.
 """
 
 from __future__ import annotations

@@ -1,22 +1,22 @@
 """The tool registry's public face: tools, hooks, ``execute()`` and ``begin()``.
 
-Plain Python, also when the per-call driver beside it (:mod:`toolcancel.registry`) runs compiled
-(:mod:`toolcancel.native`): a registry's methods keep their signatures, their own validation and
-messages, and can be replaced on an instance.  Each call is the driver's:
-:attr:`ToolRegistry._driver` names the module whose ``_Call`` and ``PendingCall`` run it
-(``toolcancel.registry``, looked up on first use; the mutants' registries name a copy of its
-source).
+Plain Python, also when the per-call driver it hands each call to runs compiled (a
+``TOOLCANCEL_COMPILE=1`` build, ``setup.py``): a registry's methods keep their signatures, their
+own validation and messages, and can be replaced on an instance.  Each call is a
+:class:`toolcancel.driver._Call`, run in the task that awaits it by a
+:class:`toolcancel.binding.PendingCall`.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable, Mapping
-from types import ModuleType
-from typing import TYPE_CHECKING, Any, ClassVar, Final
+from typing import TYPE_CHECKING, Any, Final
 
+from .binding import PendingCall
 from .contract import Contract, RevisionContract
 from .core import revision_table
+from .driver import _Call
 from .errors import InvalidBudget, RegistryUsageError
 from .execution import CALL_IDS
 from .hooks import (
@@ -37,7 +37,7 @@ from .signals import AbortSignal
 from .trace import TraceSink, line_sink
 
 if TYPE_CHECKING:
-    from .registry import PendingCall, StagedCall, _Call
+    from .driver import StagedCall
 
 DRAIN_WARNING: Final = 30.0
 """Default of ``ToolRegistry(drain_warning=...)``: seconds a body may run on after its signal
@@ -81,10 +81,6 @@ class ToolRegistry:
     those registered when it entered.
     """
 
-    _driver: ClassVar[ModuleType | None] = None
-    """The module whose ``_Call`` and ``PendingCall`` run this registry's calls (``None``: the
-    package's ``toolcancel.registry``, set on first use)."""
-
     def __init__(
         self,
         *,
@@ -111,7 +107,7 @@ class ToolRegistry:
         self._drain_warning = drain_warning
         info = self._table.contract.revision_info[self._table.name]
         self._signal_required = info.get("caller_signal") == "required"  # R40
-        # calls between entry and materialization (of whichever driver runs them: _driver)
+        # calls between entry and materialization
         self._in_flight: dict[Any, None] = {}
         self._on_step = on_step
         self._trace = None if trace is None else line_sink(trace)
@@ -317,11 +313,7 @@ class ToolRegistry:
         and a late success is published as ABORTED.  ``signal=None`` explicitly asks for a call
         without a caller signal (R26): task cancellation then tells only ``call.call_signal``.
         """
-        driver = self._driver or _driver()
-        pending: PendingCall = driver.PendingCall(
-            self._enter(name, arguments, signal, call_id, agent, parent)
-        )
-        return pending
+        return PendingCall(self._enter(name, arguments, signal, call_id, agent, parent))
 
     def begin(
         self,
@@ -361,8 +353,7 @@ class ToolRegistry:
                 f"the {self.revision} contract requires a caller signal (R40): pass "
                 "signal=AbortController().signal if the call is never cancelled"
             )
-        driver = self._driver or _driver()
-        call: _Call = driver._Call(
+        call = _Call(
             self,
             name,
             {} if arguments is None else arguments,
@@ -374,7 +365,6 @@ class ToolRegistry:
         )
         call.enter()
         return call
-
 
 
 def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
@@ -389,10 +379,3 @@ def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
 
     return remove
 
-
-def _driver() -> ModuleType:
-    """The per-call driver, imported on first use (it imports this module)."""
-    from . import registry
-
-    ToolRegistry._driver = registry
-    return registry

@@ -23,23 +23,28 @@ from dataclasses import dataclass
 from typing import Any
 from unittest import mock
 
-from toolcancel import deadline, native
+from toolcancel import deadline
+from toolcancel import driver as driver_module
 from toolcancel import fusion as fusion_module
+from toolcancel import registry as registry_module
 from toolcancel import scheduler as scheduler_module
 from toolcancel import timeout_policy as timeout_module
 from toolcancel.results import Results, ToolResult, thaw
 from toolcancel.signals import AbortController, AbortSignal
 
-# The mutants patch the per-call driver's source as it runs interpreted: a compiled class refuses
-# to be patched, so beside a compiled driver they patch a copy of its source (toolcancel.native),
-# and their registries run their calls on that copy.
-registry_module: Any = native.interpreted()
+# The mutants patch the per-call driver's source as it runs: the default (pure) build, which
+# CrossHair and the suite run too.  A compiled class refuses to be patched, so a
+# TOOLCANCEL_COMPILE=1 install is refused here, in one line.
+if registry_module.compiled():
+    raise ImportError(
+        "the mutants patch the registry's source: run them with the default (pure) build "
+        "(pip install -e .), not a TOOLCANCEL_COMPILE=1 install"
+    )
 
 
-class ToolRegistry(registry_module.ToolRegistry):  # type: ignore[misc]
-    """The registry every mutant patches and checks: its calls run on ``registry_module``."""
-
-    _driver = registry_module
+class ToolRegistry(registry_module.ToolRegistry):
+    """The registry every mutant patches and checks (a subclass: patching its ``definition``
+    leaves the package's class alone)."""
 
 
 Factory = Callable[..., Any]
@@ -64,7 +69,7 @@ class Mutant:
             yield ToolRegistry
 
 
-_Call: Any = registry_module._Call
+_Call: Any = driver_module._Call
 
 
 @contextlib.contextmanager
@@ -504,13 +509,13 @@ TURN_MUTANTS: tuple[Mutant, ...] = (
 @contextlib.contextmanager
 def _approval_gets_a_copy() -> Iterator[None]:
     """Hands the approval seam a fresh signal instead of the slot's (C) one."""
-    real = registry_module.ApprovalRequest
+    real = driver_module.ApprovalRequest
 
     def request(*args: Any) -> Any:
         *head, signal, own = args
         return real(*head, None if signal is None else AbortController().signal, own)
 
-    with mock.patch.object(registry_module, "ApprovalRequest", request):
+    with mock.patch.object(driver_module, "ApprovalRequest", request):
         yield
 
 

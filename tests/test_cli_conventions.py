@@ -465,7 +465,7 @@ def test_a_contract_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
 
 
 def test_the_outcome_classes_the_code_uses_are_the_ones_the_contract_declares() -> None:
-    from toolcancel.registry import _CANCELLATIONS
+    from toolcancel.driver import _CANCELLATIONS
     from toolcancel.verifier import _AUTHORED_BY_WRAPPERS
 
     outcomes = load_contract().outcomes

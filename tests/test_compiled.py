@@ -17,7 +17,7 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from toolcancel import AbortController, compiled, core, registry
+from toolcancel import AbortController, compiled, core, driver
 from toolcancel.contract import load_contract, load_contract_file
 from toolcancel.errors import ContractViolation
 from toolcancel.registry import ToolRegistry
@@ -91,7 +91,7 @@ def test_an_occurrence_the_contract_refuses_is_refused_by_the_core_with_its_mess
 
 
 @pytest.mark.parametrize("revision", CONTRACT.revisions)
-@pytest.mark.parametrize("key", [registry._ALLOWED_UNGUARDED, registry._SETTLED_ACCEPTED])
+@pytest.mark.parametrize("key", [driver._ALLOWED_UNGUARDED, driver._SETTLED_ACCEPTED])
 def test_a_through_step_is_the_two_edges_it_stands_for(
     revision: str, key: tuple[str, str, str]
 ) -> None:
@@ -122,7 +122,7 @@ def test_a_through_step_is_the_two_edges_it_stands_for(
             assert through.moved == bool(a.effect or b.effect)
             taken += 1
     assert taken  # (refusals: the seed's caller abort seen at C1 sends pre_allow to post)
-    assert refused or revision == "revised" or key == registry._SETTLED_ACCEPTED
+    assert refused or revision == "revised" or key == driver._SETTLED_ACCEPTED
 
 
 @pytest.mark.parametrize("revision", CONTRACT.revisions)

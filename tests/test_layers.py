@@ -40,7 +40,7 @@ def test_the_package_keeps_its_layers() -> None:
 
 def test_an_arrow_back_up_breaks_the_build(tmp_path: Path) -> None:
     package = tmp_path / "toolcancel"
-    skip = shutil.ignore_patterns("__pycache__", "_native")
+    skip = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "machine", package, ignore=skip)
     shutil.copy(ROOT / ".importlinter", tmp_path)
     loader = package / "contract.py"

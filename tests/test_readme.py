@@ -144,8 +144,6 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         "every"].default == n(m.group(1))),
     (r"TOOLCANCEL_PROGRESS=(0)", lambda m: 'get("TOOLCANCEL_PROGRESS", "1") != "0"'
      in (ROOT / "machine/cli.py").read_text("utf-8")),
-    (r"TOOLCANCEL_PURE=(1)", lambda m: "``TOOLCANCEL_PURE=1`` runs the source"
-     in (ROOT / "machine/native.py").read_text("utf-8")),
     (r"prints the first violation exactly as `check` does and exits (1)",
      lambda m: defines("test_explain.py",
                        "test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the_rule")),

@@ -48,22 +48,18 @@ def test_todays_registry_strips_to_code_without_a_trace_sink(untraced: Any) -> N
 
 
 def test_an_unknown_wiring_of_the_sink_is_refused(untraced: Any) -> None:
-    source = untraced.SOURCES["registry"].read_text("utf-8")
-    sources = {"registry": source + "\n\ndef leak(call):\n    return call.trace\n",
-               "toolregistry": untraced.SOURCES["toolregistry"].read_text("utf-8")}
+    sources = {name: path.read_text("utf-8") for name, path in untraced.SOURCES.items()}
+    sources["driver"] += "\n\ndef leak(call):\n    return call.trace\n"
     with pytest.raises(untraced.StripError, match=r"survived: line \d+: \.trace"):
         untraced.strip(sources)
 
 
 def test_the_stripped_registry_gives_the_shipped_registrys_results(untraced: Any) -> None:
     stripped = untraced.strip(
-        {name: path.read_text("utf-8") for name, path in untraced.SOURCES.items()}
+        {name: path.read_text("utf-8") for name, path in untraced.SOURCES.items()},
+        suffix="_untraced_test",
     )
-    driver = untraced._run("toolcancel._registry_untraced_test", stripped.code["registry"],
-                           untraced.SOURCES["registry"])
-    face = untraced._run("toolcancel._toolregistry_untraced_test",
-                         stripped.code["toolregistry"], untraced.SOURCES["toolregistry"])
-    face.ToolRegistry._driver = driver
+    face = untraced.run_interpreted(stripped, untraced.SOURCES, "_untraced_test")
 
     async def body(args: Any, view: Any) -> list[dict[str, str]]:
         if args.get("abort"):

@@ -9,7 +9,7 @@ import os
 import sys
 from typing import Any
 
-from .. import cluster, native
+from .. import cluster
 from ..cli import MAX_WORKERS, CliError, Progress, UsageError, default_workers, revision_option
 from ..contract import load_contract
 from ..verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
@@ -132,7 +132,7 @@ def _table(report: Report) -> str:
     d = report.to_json()
     lines = [
         f"toolcancel verify — {report.revision} contract, real asyncio registry "
-        f"({'compiled' if native.loaded() else 'interpreted'})",
+        f"({'compiled' if _compiled() else 'interpreted'})",
         f"  bounds                up to {d['max_wrappers']} around wrapper(s) per call, "
         f"{d['max_calls']} call(s) per turn batch",
         f"  configurations        {d['configurations']:>10,}",
@@ -178,6 +178,8 @@ def _load_mutants() -> Any:
             "--mutants needs the source checkout's model_tests/mutants.py: run it from the "
             "repository root"
         ) from None
+    except ImportError as exc:  # the mutants refuse a compiled registry, in one line
+        raise CliError(str(exc)) from None
     finally:
         sys.path.pop(0)
     return mutants
@@ -266,3 +268,10 @@ def _spec_mutants(args: argparse.Namespace) -> int:
             if row["status"] in ("surviving", "unreached", "crashed"):
                 print(f"  {row['status'].upper():<9} {row['revision']:<7} {row['what']}")
     return 1 if data["counts"]["surviving"] or data["counts"]["crashed"] else 0
+
+
+def _compiled() -> bool:
+    """Whether the registry verify runs is the compiled build (``TOOLCANCEL_COMPILE=1``)."""
+    from ..registry import compiled
+
+    return compiled()
