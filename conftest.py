@@ -38,7 +38,7 @@ settings.register_profile(
 )
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
-# Progress lines (``toolcancel.cli.Progress``) depend on how fast the machine is, so commands run
-# by the tests show none and every stderr a test compares is the same on a loaded machine; the
+# Progress lines (``toolcancel.cli.main.Progress``) depend on how fast the machine is, so commands
+# run by the tests show none and every stderr a test compares is the same on a loaded machine; the
 # tests of the progress display itself drive it with their own clock and stream.
 os.environ.setdefault("TOOLCANCEL_PROGRESS", "0")

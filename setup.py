@@ -31,7 +31,8 @@ COMPILE = os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")
 MYPY = "mypy==2.4.1"  # the version the dev extra pins: the one the driver is type-checked with
 COMPILED = ("stepping", "driver", "binding")
 """The modules mypyc compiles, as one group: the registry's per-call driver, the call it extends
-and the binding that runs it in a task (``toolcancel.registry`` says which module does what)."""
+and the binding that runs it in a task (``toolcancel.runtime.registry`` says which module does
+what)."""
 
 
 class CompiledDistribution(Distribution):
@@ -46,7 +47,7 @@ class BuildPy(build_py):
         # An in-tree build reuses its build folder: the libraries of an earlier compiled build
         # must not reach this wheel (they would shadow the sources they were built from).
         for stale in glob.glob(os.path.join(self.build_lib, "*__mypyc.*")) + glob.glob(
-            os.path.join(self.build_lib, "toolcancel", "*.*")
+            os.path.join(self.build_lib, "toolcancel", "runtime", "*.*")
         ):
             if stale.endswith((".so", ".pyd")):
                 os.remove(stale)
@@ -57,21 +58,21 @@ class BuildPy(build_py):
     def _compile(self, build_lib: str) -> None:
         # mypyc type-checks the modules against the package they import from, by name: compile a
         # copy of the built package named toolcancel, then keep the libraries it made -- one per
-        # module beside its source, and the group's code: inside the package for one module,
-        # at the top level (named after a hash of the modules) for several.
+        # module beside its source (in the runtime room), and the group's code: inside the
+        # package for one module, at the top level (named after a hash of the modules) for several.
         with tempfile.TemporaryDirectory(prefix="toolcancel-mypyc-") as tmp:
             shutil.copytree(os.path.join(build_lib, "toolcancel"), os.path.join(tmp, "toolcancel"))
             # The build environment has none of the optional dependencies (trio, Dask) that other
             # modules import where they are used: mypy takes what it cannot find as Any.
             done = subprocess.run(
                 [sys.executable, "-m", "mypyc", "--ignore-missing-imports"]
-                + [f"toolcancel/{module}.py" for module in COMPILED],
+                + [f"toolcancel/runtime/{module}.py" for module in COMPILED],
                 cwd=tmp,
                 check=False,
             )
             built = [
                 os.path.relpath(path, tmp)
-                for pattern in ("*", os.path.join("toolcancel", "*"))
+                for pattern in ("*", os.path.join("toolcancel", "runtime", "*"))
                 for path in glob.glob(os.path.join(tmp, pattern))
                 if path.endswith((".so", ".pyd"))
             ]

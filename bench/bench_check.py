@@ -5,7 +5,7 @@ Not a test (timings depend on the machine); run it by hand::
     python bench/bench_check.py [--revision seed|revised] [--calls N] [--events M] [--keep PATH]
 
 What it measures: the trace is *recorded* from the reference registry -- ``--calls`` distinct
-calls spread over the model checker's configuration space (``toolcancel.verifier.
+calls spread over the model checker's configuration space (``toolcancel.selfcheck.verifier.
 configurations``), each run by the scenario harness with a gate-based cancellation point, so the
 mix of paths, aborts, wrappers and results is the real one.  The recorded calls are then written
 under fresh call ids, interleaved eight at a time like concurrent calls, until the file holds at
@@ -27,12 +27,12 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from toolcancel.checker import Checker
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness, Scenario
-from toolcancel.trace import TraceRecorder, encode_line, read_traces
-from toolcancel.verifier import configurations
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.contract.trace import TraceRecorder, encode_line, read_traces
+from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.verifier import configurations
 
 CANCELS = (
     "never",
@@ -124,7 +124,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         traces: Any = read_traces(path)
         read_s = time.perf_counter() - start
-        gc.disable()  # as check_file does: see toolcancel.trace.read_traces
+        gc.disable()  # as check_file does: see toolcancel.contract.trace.read_traces
         start = time.perf_counter()
         checker.check_traces(traces, str(path))
         check_s = time.perf_counter() - start

@@ -20,8 +20,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from toolcancel.conform import conform, self_command
-from toolcancel.vectors import REVISIONS
+from toolcancel.oracle.conform import conform, self_command
+from toolcancel.oracle.vectors import REVISIONS
 
 JS = Path(__file__).resolve().parent.parent / "examples" / "js"
 ADAPTERS = {

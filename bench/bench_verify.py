@@ -5,12 +5,13 @@ Not a test (timings depend on the machine); run it by hand::
     python bench/bench_verify.py --base REV [--revision seed|revised] [--configs N] [--rounds K]
 
 What it measures: ``--configs`` configurations spread over the model checker's space at bound 1
-(``toolcancel.verifier.configurations``), each run and checked under every cancellation point
-``verify`` keeps (:func:`toolcancel.verifier.run_batch`), in a fresh process per measurement --
-alternately with the package of git revision ``--base`` (exported to a temporary directory) and
-with this checkout's.  Each process reports its own CPU time for the batch (which other load on
-this shared machine does not change) and the schedules it ran, which must be equal.  Printed: the
-median CPU seconds of each and the ratio checkout / base; only that ratio means anything.
+(``toolcancel.selfcheck.verifier.configurations``), each run and checked under every cancellation
+point ``verify`` keeps (:func:`toolcancel.selfcheck.verifier.run_batch`), in a fresh process per
+measurement -- alternately with the package of git revision ``--base`` (exported to a temporary
+directory) and with this checkout's.  Each process reports its own CPU time for the batch (which
+other load on this shared machine does not change) and the schedules it ran, which must be equal.
+Printed: the median CPU seconds of each and the ratio checkout / base; only that ratio means
+anything.
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import json, sys, time
-from toolcancel.verifier import configurations, run_batch
+from toolcancel.selfcheck.verifier import configurations, run_batch
 revision, n = sys.argv[1], int(sys.argv[2])
 space = list(configurations(revision, 1))
 chosen = space[:: max(1, len(space) // n)][:n]

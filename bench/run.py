@@ -93,7 +93,7 @@ def per_call(b: dict[str, Any]) -> dict[str, float]:
 def registry_kind(python: str = sys.executable) -> str:
     """Which registry a benchmark process of ``python`` runs (decided when it was installed)."""
     done = subprocess.run(
-        [python, "-c", "import toolcancel.registry as r; print(r.compiled())"],
+        [python, "-c", "import toolcancel.runtime.registry as r; print(r.compiled())"],
         capture_output=True, text=True, check=True, cwd=ROOT,
     )  # fmt: skip
     return "compiled (mypyc)" if done.stdout.strip() == "True" else "interpreted"
@@ -270,8 +270,8 @@ def stripped_equivalence(max_wrappers: int) -> dict[str, Any]:
     import test_overhead
     import untraced
     from toolcancel import AbortController
-    from toolcancel.registry import ToolRegistry
-    from toolcancel.verifier import verify
+    from toolcancel.runtime.registry import ToolRegistry
+    from toolcancel.selfcheck.verifier import verify
 
     module, stripped = untraced.load()
     out: dict[str, Any] = {"max_wrappers": max_wrappers, "stripped": stripped.summary()}
@@ -335,7 +335,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
     """Configurations in the full cross product of the scenario dimensions within the bounds:
     callers x args x pre-execute x approval x agent x seam x guards x wrapper stacks x timeouts
     x tool known x bodies x cooperative x posts (no reachability pruning)."""
-    from toolcancel import scenario as sc
+    from toolcancel.oracle import scenario as sc
 
     callers = len(sc.CALLERS) - (revision == "revised")
     stacks = sum(len(sc.WRAPPERS) ** k for k in range(max_wrappers + 1))
@@ -346,7 +346,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
 def turn_product(max_calls: int) -> int:
     """Turn schedules in the full product: kinds^n x (never, before the turn, 3 gates a call)
     x release orders, n = 1..max_calls."""
-    from toolcancel import turncheck as tc
+    from toolcancel.oracle import turncheck as tc
 
     return sum(len(tc.KINDS) ** n * (2 + 3 * n) * len(tc.RELEASES)
                for n in range(1, max_calls + 1))
@@ -367,8 +367,8 @@ def engine_scaling(quick: bool) -> dict[str, Any]:
     (wall clock, turn batches included), and whether the totals equal the one-process run's.
     A Dask cluster's start-up is timed apart: the figure is what a running cluster does."""
     from distributed import LocalCluster
-    from toolcancel.cluster import ENGINE
-    from toolcancel.verifier import verify
+    from toolcancel.selfcheck.cluster import ENGINE
+    from toolcancel.selfcheck.verifier import verify
 
     bounds = {"max_wrappers": 0 if quick else 1, "max_calls": 2}
     rows: list[dict[str, Any]] = []
@@ -402,7 +402,7 @@ def engine_scaling(quick: bool) -> dict[str, Any]:
 
 
 def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
-    from toolcancel.verifier import MAX_CALLS, MAX_WRAPPERS, Tally, plan, run_jobs, verify
+    from toolcancel.selfcheck.verifier import MAX_CALLS, MAX_WRAPPERS, Tally, plan, run_jobs, verify
 
     def run_plan(jobs: list[Any], workers: int) -> Tally:
         total = Tally()
@@ -502,7 +502,7 @@ def print_rest(out: dict[str, Any]) -> None:
     off = out["call"]["tracing_off"]
     print("\ntracing off: shipped (trace=None) / stripped of all tracing code "
           "(ratio of medians per alternating pair)")
-    print(f"  stripped at run time from machine/registry.py and toolregistry.py: "
+    print(f"  stripped at run time from machine/runtime/registry.py and toolregistry.py: "
           f"{off['stripped']}")
     print(f"  {'shape':<12}{'shipped us':>11}{'stripped us':>12}{'min':>7}{'median':>8}{'max':>7}"
           f"  target")

@@ -5,8 +5,9 @@ medians into per-call figures and ratios against the bare ``await asyncio.create
 
 ``test_tracing_off`` compares the registry as shipped, with ``trace=None``, against the same
 registry with every line of tracing code removed (``untraced.py`` builds it from the registry's
-modules when the first of those tests runs).  Shipped and stripped alternate, several repetitions of each, so that drift on
-a noisy machine falls on both; ``bench/run.py`` reports the ratio of each adjacent pair.
+modules when the first of those tests runs).  Shipped and stripped alternate, several
+repetitions of each, so that drift on a noisy machine falls on both; ``bench/run.py`` reports
+the ratio of each adjacent pair.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 import untraced
 from toolcancel import AbortController, Accept, ToolRegistry
-from toolcancel.trace import TraceRecorder
+from toolcancel.contract.trace import TraceRecorder
 
 BATCH = 2000
 TRACING_OFF_REPEATS = int(os.environ.get("TOOLCANCEL_BENCH_TRACING_REPEATS", "6"))

@@ -16,9 +16,9 @@ from typing import Any
 
 import bench_check
 import pytest
-from toolcancel.checker import Checker
-from toolcancel.conform import conform, self_command
-from toolcancel.vectors import REVISIONS
+from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.conform import conform, self_command
+from toolcancel.oracle.vectors import REVISIONS
 
 CHECK_EVENTS = int(os.environ.get("TOOLCANCEL_BENCH_CHECK_EVENTS", "600000"))
 CHECK_CALLS = int(os.environ.get("TOOLCANCEL_BENCH_CHECK_CALLS", "6000"))

@@ -5,8 +5,8 @@ emission point is one attribute test.  To measure that honestly the benchmark ne
 registry *without* those tests, and a hand-kept copy would drift from the real one.  So this
 module reads the registry's modules (:data:`SOURCES`: the call, the driver, the binding and
 ``ToolRegistry``) as they are now, removes the tracing code with :mod:`ast`, and compiles the rest
-as sibling modules, ``toolcancel._<module>_untraced``: their relative imports of each other name
-the stripped siblings, every other one resolves to the real package.
+as sibling modules, ``toolcancel.runtime._<module>_untraced``: their relative imports of each
+other name the stripped siblings, every other one resolves to the real package.
 What is removed, all of it only ever doing something when a trace sink is set:
 
 * every ``if <x>.trace is not None: ...`` and ``if <x>.trace is not None and ...: ...``
@@ -25,8 +25,8 @@ What is removed, all of it only ever doing something when a trace sink is set:
 Everything else is kept verbatim.  If an expected pattern is missing (registry.py changed how
 tracing is wired), or anything trace-related is left after stripping, :class:`StripError` names
 it: the benchmark must then be taught the new wiring, not silently measure something else.
-What hooks return (``Allow``, ``Accept``, ...) lives in ``toolcancel.hooks``, which both modules
-import, so isinstance checks hold on both.
+What hooks return (``Allow``, ``Accept``, ...) lives in ``toolcancel.runtime.hooks``, which both
+modules import, so isinstance checks hold on both.
 
 Like with like: when the package runs the registry compiled with mypyc (a ``TOOLCANCEL_COMPILE=1``
 install, ``setup.py``), the stripped module is compiled the same way (into a temporary folder,
@@ -44,21 +44,21 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-SOURCES = {name: ROOT / "machine" / f"{name}.py"
+SOURCES = {name: ROOT / "machine" / "runtime" / f"{name}.py"
            for name in ("stepping", "driver", "binding", "toolregistry")}  # fmt: skip
 """The registry's modules, each after those it imports: the call, the driver, the binding (which
 setup.py compiles together) and the public face (``ToolRegistry``, plain Python)."""
 COMPILED = ("stepping", "driver", "binding")
 """The modules compiled with mypyc when the package runs its driver compiled."""
 SUFFIX = "_untraced"
-"""``toolcancel.<module>`` without tracing is ``toolcancel._<module><SUFFIX>``."""
+"""``toolcancel.runtime.<module>`` without tracing is ``toolcancel.runtime._<module><SUFFIX>``."""
 
 SINK_ATTRS = frozenset({"trace", "_trace"})
 """Attributes holding the trace sink (``ToolRegistry._trace``, ``_Call.trace``)."""
 EMITTERS = frozenset({"emit", "emit_line", "emit_listener"})
 """The methods that write trace lines."""
-TRACE_MODULE = "trace"
-"""``from .trace import ...`` brings in only tracing names."""
+TRACE_MODULE = "contract.trace"
+"""``from ..contract.trace import ...`` (from the runtime room) brings in only tracing names."""
 
 EXPECTED = {
     "trace guard (if <x>.trace is not None[ and ...])": 1,
@@ -264,7 +264,7 @@ class _Stripper(ast.NodeTransformer):
         return node
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> Any:
-        if node.level == 1 and node.module == TRACE_MODULE:
+        if node.level == 2 and node.module == TRACE_MODULE:
             self.out.removed["import from .trace"] += 1
             self.trace_names |= {alias.asname or alias.name for alias in node.names}
             return None
@@ -438,7 +438,7 @@ def strip(sources: dict[str, str], filenames: dict[str, str] | None = None,
           suffix: str = SUFFIX) -> Stripped:
     """The registry's modules (source by module name, each after those it imports) without their
     tracing code, compiled (``code``), and what was cut from them together; a module's imports of
-    the others name their copies, ``toolcancel._<name><suffix>``."""
+    the others name their copies, ``toolcancel.runtime._<name><suffix>``."""
     out = Stripped(source_lines=sum(source.count("\n") for source in sources.values()))
     trees = {}
     for name, source in sources.items():
@@ -473,20 +473,20 @@ def strip(sources: dict[str, str], filenames: dict[str, str] | None = None,
 def load(paths: dict[str, Path] = SOURCES) -> tuple[types.ModuleType, Stripped]:
     """Build (or rebuild) the registry without tracing from its modules as they are now: the call,
     the driver and the binding (compiled with mypyc when the package runs its driver compiled)
-    and ``toolcancel._toolregistry_untraced``, whose ``ToolRegistry`` runs its calls on them.
-    Returns the latter."""
+    and ``toolcancel.runtime._toolregistry_untraced``, whose ``ToolRegistry`` runs its calls on
+    them. Returns the latter."""
     import tempfile
 
-    import toolcancel.registry
+    import toolcancel.runtime.registry
 
     stripped = strip({name: path.read_text("utf-8") for name, path in paths.items()},
                      {name: str(path) for name, path in paths.items()})
-    if toolcancel.registry.compiled():
+    if toolcancel.runtime.registry.compiled():
         with tempfile.TemporaryDirectory(prefix="untraced-") as folder:
             compile_variant({f"_{name}{SUFFIX}": stripped.source[name] for name in COMPILED},
                             folder)
         stripped.compiled = True
-        return _run(f"toolcancel._toolregistry{SUFFIX}", stripped.code["toolregistry"],
+        return _run(f"toolcancel.runtime._toolregistry{SUFFIX}", stripped.code["toolregistry"],
                     paths["toolregistry"]), stripped
     return run_interpreted(stripped, paths), stripped
 
@@ -495,15 +495,15 @@ def run_interpreted(stripped: Stripped, paths: dict[str, Path] = SOURCES,
                     suffix: str = SUFFIX) -> types.ModuleType:
     """Run every stripped module interpreted (``strip`` with the same ``suffix``), in order;
     returns the face's copy."""
-    modules = {name: _run(f"toolcancel._{name}{suffix}", stripped.code[name], paths[name])
+    modules = {name: _run(f"toolcancel.runtime._{name}{suffix}", stripped.code[name], paths[name])
                for name in paths}  # fmt: skip
     return modules["toolregistry"]
 
 
 def compile_variant(sources: dict[str, str], folder: str) -> None:
     """Compile ``sources`` (by stem, each after those it imports) with mypyc as the modules
-    ``toolcancel.<stem>``, in ``folder`` (with a copy of the package they import from, as setup.py
-    compiles the driver), and load them."""
+    ``toolcancel.runtime.<stem>``, in ``folder`` (with a copy of the package they import from, as
+    setup.py compiles the driver), and load them."""
     import importlib.machinery
     import importlib.util
     import shutil
@@ -518,14 +518,15 @@ def compile_variant(sources: dict[str, str], folder: str) -> None:
     shutil.copytree(Path(toolcancel.__file__).parent, package,
                     ignore=shutil.ignore_patterns("__pycache__", "*.so", "*.pyd"))
     for stem, source in sources.items():
-        (package / f"{stem}.py").write_text(source, "utf-8")
+        (package / "runtime" / f"{stem}.py").write_text(source, "utf-8")
     done = subprocess.run([sys.executable, "-m", "mypyc", "--ignore-missing-imports",
-                           *(f"toolcancel/{stem}.py" for stem in sources)], cwd=folder,
+                           *(f"toolcancel/runtime/{stem}.py" for stem in sources)], cwd=folder,
                           capture_output=True, text=True, check=False)  # fmt: skip
     suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
     group = sorted(Path(folder).glob(f"*__mypyc{suffix}"))  # their code, for several modules
     libraries = {path.name.removesuffix(suffix): path for path in group}
-    libraries.update({f"toolcancel.{stem}": package / f"{stem}{suffix}" for stem in sources})
+    libraries.update({f"toolcancel.runtime.{stem}": package / "runtime" / f"{stem}{suffix}"
+                      for stem in sources})  # fmt: skip
     if done.returncode or len(group) != 1 or not all(p.is_file() for p in libraries.values()):
         said = (done.stdout + done.stderr).strip().splitlines()
         raise StripError("mypyc failed on the untraced registry: " + " | ".join(said[-5:]))
@@ -544,7 +545,7 @@ def _run(name: str, code: Any, path: Path) -> types.ModuleType:
     import toolcancel
 
     module = types.ModuleType(name)
-    module.__package__ = toolcancel.__name__
+    module.__package__ = f"{toolcancel.__name__}.runtime"
     module.__file__ = str(path)
     sys.modules[name] = module
     try:

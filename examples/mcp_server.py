@@ -12,7 +12,7 @@ It speaks MCP on stdin/stdout (point any MCP client at this command) and serves 
 Every published result is logged to stderr as one JSON line (``published <call id> <result>``):
 a cancelled request is never answered on the wire, but its result is still published -- here,
 to this log.  Ctrl-C (or SIGTERM) stops it: the calls in flight are cancelled and drained, their
-results published, and it exits 0; a second one abandons them (toolcancel.mcp, "Stopping").
+results published, and it exits 0; a second one abandons them (toolcancel.runtime.mcp, "Stopping").
 
 Requires the ``mcp`` extra, from your clone: ``pip install './toolcancel[mcp]'`` (``[mcp,trio]``
 for ``--trio``).
@@ -25,10 +25,10 @@ import sys
 from typing import Any
 
 from toolcancel import Execution, ToolRegistry, ToolResult
-from toolcancel.cooperate import aborted
+from toolcancel.runtime.cooperate import aborted
 
 try:
-    from toolcancel.mcp import report_progress, serve_stdio
+    from toolcancel.runtime.mcp import report_progress, serve_stdio
 except ModuleNotFoundError as missing:  # without the mcp extra: its one line, no traceback
     sys.exit(f"mcp_server.py: {missing}")
 

@@ -19,11 +19,8 @@ import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .checker import Checker, Verdict, check_file, check_lines
-    from .contract import Contract, RevisionContract, load_contract, load_contract_file
-    from .core import CallMachine, CallState, Occurrence, PathStep, choices, step
-    from .deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
-    from .errors import (
+    from .contract.core import CallMachine, CallState, Occurrence, PathStep, choices, step
+    from .contract.errors import (
         ContractError,
         ContractViolation,
         NotSerializable,
@@ -31,7 +28,12 @@ if TYPE_CHECKING:
         TaskCancelled,
         ToolcancelError,
     )
-    from .registry import (
+    from .contract.loader import Contract, RevisionContract, load_contract, load_contract_file
+    from .contract.results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
+    from .contract.trace import TraceError, TraceEvent, TraceRecorder, read_traces
+    from .oracle.checker import Checker, Verdict, check_file, check_lines
+    from .runtime.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
+    from .runtime.registry import (
         Accept,
         Allow,
         Approval,
@@ -47,71 +49,69 @@ if TYPE_CHECKING:
         ToolDefinition,
         ToolRegistry,
     )
-    from .results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
-    from .scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
-    from .signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
-    from .timeout_policy import TOOL_TIMEOUT, install_timeout_policy
-    from .trace import TraceError, TraceEvent, TraceRecorder, read_traces
+    from .runtime.scheduler import LogEntry, ToolCallRequest, TurnLog, TurnScheduler
+    from .runtime.signals import AbortController, AbortError, AbortSignal, SignalTimeoutError
+    from .runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 
 _LAZY: dict[str, str] = {
-    "Checker": "checker",
-    "Verdict": "checker",
-    "check_file": "checker",
-    "check_lines": "checker",
-    "Contract": "contract",
-    "RevisionContract": "contract",
-    "load_contract": "contract",
-    "load_contract_file": "contract",
-    "CallMachine": "core",
-    "CallState": "core",
-    "Occurrence": "core",
-    "PathStep": "core",
-    "choices": "core",
-    "step": "core",
-    "Deadline": "deadline",
-    "TimeoutReason": "deadline",
-    "checked_hint": "deadline",
-    "deadline": "deadline",
-    "timeout_of": "deadline",
-    "ContractError": "errors",
-    "ContractViolation": "errors",
-    "NotSerializable": "errors",
-    "RegistryUsageError": "errors",
-    "TaskCancelled": "errors",
-    "ToolcancelError": "errors",
-    "Accept": "registry",
-    "Allow": "registry",
-    "Approval": "registry",
-    "ApprovalRequest": "registry",
-    "Ask": "registry",
-    "Block": "registry",
-    "Deny": "registry",
-    "Execution": "registry",
-    "InFlight": "registry",
-    "InvalidBudget": "registry",
-    "PendingCall": "registry",
-    "StagedCall": "registry",
-    "ToolDefinition": "registry",
-    "ToolRegistry": "registry",
-    "ErrorInfo": "results",
-    "FrozenDict": "results",
-    "ToolError": "results",
-    "ToolOutput": "results",
-    "ToolResult": "results",
-    "LogEntry": "scheduler",
-    "ToolCallRequest": "scheduler",
-    "TurnLog": "scheduler",
-    "TurnScheduler": "scheduler",
-    "AbortController": "signals",
-    "AbortError": "signals",
-    "AbortSignal": "signals",
-    "SignalTimeoutError": "signals",
-    "TOOL_TIMEOUT": "timeout_policy",
-    "install_timeout_policy": "timeout_policy",
-    "TraceError": "trace",
-    "TraceEvent": "trace",
-    "TraceRecorder": "trace",
-    "read_traces": "trace",
+    "Checker": "oracle.checker",
+    "Verdict": "oracle.checker",
+    "check_file": "oracle.checker",
+    "check_lines": "oracle.checker",
+    "Contract": "contract.loader",
+    "RevisionContract": "contract.loader",
+    "load_contract": "contract.loader",
+    "load_contract_file": "contract.loader",
+    "CallMachine": "contract.core",
+    "CallState": "contract.core",
+    "Occurrence": "contract.core",
+    "PathStep": "contract.core",
+    "choices": "contract.core",
+    "step": "contract.core",
+    "Deadline": "runtime.deadline",
+    "TimeoutReason": "runtime.deadline",
+    "checked_hint": "runtime.deadline",
+    "deadline": "runtime.deadline",
+    "timeout_of": "runtime.deadline",
+    "ContractError": "contract.errors",
+    "ContractViolation": "contract.errors",
+    "NotSerializable": "contract.errors",
+    "RegistryUsageError": "contract.errors",
+    "TaskCancelled": "contract.errors",
+    "ToolcancelError": "contract.errors",
+    "Accept": "runtime.registry",
+    "Allow": "runtime.registry",
+    "Approval": "runtime.registry",
+    "ApprovalRequest": "runtime.registry",
+    "Ask": "runtime.registry",
+    "Block": "runtime.registry",
+    "Deny": "runtime.registry",
+    "Execution": "runtime.registry",
+    "InFlight": "runtime.registry",
+    "InvalidBudget": "runtime.registry",
+    "PendingCall": "runtime.registry",
+    "StagedCall": "runtime.registry",
+    "ToolDefinition": "runtime.registry",
+    "ToolRegistry": "runtime.registry",
+    "ErrorInfo": "contract.results",
+    "FrozenDict": "contract.results",
+    "ToolError": "contract.results",
+    "ToolOutput": "contract.results",
+    "ToolResult": "contract.results",
+    "LogEntry": "runtime.scheduler",
+    "ToolCallRequest": "runtime.scheduler",
+    "TurnLog": "runtime.scheduler",
+    "TurnScheduler": "runtime.scheduler",
+    "AbortController": "runtime.signals",
+    "AbortError": "runtime.signals",
+    "AbortSignal": "runtime.signals",
+    "SignalTimeoutError": "runtime.signals",
+    "TOOL_TIMEOUT": "runtime.timeout_policy",
+    "install_timeout_policy": "runtime.timeout_policy",
+    "TraceError": "contract.trace",
+    "TraceEvent": "contract.trace",
+    "TraceRecorder": "contract.trace",
+    "read_traces": "contract.trace",
 }
 """Public name -> the module (under ``toolcancel``) that defines it."""
 
@@ -120,7 +120,7 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         if name == "__version__":
-            from .cli import version
+            from .cli.main import version
 
             return version()
         raise AttributeError(f"module 'toolcancel' has no attribute {name!r}")
@@ -143,7 +143,7 @@ class _Package(types.ModuleType):
 
     @property
     def deadline(self) -> Any:
-        from .deadline import deadline
+        from .runtime.deadline import deadline
 
         return deadline
 

@@ -1,13 +1,13 @@
 """Several calls in flight on shared registries, driven one deterministic step at a time.
 
-The scenario harness (:mod:`toolcancel.scenario`) runs *one* call and releases its gates in the
-order the call reaches them.  Hypothesis' stateful tests need the opposite: a driver that keeps
+The scenario harness (:mod:`toolcancel.oracle.scenario`) runs *one* call and releases its gates in
+the order the call reaches them.  Hypothesis' stateful tests need the opposite: a driver that keeps
 many calls open at once and lets the test choose, step by step, which gate opens, whose caller
 aborts, which wrapper-supplied signal aborts and when virtual time passes.  That is this module.
 
 How it stays faithful to the harness (and so to the model checker):
 
-* Every call gets its own :class:`~toolcancel.scenario.Harness`, whose hook methods *are* the
+* Every call gets its own :class:`~toolcancel.oracle.scenario.Harness`, whose hook methods *are* the
   scenario vocabulary.  A registry's hooks are thin dispatchers that find the call's harness by
   ``call_id``, so calls sharing a registry share its hook chain but not their behaviours.  What a
   harness records (gates, decisions, body start and settle, notifications, R23/R24/R27 problems)
@@ -15,17 +15,20 @@ How it stays faithful to the harness (and so to the model checker):
 * The registry's ``on_step`` tap counts each call's transitions exactly as ``Harness.tap`` does,
   so an abort logged as ``("abort", "caller", k)`` means "after the k-th transition", and the
   model checker's replay can put it back in the same place.
-* :meth:`World.observation` turns a finished call into an :class:`~toolcancel.scenario.Observation`
-  so that :func:`toolcancel.verifier.check` and its parts judge it: one definition of the checks.
+* :meth:`World.observation` turns a finished call into an
+:class:`~toolcancel.oracle.scenario.Observation`
+  so that :func:`toolcancel.selfcheck.verifier.check` and its parts judge it: one definition of the
+  checks.
 
 What the harness never does, and this driver adds: aborts and timer fires land *between* other
 calls' steps, in any state a call can wait in, and in the synchronous states too (an abort armed
 to land right after the call's next transition into a chosen state: the harness's ``step:k``,
 named by where it lands).
 
-Time: one :class:`~toolcancel.virtual_time.VirtualClock` patched onto one event loop for the whole
-run.  Nothing ever blocks (every step ends with :func:`~toolcancel.scenario._idle`, which returns
-as soon as all tasks wait), so virtual time moves only when :meth:`World.advance_clock` says so.
+Time: one :class:`~toolcancel.runtime.virtual_time.VirtualClock` patched onto one event loop for the
+whole run.  Nothing ever blocks (every step ends with :func:`~toolcancel.oracle.scenario._idle`,
+which returns as soon as all tasks wait), so virtual time moves only when
+:meth:`World.advance_clock` says so.
 """
 
 from __future__ import annotations
@@ -37,12 +40,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
 from toolcancel import ToolRegistry
-from toolcancel.contract import RevisionContract, load_contract
-from toolcancel.core import PathStep
-from toolcancel.errors import RegistryUsageError
-from toolcancel.registry import Approval, ApprovalRequest, Execution, Next
-from toolcancel.results import ToolResult
-from toolcancel.scenario import (
+from toolcancel.contract.core import PathStep
+from toolcancel.contract.errors import RegistryUsageError
+from toolcancel.contract.loader import RevisionContract, load_contract
+from toolcancel.contract.results import ToolResult
+from toolcancel.oracle.scenario import (
     BUDGET_MS,
     CallerReason,
     Harness,
@@ -51,9 +53,10 @@ from toolcancel.scenario import (
     WrapperReason,
     _idle,
 )
-from toolcancel.signals import AbortController, AbortSignal
-from toolcancel.timeout_policy import install_timeout_policy
-from toolcancel.virtual_time import VirtualClock
+from toolcancel.runtime.registry import Approval, ApprovalRequest, Execution, Next
+from toolcancel.runtime.signals import AbortController, AbortSignal
+from toolcancel.runtime.timeout_policy import install_timeout_policy
+from toolcancel.runtime.virtual_time import VirtualClock
 
 Factory = Callable[..., ToolRegistry]
 

@@ -1,8 +1,8 @@
 """The stateful test must kill every deliberately broken registry.
 
 A property test that passes against a correct registry proves something only if it fails against
-a wrong one.  Each mutant of :mod:`model_tests.mutants` breaks exactly one guarantee; here the
-same :class:`~model_tests.test_stateful.ContractMachine`, with the same (``ci``) settings, runs
+a wrong one.  Each mutant of :mod:`toolcancel.selfcheck.mutants` breaks exactly one guarantee; here
+the same :class:`~model_tests.test_stateful.ContractMachine`, with the same (``ci``) settings, runs
 against each of them and must find a falsifying example.  The failure has to be one of the
 machine's own contract assertions (its message starts with the rule id it cites), not a crash of
 the test, so a kill means a rule was seen broken.  The rule each kill cites is printed (run with
@@ -27,9 +27,9 @@ import re
 import pytest
 from hypothesis import Phase, settings
 from hypothesis.stateful import run_state_machine_as_test
-from toolcancel.contract import load_contract
+from toolcancel.contract.loader import load_contract
+from toolcancel.selfcheck.mutants import MUTANTS, Mutant
 
-from model_tests.mutants import MUTANTS, Mutant
 from model_tests.test_stateful import ContractMachine
 
 _CITED = re.compile(r"^(R\d+): ")

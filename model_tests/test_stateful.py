@@ -20,7 +20,7 @@ checks every call against the rules below (each assertion message starts with it
 * R22 -- once a call finished, no signal the test made for it keeps a listener.
 * R21 -- a body's signal aborts only when something that feeds it aborted.
 * Everything else the model checker checks on one run (R21 reasons, R23 slots, R24, R30, R34,
-  result shapes), through :func:`toolcancel.verifier.check` on the call's observation.
+  result shapes), through :func:`toolcancel.selfcheck.verifier.check` on the call's observation.
 
 Every rule ends by running the event loop until all tasks wait again, so whatever a step set
 off -- a body settling, post-execute, the observers of a call that published -- has run before
@@ -57,9 +57,9 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 from toolcancel import ToolRegistry
-from toolcancel.contract import load_contract
-from toolcancel.judge import environment_failures
-from toolcancel.scenario import (
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.judge import environment_failures
+from toolcancel.oracle.scenario import (
     APPROVALS,
     ARGS,
     BODIES,
@@ -71,7 +71,7 @@ from toolcancel.scenario import (
     WRAPPERS,
     Observation,
 )
-from toolcancel.verifier import (
+from toolcancel.selfcheck.verifier import (
     Checked,
     _check_contexts,
     _check_no_late_start_or_success,

@@ -7,7 +7,7 @@ shipped contract, so a rule nobody tests (or an id nobody defined) fails the sui
 
 Why virtual time: the rule tests drive every race with gates (events the test sets in a chosen
 order), never with real time, so they give the same interleaving on every run.  Running them on
-:mod:`toolcancel.virtual_time` adds two guarantees:
+:mod:`toolcancel.runtime.virtual_time` adds two guarantees:
 
 * a test that deadlocks (a gate nobody opens, a call that never settles) does not hang the suite:
   the loop would block, so virtual time jumps to the watchdog below, which fails the test at once;
@@ -29,7 +29,7 @@ import os
 from typing import Any
 
 import pytest
-from toolcancel.virtual_time import VirtualClock
+from toolcancel.runtime.virtual_time import VirtualClock
 
 DEADLOCK_AFTER = 1_000_000.0
 """Virtual seconds after which an async test counts as deadlocked (about 11.6 virtual days: far

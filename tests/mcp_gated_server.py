@@ -8,8 +8,9 @@ the server does is written to stderr, one line each, in the order it happens:
 * ``body started <call id>``, ``body done <call id>``: the body's edges;
 * ``draining <call id>``: the call was aborted with its body running;
 * ``published <call id> <result JSON>``: an observer saw the call's result;
-* ``run ended``: :func:`toolcancel.mcp.serve_stdio` returned;
-* the log (``LEVEL logger: message``), at INFO and above from toolcancel.mcp, WARNING elsewhere.
+* ``run ended``: :func:`toolcancel.runtime.mcp.serve_stdio` returned;
+* the log (``LEVEL logger: message``), at INFO and above from toolcancel.runtime.mcp, WARNING
+elsewhere.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 import anyio
 from toolcancel import Execution, PathStep, ToolRegistry, ToolResult
-from toolcancel.mcp import serve_stdio
+from toolcancel.runtime.mcp import serve_stdio
 
 
 def say(*words: object) -> None:
@@ -54,7 +55,7 @@ def main() -> None:
     logging.basicConfig(
         level=logging.WARNING, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s"
     )
-    logging.getLogger("toolcancel.mcp").setLevel(logging.INFO)
+    logging.getLogger("toolcancel.runtime.mcp").setLevel(logging.INFO)
     backend = "trio" if "--trio" in sys.argv[2:] else "asyncio"
     anyio.run(serve_stdio, registry(int(sys.argv[1])), backend=backend)
     say("run ended")

@@ -49,17 +49,13 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def mutants() -> Any:
-    """``model_tests/mutants.py`` of the checkout: the deliberately broken registries are not part
-    of the installed package, so they are imported from the checkout's root."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        return importlib.import_module("model_tests.mutants")
-    finally:
-        sys.path.pop(0)
+    """The deliberately broken registries (``toolcancel.selfcheck.mutants``), imported on
+    first use: importing them loads the registry."""
+    return importlib.import_module("toolcancel.selfcheck.mutants")
 
 
 def mutant(name: str) -> Any:
-    """The registry mutant of ``model_tests/mutants.py`` called ``name``."""
+    """The registry mutant of ``machine/selfcheck/mutants.py`` called ``name``."""
     return next(m for m in mutants().MUTANTS if m.name == name)
 
 # ------------------------------------------------------------------------------------------------
@@ -425,7 +421,7 @@ def write_sample(tmp_path: Any, vectors: Sequence[Any], name: str = "sample.json
 
 def run_cli(args: list[str], capsys: Any) -> tuple[int, Any, str]:
     """``toolcancel conform ARGS``: its exit code, its stdout (parsed when JSON), its stderr."""
-    from toolcancel.cli import main
+    from toolcancel.cli.main import main
 
     try:
         code = main(["conform", *args])
@@ -441,8 +437,8 @@ def run_cli(args: list[str], capsys: Any) -> tuple[int, Any, str]:
 
 def adapter_answer(v: Any, level: str = "trace") -> dict[str, Any]:
     """Our adapter's answer to vector ``v`` at ``level``, in process (to doctor in a test)."""
-    from toolcancel.adapter import Session
-    from toolcancel.vectors import REVISIONS
+    from toolcancel.oracle.vectors import REVISIONS
+    from toolcancel.selfcheck.adapter import Session
 
     session = Session(ToolRegistry, REVISIONS, level=level)
     try:
@@ -467,8 +463,8 @@ def conform_process(
     crashing at vector ``bad``; the adapter writes the pids of the processes it starts to
     ``pids``."""
     return subprocess.run(
-        [sys.executable, "-m", "toolcancel.cli", "conform", "--vectors", str(vectors), "--json",
-         "--adapter", sys.executable, MISBEHAVING_ADAPTER, mode, bad],
+        [sys.executable, "-m", "toolcancel.cli.main", "conform", "--vectors", str(vectors),
+         "--json", "--adapter", sys.executable, MISBEHAVING_ADAPTER, mode, bad],
         capture_output=True,
         text=True,
         env={**os.environ, "FORKED_PIDS": str(pids)},

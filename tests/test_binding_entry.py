@@ -29,7 +29,7 @@ from toolcancel import (
     TraceRecorder,
     check_lines,
 )
-from toolcancel.cooperate import cancellable
+from toolcancel.runtime.cooperate import cancellable
 
 REVISED_BEFORE_DISPATCH = (
     '{"content":[{"text":"Error: tool call aborted before dispatch","type":"text"}],'
@@ -341,7 +341,7 @@ async def test_a_no_signal_body_told_by_task_cancellation_is_watched_like_a_drai
     reg.register("t", body)
     task = asyncio.get_running_loop().create_task(reg.execute("t", call_id="c-slow"))
     await gate.reached()
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         task.cancel()
         await asyncio.sleep(31)  # virtual time
         warned = "c-slow" in caplog.text and "still running" in caplog.text
@@ -359,8 +359,8 @@ def test_verify_enumerates_an_abort_during_entry_and_one_right_after_the_call(
     revision: str,
 ) -> None:
     from toolcancel import load_contract
-    from toolcancel.scenario import Scenario, run_scenario
-    from toolcancel.verifier import check, schedules
+    from toolcancel.oracle.scenario import Scenario, run_scenario
+    from toolcancel.selfcheck.verifier import check, schedules
 
     table = load_contract().revision(revision)
     config = Scenario(revision=revision, pre="ask", wrappers=("wait_before",))

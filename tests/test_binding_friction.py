@@ -32,9 +32,9 @@ from toolcancel import (
     ToolResult,
     TurnScheduler,
 )
-from toolcancel.approval import ApprovalService
-from toolcancel.cooperate import aborted as until_aborted
-from toolcancel.cooperate import cancellable, throw_if_aborted
+from toolcancel.runtime.approval import ApprovalService
+from toolcancel.runtime.cooperate import aborted as until_aborted
+from toolcancel.runtime.cooperate import cancellable, throw_if_aborted
 
 REVISED_ABORTED = (
     '{"content":[{"text":"Error: tool call aborted","type":"text"}],'
@@ -289,7 +289,7 @@ def test_a_cancellation_during_an_interrupt_abandons_the_call_and_logs_it(
             return [c.state for c in reg.in_flight()]
 
         assert loop.run_until_complete(states()) == ["draining"]
-        with caplog.at_level(logging.ERROR, logger="toolcancel.registry"):
+        with caplog.at_level(logging.ERROR, logger="toolcancel.runtime.registry"):
             try:
                 raise KeyboardInterrupt  # the second interrupt
             except KeyboardInterrupt:
@@ -509,7 +509,7 @@ async def test_a_wrapper_returning_something_else_is_refused_naming_it(
 
     reg.add_around(sloppy_wrapper)
     reg.register("t", body)
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         result = await reg.execute("t", signal=controller()[1])
     assert result.is_error and "sloppy_wrapper" in result.text
     assert "sloppy_wrapper" in caplog.text
@@ -604,7 +604,7 @@ async def test_body_failures_are_logged_as_warnings(
         return "not a list"
 
     reg.register("t", body)
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         result = await reg.execute("t", signal=controller()[1], call_id="c9")
     assert result.is_error
     [record] = [r for r in caplog.records if "c9" in r.getMessage()]
@@ -679,7 +679,7 @@ USER_PROGRAM = textwrap.dedent(
     from typing import Any
 
     from toolcancel import AbortController, Execution, ToolRegistry, ToolResult
-    from toolcancel.cooperate import cancellable
+    from toolcancel.runtime.cooperate import cancellable
 
     registry = ToolRegistry()
 
@@ -732,7 +732,7 @@ def test_a_turn_cancelled_during_an_interrupt_is_abandoned(
         turn.cancel()  # the first interrupt: the turn is aborted and drains
         loop.run_until_complete(asyncio.sleep(0))
         assert not turn.done()
-        with caplog.at_level(logging.ERROR, logger="toolcancel.scheduler"):
+        with caplog.at_level(logging.ERROR, logger="toolcancel.runtime.scheduler"):
             try:
                 raise KeyboardInterrupt
             except KeyboardInterrupt:

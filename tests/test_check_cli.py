@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel.cli import main
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness, Scenario
-from toolcancel.trace import TraceRecorder, encode_line
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.cli.main import main
+from toolcancel.contract.trace import TraceRecorder, encode_line
+from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.virtual_time import VirtualClock, run
 
 
 def record(scenario: Scenario) -> list[dict[str, Any]]:
@@ -262,7 +262,7 @@ def test_the_installed_command_never_prints_a_traceback(tmp_path: Path) -> None:
     deep.write_text('{"trace":1,"call":"c","event":"call_entry","x_":' + "[" * 50_000 + "\n")
     for path in (garbage, deep, tmp_path):
         done = subprocess.run(
-            [sys.executable, "-m", "toolcancel.cli", "check", str(path)],
+            [sys.executable, "-m", "toolcancel.cli.main", "check", str(path)],
             capture_output=True,
             text=True,
             timeout=120,

@@ -18,22 +18,20 @@ from __future__ import annotations
 
 import copy
 import functools
-import importlib.util
 import random
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from toolcancel import ContractViolation, load_contract
-from toolcancel.checker import Checker, Verdict, check_lines
-from toolcancel.core import Occurrence, initial_state, step
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness, Scenario
-from toolcancel.trace import TraceError, TraceRecorder
-from toolcancel.verifier import configurations
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.contract.core import Occurrence, initial_state, step
+from toolcancel.contract.trace import TraceError, TraceRecorder
+from toolcancel.oracle.checker import Checker, Verdict, check_lines
+from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.verifier import configurations
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = load_contract()
@@ -593,17 +591,10 @@ def test_checkers_share_one_automaton_per_revision() -> None:
 
 
 def _mutants() -> Any:
-    """model_tests/mutants.py, loaded from the checkout (it is not part of the package)."""
-    name = "_toolcancel_mutants"
-    spec = importlib.util.spec_from_file_location(name, ROOT / "model_tests" / "mutants.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module  # dataclasses look their module up while the file runs
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[name]
-    return {m.name: m for m in module.MUTANTS}
+    """The deliberately broken registries of the self-verification room, by name."""
+    from toolcancel.selfcheck import mutants
+
+    return {m.name: m for m in mutants.MUTANTS}
 
 
 TRACE_VISIBLE = {

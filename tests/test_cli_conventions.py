@@ -25,11 +25,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from toolcancel.cli import Progress, main
-from toolcancel.contract import ContractError, load_contract, load_contract_file
-from toolcancel.fileio import OutputError, write_text
-from toolcancel.trace import TraceError, TraceRecorder, read_traces
-from toolcancel.vectors import VectorError, load_vectors, shipped_dir
+from toolcancel.cli.main import Progress, main
+from toolcancel.contract.fileio import OutputError, write_text
+from toolcancel.contract.loader import ContractError, load_contract, load_contract_file
+from toolcancel.contract.trace import TraceError, TraceRecorder, read_traces
+from toolcancel.oracle.vectors import VectorError, load_vectors, shipped_dir
 
 ROOT = Path(__file__).resolve().parents[1]
 SCENARIO = json.dumps({"revision": "seed", "cancel": "gate:body"})
@@ -122,7 +122,7 @@ def test_a_special_file_where_a_command_writes_is_refused_and_left_intact(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    import toolcancel.commands.vectors as vectors_command
+    import toolcancel.cli.commands.vectors as vectors_command
 
     # Were the target not refused, vectors would generate: make that instant, and visible.
     monkeypatch.setattr(
@@ -232,7 +232,7 @@ def test_every_error_line_has_one_shape_and_usage_errors_point_at_help(
 
 
 def test_workers_default_to_the_available_cpus(capsys: pytest.CaptureFixture[str]) -> None:
-    from toolcancel.cli import default_workers
+    from toolcancel.cli.main import default_workers
 
     assert default_workers() == len(os.sched_getaffinity(0))
     with pytest.raises(SystemExit):
@@ -465,8 +465,8 @@ def test_a_contract_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
 
 
 def test_the_outcome_classes_the_code_uses_are_the_ones_the_contract_declares() -> None:
-    from toolcancel.driver import _CANCELLATIONS
-    from toolcancel.verifier import _AUTHORED_BY_WRAPPERS
+    from toolcancel.runtime.driver import _CANCELLATIONS
+    from toolcancel.selfcheck.verifier import _AUTHORED_BY_WRAPPERS
 
     outcomes = load_contract().outcomes
     assert _CANCELLATIONS == {o.name for o in outcomes if o.cancellation}
@@ -487,8 +487,10 @@ import sys, time
 t = time.process_time()
 import toolcancel
 spent = time.process_time() - t
-heavy = sorted(m for m in ("asyncio", "tomllib", "toolcancel.checker", "toolcancel.contract",
-                           "toolcancel.registry", "toolcancel.trace") if m in sys.modules)
+heavy = sorted(m for m in ("asyncio", "tomllib", "toolcancel.oracle.checker",
+"toolcancel.contract.loader",
+                           "toolcancel.runtime.registry", "toolcancel.contract.trace") if m in
+                           sys.modules)
 print(spent, ",".join(heavy))
 """
 
@@ -533,7 +535,7 @@ def test_the_lazy_names_are_all_there_and_deadline_is_the_function() -> None:
 
 
 def test_check_follows_its_reading_of_a_trace_in_bytes(tmp_path: Path) -> None:
-    from toolcancel.checker import Checker
+    from toolcancel.oracle.checker import Checker
 
     path = tmp_path / "t.jsonl"
     text = _trace_text()
@@ -604,7 +606,7 @@ def test_one_message_names_paths_in_the_form_they_were_given(
 def test_no_help_line_is_wider_than_a_terminal(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from toolcancel.cli import COMMANDS
+    from toolcancel.cli.main import COMMANDS
 
     monkeypatch.setenv("COLUMNS", "80")
     for command in ["", *COMMANDS]:
@@ -617,12 +619,12 @@ def test_no_help_line_is_wider_than_a_terminal(
 def test_explore_check_outside_a_checkout_says_the_site_is_missing_before_building(
     capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import toolcancel.explorer
+    import toolcancel.teaching.explorer
 
     def never(*args: object, **kwargs: object) -> None:
         raise AssertionError("built the whole site to say explorer/ is missing")
 
-    monkeypatch.setattr(toolcancel.explorer, "site_files", never)
+    monkeypatch.setattr(toolcancel.teaching.explorer, "site_files", never)
     monkeypatch.chdir(tmp_path)
     code, out, err = run_main(["explore", "--check"], capsys)
     assert (code, err) == (1, "")

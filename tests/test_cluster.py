@@ -22,13 +22,13 @@ import cloudpickle
 import pytest
 from distributed import Client, Event, LocalCluster, Variable
 from test_verify_cli import tc
-from toolcancel import cluster as cluster_module
-from toolcancel import verifier
-from toolcancel.cluster import ClusterError, map_in_order
-from toolcancel.registry import ToolRegistry
-from toolcancel.vectorgen import generate
-from toolcancel.vectors import render
-from toolcancel.verifier import Tally, plan, run_jobs, verify
+from toolcancel.oracle.vectors import render
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck import cluster as cluster_module
+from toolcancel.selfcheck import verifier
+from toolcancel.selfcheck.cluster import ClusterError, map_in_order
+from toolcancel.selfcheck.vectorgen import generate
+from toolcancel.selfcheck.verifier import Tally, plan, run_jobs, verify
 
 cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the gated job runs on workers
 

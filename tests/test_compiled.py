@@ -17,11 +17,13 @@ from importlib.resources import files
 from pathlib import Path
 
 import pytest
-from toolcancel import AbortController, compiled, core, driver
-from toolcancel.contract import load_contract, load_contract_file
-from toolcancel.errors import ContractViolation
-from toolcancel.registry import ToolRegistry
-from toolcancel.results import ToolResult
+from toolcancel import AbortController
+from toolcancel.contract import compiled, core
+from toolcancel.contract.errors import ContractViolation
+from toolcancel.contract.loader import load_contract, load_contract_file
+from toolcancel.contract.results import ToolResult
+from toolcancel.runtime import driver
+from toolcancel.runtime.registry import ToolRegistry
 
 CONTRACT = load_contract()
 SHAPES = [

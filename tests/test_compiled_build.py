@@ -15,7 +15,7 @@ import subprocess
 import sys
 from importlib import metadata
 
-import toolcancel.registry
+import toolcancel.runtime.registry
 
 
 def test_import_toolcancel_adds_no_import_hook_and_loads_no_module_of_its_own() -> None:
@@ -36,4 +36,5 @@ def test_an_install_runs_compiled_exactly_when_it_ships_the_compiled_driver() ->
     assert files is not None, "toolcancel has no RECORD: it is not installed by pip"
     shipped = [str(f) for f in files if str(f).startswith("toolcancel/")
                and str(f).endswith((".so", ".pyd"))]  # fmt: skip
-    assert toolcancel.registry.compiled() == bool(shipped), (shipped, toolcancel.registry.__file__)
+    registry = toolcancel.runtime.registry
+    assert registry.compiled() == bool(shipped), (shipped, registry.__file__)

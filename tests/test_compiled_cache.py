@@ -17,9 +17,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from toolcancel import compiled
-from toolcancel.contract import load_contract
-from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.contract import compiled
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.scenario import Scenario, run_scenario
 
 CONTRACT = load_contract()
 

@@ -5,7 +5,7 @@ Why these tests exist:
 * Self-conformance runs our own adapter over the real protocol (a child process speaking JSON
   Lines), so it tests the protocol, the trace recording and the checker together.  A sample runs
   in the fast suite; every vector of both revisions runs in the slow one.
-* Each deliberately broken registry of ``model_tests/mutants.py``, served by the same adapter,
+* Each deliberately broken registry of ``machine/selfcheck/mutants.py``, served by the same adapter,
   must fail conform citing the rule it breaks -- otherwise conform proves nothing.
 * Adapters that hang, crash, print garbage or skip the hello must cost one vector each (or end
   the run with exit 2 when nothing can start), never hang or abort the run.  The hang test waits
@@ -23,18 +23,18 @@ from typing import Any
 
 import pytest
 from support import adapter_answer, run_cli, write_sample
-from toolcancel.adapter import Session
-from toolcancel.conform import run_vectors
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import PROTOCOL_RULE
-from toolcancel.conform_report import Report
-from toolcancel.registry import ToolRegistry
-from toolcancel.turnvectors import load_turn_vectors, turn_file
-from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.oracle.conform import run_vectors
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
+from toolcancel.oracle.conform_report import Report
+from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
+from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck.adapter import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
-MUTANTS = ROOT / "model_tests" / "mutants.py"
+MUTANTS = ROOT / "machine" / "selfcheck" / "mutants.py"
 
 
 @pytest.fixture(scope="module")
@@ -98,7 +98,7 @@ def _retry(name: str) -> str | None:
     """The retry behaviour a mutant's registry must declare (D11), if it breaks only one."""
     sys.path.insert(0, str(ROOT))
     try:
-        from model_tests.mutants import MUTANTS as found
+        from toolcancel.selfcheck.mutants import MUTANTS as found
     finally:
         sys.path.pop(0)
     return next(m.retry for m in found if m.name == name)
@@ -109,8 +109,8 @@ def _mutants(revision: str = "seed") -> list[tuple[str, str]]:
     break something in ``revision``."""
     sys.path.insert(0, str(ROOT))
     try:
-        from model_tests.mutants import BLIND_TO_PROTOCOL
-        from model_tests.mutants import MUTANTS as found
+        from toolcancel.selfcheck.mutants import BLIND_TO_PROTOCOL
+        from toolcancel.selfcheck.mutants import MUTANTS as found
     finally:
         sys.path.pop(0)
     return [
@@ -124,12 +124,12 @@ def _mutant_report(name: str, vectors: list[Vector], revision: str) -> Report:
     import asyncio
     import os
 
-    command = [sys.executable, "-m", "toolcancel.adapter", "--mutant", name]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", name]
     retry = _retry(name)
     if retry is not None:
         command += ["--retry", retry]
     cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
     try:
         return asyncio.run(run_vectors(command, vectors, revision, timeout=60))
     finally:
@@ -303,7 +303,7 @@ def test_an_adapter_without_the_revision_is_exit_2(
     revised: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     path = write_sample(tmp_path, revised[:2])
-    command = [sys.executable, "-m", "toolcancel.adapter", "--revision", "seed"]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--revision", "seed"]
     code, _, err = run_cli(
         ["--revision", "revised", "--vectors", str(path), "--adapter", *command], capsys
     )

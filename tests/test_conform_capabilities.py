@@ -25,9 +25,10 @@ from typing import Any
 
 import pytest
 from support import adapter_answer, run_cli, write_sample
-from toolcancel import scenario as vocabulary
-from toolcancel.adapter import Session
-from toolcancel.capabilities import (
+from toolcancel.cli.commands.conform import table
+from toolcancel.contract.loader import ContractError, load_contract, parse_contract
+from toolcancel.oracle import scenario as vocabulary
+from toolcancel.oracle.capabilities import (
     CANCEL_ANY,
     CANCEL_SIGNAL,
     CANCELS,
@@ -35,16 +36,12 @@ from toolcancel.capabilities import (
     Capabilities,
     needs,
 )
-from toolcancel.commands.conform import table
-from toolcancel.conform import conform, run_vectors
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import PROTOCOL_RULE, hello_problem
-from toolcancel.contract import ContractError, load_contract, parse_contract
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import BODIES, Scenario
-from toolcancel.turnvectors import load_turn_vectors, turn_file
-from toolcancel.vectorgen import generate_stageless
-from toolcancel.vectors import (
+from toolcancel.oracle.conform import conform, run_vectors
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import PROTOCOL_RULE, hello_problem
+from toolcancel.oracle.scenario import BODIES, Scenario
+from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
+from toolcancel.oracle.vectors import (
     REVISIONS,
     Vector,
     render,
@@ -53,6 +50,9 @@ from toolcancel.vectors import (
     shipped_vectors,
     stageless_file,
 )
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck.adapter import Session
+from toolcancel.selfcheck.vectorgen import generate_stageless
 
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
 EVERYTHING: dict[str, Any] = {**dict.fromkeys(STAGES, True), "cancel": list(CANCELS)}
@@ -204,7 +204,7 @@ def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left
 ) -> None:
     sample = seed[::30]
     path = write_sample(tmp_path, sample)
-    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome"]
     for stage in WITHOUT:
         command += ["--without", stage]
     args = ["--revision", "seed", "--vectors", str(path), "--quiet"]
@@ -343,7 +343,7 @@ def test_a_trace_event_of_an_undeclared_stage_is_a_protocol_error(seed: list[Vec
 def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
     seed: list[Vector],
 ) -> None:
-    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome"]
     turns = load_turn_vectors(turn_file(shipped_dir(), "seed"))[:2]
     report = asyncio.run(
         run_vectors([*command, "--without", "turns"], seed[:1], "seed", turns=turns)
@@ -359,7 +359,7 @@ def test_a_runtime_without_turns_is_told_its_scheduler_was_not_judged(
 def test_a_run_without_turn_vectors_does_not_blame_a_hello_that_declares_turns(
     seed: list[Vector],
 ) -> None:
-    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome"]
     report = asyncio.run(run_vectors(command, seed[:1], "seed"))
     assert "turn scheduler (R9, R36-R38) -- this run has no turn vectors" in table(report)
 
@@ -395,7 +395,7 @@ def test_a_runtime_without_deferred_contexts_is_not_sent_them(
 ) -> None:
     deferring = [v for v in seed if v.scenario.body.startswith("defer_")][:2]
     path = write_sample(tmp_path, [*deferring, seed[0]])
-    command = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome",
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome",
                "--without", "defer_context"]  # fmt: skip
     code, data, _ = run_cli(
         ["--revision", "seed", "--vectors", str(path), "--json", "--adapter", *command], capsys
@@ -435,7 +435,7 @@ def test_the_stageless_family_is_fresh_and_holds_what_one_path_per_vector_merges
 
 def test_a_limited_hello_is_sent_the_stageless_family_and_a_full_one_is_not() -> None:
     vid = next(v.id for v in shipped_stageless("seed") if not v.scenario.cooperative)
-    ours = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome"]
+    ours = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome"]
     limited = conform([*ours, "--without", "around"], "seed", only=[vid])
     assert [(j.id, j.passed) for j in limited.judgements] == [(vid, True)]
     full = conform(ours, "seed", only=[vid])

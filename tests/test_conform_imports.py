@@ -1,12 +1,13 @@
-"""``import toolcancel.conform`` loads neither our registry nor our model checker.
+"""``import toolcancel.oracle.conform`` loads neither our registry nor our model checker.
 
 conform is the oracle an implementer runs against *their* registry: judging an answer reads the
 contract, the vectors and the trace checker, never runs ours.  Only ``--self`` runs the reference
-registry, and it does so in a child process (``python -m toolcancel.adapter``).  So the runner
-must not load ``toolcancel.registry`` (the runtime) or ``toolcancel.verifier`` (the bounded
-model checker that generates the vectors): each costs start-up time on every run and would let
-an oracle verdict lean on the implementation it judges.  A scenario, a turn vector and a
-deviation are data until something runs them: the harnesses import the registry when they run.
+registry, and it does so in a child process (``python -m toolcancel.selfcheck.adapter``).  So the
+runner must not load ``toolcancel.runtime.registry`` (the runtime) or
+``toolcancel.selfcheck.verifier`` (the bounded model checker that generates the vectors): each costs
+start-up time on every run and would let an oracle verdict lean on the implementation it judges.  A
+scenario, a turn vector and a deviation are data until something runs them: the harnesses import the
+registry when they run.
 
 Each test imports conform in a fresh interpreter.  The first records every import statement
 executed while it loads (``builtins.__import__`` sees each one, even of a module already
@@ -19,8 +20,8 @@ import json
 import subprocess
 import sys
 
-FORBIDDEN = ("toolcancel.registry", "toolcancel.verifier")
-GENERATOR = "toolcancel.vectors"
+FORBIDDEN = ("toolcancel.runtime.registry", "toolcancel.selfcheck.verifier")
+GENERATOR = "toolcancel.oracle.vectors"
 """Until the vectors' generation moves out of ``vectors.py`` (engineer rt31's split), reading
 the vectors still imports what generating them needs: the one importer still allowed."""
 
@@ -34,14 +35,14 @@ def spy(name, globals=None, locals=None, fromlist=(), level=0):
     edges.update((importer, t) for t in [name, *(f"{name}.{f}" for f in fromlist or ())])
     return real(name, globals, locals, fromlist, 0)
 builtins.__import__ = spy
-import toolcancel.conform
+import toolcancel.oracle.conform
 builtins.__import__ = real
 print(json.dumps({"edges": sorted(edges), "loaded": sorted(sys.modules)}))
 """
 
 
 def imports_of_conform() -> tuple[set[tuple[str, str]], set[str]]:
-    """(importer, imported) for every import statement run while ``toolcancel.conform``
+    """(importer, imported) for every import statement run while ``toolcancel.oracle.conform``
     loads, and every module loaded then."""
     proc = subprocess.run(
         [sys.executable, "-c", RECORD], capture_output=True, text=True, timeout=120, check=True
@@ -55,8 +56,8 @@ def test_conform_loads_the_registry_and_the_verifier_at_most_through_the_generat
     runner, the scenarios, turn vectors, capabilities, deviations, the timeout policy's code)
     imports either at load time; only the vectors' generator (and they each other) do."""
     edges, loaded = imports_of_conform()
-    assert "toolcancel.conform_judge" in loaded  # the recording saw the load
-    assert ("toolcancel.conform", "toolcancel.conform_judge") in edges
+    assert "toolcancel.oracle.conform_judge" in loaded  # the recording saw the load
+    assert ("toolcancel.oracle.conform", "toolcancel.oracle.conform_judge") in edges
     wrong = sorted(
         (importer, module)
         for importer, module in edges

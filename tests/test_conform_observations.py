@@ -21,13 +21,13 @@ from typing import Any
 
 import pytest
 from support import mutants
-from toolcancel.adapter import Session
-from toolcancel.conform import run_vectors
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import PROTOCOL_RULE
-from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS, Vector, shipped_vectors
-from toolcancel.verifier import verify
+from toolcancel.oracle.conform import run_vectors
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
+from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck.adapter import Session
+from toolcancel.selfcheck.verifier import verify
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -71,10 +71,10 @@ def test_conform_catches_what_only_the_observations_show(
     mutant: Any, level: str, seed: list[Vector]
 ) -> None:
     vectors = [v for v in seed if KILLERS[mutant.name](v)][:40]
-    command = [sys.executable, "-m", "toolcancel.adapter", "--mutant", mutant.name]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", mutant.name]
     command += ["--level", level]
     cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
     try:
         report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
     finally:

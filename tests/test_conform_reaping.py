@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 from support import conform_process, run_cli, write_sample
-from toolcancel import reaper
-from toolcancel.vectors import shipped_vectors
+from toolcancel.oracle import reaper
+from toolcancel.oracle.vectors import shipped_vectors
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; pidfds and subreapers")

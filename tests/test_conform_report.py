@@ -29,16 +29,16 @@ from typing import Any
 
 import pytest
 from support import MISBEHAVING_ADAPTER, conform_process, run_cli, write_sample
-from toolcancel.adapter import Session
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import hello_problem
-from toolcancel.contract import load_contract
-from toolcancel.judge import markdown_table, relay_on_live_caller
-from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import hello_problem
+from toolcancel.oracle.judge import markdown_table, relay_on_live_caller
+from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck.adapter import Session
 
 ROOT = Path(__file__).resolve().parent.parent
-MUTANT = [sys.executable, "-m", "toolcancel.adapter", "--mutant"]
+MUTANT = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant"]
 
 
 @pytest.fixture(scope="module")
@@ -447,10 +447,10 @@ OUTCOME_KILLERS = {
 def _outcome_mutant(name: str, vectors: list[Vector]) -> Any:
     import asyncio
 
-    from toolcancel.conform import run_vectors
+    from toolcancel.oracle.conform import run_vectors
 
     cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
     try:
         command = [*MUTANT, name, "--level", "outcome"]
         return asyncio.run(run_vectors(command, vectors, "seed", timeout=60))

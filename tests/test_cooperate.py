@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 from toolcancel import AbortController, AbortError, Execution, ToolRegistry
-from toolcancel.cooperate import aborted, cancellable, throw_if_aborted
-from toolcancel.virtual_time import run
+from toolcancel.runtime.cooperate import aborted, cancellable, throw_if_aborted
+from toolcancel.runtime.virtual_time import run
 
 
 def test_aborted_returns_the_reason_once_the_signal_aborts() -> None:
@@ -149,7 +149,7 @@ def test_a_cooperative_abort_is_one_info_line_and_a_real_failure_a_warning_with_
                 await reg.execute("cooperates", call_id="c1")
         await reg.execute("fails", call_id="c2")
 
-    with caplog.at_level(logging.DEBUG, logger="toolcancel.registry"):
+    with caplog.at_level(logging.DEBUG, logger="toolcancel.runtime.registry"):
         asyncio.run(main())
     [stopped] = [r for r in caplog.records if r.getMessage().startswith("call c1: the tool body")]
     assert stopped.levelno == logging.INFO and stopped.exc_info is None

@@ -14,7 +14,7 @@ import re
 from typing import Any
 
 import pytest
-from toolcancel import core
+from toolcancel.contract import core
 
 CONDITIONS = re.findall(r"^\s*(pre|post): (.+)$", core.seed_step.__doc__ or "", flags=re.M)
 PRE = [text for kind, text in CONDITIONS if kind == "pre"]

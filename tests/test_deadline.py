@@ -10,7 +10,7 @@ import math
 
 import pytest
 from toolcancel import AbortController, AbortSignal, SignalTimeoutError
-from toolcancel.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
+from toolcancel.runtime.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
 
 
 def live_timers() -> list[asyncio.TimerHandle]:

@@ -1,19 +1,19 @@
 """verify's deeper family: three-wrapper retry stacks, and what only a ``cursor`` retry reaches.
 
 Retry bugs live past the default bound (issue 26): a registry whose ``cursor`` retry hands out the
-base dispatch one wrapper too early (``cursor_skips_last`` in ``model_tests/mutants.py``) shows it
-only with a retry, a short-circuit and one more around wrapper after it -- a stack the bounded
-enumeration never builds at any bound, since it takes "nothing inside a short-circuit is ever
-reached" for granted (true for ``reenter`` and ``reject`` only).  The family adds those stacks and
-the three-wrapper retry stacks at a cost CI pays, and leaves the bounded space as it was.
+base dispatch one wrapper too early (``cursor_skips_last`` in ``machine/selfcheck/mutants.py``)
+shows it only with a retry, a short-circuit and one more around wrapper after it -- a stack the
+bounded enumeration never builds at any bound, since it takes "nothing inside a short-circuit is
+ever reached" for granted (true for ``reenter`` and ``reject`` only).  The family adds those stacks
+and the three-wrapper retry stacks at a cost CI pays, and leaves the bounded space as it was.
 """
 
 from __future__ import annotations
 
 import pytest
 from support import mutant
-from toolcancel.scenario import Scenario
-from toolcancel.verifier import (
+from toolcancel.oracle.scenario import Scenario
+from toolcancel.selfcheck.verifier import (
     DEEP,
     DEEP_WRAPPERS,
     MAX_WRAPPERS,

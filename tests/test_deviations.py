@@ -26,13 +26,13 @@ from typing import Any
 
 import pytest
 from support import run_cli, write_sample
-from toolcancel import scenario as vocabulary
-from toolcancel.conform import _judged
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import hello_problem, vector_message
-from toolcancel.contract import load_contract
-from toolcancel.deviations import EXPECTS, Declared, markdown_table
-from toolcancel.vectors import scenario_data, shipped_vectors
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle import scenario as vocabulary
+from toolcancel.oracle.conform import _judged
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import hello_problem, vector_message
+from toolcancel.oracle.deviations import EXPECTS, Declared, markdown_table
+from toolcancel.oracle.vectors import scenario_data, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 JS_OUTCOME = ROOT / "examples" / "js" / "adapter-outcome.js"
@@ -60,7 +60,7 @@ def test_contract_md_carries_the_generated_table() -> None:
 
 
 def test_every_deviation_cites_rules_a_scope_and_a_model_that_exist() -> None:
-    import model_tests.mutants as mutants
+    import toolcancel.selfcheck.mutants as mutants
 
     contract = load_contract()
     names = {m.name for m in mutants.MUTANTS}
@@ -134,11 +134,12 @@ def test_the_d13_count_is_derived_and_two_implementations_agree(
     d13 = load_contract().deviation("D13")
     measured = {m.source: m.vectors for m in d13.measured}
     assert d13.model is not None
-    mutant = [sys.executable, "-m", "toolcancel.adapter", "--level", "outcome", "--mutant"]
+    mutant = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome",
+              "--mutant"]
     failed = _d13_failures(tmp_path, capsys, [*mutant, d13.model])
     # Measured outside on the seed vectors shipped then, seed-00001 to seed-05164; vectors are
-    # only ever appended (toolcancel.vectors numbers new dimensions after the old), so those ids
-    # are still exactly that set.  The vectors added since touch D13 too: they count beyond it.
+    # only ever appended (toolcancel.oracle.vectors numbers new dimensions after the old), so those
+    # ids are still exactly that set.  The vectors added since touch D13 too: they count beyond it.
     then = {i for i in failed if i <= "seed-05164"}
     assert len(then) == measured["seed commit"]
     node = shutil.which("node")
@@ -175,8 +176,8 @@ def test_the_javascript_example_declares_d13_when_it_classifies_by_code() -> Non
 def _answers(
     vectors: list[Any], revision: str, mutant: str | None = None, level: str = "outcome"
 ) -> list[Any]:
-    from toolcancel.adapter import Session, _mutant
-    from toolcancel.registry import ToolRegistry
+    from toolcancel.runtime.registry import ToolRegistry
+    from toolcancel.selfcheck.adapter import Session, _mutant
 
     with contextlib.ExitStack() as stack:
         factory = stack.enter_context(_mutant(mutant)) if mutant else ToolRegistry
@@ -332,8 +333,8 @@ def test_the_javascript_example_deviates_as_declared_and_fails_undeclared(
 
 
 def test_the_report_lists_undeclared_failures_first_and_never_counts_a_deviation() -> None:
-    from toolcancel.commands.conform import table
-    from toolcancel.conform_report import Judgement, Report
+    from toolcancel.cli.commands.conform import table
+    from toolcancel.oracle.conform_report import Judgement, Report
 
     report = Report("seed", "x", ["x"], declared=("D13",))
     report.judgements = [

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 from toolcancel import AbortController, ToolRegistry, load_contract
-from toolcancel.cli import main
-from toolcancel.explain import Explanation, replay_trace, shipped_vectors
-from toolcancel.scenario import Scenario, run_scenario
-from toolcancel.trace import TraceRecorder, read_traces
+from toolcancel.cli.main import main
+from toolcancel.contract.trace import TraceRecorder, read_traces
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.teaching.explain import Explanation, replay_trace, shipped_vectors
 
 SVG = "{http://www.w3.org/2000/svg}"
 
@@ -91,7 +91,7 @@ def test_svg_highlights_the_path_in_order(tmp_path: Path) -> None:
     ],
 )
 def test_bad_targets_get_one_line_and_exit_2(args: list[str], message: str) -> None:
-    proc = subprocess.run([sys.executable, "-m", "toolcancel.cli", "explain", *args],
+    proc = subprocess.run([sys.executable, "-m", "toolcancel.cli.main", "explain", *args],
                           capture_output=True, text=True)
     assert proc.returncode == 2
     assert message in proc.stderr and proc.stderr.count("\n") == 1
@@ -121,9 +121,9 @@ def test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the
     # The violating traces of the test suite: test_checker.py's single-event edits of recorded
     # calls (deletions, duplications, swaps), each of which check rejects with a rule.
     from test_checker import EDIT_SCENARIOS, edits, record
-    from toolcancel.checker import Checker
-    from toolcancel.explain import render_verdict as render
-    from toolcancel.trace import encode_line
+    from toolcancel.contract.trace import encode_line
+    from toolcancel.oracle.checker import Checker
+    from toolcancel.teaching.explain import render_verdict as render
 
     checker = Checker(revision)
     violating = 0
@@ -195,7 +195,7 @@ def test_explain_reads_stdin_and_writes_a_drawing_to_stdout(tmp_path: Path) -> N
 def _cooperative_stop_trace(path: Path) -> Path:
     """A real registry's trace of a body that stops with the cooperation helpers when the
     caller aborts: it raises their AbortError (P8)."""
-    from toolcancel.cooperate import cancellable
+    from toolcancel.runtime.cooperate import cancellable
 
     recorder = TraceRecorder()
 

@@ -15,11 +15,11 @@ from pathlib import Path
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.cli import main
-from toolcancel.commands import explore as explore_command
-from toolcancel.diagrams import edge_id
-from toolcancel.explain import shipped_vectors
-from toolcancel.explorer import (
+from toolcancel.cli.commands import explore as explore_command
+from toolcancel.cli.main import main
+from toolcancel.teaching.diagrams import edge_id
+from toolcancel.teaching.explain import shipped_vectors
+from toolcancel.teaching.explorer import (
     ALPHABET,
     SCENARIO_FIELDS,
     Interned,

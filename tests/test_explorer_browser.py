@@ -28,11 +28,11 @@ from typing import Any
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.checker import Checker
-from toolcancel.explain import shipped_vectors
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Scenario, run_scenario
-from toolcancel.trace import TraceRecorder
+from toolcancel.contract.trace import TraceRecorder
+from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.teaching.explain import shipped_vectors
 
 SITE = Path(__file__).resolve().parent.parent / "explorer"
 CHROMIUM = os.environ.get("TOOLCANCEL_CHROMIUM") or shutil.which("chromium")
@@ -122,7 +122,7 @@ def test_overview_loads_without_error_and_reads_on_a_slide(page: Page, tmp_path:
 
 
 def _stage_names(revision: str = "seed") -> list[str]:
-    from toolcancel.diagrams import stage_titles
+    from toolcancel.teaching.diagrams import stage_titles
 
     return [title.split(" ", 1)[1] for title in stage_titles(load_contract().revision(revision))]
 

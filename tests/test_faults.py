@@ -249,7 +249,7 @@ async def test_one_fault_at_one_point(
     plant = Plant(kind, point, suspend)
     given, signal = controller()
     arguments: Any = {"q": {1, 2}} if point == "entry" else {"q": 1}
-    with caplog.at_level(logging.INFO, logger="toolcancel.registry"):
+    with caplog.at_level(logging.INFO, logger="toolcancel.runtime.registry"):
         result = await plant.registry.execute(
             "t", arguments, signal=signal, call_id="f-1", agent="agent"
         )

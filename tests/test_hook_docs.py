@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from toolcancel import ToolRegistry
-from toolcancel.scheduler import TurnLog
+from toolcancel.runtime.scheduler import TurnLog
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 

@@ -3,7 +3,7 @@
 Why these tests: every command reads what somebody else wrote -- traces, vectors, scenarios,
 copies of the contract -- or talks to a program somebody else wrote (an adapter).  Whatever those
 hold (nothing, a directory, binary garbage, a cut-off line, the wrong schema, a line of megabytes,
-JSON nested a hundred thousand deep, Latin-1), the promise of ``toolcancel.cli`` is exactly one
+JSON nested a hundred thousand deep, Latin-1), the promise of ``toolcancel.cli.main`` is exactly one
 line on stderr naming the file (and the line, where there is one), exit code 2, never a
 traceback, and no output file left half-written or written at all.
 
@@ -43,25 +43,31 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from toolcancel import conform_adapter
-from toolcancel.adapter import Session
-from toolcancel.cli import main
-from toolcancel.conform_judge import Judge
-from toolcancel.conform_protocol import AdapterDied, parse_answer
-from toolcancel.contract import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness, Scenario
-from toolcancel.trace import MAX_DEPTH, MAX_LINE_BYTES, TraceError, TraceRecorder, read_traces
-from toolcancel.vectors import (
+from toolcancel.cli.main import main
+from toolcancel.contract.loader import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
+from toolcancel.contract.trace import (
+    MAX_DEPTH,
+    MAX_LINE_BYTES,
+    TraceError,
+    TraceRecorder,
+    read_traces,
+)
+from toolcancel.oracle import conform_adapter
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform_protocol import AdapterDied, parse_answer
+from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.oracle.vectors import (
     MAX_LINE_BYTES as MAX_VECTOR_LINE_BYTES,
 )
-from toolcancel.vectors import (
+from toolcancel.oracle.vectors import (
     REVISIONS,
     VectorError,
     load_vectors,
     shipped_vectors,
 )
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.adapter import Session
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -410,7 +416,7 @@ def test_unknown_revisions_and_bad_option_values_are_one_line_and_exit_2(
         return text
 
     # Were an option not refused, vectors would generate: make that fast, and visible below.
-    import toolcancel.commands.vectors as command
+    import toolcancel.cli.commands.vectors as command
 
     monkeypatch.setattr(
         command, "expected_files", lambda revisions, workers, **_: {"x.jsonl": "x\n"}
@@ -497,9 +503,9 @@ def test_an_adapter_that_cannot_serve_is_one_line_and_exit_2(
 def test_after_its_hello_an_adapter_printing_garbage_costs_that_vector_not_the_run(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """Documented behaviour (README, ``toolcancel.conform``): once the adapter has said hello, a
-    bad answer is a failing vector (exit 1, named in the report), the adapter is restarted, and
-    the adapter's own stderr noise never reaches ours."""
+    """Documented behaviour (README, ``toolcancel.oracle.conform``): once the adapter has said
+    hello, a bad answer is a failing vector (exit 1, named in the report), the adapter is restarted,
+    and the adapter's own stderr noise never reaches ours."""
     vectors = tmp_path / "vectors.jsonl"
     vectors.write_text(vector_lines()[0] + "\n", "utf-8")
     hello = json.dumps({"protocol": 1, "type": "hello", "revisions": list(REVISIONS)})
@@ -547,7 +553,7 @@ def test_vectors_writes_atomically(
     monkeypatch: pytest.MonkeyPatch,
     failing_replace: None,
 ) -> None:
-    import toolcancel.commands.vectors as command
+    import toolcancel.cli.commands.vectors as command
 
     monkeypatch.setattr(
         command, "expected_files", lambda revisions, workers, **_: {"seed.jsonl": "new\n" * 1000}

@@ -20,9 +20,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from toolcancel.cli import main
-from toolcancel.turnvectors import load_turn_vectors, turn_file
-from toolcancel.vectors import REVISIONS, shipped_dir, shipped_vectors
+from toolcancel.cli.main import main
+from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
+from toolcancel.oracle.vectors import REVISIONS, shipped_dir, shipped_vectors
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "examples" / "js" / "adapter-trace.js"

@@ -1,4 +1,4 @@
-"""The one judge (:mod:`toolcancel.judge`): its record is the trace format, each check is
+"""The one judge (:mod:`toolcancel.oracle.judge`): its record is the trace format, each check is
 registered under a contract rule, fails where its rule is broken, and says when it could have.
 
 Why these tests exist: coverage is derived from :meth:`Check.could_fail`, so a check that claims
@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.adapter import Session
-from toolcancel.judge import rule_status
-from toolcancel.judge_record import (
+from toolcancel.contract.trace import ENVIRONMENT, parse_lines, validate, vocabulary
+from toolcancel.oracle.judge import rule_status
+from toolcancel.oracle.judge_record import (
     BOTH,
     CHECKS,
     LEVELS,
@@ -29,9 +29,9 @@ from toolcancel.judge_record import (
     env_line,
     first_failure,
 )
-from toolcancel.registry import ToolRegistry
-from toolcancel.trace import ENVIRONMENT, parse_lines, validate, vocabulary
-from toolcancel.vectors import REVISIONS, Vector, entry_caller, shipped_vectors
+from toolcancel.oracle.vectors import REVISIONS, Vector, entry_caller, shipped_vectors
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck.adapter import Session
 
 SEED = shipped_vectors("seed")
 
@@ -185,8 +185,8 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     """The checker judges listener, slot, result and notify lines and the end of a call only by
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
-    from toolcancel.checker import check_lines
-    from toolcancel.judge_lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
+    from toolcancel.oracle.checker import check_lines
+    from toolcancel.oracle.judge_lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
 
     rules = {r.id for r in load_contract().rules}
     assert set(TRACE_CHECKS) <= rules & TRACE_RULES
@@ -208,12 +208,12 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
     """The automaton's deaths and the result's shape are the judge's step checks: each under a
     contract rule (or citing the contract's own), saying what it means; the rules the automaton
     cites by itself are derived from them; and a death names the check's rule."""
-    from toolcancel.checker import check_lines
-    from toolcancel.judge_lines import AUTOMATON_RULES
-    from toolcancel.judge_results import result_death
-    from toolcancel.judge_steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
+    from toolcancel.oracle.checker import check_lines
+    from toolcancel.oracle.judge_lines import AUTOMATON_RULES
+    from toolcancel.oracle.judge_results import result_death
+    from toolcancel.oracle.judge_steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
 
-    assert result_death.__module__ == "toolcancel.judge_results"
+    assert result_death.__module__ == "toolcancel.oracle.judge_results"
     rules = {r.id for r in load_contract().rules}
     assert set(STEP_CHECKS) - {CONTRACT} <= rules
     assert AUTOMATON_RULES == step_rules() == frozenset(STEP_CHECKS) - {CONTRACT}
@@ -236,8 +236,8 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
 def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
     """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
     checks; a turn that never returned is reported as that alone (nothing after it is known)."""
-    from toolcancel.judge_turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
-    from toolcancel.turnvectors import RULES
+    from toolcancel.oracle.judge_turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.oracle.turnvectors import RULES
 
     assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
     assert TURN_RULES <= {r.id for r in load_contract().rules}

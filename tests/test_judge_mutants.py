@@ -17,8 +17,8 @@ import sys
 
 import pytest
 from support import ROOT, mutants
-from toolcancel.conform import run_vectors
-from toolcancel.vectors import Vector, shipped_vectors
+from toolcancel.oracle.conform import run_vectors
+from toolcancel.oracle.vectors import Vector, shipped_vectors
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the scenario shape each mutant shows in, and the retry behaviour a mutant's registry declares
@@ -54,12 +54,13 @@ def _mutant_rules() -> dict[str, str]:
 
 
 def _cited(name: str, level: str, vectors: list[Vector]) -> collections.Counter[str]:
-    command = [sys.executable, "-m", "toolcancel.adapter", "--mutant", name, "--level", level]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", name,
+               "--level", level]
     retry = _retry(name)
     if retry is not None:  # a mutant that breaks only one retry behaviour declares it
         command += ["--retry", retry]
     cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
     try:
         report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
     finally:

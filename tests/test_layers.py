@@ -43,9 +43,9 @@ def test_an_arrow_back_up_breaks_the_build(tmp_path: Path) -> None:
     skip = shutil.ignore_patterns("__pycache__")
     shutil.copytree(ROOT / "machine", package, ignore=skip)
     shutil.copy(ROOT / ".importlinter", tmp_path)
-    loader = package / "contract.py"
-    loader.write_text(loader.read_text("utf-8") + "\nfrom .cli import CliError  # back up\n")
+    loader = package / "contract" / "loader.py"
+    loader.write_text(loader.read_text("utf-8") + "\nfrom ..cli.main import CliError  # back up\n")
     proc = lint(tmp_path, pythonpath=tmp_path)
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert "BROKEN" in proc.stdout
-    assert "toolcancel.contract -> toolcancel.cli" in proc.stdout
+    assert "toolcancel.contract.loader -> toolcancel.cli.main" in proc.stdout

@@ -1,4 +1,4 @@
-"""toolcancel.mcp end to end, with the SDK's real client, on asyncio and on trio.
+"""toolcancel.runtime.mcp end to end, with the SDK's real client, on asyncio and on trio.
 
 In memory, over both of the SDK's in-process paths: ``legacy`` (the JSON-RPC stream loop; a
 client cancel is a ``notifications/cancelled`` the server applies by cancelling the handler's
@@ -39,8 +39,8 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult, __version__
-from toolcancel.cooperate import aborted
-from toolcancel.mcp import build_server, report_progress, to_call_tool_result
+from toolcancel.runtime.cooperate import aborted
+from toolcancel.runtime.mcp import build_server, report_progress, to_call_tool_result
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("asyncio", "trio")
@@ -645,7 +645,7 @@ def test_without_the_extra_the_import_fails_in_one_line_naming_it() -> None:
     for hidden in ("mcp", "mcp_types", "jsonschema"):
         code = (
             f"import sys; sys.modules[{hidden!r}] = None\n"
-            "try:\n    import toolcancel.mcp\n"
+            "try:\n    import toolcancel.runtime.mcp\n"
             "except ModuleNotFoundError as e:\n    print(e.name, str(e), sep='|')"
         )
         out = subprocess.run(
@@ -806,7 +806,9 @@ def test_a_stop_signal_drains_publishes_once_and_exits_0(
             answered = server.answered()
         assert code == 0, errors
         [line] = [e for e in errors if e.startswith(LOG_LEVELS)]
-        assert line.startswith(f"WARNING toolcancel.mcp: {stop.name}: taking no more requests")
+        assert line.startswith(
+            f"WARNING toolcancel.runtime.mcp: {stop.name}: taking no more requests"
+        )
         assert cancelled in line and running in line
         assert published_by_call(server) == {cancelled: [ABORTED], running: [ABORTED]}
         assert len(server.said("body started")) == 2  # request 4 was never taken
@@ -831,8 +833,8 @@ def test_a_second_signal_abandons_in_one_error_line(backend: str) -> None:
             errors = list(server.errors)
         assert code == 128 + signal.SIGINT, errors
         warning, error = [e for e in errors if e.startswith(LOG_LEVELS)]
-        assert warning.startswith("WARNING toolcancel.mcp: SIGTERM: ")
-        assert error.startswith("ERROR toolcancel.mcp: SIGINT after SIGTERM: abandoned ")
+        assert warning.startswith("WARNING toolcancel.runtime.mcp: SIGTERM: ")
+        assert error.startswith("ERROR toolcancel.runtime.mcp: SIGINT after SIGTERM: abandoned ")
         assert f"{call} (gated, draining)" in error
         assert server.said("published") == server.said("run ended") == []
         assert not any("Traceback" in e for e in errors), errors
@@ -873,5 +875,5 @@ def test_the_example_without_the_extra_says_so_in_one_line() -> None:
         [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
     )
     assert out.returncode == 1 and out.stdout == ""
-    assert out.stderr.startswith("mcp_server.py: toolcancel.mcp needs the mcp extra ")
+    assert out.stderr.startswith("mcp_server.py: toolcancel.runtime.mcp needs the mcp extra ")
     assert out.stderr.count("\n") == 1, out.stderr

@@ -113,8 +113,8 @@ def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path)
     for needed in (
         "toolcancel/__init__.py",
         "toolcancel/py.typed",
-        "toolcancel/core.py",
-        "toolcancel/commands/verify.py",
+        "toolcancel/contract/core.py",
+        "toolcancel/cli/commands/verify.py",
         "toolcancel/spec/contract.toml",
         "toolcancel/spec/CONTRACT.md",
         "toolcancel/spec/vectors/seed.jsonl",

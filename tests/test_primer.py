@@ -14,9 +14,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel.contract import load_contract
-from toolcancel.explain import Explanation, shipped_vectors
-from toolcancel.scenario import Scenario, run_scenario
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.teaching.explain import Explanation, shipped_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 PRIMER = (ROOT / "spec" / "PRIMER.md").read_text("utf-8")

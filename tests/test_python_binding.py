@@ -428,7 +428,7 @@ async def test_a_body_raising_cancelled_error_is_the_bodys_failure(
         raise asyncio.CancelledError("gave up")
 
     reg.register("t", body)
-    with caplog.at_level(logging.INFO, logger="toolcancel.registry"):
+    with caplog.at_level(logging.INFO, logger="toolcancel.runtime.registry"):
         result = await reg.execute("t", signal=controller()[1], call_id="c-77")
     assert result.to_json() == thrown("gave up")
     current = asyncio.current_task()
@@ -549,7 +549,7 @@ async def test_the_drain_watchdog_warns_once_and_never_abandons(
     c, signal = controller()
     task = asyncio.get_running_loop().create_task(reg.execute("t", signal=signal, call_id="c-9"))
     await gate.reached()
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         await asyncio.sleep(10)  # long before any abort: not draining, no warning
         assert caplog.records == []
         c.abort()
@@ -573,7 +573,7 @@ async def test_a_body_that_cooperates_in_time_is_not_reported(
     reg = ToolRegistry(drain_warning=2.0)
 
     async def prompt(args: Any, view: Execution) -> Any:
-        from toolcancel.cooperate import aborted as wait_aborted
+        from toolcancel.runtime.cooperate import aborted as wait_aborted
 
         assert view.signal is not None
         await wait_aborted(view.signal)
@@ -585,7 +585,7 @@ async def test_a_body_that_cooperates_in_time_is_not_reported(
     task = asyncio.get_running_loop().create_task(reg.execute("t", signal=signal))
     await asyncio.sleep(0)
     c.abort()
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         assert (await task).to_json() == aborted()
         await asyncio.sleep(10)
     assert caplog.records == []

@@ -103,9 +103,12 @@ def explorer_bytes() -> int:
 
 
 def limits() -> dict[str, int]:
-    from toolcancel import cli, conform_adapter, conform_protocol, contract, fileio, trace, vectors
-    from toolcancel.commands import conform as conform_cmd
-    from toolcancel.commands import explain as explain_cmd
+    from toolcancel.cli import main as cli
+    from toolcancel.cli.commands import conform as conform_cmd
+    from toolcancel.cli.commands import explain as explain_cmd
+    from toolcancel.contract import fileio, trace
+    from toolcancel.contract import loader as contract
+    from toolcancel.oracle import conform_adapter, conform_protocol, vectors
 
     return {
         "trace line": trace.MAX_LINE_BYTES, "trace depth": trace.MAX_DEPTH,
@@ -128,22 +131,22 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
     (r"on Python (3\.12) and (3\.13) when pyenv", lambda m: all(
         v in (ROOT / "scripts/test").read_text("utf-8") for v in (m.group(1), m.group(2)))),
     (r"still running (30) s after its signal", lambda m: __import__(
-        "toolcancel.toolregistry").toolregistry.DRAIN_WARNING == n(m.group(1))),
+        "toolcancel.runtime.toolregistry").runtime.toolregistry.DRAIN_WARNING == n(m.group(1))),
     (r"SDK, (2\.3\.0)|offers in (2\.3\.0)", lambda m: f"mcp=={m.group(m.lastindex or 1)}"
      in pyproject()["project"]["optional-dependencies"]["mcp"]),  # type: ignore[index]
     (r"vector (seed-00888): a caller abort while the body runs", check_vector_888),
     (r"search all ([\d,]+) by id", lambda m: n(m.group(1))
      == lines_of("spec/vectors/seed.jsonl") + lines_of("spec/vectors/revised.jsonl")),
     (r"the (seven) stages of R10", lambda m: len(__import__(
-        "toolcancel.contract").contract.load_contract().stages) == 7),
+        "toolcancel.contract.loader").contract.loader.load_contract().stages) == 7),
     (r"fits a (1280)x(720) slide", lambda m: '"width": 1280, "height": 720'
      in (ROOT / "tests/test_explorer_browser.py").read_text("utf-8")),
     (r"about (\d\.\d) MB", lambda m: abs(explorer_bytes() / 1e6 - n(m.group(1))) <= 0.25),
     (r"a plain line every (10) s otherwise", lambda m: __import__(
-        "inspect").signature(__import__("toolcancel.cli").cli.Progress).parameters[
+        "inspect").signature(__import__("toolcancel.cli.main").cli.main.Progress).parameters[
         "every"].default == n(m.group(1))),
     (r"TOOLCANCEL_PROGRESS=(0)", lambda m: 'get("TOOLCANCEL_PROGRESS", "1") != "0"'
-     in (ROOT / "machine/cli.py").read_text("utf-8")),
+     in (ROOT / "machine/cli/main.py").read_text("utf-8")),
     (r"prints the first violation exactly as `check` does and exits (1)",
      lambda m: defines("test_explain.py",
                        "test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the_rule")),
@@ -182,7 +185,7 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         sys.get_int_max_str_digits(), limits()["quote"]) == (n(m.group(1)), n(m.group(2)))),
     (r"\| (1) to (256) \|", lambda m: limits()["workers"] == n(m.group(2)) and n(m.group(1)) == 1),
     (r"(0)–(2) around wrappers", lambda m: __import__(
-        "toolcancel.verifier").verifier.MAX_WRAPPERS == n(m.group(2))),
+        "toolcancel.selfcheck.verifier").selfcheck.verifier.MAX_WRAPPERS == n(m.group(2))),
     (r"schedules/s on (1),\s+(2) and (4) worker processes", lambda m: "ENGINE_WORKERS = (1, 2, 4)"
      in (ROOT / "bench/run.py").read_text("utf-8")),
     (r"so the process exits (0)\.", lambda m: defines(
@@ -192,14 +195,15 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
     (r"mcp (2\.3\.0) has", lambda m: f"mcp=={m.group(1)}"
      in pyproject()["project"]["optional-dependencies"]["mcp"]),  # type: ignore[index]
     (r"shows the (seven) stages, every state and every transition number on one (16):(9)",
-     lambda m: len(__import__("toolcancel.contract").contract.load_contract().stages) == 7
-     and "A 16:9 slide" in (ROOT / "machine/diagrams.py").read_text("utf-8")),
+     lambda m: len(__import__(
+         "toolcancel.contract.loader").contract.loader.load_contract().stages) == 7
+     and "A 16:9 slide" in (ROOT / "machine/teaching/diagrams.py").read_text("utf-8")),
     (r"`TOOLCANCEL_COMPILE=(1) pip install \.` \(or\s+`TOOLCANCEL_COMPILE=(1) python", lambda m:
      'os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")'
      in (ROOT / "setup.py").read_text("utf-8")),
     (r"Node ≥ (20)", lambda m: 'split(".")[0] < 20' in (ROOT / "scripts/test").read_text("utf-8")),
     (r"against (eighteen) deliberately broken registries", lambda m: len(__import__(
-        "model_tests.mutants").mutants.MUTANTS) == 18),
+        "toolcancel.selfcheck.mutants").selfcheck.mutants.MUTANTS) == 18),
 ]
 
 

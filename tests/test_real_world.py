@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from toolcancel.realworld import (
+from toolcancel.teaching.realworld import (
     DATA,
     REVISIONS,
     RUNTIMES_DIR,
@@ -46,7 +46,7 @@ def test_every_runtime_has_an_adapter_a_reproduction_and_a_published_row() -> No
 
 
 def test_the_table_is_fresh() -> None:
-    assert generate_real_world(ROOT, check=True) == [], "python -m toolcancel.realworld"
+    assert generate_real_world(ROOT, check=True) == [], "python -m toolcancel.teaching.realworld"
 
 
 def test_a_family_without_a_reproduction_stops_the_render() -> None:
@@ -103,5 +103,5 @@ def test_the_measurement_is_fresh() -> None:
     for name in REQUIRES:
         needs_runtime(name)
     assert generate_real_world(ROOT, run=True, check=True) == [], (
-        "python -m toolcancel.realworld --run"
+        "python -m toolcancel.teaching.realworld --run"
     )

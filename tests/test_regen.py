@@ -13,8 +13,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from toolcancel.cli import main
-from toolcancel.commands import regen
+from toolcancel.cli.commands import regen
+from toolcancel.cli.main import main
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -22,15 +22,15 @@ from typing import Any
 
 import pytest
 from toolcancel import AbortController, ToolRegistry, ToolResult
-from toolcancel.checker import Checker
-from toolcancel.cli import main
-from toolcancel.contract import load_contract
-from toolcancel.errors import RegistryUsageError
-from toolcancel.results import block_message, text_block
-from toolcancel.scenario import Harness, Scenario, run_scenario
-from toolcancel.trace import TraceRecorder
-from toolcancel.vectors import Vector, shipped_vectors
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.cli.main import main
+from toolcancel.contract.errors import RegistryUsageError
+from toolcancel.contract.loader import load_contract
+from toolcancel.contract.results import block_message, text_block
+from toolcancel.contract.trace import TraceRecorder
+from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.scenario import Harness, Scenario, run_scenario
+from toolcancel.oracle.vectors import Vector, shipped_vectors
+from toolcancel.runtime.virtual_time import VirtualClock, run
 
 RETRIES = load_contract().retry_names
 
@@ -231,9 +231,9 @@ def adapter_command(tmp_path: Path, run_as: str, declare: str | None, protocol: 
     script.write_text(
         f"""
 import json, sys
-from toolcancel.adapter import Session, serve
-from toolcancel.registry import ToolRegistry
-from toolcancel.vectors import REVISIONS
+from toolcancel.selfcheck.adapter import Session, serve
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.oracle.vectors import REVISIONS
 
 class Lying(Session):
     def hello(self):

@@ -1,5 +1,5 @@
 """Rule ids are written in one place (issue 26): the judge's check registry
-(``machine/judge.py`` and its checks' modules ``machine/judge_*.py``), the contract
+(``machine/oracle/judge.py`` and its checks' modules ``machine/judge_*.py``), the contract
 (``spec/contract.toml``), the docs and the tests.
 
 Why: a rule id written in another module is a restatement of what the rule means -- the judges
@@ -18,19 +18,23 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_ID = re.compile(r"R\d+")
-REGISTRY = "machine/judge.py"
+REGISTRY = "machine/oracle/judge.py"
 JUDGE = re.compile(r"machine/(\w+/)?judge(_\w+)?\.py")
 """The registry and the modules of its checks (in whichever room), where rule ids are written."""
 ALLOWED: dict[str, tuple[int, str]] = {
     # module: (at most this many rule-id literals, why they are still there)
-    "machine/verifier.py": (71, "verify's _check_* functions still judging the harness's log "
-                            "(replay, pre-stage, dispatch, post, cancellations, late success "
-                            "at C3, fused signal, contexts, result shape): moving into the judge"),
-    "machine/turnvectors.py": (5, "which rule a turn call's path or result against the "
-                               "reference's breaks (R28, R30, R36, R38): not yet derived"),
-    "machine/explain.py": (2, "names the stage order and the conformance claim's rule in an "
-                           "explanation"),
-    "machine/specmutants.py": (2, "reads verify's no-result verdict (R31) of a stopped run"),
+    "machine/selfcheck/mutants.py": (24, "each broken registry names the rule its kill "
+                                     "must cite: the expected answer, not a restatement"),
+    "machine/selfcheck/verifier.py": (71, "verify's _check_* functions still judging the "
+                                      "harness's log (replay, pre-stage, dispatch, post, "
+                                      "cancellations, late success at C3, fused signal, "
+                                      "contexts, result shape): moving into the judge"),
+    "machine/oracle/turnvectors.py": (5, "which rule a turn call's path or result against the "
+                                      "reference's breaks (R28, R30, R36, R38): not yet derived"),
+    "machine/teaching/explain.py": (2, "names the stage order and the conformance claim's "
+                                    "rule in an explanation"),
+    "machine/selfcheck/specmutants.py": (2, "reads verify's no-result verdict (R31) of a "
+                                         "stopped run"),
 }
 
 

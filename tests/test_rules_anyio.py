@@ -16,8 +16,8 @@ import anyio
 import pytest
 from support import Gate, Harness, aborted, controller, ok, spawn, until_idle
 from toolcancel import Allow, Execution, ToolCallRequest, TurnLog, TurnScheduler
-from toolcancel.cooperate import aborted as signal_aborted
-from toolcancel.results import canonical_json
+from toolcancel.contract.results import canonical_json
+from toolcancel.runtime.cooperate import aborted as signal_aborted
 
 
 async def _open_later(gate: Gate, log: list[str], after: float = 10) -> None:

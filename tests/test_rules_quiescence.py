@@ -79,7 +79,7 @@ async def test_a_day_after_the_abort_the_call_still_waits_and_warned_once(
     c, signal = controller()
     task = h.start("t", signal=signal, call_id="c-stubborn")
     await gate.reached()
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         c.abort()
         await anyio.sleep(86_400)  # virtual time: a day
         await until_idle()
@@ -387,7 +387,7 @@ async def test_d4_a_context_deferred_after_c3_is_dropped_with_a_warning(
         return Accept()
 
     h.post(post)
-    with caplog.at_level(logging.WARNING, logger="toolcancel.registry"):
+    with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.registry"):
         call = await h.call("t", call_id="late-1")
     assert call.json == ok()
     assert any(r.levelno == logging.WARNING and "late-1" in r.getMessage() for r in caplog.records)
@@ -549,12 +549,12 @@ async def test_a_failing_observer_is_contained_and_logged(
 
     h.registry.add_observer(sync_failure if kind == "sync" else async_failure)
     h.registry.add_observer(lambda view, result: reached.append("after"))
-    with caplog.at_level(logging.ERROR, logger="toolcancel.registry"):
+    with caplog.at_level(logging.ERROR, logger="toolcancel.runtime.registry"):
         call = await h.call("t", call_id="obs-1")
     assert call.json == ok()
     assert reached == ["failing", "after"]
     assert len(h.notified) == 1
-    [record] = [r for r in caplog.records if r.name == "toolcancel.registry"]
+    [record] = [r for r in caplog.records if r.name == "toolcancel.runtime.registry"]
     assert "obs-1" in record.getMessage()
     assert record.exc_info is not None and str(record.exc_info[1]) == "observer bug"
 

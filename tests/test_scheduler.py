@@ -28,8 +28,8 @@ from toolcancel import (
     TurnScheduler,
     install_timeout_policy,
 )
-from toolcancel.results import canonical_json
-from toolcancel.virtual_time import run
+from toolcancel.contract.results import canonical_json
+from toolcancel.runtime.virtual_time import run
 
 SKIPPED_SEED = canon(
     {

@@ -1,4 +1,4 @@
-"""Port of web-platform-tests ``dom/abort`` to ``toolcancel.signals``.
+"""Port of web-platform-tests ``dom/abort`` to ``toolcancel.runtime.signals``.
 
 Each WPT case becomes one test named after it, with the WPT file and case
 title in the docstring.  The cases are rewritten for Python, not copied:
@@ -9,7 +9,7 @@ title in the docstring.  The cases are rewritten for Python, not copied:
   counterpart, so that case checks falsy reasons instead;
 * brand checks (calling methods on non-signals) have no Python analogue and
   are not ported;
-* timers run on ``toolcancel.virtual_time``, never on the wall clock, and the
+* timers run on ``toolcancel.runtime.virtual_time``, never on the wall clock, and the
   garbage-collection cases use ``weakref`` + ``gc.collect()`` instead of
   ``FinalizationRegistry``.
 
@@ -31,13 +31,13 @@ from typing import Any
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from toolcancel.signals import (
+from toolcancel.runtime.signals import (
     AbortController,
     AbortError,
     AbortSignal,
     SignalTimeoutError,
 )
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.runtime.virtual_time import VirtualClock, run
 
 
 class WallClockTimeout(Exception):
@@ -479,10 +479,10 @@ def test_listener_exception_is_reported_and_others_still_run(
     signal.add_listener(broken)
     signal.add_listener(recorder(log, "after"))
     dependent.add_listener(recorder(log, "dependent"))
-    with caplog.at_level(logging.ERROR, logger="toolcancel.signals"):
+    with caplog.at_level(logging.ERROR, logger="toolcancel.runtime.signals"):
         controller.abort()
     assert log == ["after", "dependent"]
-    records = [r for r in caplog.records if r.name == "toolcancel.signals"]
+    records = [r for r in caplog.records if r.name == "toolcancel.runtime.signals"]
     assert len(records) == 1
     assert records[0].levelno == logging.ERROR
     assert records[0].exc_info is not None

@@ -17,8 +17,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from toolcancel.errors import NotSerializable
-from toolcancel.results import _FAST_DEPTH, ErrorInfo, FrozenDict, ToolResult, _snap, snapshot
+from toolcancel.contract.errors import NotSerializable
+from toolcancel.contract.results import (
+    _FAST_DEPTH,
+    ErrorInfo,
+    FrozenDict,
+    ToolResult,
+    _snap,
+    snapshot,
+)
 
 
 def outcome(walk: Any, value: Any) -> tuple[str, str]:

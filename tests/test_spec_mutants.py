@@ -1,16 +1,17 @@
 """verify --spec-mutants: perturbations of the transition table, judged by the table-independent
-checks alone (toolcancel.specmutants).  The full run is ``toolcancel verify --spec-mutants``;
-here a handful of known perturbations, each of which must be killed at a small bound."""
+checks alone (toolcancel.selfcheck.specmutants).  The full run is ``toolcancel verify
+--spec-mutants``; here a handful of known perturbations, each of which must be killed at a small
+bound."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import pytest
-from toolcancel.contract import load_contract
-from toolcancel.scenario import Scenario, run_scenario
-from toolcancel.specmutants import Perturbation, judge, perturbations
-from toolcancel.verifier import check
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.selfcheck.specmutants import Perturbation, judge, perturbations
+from toolcancel.selfcheck.verifier import check
 
 
 def _index(revision: str, event: str, guard: str | None = None, outcome: str | None = None) -> int:

@@ -1,9 +1,9 @@
-"""The ``transitions`` statechart and :func:`toolcancel.core.step` are the same machine.
+"""The ``transitions`` statechart and :func:`toolcancel.contract.core.step` are the same machine.
 
 Two engines read the one table: ``core.step`` (the hot path, a dict lookup and the guard
-functions) and a :class:`transitions.Machine` built by :mod:`toolcancel.statechart`.  If they ever
-disagree, one of them does not implement the contract file, so this module enumerates the whole
-reachable space instead of sampling it:
+functions) and a :class:`transitions.Machine` built by :mod:`toolcancel.teaching.statechart`.  If
+they ever disagree, one of them does not implement the contract file, so this module enumerates the
+whole reachable space instead of sampling it:
 
 * every initial configuration (caller signal none / live / aborted x has an agent x has an
   approval seam), for both revisions, with the around-wrapper count unknown; and, for a live
@@ -31,8 +31,7 @@ from dataclasses import dataclass, field
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.contract import RevisionContract, Transition
-from toolcancel.core import (
+from toolcancel.contract.core import (
     GUARDS,
     UNKNOWN,
     CallerSignal,
@@ -42,8 +41,9 @@ from toolcancel.core import (
     initial_state,
     step,
 )
-from toolcancel.errors import ContractViolation
-from toolcancel.statechart import CallModel, Statechart, build_statechart
+from toolcancel.contract.errors import ContractViolation
+from toolcancel.contract.loader import RevisionContract, Transition
+from toolcancel.teaching.statechart import CallModel, Statechart, build_statechart
 
 MAX_DEPTH = 2
 CALLERS: tuple[CallerSignal, ...] = ("none", "live", "aborted")
@@ -325,8 +325,8 @@ def test_a_refused_offer_names_the_events_the_state_allows() -> None:
 def test_a_guard_the_diagrams_leave_out_holds_wherever_it_is_tried(revision: str) -> None:
     """``moot_guards`` (the diagrams drop these from labels) is sound: in every reachable state
     of a call of this revision, each guard it calls moot has the value the transition wants."""
-    from toolcancel.core import GUARDS
-    from toolcancel.diagrams import moot_guards
+    from toolcancel.contract.core import GUARDS
+    from toolcancel.teaching.diagrams import moot_guards
 
     table = load_contract().revision(revision)
     moot = moot_guards(table)

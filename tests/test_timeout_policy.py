@@ -23,9 +23,9 @@ from toolcancel import (
     ToolResult,
     install_timeout_policy,
 )
-from toolcancel import timeout_policy as policy_module
-from toolcancel.deadline import Deadline, TimeoutReason, timeout_of
-from toolcancel.registry import Next
+from toolcancel.runtime import timeout_policy as policy_module
+from toolcancel.runtime.deadline import Deadline, TimeoutReason, timeout_of
+from toolcancel.runtime.registry import Next
 
 TIMEOUT_ERROR = {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"}
 

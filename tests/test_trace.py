@@ -21,11 +21,8 @@ from typing import Any
 
 import pytest
 from toolcancel import AbortController, load_contract
-from toolcancel.checker import check_lines
-from toolcancel.contract import parse_contract
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Harness, Observation, Scenario
-from toolcancel.trace import (
+from toolcancel.contract.loader import parse_contract
+from toolcancel.contract.trace import (
     MAX_DEPTH,
     MAX_LINE_BYTES,
     OBSERVATIONS,
@@ -38,8 +35,11 @@ from toolcancel.trace import (
     trace_schema,
     write_schema,
 )
-from toolcancel.verifier import configurations
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.oracle.checker import check_lines
+from toolcancel.oracle.scenario import Harness, Observation, Scenario
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.verifier import configurations
 
 ROOT = Path(__file__).resolve().parent.parent
 

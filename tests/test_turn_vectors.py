@@ -3,9 +3,9 @@
 Why these tests exist: the scheduler sits above the registry boundary, so no call vector can see
 it.  Turn vectors run a batch of calls under one turn signal, aborted at every gate, through the
 adapter's own scheduler; conform judges what the environment saw with the same rule checks
-``toolcancel verify`` runs on the reference (:func:`toolcancel.judge_turns.turn_problems`).  Each
-broken scheduler of ``model_tests/mutants.py`` (``TURN_MUTANTS``) must be caught by both, citing
-its rule; ``forgets_turn_contexts`` passed the turn checks before they asked whether every
+``toolcancel verify`` runs on the reference (:func:`toolcancel.oracle.judge_turns.turn_problems`).
+Each broken scheduler of ``machine/selfcheck/mutants.py`` (``TURN_MUTANTS``) must be caught by both,
+citing its rule; ``forgets_turn_contexts`` passed the turn checks before they asked whether every
 committed result's contexts are logged (issue 14, blind spot 4).  An adapter written before turn
 vectors still runs, and is told loudly that the scheduler went unchecked.
 """
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 from support import run_cli
-from toolcancel.conform import run_vectors
-from toolcancel.turncheck import verify_turns
-from toolcancel.turnvectors import TurnVector, load_turn_vectors, turn_file
-from toolcancel.vectors import REVISIONS, shipped_dir
+from toolcancel.oracle.conform import run_vectors
+from toolcancel.oracle.turncheck import verify_turns
+from toolcancel.oracle.turnvectors import TurnVector, load_turn_vectors, turn_file
+from toolcancel.oracle.vectors import REVISIONS, shipped_dir
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
@@ -32,7 +32,7 @@ FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapte
 def _turn_mutants() -> Any:
     sys.path.insert(0, str(ROOT))
     try:
-        from model_tests.mutants import TURN_MUTANTS
+        from toolcancel.selfcheck.mutants import TURN_MUTANTS
     finally:
         sys.path.pop(0)
     return TURN_MUTANTS
@@ -87,9 +87,9 @@ def test_verify_catches_the_broken_scheduler(mutant: Any, revision: str) -> None
 @pytest.mark.parametrize("mutant", TURN_MUTANTS, ids=lambda m: m.name)
 def test_conform_catches_the_broken_scheduler(mutant: Any) -> None:
     turns = [t for t in shipped_turns("seed") if KILLERS[mutant.name](t)][:200]
-    command = [sys.executable, "-m", "toolcancel.adapter", "--mutant", mutant.name]
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", mutant.name]
     cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports model_tests/mutants.py from the current directory
+    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
     try:
         report = asyncio.run(run_vectors(command, [], "seed", timeout=60, turns=turns))
     finally:
@@ -127,8 +127,8 @@ def test_a_turn_vectors_file_given_as_call_vectors_is_named_in_one_line(
 
 
 def test_a_malformed_turn_answer_is_a_protocol_failure() -> None:
-    from toolcancel.conform_judge import Judge
-    from toolcancel.conform_protocol import PROTOCOL_RULE
+    from toolcancel.oracle.conform_judge import Judge
+    from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
 
     v = shipped_turns("seed")[0]
     answer: dict[str, Any] = {"log": [], "observed": {"events": [{"event": "pre"}], "returned": 1}}

@@ -24,15 +24,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel import vectorgen
-from toolcancel.adapter import Session
-from toolcancel.cli import main
-from toolcancel.conform_judge import Judge
-from toolcancel.contract import load_contract
-from toolcancel.registry import ToolRegistry
-from toolcancel.scenario import Scenario, run_scenario
-from toolcancel.vectorgen import compare, generate, portable_cancels
-from toolcancel.vectors import (
+from toolcancel.cli.main import main
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.vectors import (
     REVISIONS,
     SCHEMA_NAME,
     Vector,
@@ -49,6 +45,10 @@ from toolcancel.vectors import (
     shipped_vectors,
     vectors_file,
 )
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.selfcheck import vectorgen
+from toolcancel.selfcheck.adapter import Session
+from toolcancel.selfcheck.vectorgen import compare, generate, portable_cancels
 
 README = shipped_dir() / "README.md"
 
@@ -391,7 +391,7 @@ def test_the_readme_worked_example_is_what_our_adapter_answers() -> None:
 
 def test_the_readme_documents_every_value_of_the_vocabulary() -> None:
     text = README.read_text(encoding="utf-8")
-    from toolcancel import scenario as vocabulary
+    from toolcancel.oracle import scenario as vocabulary
 
     values = itertools.chain(
         vocabulary.PRE,
@@ -422,9 +422,9 @@ def test_bad_vectors_options_are_one_line_and_exit_2(
 
 def test_the_format_module_loads_no_generator() -> None:
     """Reading vectors (an implementer's run) never loads the model checker or the cluster
-    engine: their generation is toolcancel.vectorgen's (self-verification)."""
+    engine: their generation is toolcancel.selfcheck.vectorgen's (self-verification)."""
     code = (
-        "import sys, toolcancel.vectors; "
+        "import sys, toolcancel.oracle.vectors; "
         "print(sorted(m for m in sys.modules if m.split('.')[-1] in "
         "('verifier', 'cluster', 'vectorgen')))"
     )

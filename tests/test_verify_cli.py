@@ -10,15 +10,15 @@ from pathlib import Path
 
 import pytest
 from support import mutant, mutants
-from toolcancel.contract import load_contract
-from toolcancel.scenario import Scenario, run_scenario
-from toolcancel.verifier import check
+from toolcancel.contract.loader import load_contract
+from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.selfcheck.verifier import check
 
 ROOT = Path(__file__).resolve().parents[1]
 
 
 def tc(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "toolcancel.cli", *args], capture_output=True,
+    return subprocess.run([sys.executable, "-m", "toolcancel.cli.main", *args], capture_output=True,
                           text=True, cwd=ROOT)
 
 

@@ -2,8 +2,8 @@
 verify blind: what post-execute received (2), nesting (3), immutability and acting observers (5),
 the fused reason of a pre-aborted body and listeners on the registry's own signals (7).
 
-Each broken registry is a mutant of ``model_tests/mutants.py`` (so ``verify --mutants`` runs it
-over the whole bounded space too); here one scenario that shows it, and the rule it is caught by.
+Each broken registry is a mutant of ``machine/selfcheck/mutants.py`` (so ``verify --mutants`` runs
+it over the whole bounded space too); here one scenario that shows it, and the rule it is caught by.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import replace
 
 import pytest
 from support import mutant
-from toolcancel.contract import load_contract
-from toolcancel.results import text_block
-from toolcancel.scenario import REWRITTEN, Scenario, ScenarioError, run_scenario
-from toolcancel.verifier import check, configurations
+from toolcancel.contract.loader import load_contract
+from toolcancel.contract.results import text_block
+from toolcancel.oracle.scenario import REWRITTEN, Scenario, ScenarioError, run_scenario
+from toolcancel.selfcheck.verifier import check, configurations
 
 CAUGHT = [
     # (mutant, a scenario that shows it, the rule, a piece of the explanation)

@@ -1,4 +1,4 @@
-"""Tests for ``toolcancel.virtual_time``: asyncio on an autojumping clock.
+"""Tests for ``toolcancel.runtime.virtual_time``: asyncio on an autojumping clock.
 
 Every test is guarded by a real-time alarm, so an implementation that falls
 back to the wall clock fails quickly instead of hanging.
@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from typing import cast
 
 import pytest
-from toolcancel.virtual_time import VirtualClock, run
+from toolcancel.runtime.virtual_time import VirtualClock, run
 
 
 class WallClockTimeout(Exception):

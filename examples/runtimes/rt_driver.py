@@ -40,8 +40,8 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import anyio
-from toolcancel.capabilities import STAGES  # the hello's capability keys
-from toolcancel.virtual_time import VirtualClock
+from toolcancel.oracle.capabilities import STAGES  # the hello's capability keys
+from toolcancel.runtime.virtual_time import VirtualClock
 
 HOLD_S = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""

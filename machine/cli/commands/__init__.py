@@ -1,0 +1,1 @@
+"""One module per ``toolcancel`` command (see :mod:`toolcancel.cli.main`)."""

@@ -1,0 +1,266 @@
+"""``toolcancel verify``: the exhaustive bounded model check of the real registry."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from ...contract.loader import load_contract
+from ...selfcheck import cluster
+from ...selfcheck.verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
+from ..main import MAX_WORKERS, CliError, Progress, UsageError, default_workers, revision_option
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify",
+        help="check every bounded configuration and cancellation point against the contract",
+        description="Enumerate every configuration within bounds, cross it with every "
+        "cancellation point, run each schedule against the real asyncio registry and check "
+        "it against the pure machine and every rule. Exit 1 on any violation.",
+    )
+    p.add_argument(
+        "--revision",
+        default=None,
+        type=revision_option,
+        help="contract revision: seed (default) or revised",
+    )
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of a table")
+    p.add_argument(
+        "--workers",
+        type=int,
+        default=default_workers(),
+        help=f"worker processes (default: the CPUs available, here {default_workers()})",
+    )
+    p.add_argument(
+        "--cluster",
+        metavar="ADDRESS",
+        help="run the schedules on the Dask distributed cluster whose scheduler is at ADDRESS "
+        "(e.g. tcp://10.0.0.5:8786; its workers need this toolcancel installed, with the "
+        "cluster extra) instead of --workers local processes; the results are the same",
+    )
+    p.add_argument(
+        "--max-wrappers",
+        type=int,
+        default=None,
+        choices=range(0, 4),
+        metavar="N",
+        help=f"bound on around wrappers per call (0-3, default {MAX_WRAPPERS}; "
+        "0 with --spec-mutants)",
+    )
+    p.add_argument(
+        "--max-calls",
+        type=int,
+        default=MAX_CALLS,
+        choices=range(1, 4),
+        metavar="N",
+        help=f"bound on concurrent model calls per turn batch (1-3, default {MAX_CALLS})",
+    )
+    p.add_argument(
+        "--no-deep",
+        dest="deep",
+        action="store_false",
+        help="leave out the deeper family run after the bounded space (three-wrapper retry "
+        "stacks under each retry behaviour, and what only a cursor retry reaches past a "
+        "short-circuit): the bounded space alone",
+    )
+    p.add_argument(
+        "--mutants",
+        action="store_true",
+        help="instead, check that every deliberately broken registry of "
+        "machine/selfcheck/mutants.py is caught (run from a source checkout)",
+    )
+    p.add_argument(
+        "--spec-mutants",
+        action="store_true",
+        help="instead, perturb the contract's transition table one row at a time and report "
+        "every perturbation no table-independent check notices (both revisions unless "
+        "--revision is given; default bound --max-wrappers 0)",
+    )
+    p.add_argument(
+        "-q",
+        "--quiet",
+        action="store_true",
+        help="no progress on stderr (shown by default: a bar on a terminal, else a line every "
+        "10 s; TOOLCANCEL_PROGRESS=0 in the environment also turns it off)",
+    )
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    load_contract().revision(args.revision)  # an unknown revision is one clear line, exit 2
+    revisions = [args.revision] if args.revision else ["seed", "revised"]
+    if args.revision is None:
+        args.revision = "seed"
+    args.revisions = revisions
+    if args.max_wrappers is None:
+        args.max_wrappers = 0 if args.spec_mutants else MAX_WRAPPERS
+    if args.workers < 1:
+        raise UsageError("--workers must be at least 1")
+    if args.workers > MAX_WORKERS:
+        raise UsageError(f"--workers must be at most {MAX_WORKERS}")
+    if args.cluster is not None and (args.mutants or args.spec_mutants):
+        raise UsageError("--cluster runs the model check itself, not --mutants or --spec-mutants")
+    if args.mutants:
+        return _mutants(args)
+    if args.spec_mutants:
+        return _spec_mutants(args)
+    if args.cluster is not None:
+        cluster.quiet()
+    with Progress("verify", "configurations", enabled=not (args.json or args.quiet)) as progress:
+        report = verify(
+            args.revision,
+            workers=args.workers,
+            max_wrappers=args.max_wrappers,
+            max_calls=args.max_calls,
+            progress=progress.update,
+            cluster=args.cluster,
+            deep=args.deep,
+        )
+    if args.json:
+        print(json.dumps(report.to_json(), indent=2))
+    else:
+        print(_table(report))
+    return 1 if report.tally.violation_count else 0
+
+
+def _table(report: Report) -> str:
+    d = report.to_json()
+    lines = [
+        f"toolcancel verify — {report.revision} contract, real asyncio registry "
+        f"({'compiled' if _compiled() else 'interpreted'})",
+        f"  bounds                up to {d['max_wrappers']} around wrapper(s) per call, "
+        f"{d['max_calls']} call(s) per turn batch",
+        f"  configurations        {d['configurations']:>10,}",
+        f"  schedules run         {d['schedules']:>10,}"
+        f"   (+{d['pruned_equivalent']:,} pruned as equivalent)",
+        f"  distinct paths        {d['paths']:>10,}",
+        f"  turn batches          {d['turn_batches']:>10,}   ({d['turn_schedules']:,} schedules)",
+        "  retry behaviours      "
+        + ", ".join(f"{name} {n:,}" for name, n in d["retry_schedules"].items())
+        + " schedules (configurations whose wrapper retries, D11)",
+        *(
+            []
+            if report.deeper is None
+            else [
+                f"  of them, deeper       {d['deeper']['configurations']:>10,} configurations, "
+                f"{d['deeper']['schedules']:,} schedules (3-wrapper retry stacks, cursor reach)"
+            ]
+        ),
+        f"  transitions covered   {d['transitions_covered']:>6} of {d['transitions_total']}",
+        f"  rules exercised       {d['rules_covered']:>6} of {d['rules_total']}",
+        f"  violations            {d['violations']:>10,}",
+        f"  time                  {d['seconds']:>9.1f}s "
+        + (f"on {d['workers']} worker(s)" if report.cluster is None else f"on {d['engine']}"),
+    ]
+    if report.missing_transitions:
+        lines.append(
+            "  transitions never taken: "
+            + ", ".join(f"t{i}" for i in report.missing_transitions)
+        )
+    if report.missing_rules:
+        lines.append("  rules never exercised: " + ", ".join(report.missing_rules))
+    for v in report.tally.violations[:3]:
+        lines += ["", f"VIOLATION of {v.rule}: {v.explanation}", "reproduce with:", v.reproducer()]
+    return "\n".join(lines)
+
+
+def _load_mutants() -> Any:
+    try:
+        from ...selfcheck import mutants  # on demand: it loads the registry as it imports
+    except ImportError as exc:  # the mutants refuse a compiled registry, in one line
+        raise CliError(str(exc)) from None
+    return mutants
+
+
+def _mutants(args: argparse.Namespace) -> int:
+    mutants = _load_mutants()
+    rows = []
+    progress = Progress("verify --mutants", "mutants", enabled=not (args.json or args.quiet))
+    applying = [m for m in mutants.MUTANTS if args.revision in m.revisions]
+    for i, mutant in enumerate(applying):
+        progress.update(i, len(applying), mutant.name)
+        with mutant.active() as factory:
+            report = verify(
+                args.revision,
+                workers=args.workers,
+                factory=factory,
+                max_wrappers=args.max_wrappers,
+                max_calls=args.max_calls,
+                stop_at_first=True,
+                deep=args.deep,
+            )
+        first = report.tally.violations[0] if report.tally.violations else None
+        rows.append(
+            {
+                "name": mutant.name,
+                "what": mutant.what,
+                "killed": first is not None,
+                "rule": first.rule if first else None,
+                "expected_rule": mutant.rule,
+                "schedules": report.tally.schedules,
+                "explanation": first.explanation if first else None,
+            }
+        )
+    progress.close()
+    killed = sum(r["killed"] for r in rows)
+    if args.json:
+        print(
+            json.dumps(
+                {"revision": args.revision, "mutants": rows, "killed": killed, "total": len(rows)},
+                indent=2,
+            )
+        )
+    else:
+        print(f"toolcancel verify --mutants — {args.revision} contract")
+        print(f"  {'mutant':<26} {'killed':<7} {'rule':<6} {'expected':<9} schedules")
+        for r in rows:
+            print(
+                f"  {r['name']:<26} {'yes' if r['killed'] else 'NO':<7} "
+                f"{r['rule'] or '-':<6} {r['expected_rule']:<9} {r['schedules']:,}"
+            )
+        print(f"  killed {killed} of {len(rows)}")
+    return 0 if killed == len(rows) else 1
+
+
+def _spec_mutants(args: argparse.Namespace) -> int:
+    import time
+
+    from ...selfcheck.specmutants import run_all, summarize
+
+    bound = args.max_wrappers
+    start = time.perf_counter()
+    with Progress(
+        "verify --spec-mutants", "perturbations", enabled=not (args.json or args.quiet)
+    ) as progress:
+        verdicts = run_all(
+            args.revisions, max_wrappers=bound, workers=args.workers, progress=progress.update
+        )
+    summary = summarize(verdicts, time.perf_counter() - start, bound)
+    data = summary.to_json()
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        c = data["counts"]
+        print(
+            f"toolcancel verify --spec-mutants — {', '.join(args.revisions)}; up to {bound} "
+            "around wrapper(s) per call; table-independent checks only"
+        )
+        print(
+            f"  perturbations {data['total']}: killed {c['killed']}, stopped {c['stopped']} "
+            f"(no applying candidate), unreached {c['unreached']}, surviving {c['surviving']}, "
+            f"crashed {c['crashed']}"
+            f"   ({data['seconds']:.0f} s on {args.workers} worker(s))"
+        )
+        for row in data["perturbations"]:
+            if row["status"] in ("surviving", "unreached", "crashed"):
+                print(f"  {row['status'].upper():<9} {row['revision']:<7} {row['what']}")
+    return 1 if data["counts"]["surviving"] or data["counts"]["crashed"] else 0
+
+
+def _compiled() -> bool:
+    """Whether the registry verify runs is the compiled build (``TOOLCANCEL_COMPILE=1``)."""
+    from ...runtime.registry import compiled
+
+    return compiled()

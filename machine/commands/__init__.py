@@ -1,1 +1,0 @@
-"""One module per ``toolcancel`` command (see :mod:`toolcancel.cli`)."""

@@ -1,0 +1,248 @@
+"""The adapter protocol's messages, as ``toolcancel conform`` reads and writes them.
+
+What travels between the runner and an adapter (JSON Lines, documented field by field in
+``spec/vectors/README.md``): the hello (:func:`hello_problem`), one vector message per vector
+(:func:`vector_message`), one answer per vector (:func:`parse_answer`, then
+:func:`answer_problem` or :func:`outcome_problem` for its fields, by level).  Each problem is
+one sentence for a protocol failure; nothing here runs a process or judges a rule.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ..contract.errors import ToolcancelError
+from ..contract.fileio import STRICT
+from ..contract.loader import load_contract
+from ..contract.trace import MAX_DEPTH, json_depth
+from .capabilities import Capabilities, CapabilityError
+from .deviations import problem as deviation_problem
+from .vectors import Vector, scenario_data
+
+PROTOCOL: Final = 2
+"""The adapter protocol this runner speaks; it also accepts an adapter of :data:`PROTOCOLS`."""
+PROTOCOLS: Final = (1, 2)
+"""Version 2 added the hello's ``retry`` (D11) and ``level``; a version-1 adapter is judged as
+declaring the contract's default retry behaviour, which is what version-1 vectors assumed, at
+level ``trace``."""
+LEVELS: Final = ("trace", "outcome")
+"""Conformance levels a protocol-2 hello declares (default ``trace``): the full trace, or only
+what a user of the registry sees."""
+
+ANSWER_DEPTH: Final = MAX_DEPTH + 2
+"""Deepest JSON nesting of an answer: its trace lines (two levels down) nest at most
+:data:`toolcancel.contract.trace.MAX_DEPTH` levels themselves."""
+QUOTE: Final = 200
+"""How much of an unusable line an error message quotes."""
+
+PROTOCOL_RULE: Final = "protocol"
+"""The pseudo rule id under which adapter failures (hang, crash, garbage, refusal) count."""
+
+
+class ConformError(ToolcancelError):
+    """The run cannot start or go on: a bad adapter command, no hello, an unknown revision."""
+
+
+def quote(text: str | bytes) -> str:
+    """A line for an error message: decoded, stripped, cut at :data:`QUOTE` characters."""
+    if isinstance(text, bytes):
+        text = text.decode("utf-8", "replace")
+    text = text.rstrip("\r\n")
+    return repr(text if len(text) <= QUOTE else text[:QUOTE] + "…")
+
+
+_SIGNAL_KEYS: Final = frozenset({"aborted", "reason"})
+_REASONS: Final = (None, "caller", "wrapper", "timeout", "other")
+
+
+def _is_signal(b: Any) -> bool:
+    return (
+        isinstance(b, dict)
+        and b.keys() == _SIGNAL_KEYS
+        and isinstance(b["aborted"], bool)
+        and b["reason"] in _REASONS
+    )
+
+
+def _is_count(n: Any) -> bool:
+    return type(n) is int and n >= 0
+
+
+def _common_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the fields both levels share: result, notifications, raised and the
+    optional notified_same and listeners."""
+    result = answer.get("result", ...)
+    if result is ... or (result is not None and not isinstance(result, dict)):
+        return "the answer's result must be a result object (or null if execute() raised)"
+    observed = answer.get("observed")
+    if not isinstance(observed, dict):
+        return "the answer needs an observed object"
+    if not _is_count(observed.get("notifications")):
+        return "observed.notifications must be a non-negative integer"
+    raised = observed.get("raised", ...)
+    if raised is ... or (raised is not None and not isinstance(raised, str)):
+        return "observed.raised must be a string or null"
+    if type(observed.get("notified_same", True)) is not bool:
+        return "observed.notified_same must be true or false"
+    listeners = observed.get("listeners")
+    if listeners is not None and not (
+        isinstance(listeners, dict)
+        and listeners.keys() == {"before", "after"}
+        and all(_is_count(n) for n in listeners.values())
+    ):
+        return "observed.listeners must be {before, after} counts (or absent)"
+    left = observed.get("listeners_left")
+    if left is not None and not (
+        isinstance(left, dict)
+        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
+        and all(_is_count(left[k]) for k in ("watched", "leaks"))
+        and isinstance(left.get("first", ""), str)
+    ):
+        return "observed.listeners_left must be {watched, leaks[, first]} (or absent)"
+    frozen = observed.get("frozen")
+    if frozen is not None and not (
+        isinstance(frozen, dict)
+        and frozen.keys() == {"result", "view"}
+        and all(type(x) is bool for x in frozen.values())
+    ):
+        return "observed.frozen must be {result, view} booleans (or absent)"
+    if observed.get("approval_signal") not in (None, "pre_slot", "other"):
+        return "observed.approval_signal must be pre_slot or other (or absent)"
+    after = observed.get("slot_after_next")
+    if after is not None and not (isinstance(after, list) and all(type(x) is bool for x in after)):
+        return "observed.slot_after_next must be a list of booleans (or absent)"
+    if "post_received" in observed and not (
+        observed["post_received"] is None or isinstance(observed["post_received"], dict)
+    ):
+        return "observed.post_received must be a result object or null (or absent)"
+    return None
+
+
+def outcome_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of an outcome-level answer, or None."""
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    observed = answer["observed"]
+    if "notified_same" not in observed:
+        return "observed.notified_same is required at outcome level"
+    bodies = observed.get("bodies")
+    if not isinstance(bodies, list) or not all(
+        isinstance(b, dict)
+        and b.keys() == {"start", "settle"}
+        and _is_signal(b["start"])
+        and (b["settle"] is None or _is_signal(b["settle"]))
+        for b in bodies
+    ):
+        return (
+            "observed.bodies must be a list of {start, settle} signal observations (settle "
+            "null for a body that never settled)"
+        )
+    settled = observed.get("settled", ...)
+    if settled is ... or (
+        settled is not None
+        and not (
+            isinstance(settled, dict)
+            and settled.keys() == {"bodies_started", "bodies_settled"}
+            and all(_is_count(n) for n in settled.values())
+            and settled["bodies_settled"] <= settled["bodies_started"] <= len(bodies)
+        )
+    ):
+        return (
+            "observed.settled must be {bodies_started, bodies_settled} when execute() settled "
+            "(or null if it never did)"
+        )
+    observed.setdefault("listeners", None)
+    return None
+
+
+def answer_problem(answer: Mapping[str, Any]) -> str | None:
+    trace, observed = answer.get("trace"), answer.get("observed")
+    if not isinstance(trace, list) or not all(isinstance(x, dict) for x in trace):
+        return "the answer's trace must be a list of trace-line objects"
+    if not all(isinstance(x.get("event"), str) for x in trace):
+        return "every trace line needs a string event"
+    problem = _common_problem(answer)
+    if problem is not None:
+        return problem
+    assert isinstance(observed, dict)
+    sigs, at = observed.get("body_signals"), observed.get("settled_at", ...)
+    if not isinstance(sigs, list) or not all(_is_signal(b) for b in sigs):
+        return "observed.body_signals must be a list of {aborted, reason} objects"
+    if at is ... or (at is not None and (type(at) is not int or not 0 <= at <= len(trace))):
+        return "observed.settled_at must be a trace length (or null if execute() never settled)"
+    return None
+
+
+class AdapterDied(Exception):
+    """The adapter hung, exited, or wrote a line that is not an answer (message says which)."""
+
+
+def hello_problem(hello: Mapping[str, Any]) -> str | None:
+    """Why a hello cannot be used, or None.  Protocol 1 means level ``trace`` and the contract's
+    default retry behaviour; protocol 2 declares its retry behaviour, and may declare its level
+    (default ``trace``)."""
+    version = hello.get("protocol")
+    if version not in PROTOCOLS or type(version) is not int:
+        return (
+            f"the adapter speaks protocol {version!r}; this runner speaks "
+            f"{' and '.join(map(str, PROTOCOLS))}"
+        )
+    if version == 1:
+        return None
+    behaviours = load_contract().retry_names
+    if hello.get("retry") not in behaviours:
+        return (
+            f"the adapter's hello declares retry {hello.get('retry')!r}; a protocol-2 hello "
+            f"declares how next() retries: one of {', '.join(behaviours)} (README: D11)"
+        )
+    if hello.get("level", "trace") not in LEVELS:
+        return (
+            f"the adapter's hello declares level {hello.get('level')!r}; a protocol-2 hello "
+            f"declares one of {', '.join(LEVELS)} (or none: trace)"
+        )
+    if type(hello.get("turns", False)) is not bool:
+        return f"the adapter's hello declares turns {hello.get('turns')!r}; true, false or absent"
+    try:
+        caps = Capabilities.from_hello(hello.get("capabilities"))
+    except CapabilityError as exc:
+        return str(exc)
+    if caps.declared and "turns" in hello and hello["turns"] != ("turns" in caps.stages):
+        return (
+            f"the adapter's hello declares turns {hello['turns']!r} and capabilities.turns "
+            f"{'turns' in caps.stages!r}; they must agree (or give only capabilities)"
+        )
+    return deviation_problem(hello.get("deviations", []))
+
+
+def vector_message(v: Vector, protocol: int = PROTOCOL) -> bytes:
+    msg = {
+        "protocol": protocol,
+        "type": "vector",
+        "id": v.id,
+        "revision": v.revision,
+        "scenario": scenario_data(v.scenario),
+    }
+    return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+
+def parse_answer(line: bytes, vid: str, protocol: int = PROTOCOL) -> dict[str, Any]:
+    try:  # the shared strict reader: no NaN, no key twice in one object
+        answer = STRICT.decode(line.decode("utf-8"))
+    except (ValueError, RecursionError):  # UnicodeDecodeError is a ValueError
+        raise AdapterDied(f"the answer is not JSON: {quote(line)}") from None
+    if json_depth(answer) > ANSWER_DEPTH:
+        raise AdapterDied(f"the answer nests deeper than {ANSWER_DEPTH} levels")
+    if not isinstance(answer, dict):
+        raise AdapterDied(f"the answer is not a JSON object: {quote(line)}")
+    if answer.get("protocol") != protocol:
+        raise AdapterDied(
+            f"the answer has protocol {answer.get('protocol')!r}, not {protocol}: {quote(line)}"
+        )
+    if answer.get("type") not in ("outcome", "error"):
+        raise AdapterDied(f"the answer's type is not outcome or error: {quote(line)}")
+    if answer.get("id") != vid:
+        raise AdapterDied(f"expected the answer for {vid}, got id {answer.get('id')!r}")
+    return answer

@@ -1,0 +1,362 @@
+"""The judge's record and its check registry: what every check reads and how it registers.
+
+A check module (:mod:`toolcancel.oracle.judge_calls` and the judge's other modules) imports the
+registry from here, and :mod:`toolcancel.oracle.judge` imports the check modules, so that every
+check registers on ``import toolcancel.oracle.judge`` with no import running back up (the record is
+:mod:`toolcancel.oracle.judge`'s docstring's subject; attribution and coverage stay there).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from ..contract.trace import FORMAT_VERSION
+
+if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
+    from .scenario import Scenario
+    from .vectors import Expectation
+
+LEVELS: Final = ("trace", "outcome")
+BOTH: Final = frozenset(LEVELS)
+SLOT_WRAPPERS: Final = frozenset(
+    {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
+)
+"""Wrapper behaviours that put another signal than the caller's in the slot before the body."""
+_CANCEL_CODES: Final = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+
+
+# ------------------------------------------------------------------------------------------------
+# The record
+# ------------------------------------------------------------------------------------------------
+
+
+class Record:
+    """One call's lines (canonical trace format), indexed by event name.
+
+    ``revision`` and ``caller`` (the caller signal at entry: none, live or aborted) come from the
+    ``call_entry`` line when the record has one, else from what the harness ran."""
+
+    __slots__ = ("_at", "caller", "lines", "revision")
+
+    def __init__(self, lines: Sequence[Mapping[str, Any]], revision: str, caller: str) -> None:
+        self.lines = list(lines)
+        self.revision = revision
+        self.caller = caller
+        self._at: dict[str, list[int]] = {}
+        for i, line in enumerate(self.lines):
+            self._at.setdefault(line["event"], []).append(i)
+
+    def has(self, event: str) -> bool:
+        return event in self._at
+
+    def events(self) -> frozenset[str]:
+        """The events the record holds."""
+        return frozenset(self._at)
+
+    def at(self, event: str) -> list[int]:
+        """Indices of the ``event`` lines, in order."""
+        return self._at.get(event, [])
+
+    def of(self, event: str) -> list[Mapping[str, Any]]:
+        return [self.lines[i] for i in self._at.get(event, ())]
+
+    def end(self) -> int:
+        return len(self.lines)
+
+    def body_signals(self, at: str) -> list[tuple[int, Mapping[str, Any]]]:
+        """``(index, line)`` of each ``body_signal`` line taken at ``start`` or ``settle``."""
+        return [(i, self.lines[i]) for i in self.at("body_signal") if self.lines[i]["at"] == at]
+
+    def starts(self) -> list[int]:
+        """Where each body invocation started: ``body_start`` lines (the registry's trace), else
+        the harness's ``body_signal`` lines at start."""
+        found = self.at("body_start")
+        return found if found else [i for i, _ in self.body_signals("start")]
+
+    @property
+    def trace(self) -> bool:
+        """Whether the registry's own trace is in the record (the trace level)."""
+        return self.has("call_entry")
+
+
+def env_line(call: str, event: str, **fields: Any) -> dict[str, Any]:
+    """An environment observation line of ``call``, in the trace format."""
+    return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
+
+
+def _signal_line(call: str, at: str, signal: Mapping[str, Any]) -> dict[str, Any]:
+    line = env_line(call, "body_signal", at=at, aborted=bool(signal.get("aborted")))
+    if signal.get("reason") is not None:
+        line["reason"] = signal["reason"]
+    return line
+
+
+def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: str) -> Record:
+    """The record of an adapter's answer (protocol of ``spec/vectors/README.md``): its trace
+    lines, if any, with ``settled`` put where ``execute()`` settled (``settled_at``), then what
+    the environment observed, in the order it happened."""
+    observed: Mapping[str, Any] = answer["observed"]
+    trace: list[Mapping[str, Any]] = list(answer.get("trace") or ())
+    if trace and isinstance(trace[0].get("call"), str):
+        call = trace[0]["call"]  # the environment's lines are the registry's call's
+    lines: list[Mapping[str, Any]] = []
+    approval = observed.get("approval_signal")
+    if approval is not None:
+        lines.append(env_line(call, "approval_signal", signal=approval))
+    if trace:
+        inserts: list[tuple[int, Mapping[str, Any]]] = []  # (trace lines before it, line)
+        held: Any = observed.get("held")
+        held_at = observed.get("held_at")
+        if _is_held(held) and type(held_at) is int and 0 <= held_at <= len(trace):
+            inserts.append((held_at, env_line(call, "held", **held)))
+        at = observed.get("settled_at")
+        if at is not None:
+            head = trace[:at]
+            started = sum(1 for x in head if x.get("event") == "body_start")
+            done = sum(1 for x in head if x.get("event") == "body_settle")
+            seen: Any = observed.get("settled")  # the environment's own counts, if it gave them
+            if _counts(seen, ("bodies_started", "bodies_settled")):
+                # a body still ran if either witness saw it run: the registry's trace may claim
+                # a body_settle when it stops waiting; the environment sees the body itself
+                started = max(started, seen["bodies_started"])
+                done = min(done, seen["bodies_settled"])
+            inserts.append(
+                (at, env_line(call, "settled", bodies_started=started, bodies_settled=done))
+            )
+        merged: list[Mapping[str, Any]] = []
+        k = 0
+        for pos, line in sorted(inserts, key=lambda x: x[0]):  # stable: a hold before a settle
+            merged += trace[k:pos]
+            merged.append(line)
+            k = pos
+        lines[:0] = [*merged, *trace[k:]]
+        for signal in observed.get("body_signals") or ():
+            lines.append(_signal_line(call, "settle", signal))
+    else:
+        for body in observed.get("bodies") or ():
+            lines.append(_signal_line(call, "start", body["start"]))
+            if body.get("settle") is not None:
+                lines.append(_signal_line(call, "settle", body["settle"]))
+    settled_counts = observed.get("settled")
+    if not trace and settled_counts is not None:
+        # what had started and settled when execute() settled: a body left running is the
+        # first departure, before the steps after the body that it makes look wrong
+        lines.append(env_line(call, "settled", **settled_counts))
+    for same in observed.get("slot_after_next") or ():
+        lines.append(env_line(call, "slot_after_next", same=bool(same)))
+    if "post_received" in observed:
+        received = observed["post_received"]
+        extra = {} if received is None else {"result": received}
+        lines.append(env_line(call, "post_received", **extra))
+    result = answer.get("result")
+    if result is not None:
+        lines.append(env_line(call, "returned", result=result))
+    elif observed.get("raised") is not None:
+        lines.append(env_line(call, "raised", error=str(observed["raised"])))
+    notified = env_line(call, "notified", count=observed.get("notifications", 0))
+    if observed.get("notified_same") is not None:
+        notified["same"] = bool(observed["notified_same"])
+    lines.append(notified)
+    frozen = observed.get("frozen")
+    if frozen is not None:
+        lines.append(env_line(call, "frozen", result=frozen["result"], view=frozen["view"]))
+    listeners = observed.get("listeners")
+    if listeners is not None:
+        lines.append(env_line(call, "listener_count", **listeners))
+    left = observed.get("listeners_left")
+    if isinstance(left, dict) and _counts_left(left):
+        lines.append(env_line(call, "listeners_left", **left))
+    return Record(lines, revision, caller)
+
+
+def _counts(value: Any, keys: tuple[str, ...]) -> bool:
+    """Whether ``value`` is exactly {key: count} for ``keys``."""
+    return (
+        isinstance(value, dict)
+        and value.keys() == set(keys)
+        and all(type(value[k]) is int and value[k] >= 0 for k in keys)
+    )
+
+
+def _is_held(held: Any) -> bool:
+    """Whether an answer's optional ``held`` is {seconds[, went]}."""
+    return (
+        isinstance(held, dict)
+        and {"seconds"} <= held.keys() <= {"seconds", "went"}
+        and type(held["seconds"]) is int
+        and held["seconds"] >= 0
+        and isinstance(held.get("went", ""), str)
+    )
+
+
+def _counts_left(left: Any) -> bool:
+    """Whether an answer's optional ``listeners_left`` is {watched, leaks[, first]}."""
+    return (
+        isinstance(left, dict)
+        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
+        and all(type(left[k]) is int and left[k] >= 0 for k in ("watched", "leaks"))
+        and isinstance(left.get("first", ""), str)
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# What the contract allows the call (a vector), and what a check finds
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Want:
+    """What the contract allows for the call: the vector's scenario, the expectation the answer
+    is compared with, and every expectation the contract allows (MAY paths)."""
+
+    scenario: Scenario
+    expectation: Expectation
+    expectations: tuple[Expectation, ...]
+    post_rule: Callable[[Any], str] | None = None
+    """The rule of the decision that made what post-execute must receive, given what it got
+    (the contract's path replayed: conform's to give); None: R20's own."""
+
+    @property
+    def caller_aborts(self) -> bool:
+        """Whether the caller's signal aborts after entry on some allowed path."""
+        return any("caller_abort" in p for e in self.expectations for p in e.paths)
+
+    def aborted_before_dispatch(self) -> bool:
+        """Whether the caller aborted before the expected path's first base dispatch."""
+        for name in self.expectation.paths[0]:
+            if name == "caller_abort":
+                return True
+            if name == "base_dispatch":
+                return False
+        return True
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A check that failed: its rule, where in the record the evidence is, and why."""
+
+    rule: str
+    at: int  # index of the record line that shows it (the record's end: a line is missing)
+    step: str
+    why: str
+    expected: Any = ""
+    observed: Any = ""
+
+
+Judge = Callable[[Record, "Want | None"], "Failure | None"]
+Antecedent = Callable[[Record, "Want | None"], bool]
+
+
+def _always(record: Record, want: Want | None) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Check:
+    """One rule's observable meaning: a function of a record (and the vector, if any)."""
+
+    rule: str
+    step: str
+    judge: Judge
+    reads: frozenset[str]  # events that must be in the record for it to decide anything
+    levels: frozenset[str]  # conformance levels at which it can fail
+    antecedent: Antecedent = _always
+    when: str = ""  # the antecedent in words
+    needs_vector: bool = False  # it compares with what the contract allows (a Want)
+    outcome: bool = False  # ... and what it compares is part of the outcome, like the result
+
+    @property
+    def phase(self) -> str:
+        """When it is asked: ``record`` (decided by the record alone), ``outcome`` (with the
+        result: what the call decided) or ``vector`` (the other differences from the vector)."""
+        if not self.needs_vector:
+            return "record"
+        return "outcome" if self.outcome else "vector"
+
+    def could_fail(self, record: Record, want: Want | None, level: str) -> bool:
+        """Whether this check could have failed on ``record``: its level, its events, the
+        vector it compares with, and its antecedent."""
+        if level not in self.levels or (self.needs_vector and want is None):
+            return False
+        return all(record.has(e) for e in self.reads) and self.antecedent(record, want)
+
+    def __call__(self, record: Record, want: Want | None) -> Failure | None:
+        if self.needs_vector and want is None:
+            return None
+        if not all(record.has(e) for e in self.reads):
+            return None
+        return self.judge(record, want)
+
+
+CHECKS: Final[dict[str, list[Check]]] = {}
+"""The registry: rule id -> its checks, in registration order (the contract's rule order)."""
+_REGISTERED: Final[list[str]] = []
+"""The rule of each registration, in order (its length keys the caches of asked checks)."""
+
+
+def check(
+    rule: str,
+    step: str,
+    *,
+    reads: Sequence[str] = (),
+    levels: frozenset[str] = BOTH,
+    when: tuple[Antecedent, str] | None = None,
+    needs_vector: bool = False,
+    outcome: bool = False,
+) -> Callable[[Judge], Judge]:
+    """Register the decorated function as a check of ``rule``."""
+
+    def register(fn: Judge) -> Judge:
+        antecedent, words = when if when is not None else (_always, "")
+        CHECKS.setdefault(rule, []).append(
+            Check(
+                rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector, outcome
+            )
+        )
+        _REGISTERED.append(rule)
+        return fn
+
+    return register
+
+
+def checks() -> Iterator[Check]:
+    """Every registered check, in registration order."""
+    for found in CHECKS.values():
+        yield from found
+
+
+def first_failure(
+    record: Record, want: Want | None, level: str, *, phase: str | None = None
+) -> Failure | None:
+    """The first broken rule: of the checks that can fail at ``level`` and fail, the one whose
+    evidence comes earliest in the record (registration order breaks ties).  ``phase``: only
+    the checks asked then (:attr:`Check.phase`)."""
+    best: Failure | None = None
+    for c in _asked(level, phase):
+        found = c(record, want)
+        if found is not None and (best is None or found.at < best.at):
+            best = found
+    return best
+
+
+def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:
+    """The rules some check of which could have failed on ``record`` at ``level``."""
+    return frozenset(c.rule for c in _asked(level, None) if c.could_fail(record, want, level))
+
+
+_ASKED: dict[tuple[str, str | None, int], tuple[Check, ...]] = {}
+
+
+def _asked(level: str, phase: str | None) -> tuple[Check, ...]:
+    """The registered checks that can fail at ``level`` (and are asked at ``phase``), in
+    registration order; cached per size of the registry (every judged answer asks this)."""
+    size = sum(len(found) for found in CHECKS.values())
+    key = (level, phase, size)
+    found = _ASKED.get(key)
+    if found is None:
+        found = _ASKED[key] = tuple(
+            c for c in checks() if level in c.levels and (phase is None or c.phase == phase)
+        )
+    return found

@@ -1,0 +1,265 @@
+"""The turn checks: the scheduler's rules over what an environment sees of a turn, each
+registered once under its rule id (the one judge's turn side, beside
+:mod:`toolcancel.oracle.judge`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from ..contract.results import canonical_json
+
+# ------------------------------------------------------------------------------------------------
+# Turn checks: the scheduler's rules over what an environment sees of a turn
+# ------------------------------------------------------------------------------------------------
+# A turn's record is its events (``abort``; ``pre``, ``body_start``, ``body_settle``, ``post`` of
+# a call ``c0``..; ``notify`` with the result an observer received), its log and when
+# ``run_turn`` returned.  ``verify`` judges the reference's turns with these checks
+# (:mod:`toolcancel.oracle.turncheck`), ``conform`` another scheduler's answers to the turn vectors
+# (:mod:`toolcancel.oracle.turnvectors`).  Written from CONTRACT.md's rules, not from the
+# reference's grouping (a MAY): any scheduler that keeps the rules passes, one call at a time or
+# many.
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """What an environment saw of one turn of ``n`` calls ``c0``..: its events, its log, the
+    number of events when ``run_turn`` returned (None: it never did), the revision's
+    synthetic result for a call that never started, and whether the environment saw the turn
+    hang (neither finish nor wait at a gate)."""
+
+    n: int
+    events: Sequence[Mapping[str, Any]]
+    log: Sequence[Mapping[str, Any]]
+    returned: int | None
+    skipped: Mapping[str, Any]
+    hung: bool = False
+
+    @property
+    def ids(self) -> list[str]:
+        return [f"c{i}" for i in range(self.n)]
+
+    def first(self) -> dict[str, tuple[int, str]]:
+        """Each call's first event (index, name): a call started once any of it ran."""
+        out: dict[str, tuple[int, str]] = {}
+        for i, e in enumerate(self.events):
+            if "call" in e:
+                out.setdefault(e["call"], (i, e["event"]))
+        return out
+
+    def paired(self) -> bool:
+        """Whether the log has one ``tool/call`` and one ``tool/result`` per model call."""
+        calls = sorted(e["callId"] for e in self.log if e["kind"] == "tool/call")
+        results = sorted(e["callId"] for e in self.log if e["kind"] == "tool/result")
+        return calls == self.ids and results == self.ids
+
+
+TurnJudge = Callable[[TurnRecord], "list[tuple[float, str]]"]
+"""A turn check: its problems, each with where it shows (problems are reported in that order)."""
+
+
+@dataclass(frozen=True)
+class TurnCheck:
+    rule: str
+    judge: TurnJudge
+    paired: bool  # it reads the log's pairs: asked only when the log has one per model call
+
+
+TURN_CHECKS: Final[dict[str, list[TurnCheck]]] = {}
+"""The turn checks by rule id, in registration order."""
+
+
+def turn_check(rule: str, *, paired: bool = False) -> Callable[[TurnJudge], TurnJudge]:
+    """Register the decorated function as a turn check of ``rule``."""
+
+    def register(fn: TurnJudge) -> TurnJudge:
+        TURN_CHECKS.setdefault(rule, []).append(TurnCheck(rule, fn, paired))
+        return fn
+
+    return register
+
+
+def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
+    """Every turn check's problems, (rule, explanation), in the order they show.  A turn that
+    never returned is that alone; a log without one pair per model call is judged no further
+    than that."""
+    if turn.returned is None:
+        how = "neither finished nor waited at a gate" if turn.hung else "never returned"
+        return [(TURN_DRAINS, f"run_turn {how}: a started call was never drained")]
+    paired = turn.paired()
+    found = [
+        (at, c.rule, why)
+        for checks_of in TURN_CHECKS.values()
+        for c in checks_of
+        if paired or not c.paired
+        for at, why in c.judge(turn)
+    ]
+    found.sort(key=lambda x: x[0])
+    return [(rule, why) for _, rule, why in found]
+
+
+@turn_check("R36")
+def no_start_after_turn_abort(turn: TurnRecord) -> list[tuple[float, str]]:
+    """No call starts (none of its hooks or body runs) after the turn signal aborted."""
+    abort = next((i for i, e in enumerate(turn.events) if e["event"] == "abort"), None)
+    if abort is None:
+        return []
+    return [
+        (1.0, f"{c} was started after the turn signal aborted (its first event, {what}, came "
+         "after the abort)")
+        for c, (i, what) in turn.first().items()
+        if i > abort
+    ]
+
+
+@turn_check("R36")
+def drained_before_return(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every started body settles before the turn returns (drained, never abandoned)."""
+    head = turn.events[: turn.returned]
+    out = []
+    for c in turn.ids:
+        starts = sum(1 for e in head if e.get("call") == c and e["event"] == "body_start")
+        settles = sum(1 for e in head if e.get("call") == c and e["event"] == "body_settle")
+        if starts > settles:
+            out.append((2.0, f"the body of {c} was not drained before the turn returned"))
+    return out
+
+
+@turn_check("R38")
+def hooks_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Pre- and post-execute run in model order."""
+    ids, out = turn.ids, []
+    pres = [e["call"] for e in turn.events if e["event"] == "pre"]
+    if pres != ids[: len(pres)]:
+        out.append((3.0, f"pre-execute ran in order {pres}, not model order"))
+    posts = [e["call"] for e in turn.events if e["event"] == "post"]
+    if posts != sorted(posts, key=lambda c: ids.index(c) if c in ids else turn.n):
+        out.append((4.0, f"post-execute ran in order {posts}, not model order"))
+    return out
+
+
+@turn_check("R37")
+def one_call_one_result(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every model call has exactly one ``tool/call`` and one ``tool/result``."""
+    if turn.paired():
+        return []
+    calls = [e["callId"] for e in turn.log if e["kind"] == "tool/call"]
+    results = [e["callId"] for e in turn.log if e["kind"] == "tool/result"]
+    return [
+        (5.0, f"calls {calls} and results {results} are not one pair per model call {turn.ids}")
+    ]
+
+
+def _order(turn: TurnRecord) -> tuple[list[str], list[str]]:
+    """The logged results' calls, and of them those that started (committed)."""
+    started = turn.first()
+    order = [e["callId"] for e in turn.log if e["kind"] == "tool/result"]
+    return order, [c for c in order if c in started]
+
+
+@turn_check("R38", paired=True)
+def commits_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Results commit in model order."""
+    _, committed = _order(turn)
+    if committed == sorted(committed, key=turn.ids.index):
+        return []
+    return [(6.0, f"results committed as {committed}, not in model order")]
+
+
+@turn_check("R37", paired=True)
+def unstarted_last(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Calls that never started get their results after all started calls', in model order."""
+    order, committed = _order(turn)
+    unstarted = [c for c in turn.ids if c not in turn.first()]
+    if order[len(committed) :] == unstarted:
+        return []
+    return [
+        (7.0, f"results logged as {order}: the never-started {unstarted} belong after all "
+         "started calls' results, in model order")
+    ]
+
+
+@turn_check("R38", paired=True)
+def contexts_after_results(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Contexts are logged after all of the turn's results."""
+    last = max(i for i, e in enumerate(turn.log) if e["kind"] == "tool/result")
+    if any(e["kind"] == "context" for e in turn.log[:last]):
+        return [(8.0, "a context was logged before the turn's last result")]
+    return []
+
+
+def _results(turn: TurnRecord) -> Iterator[tuple[int, str, Mapping[str, Any]]]:
+    """(position, call, entry) of each ``tool/result`` entry, in log order."""
+    for k, r in enumerate(e for e in turn.log if e["kind"] == "tool/result"):
+        yield k, r["callId"], r
+
+
+def _notified(turn: TurnRecord) -> dict[str, list[Mapping[str, Any]]]:
+    out: dict[str, list[Mapping[str, Any]]] = {}
+    for e in turn.events:
+        if e["event"] == "notify":
+            out.setdefault(e["call"], []).append(e["result"])
+    return out
+
+
+@turn_check("R9", paired=True)
+def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
+    """A call that never started gets the revision's synthetic result."""
+    started, skipped = turn.first(), canonical_json(turn.skipped)
+    return [
+        (9 + k / 1000, f"{c} never started but its result is {r['payload']}")
+        for k, c, r in _results(turn)
+        if c not in started and canonical_json(r["payload"]) != skipped
+    ]
+
+
+@turn_check("R31", paired=True)
+def turn_call_notified_once(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Every started call is notified exactly once."""
+    started, notified = turn.first(), _notified(turn)
+    return [
+        (9 + k / 1000, f"{c} was notified {len(notified.get(c, []))} times")
+        for k, c, _ in _results(turn)
+        if c in started and len(notified.get(c, [])) != 1
+    ]
+
+
+@turn_check("R38", paired=True)
+def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
+    """Each ``tool/result`` entry is the published result without its contexts, and exactly the
+    committed results' contexts are logged, in commit order."""
+    started, notified = turn.first(), _notified(turn)
+    out: list[tuple[float, str]] = []
+    wanted: list[tuple[str, str]] = []
+    for k, c, r in _results(turn):
+        seen = notified.get(c, [])
+        if c not in started or len(seen) != 1:
+            continue
+        published = dict(seen[0])
+        contexts = published.pop("additionalContexts", [])
+        if canonical_json(r["payload"]) != canonical_json(published):
+            out.append(
+                (9 + k / 1000, f"{c}'s tool/result entry {canonical_json(r['payload'])} is not "
+                 f"the result its observer received without contexts, "
+                 f"{canonical_json(published)}")
+            )
+        wanted += [(c, canonical_json(x)) for x in contexts]
+    logged = [
+        (e["callId"], canonical_json(e["payload"])) for e in turn.log if e["kind"] == "context"
+    ]
+    if logged != wanted:
+        out.append(
+            (10.0, f"the log's contexts {logged} are not the committed results' contexts in "
+             f"commit order {wanted}")
+        )
+    return out
+
+
+TURN_DRAINS: Final = next(
+    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is drained_before_return
+)
+"""A turn that never returned, or hangs: its started calls were not drained."""
+TURN_RULES: Final = frozenset(TURN_CHECKS)
+"""The rules the turn checks decide (``conform`` reports them for an adapter that runs turns)."""
+

@@ -1,0 +1,874 @@
+"""Scenarios: a small, closed language for one tool call and when it is cancelled.
+
+A scenario fixes every hook's behaviour from a fixed vocabulary (what pre-execute decides, what
+approval answers, what each around wrapper does, what the body does, what post-execute decides)
+and a *cancellation point*.  Every wait is a named **gate**; gates are released one at a time in
+the order the call reaches them, so a scenario runs the same way every time -- no sleeps, no
+wall-clock timers (time is virtual; only the timeout policy's timer uses it -- and the hold: an
+uncooperative body whose signal aborted is held a day of virtual time, :data:`HOLD_S`, and the
+call must still be waiting for it, R27).
+
+Cancellation points:
+
+* ``never``;  ``before_entry`` (the caller signal is aborted before ``execute()``);
+* ``in_entry`` -- abort while ``execute()`` snapshots the arguments (the arguments are a mapping
+  whose iteration aborts the caller): entry captures the signal after the snapshot, so this is
+  a pre-aborted entry (R11);
+* ``after_call`` -- abort right after ``execute()`` returned, before its awaitable is awaited
+  (``create_task(registry.execute(...)); caller.abort()``): the call has entered (Python binding
+  P0), so this is a caller abort after entry;
+* ``gate:<name>`` -- abort the caller while the call waits at that gate, then release it
+  (gates: ``pre``, ``approval``, ``w<i>_before``, ``w<i>_after``, ``body``, ``post``);
+* ``step:<k>`` -- abort synchronously right after the call's k-th transition (counting every
+  transition except the caller aborts themselves): cancellation between any two transitions;
+* ``after`` -- abort once the result is published (it must change nothing).
+
+:class:`Harness` interprets a scenario against a real :class:`~toolcancel.ToolRegistry` (or any
+factory that builds one, such as a deliberately broken mutant) and returns an
+:class:`Observation`: what the *environment* saw -- which hooks ran with what, when the harness
+aborted what, when the body started and settled, what was notified -- independently of what the
+registry recorded about itself.  The model checker (:mod:`toolcancel.selfcheck.verifier`) compares
+the two. The same vocabulary is what language-neutral vectors are written in.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from dataclasses import asdict, dataclass, field, fields, replace
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
+
+from ..contract.core import PathStep
+from ..contract.errors import ToolcancelError
+from ..contract.results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
+from ..contract.trace import FORMAT_VERSION
+from ..runtime.deadline import Deadline, deadline
+from ..runtime.execution import Execution
+from ..runtime.hooks import (
+    Accept,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Ask,
+    Block,
+    Deny,
+    Next,
+    PostDecision,
+    PreDecision,
+)
+from ..runtime.signals import AbortController, AbortSignal
+from ..runtime.timeout_policy import TOOL_TIMEOUT
+from ..runtime.virtual_time import VirtualClock, run
+
+if TYPE_CHECKING:  # a scenario is data: reading one (conform) never loads the registry
+    from ..runtime.registry import ToolRegistry
+
+# The closed vocabulary.  Every field of a scenario takes one of these values.
+CALLERS: Final = ("none", "live", "aborted")
+ARGS: Final = ("ok", "not_serializable")
+PRE: Final = ("allow", "deny", "ask", "throw", "throw_structured")
+APPROVALS: Final = ("approved", "rejected", "cancelled", "unavailable", "throw")
+GUARDS: Final = ("none", "deny", "throw")
+WRAPPERS: Final = (
+    "delegate",  # call next() and return its result
+    "wait_before",  # wait at gate w<i>_before, then delegate
+    "wait_after",  # delegate, then wait at gate w<i>_after
+    "replace_live",  # put a fresh live signal in the slot, delegate, restore
+    "replace_aborting",  # like replace_live, but that signal aborts once the body runs
+    "replace_aborted",  # put an already-aborted signal in the slot, delegate, restore
+    "remove",  # remove the slot, delegate, restore
+    "short_success",  # return a success without calling next()
+    "short_error",  # return an error result without calling next()
+    "throw_before",  # throw without calling next()
+    "throw_after",  # delegate, then throw
+    "retry",  # delegate, then call next() again and return the second result (D11)
+    "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
+    # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
+)
+TIMEOUTS: Final = ("absent", "budget", "timer_first")
+BODIES: Final = (
+    "success",
+    "success_meta",
+    "bad_meta",  # success whose meta is not JSON: the final snapshot fails (R30)
+    "throw",
+    "throw_structured",
+    "defer_success",  # defers two contexts, then succeeds
+    "defer_throw",  # defers two contexts, then throws
+)
+POSTS: Final = ("accept", "accept_content", "accept_contexts", "block", "throw")
+OBSERVERS: Final = ("none", "throws")
+
+TOOL_NAME: Final = "tool"
+BUDGET_MS: Final = 100
+OUTER_MS: Final = 50
+"""The budget of an ``outer_deadline`` wrapper's deadline: shorter than :data:`BUDGET_MS`, so it
+expires first when the harness moves the clock at the body's gate."""
+HOLD_S: Final = 86_400.0
+"""Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
+longer than any grace period a registry might give a body before abandoning it, which R27
+forbids.  The registry's drain warning (30 s by default) fires within it and only logs."""
+DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
+POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
+BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
+BODY_TEXT: Final = "done"
+BODY_FAILURE: Final = "tool failed"
+BODY_STRUCTURED_FAILURE: Final = "disk full"
+REWRITTEN: Final = "rewritten by post-execute"
+BLOCK_TEXT: Final = "Error: blocked by post-execute"
+POST_FAILURE: Final = "post-execute policy failed"
+
+
+class ScenarioError(ToolcancelError):
+    """A scenario does not fit the language (names the field and the allowed values)."""
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut so that a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One call, every hook's behaviour, and when it is cancelled."""
+
+    revision: str = "seed"
+    caller: str = "live"
+    args: str = "ok"
+    agent: bool = True
+    approval_seam: bool = True
+    tool_known: bool = True
+    pre: str = "allow"
+    approval: str = "approved"
+    guard: str = "none"
+    wrappers: tuple[str, ...] = ()
+    timeout: str = "absent"
+    body: str = "success"
+    cooperative: bool = True
+    post: str = "accept"
+    observer: str = "none"
+    cancel: str = "never"
+
+    def __post_init__(self) -> None:
+        choices: Mapping[str, tuple[str, ...]] = {
+            "revision": ("seed", "revised"),
+            "caller": CALLERS,
+            "args": ARGS,
+            "pre": PRE,
+            "approval": APPROVALS,
+            "guard": GUARDS,
+            "timeout": TIMEOUTS,
+            "body": BODIES,
+            "post": POSTS,
+            "observer": OBSERVERS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ScenarioError(
+                    f"{name}: {_show(getattr(self, name))} is not one of {', '.join(allowed)}"
+                )
+        for i, w in enumerate(self.wrappers):
+            if w not in WRAPPERS:
+                raise ScenarioError(
+                    f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
+                )
+        if "outer_deadline" in self.wrappers and self.timeout != "budget":
+            raise ScenarioError("wrappers: outer_deadline is a nested call's upstream deadline "
+                                "and needs timeout budget (D13)")
+        if self.revision == "revised" and self.caller == "none":
+            raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
+        _parse_cancel(self.cancel)
+
+    @property
+    def around_count(self) -> int:
+        """How many around wrappers the call has: the scenario's, then the timeout policy."""
+        return len(self.wrappers) + (self.timeout != "absent")
+
+    @property
+    def retries(self) -> bool:
+        """Whether a wrapper calls ``next()`` twice, so the retry behaviour (D11) matters."""
+        return "retry" in self.wrappers
+
+    def with_cancel(self, cancel: str) -> Scenario:
+        return replace(self, cancel=cancel)
+
+    def to_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["wrappers"] = list(self.wrappers)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any, where: str = "scenario") -> Scenario:
+        """Build a scenario from JSON data, refusing unknown or ill-typed fields."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError(f"{where}: expected a JSON object")
+        known = {f.name: f for f in fields(cls)}
+        defaults = cls()  # built once: the conformance adapter parses thousands of scenarios
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ScenarioError(f"{where}: unknown field {_show(key)}")
+            default = getattr(defaults, key)
+            if key == "wrappers":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ScenarioError(f"{where}.wrappers: expected a list of strings")
+                value = tuple(value)
+            elif type(value) is not type(default):
+                raise ScenarioError(
+                    f"{where}.{key}: expected a {type(default).__name__}, got {_show(value)}"
+                )
+            kwargs[key] = value
+        try:
+            return cls(**kwargs)
+        except ScenarioError as exc:
+            raise ScenarioError(f"{where}.{exc}") from None
+
+    def as_code(self) -> str:
+        """The scenario as a runnable Python expression (differences from the defaults only)."""
+        default = Scenario()
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        ]
+        return f"Scenario({', '.join(parts)})"
+
+
+def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
+    if cancel in ("never", "before_entry", "in_entry", "after_call", "after"):
+        return cancel, None
+    kind, _, arg = cancel.partition(":")
+    if kind == "gate" and arg:
+        return kind, arg
+    if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
+        return kind, int(arg)
+    raise ScenarioError(
+        f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
+        "gate:<name> or step:<k>"
+    )
+
+
+class CallerReason(Exception):
+    """The reason the harness aborts the caller with (identity is checked, R21)."""
+
+
+class WrapperReason(Exception):
+    """The reason a wrapper-supplied signal aborts with."""
+
+
+@dataclass
+class Observation:
+    """What the environment saw of one run, in the order it happened.
+
+    ``log`` entries are tuples whose first item says what happened:
+    ``("gate", name)``, ``("abort", source, steps_taken)``, ``("body_start",)``,
+    ``("body_settle", signal_aborted, reason)``, ``("pre", decision)``, ``("post_in", json)``,
+    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``,
+    ``("wrapper_in", i)``, ``("hold", steps_taken)`` (a day passes).
+    """
+
+    scenario: Scenario
+    retry: str | None = None  # the registry's retry behaviour (D11); None: its default
+    around: int | None = None  # around wrappers the registry has, if not the scenario's count
+    result: ToolResult | None = None
+    error: BaseException | None = None
+    path: tuple[PathStep, ...] = ()
+    log: list[tuple[Any, ...]] = field(default_factory=list)
+    notified: list[ToolResult] = field(default_factory=list)
+    body_starts: int = 0
+    body_pending: bool = False
+    deferred: tuple[Any, ...] = ()
+    post_contexts: tuple[Any, ...] = ()
+    block_contexts: tuple[Any, ...] = ()
+    caller_listeners_after: int = 0
+    leaked_signals: list[str] = field(default_factory=list)
+    post_steps: int | None = None  # transitions taken when post-execute was first called
+    settled: tuple[int, int] | None = None  # bodies started and settled when execute() settled
+    hung: bool = False  # the call neither finished nor waited at a gate
+    watched: int = 0  # signals handed to or got from the registry, whose listeners are counted
+    approval_signal: str | None = None  # pre_slot: the seam got the slot pre-execute saw (R24)
+    slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
+    frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
+    held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
+
+    @property
+    def problems(self) -> list[tuple[str, str]]:
+        """The contract breaches the environment saw directly (rule id, explanation): what the
+        judge's checks find in the environment's own record of the run (:func:`record`)."""
+        from .judge import environment_failures
+
+        running = self.settled is None and not self.hung  # not settled yet: not a hang either
+        found = environment_failures(self)
+        return [(f.rule, f.why) for f in found if not (running and f.step == "quiescence")]
+
+    def lines(self, call: str = "c1") -> list[dict[str, Any]]:
+        """The environment's record of the run: its observation events in the canonical trace
+        format (:data:`toolcancel.contract.trace.ENVIRONMENT`), in the order the harness saw
+        them."""
+
+        def line(event: str, **fields: Any) -> dict[str, Any]:
+            return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
+
+        out = []
+        if self.approval_signal is not None:
+            out.append(line("approval_signal", signal=self.approval_signal))
+        aborted = self._caller_aborted()
+        if aborted is not None:
+            out.append(line("caller_aborted", **aborted))
+        out += [line("slot_after_next", same=same) for same in self.slot_after_next]
+        if self.held is not None:
+            seconds, went = self.held
+            out.append(line("held", seconds=seconds, **({"went": went} if went else {})))
+        if self.settled is not None:
+            started, done = self.settled
+            out.append(line("settled", bodies_started=started, bodies_settled=done))
+        post_in = next((e[1] for e in self.log if e[0] == "post_in"), None)
+        received = {} if post_in is None else {"result": post_in.to_data()}
+        out.append(line("post_received", **received))
+        if self.result is not None:
+            out.append(line("returned", result=self.result.to_data()))
+        elif self.error is not None:
+            out.append(line("raised", error=f"{type(self.error).__name__}: {self.error}"))
+        same = all(r is self.result for r in self.notified)
+        out.append(line("notified", count=len(self.notified), same=same))
+        if self.frozen is not None:
+            out.append(line("frozen", result=self.frozen[0], view=self.frozen[1]))
+        if self.scenario.timeout == "budget":
+            kinds = {e[0] for e in self.log}
+            outer = "outer_deadline" in self.scenario.wrappers
+            expired = "timer" in kinds or ("hold" in kinds and not outer)
+            out.append(line("deadline", expired=expired, outer=outer))
+        leaks = {"first": self.leaked_signals[0]} if self.leaked_signals else {}
+        out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
+                        **leaks))
+        return out
+
+    def _caller_aborted(self) -> dict[str, Any] | None:
+        """When the harness aborted a live caller after entry: the transitions taken, the body
+        starts at a later step, and whether post-execute was still to be called."""
+        s = self.scenario
+        if s.caller != "live" or s.cancel in ("before_entry", "in_entry", "never"):
+            return None
+        log = self.log
+        at = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+        if at is None:
+            return None
+        steps = log[at][2]
+        later = sum(1 for e in log[at:] if e[0] == "body_start" and steps < e[1])
+        post = next((i for i, e in enumerate(log) if e[0] == "post"), None)
+        return {"steps": steps, "bodies_after": later, "before_post": post is None or at < post}
+
+    def first(self, kind: str) -> int | None:
+        """Index in ``log`` of the first entry of ``kind``."""
+        return next((i for i, e in enumerate(self.log) if e[0] == kind), None)
+
+
+RegistryFactory: TypeAlias = "Callable[..., ToolRegistry]"
+
+
+class Harness:
+    """Runs one scenario against a registry built by ``factory`` and observes it."""
+
+    def __init__(
+        self,
+        scenario: Scenario,
+        factory: RegistryFactory | None = None,  # None: toolcancel.ToolRegistry
+        clock: VirtualClock | None = None,
+        retry: str | None = None,
+        *,
+        classify: Literal["identity", "code"] = "identity",
+    ) -> None:
+        self.s = scenario
+        self.classify = classify  # how the timeout policy tells its own expiry (code: D13)
+        if factory is None:  # loaded here, not with the module: see TYPE_CHECKING above
+            from ..runtime.registry import ToolRegistry
+
+            factory = ToolRegistry
+        self.factory: RegistryFactory = factory
+        self.clock = clock
+        self.retry = retry
+        self.obs = Observation(scenario, retry)
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+        self.steps = 0  # transitions taken, caller aborts excluded
+        self.caller: AbortController | None = None
+        self.pre_slot: AbortSignal | None = None  # the slot as pre-execute saw it: C (R23)
+        self.aborting: list[tuple[int, AbortController]] = []
+        self.outer: list[tuple[int, Deadline]] = []  # outer_deadline wrappers' deadlines
+        self.signals: list[tuple[str, AbortSignal]] = []
+        self.task: asyncio.Task[ToolResult] | None = None
+        self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
+
+    # -- the environment's own record ----------------------------------------------------------
+
+    def log(self, *entry: Any) -> None:
+        self.obs.log.append(entry)
+
+    def abort_caller(self) -> None:
+        c = self.caller
+        if c is not None and not c.signal.aborted:
+            self.log("abort", "caller", self.steps)
+            c.abort(CallerReason("the caller cancelled"))
+
+    def tap(self, view: Execution, step: PathStep) -> None:
+        if step.event == "caller_abort":
+            return
+        self.steps += 1
+        if self.s.cancel == f"step:{self.steps}":
+            self.abort_caller()
+
+    async def gate(self, name: str, signal: AbortSignal | None = None) -> None:
+        """Wait until the driver releases ``name`` (or, for a cooperative body, ``signal``
+        aborts)."""
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting[name] = fut
+        self.log("gate", name)
+        listener = None
+        if signal is not None:
+
+            def listener(_: AbortSignal) -> None:
+                if not fut.done():
+                    fut.set_result(None)
+
+            if signal.aborted:
+                listener(signal)
+            else:
+                signal.add_listener(listener)
+        try:
+            await fut
+        finally:
+            self.waiting.pop(name, None)
+            if signal is not None and listener is not None:
+                signal.remove_listener(listener)
+
+    # -- the hooks, from the vocabulary --------------------------------------------------------
+
+    def build(self) -> ToolRegistry:
+        s = self.s
+        options: dict[str, Any] = {} if self.retry is None else {"retry": self.retry}
+        reg = self.factory(revision=s.revision, on_step=self.tap, **options)
+        reg.add_pre_execute(self.pre_hook)
+        if s.approval_seam:
+            reg.set_approval(self.approval_seam)
+        reg.add_guard(self.guard)
+        for i, w in enumerate(s.wrappers):
+            reg.add_around(self.wrapper(i, w))
+        if s.timeout != "absent":
+            from ..runtime.timeout_policy import install_timeout_policy
+
+            install_timeout_policy(reg, classify=self.classify)
+        if s.tool_known:
+            reg.register(
+                TOOL_NAME, self.body, timeout_ms=None if s.timeout == "absent" else BUDGET_MS
+            )
+        reg.add_post_execute(self.post_hook)
+        reg.add_observer(self.observe)
+        if s.observer == "throws":
+            reg.add_observer(_throwing_observer)
+        return reg
+
+    def watch(self, what: str, signal: AbortSignal | None) -> None:
+        """Count ``signal``'s listeners after the call (R22), once per signal object."""
+        if signal is not None and all(sig is not signal for _, sig in self.signals):
+            self.signals.append((what, signal))
+
+    async def pre_hook(self, view: Execution, nxt: Next) -> PreDecision:
+        self.pre_slot = view.signal
+        # The slot pre-execute sees is the registry's own call signal (P1), not the caller's
+        # given one: the registry's relay and body watch hang on it (R22).
+        self.watch("registry's call signal", view.signal)
+        await self.gate("pre")
+        d = self.s.pre
+        self.log("pre", d)
+        if d == "allow":
+            return Allow()
+        if d == "deny":
+            return Deny("policy refused the call")
+        if d == "ask":
+            return Ask("needs a human")
+        if d == "throw":
+            raise RuntimeError("pre-execute policy failed")
+        raise ToolError("policy store unavailable", code="POLICY_DOWN")
+
+    async def approval_seam(self, request: ApprovalRequest) -> Approval:
+        if self.caller is not None:
+            # C itself: the signal pre-execute found in the slot (the call signal, P1), which
+            # no pre-execute listener of the harness replaces.
+            self.obs.approval_signal = "pre_slot" if request.signal is self.pre_slot else "other"
+        await self.gate("approval")
+        a = self.s.approval
+        self.log("approval", a)
+        if a == "throw":
+            raise RuntimeError("approval channel crashed")
+        return Approval(a)
+
+    def guard(self, view: Execution) -> str | None:
+        self.log("guard", self.s.guard)
+        if self.s.guard == "deny":
+            return "guard refused the call"
+        if self.s.guard == "throw":
+            raise RuntimeError("guard crashed")
+        return None
+
+    def wrapper(self, i: int, behaviour: str) -> Callable[[Execution, Next], Any]:
+        async def around(view: Execution, nxt: Next) -> ToolResult:
+            self.log("wrapper_in", i)
+            upstream = view.signal
+            mine: AbortSignal | None = upstream
+            if behaviour == "wait_before":
+                await self.gate(f"w{i}_before")
+            if behaviour in ("replace_live", "replace_aborting"):
+                ctl = AbortController()
+                mine = ctl.signal
+                self.signals.append((f"wrapper {i} signal", mine))
+                if behaviour == "replace_aborting":
+                    self.aborting.append((i, ctl))
+                view.signal = mine
+            elif behaviour == "outer_deadline":
+                outer = deadline(upstream, OUTER_MS, TOOL_TIMEOUT)
+                self.outer.append((i, outer))
+                mine = outer.signal
+                self.signals.append((f"wrapper {i} deadline", mine))
+                view.signal = mine
+            elif behaviour == "replace_aborted":
+                mine = AbortSignal.abort(WrapperReason(f"wrapper {i} refused"))
+                view.signal = mine
+            elif behaviour == "remove":
+                mine = None
+                view.signal = None
+            elif behaviour == "short_success":
+                return ToolResult((text_block(f"wrapper {i} answered"),))
+            elif behaviour == "short_error":
+                return ToolResult((text_block(f"Error: wrapper {i} refused"),), is_error=True)
+            elif behaviour == "throw_before":
+                raise RuntimeError(f"wrapper {i} failed before delegating")
+            try:
+                result: ToolResult = await nxt()
+                if behaviour == "retry":
+                    self._check_slot(view, mine, i)
+                    result = await nxt()
+            finally:
+                self._check_slot(view, mine, i)
+                view.signal = upstream
+                for j, outer in self.outer:
+                    if j == i:
+                        outer.dispose()
+            if behaviour == "wait_after":
+                await self.gate(f"w{i}_after")
+            if behaviour == "throw_after":
+                raise RuntimeError(f"wrapper {i} failed after delegating")
+            return result
+
+        return around
+
+    def _check_slot(self, view: Execution, mine: AbortSignal | None, i: int) -> None:
+        self.obs.slot_after_next.append(view.signal is mine)
+
+    async def body(self, args: Any, view: Execution) -> Any:
+        s = self.s
+        self.obs.body_starts += 1
+        self.obs.body_pending = True
+        self.log("body_start", self.steps)
+        signal = view.signal
+        self.body_signal = signal
+        self.watch("body's fused signal", signal)
+        if s.body.startswith("defer_"):
+            for ctx in DEFERRED:
+                view.defer_context(ctx)
+            self.obs.deferred += DEFERRED  # each run of a retried body defers again (D11)
+        try:
+            await self.gate("body", signal if s.cooperative else None)
+        finally:
+            self.obs.body_pending = False
+            aborted = signal is not None and signal.aborted
+            self.log("body_settle", aborted, signal.reason if aborted and signal else None)
+        if s.body in ("success", "defer_success"):
+            return [text_block(BODY_TEXT)]
+        if s.body == "success_meta":
+            return ToolOutput([text_block(BODY_TEXT)], meta={"rows": 3})
+        if s.body == "bad_meta":
+            return ToolOutput([text_block(BODY_TEXT)], meta={"handle": object()})
+        if s.body == "throw_structured":
+            raise ToolError(BODY_STRUCTURED_FAILURE, code="ENOSPC")
+        raise RuntimeError(BODY_FAILURE)
+
+    async def post_hook(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
+        self.log("post_in", result)
+        if self.obs.post_steps is None:
+            self.obs.post_steps = self.steps
+        await self.gate("post")
+        p = self.s.post
+        self.log("post", p)
+        if p == "accept":
+            return Accept()
+        if p == "accept_content":
+            return Accept(content=[text_block(REWRITTEN)])
+        if p == "accept_contexts":
+            self.obs.post_contexts = (POST_CONTEXT,)
+            return Accept(contexts=[POST_CONTEXT])
+        if p == "block":
+            self.obs.block_contexts = (BLOCK_CONTEXT,)
+            return Block([text_block(BLOCK_TEXT)], contexts=[BLOCK_CONTEXT])
+        raise RuntimeError(POST_FAILURE)
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        """The first observer, and an acting one: it finds the result already deep-frozen
+        (R30) and the view frozen (R31) -- tries to change both and must be refused."""
+        self.log("notify")
+        self.obs.notified.append(result)
+        self.obs.path = view.path
+        refused = unfrozen(result) is None
+        slot = view.signal
+        try:
+            view.signal = None
+        except ToolcancelError:
+            view_refused = True
+        else:
+            view_refused = False
+            view.signal = slot
+        for attempt in _MUTATIONS:
+            try:
+                attempt(result)
+            except Exception:  # refused (or nothing there to change)
+                continue
+            refused = False
+        if self.obs.frozen is None:
+            self.obs.frozen = (refused, view_refused)
+
+    # -- the driver ----------------------------------------------------------------------------
+
+    async def run(self) -> Observation:
+        """Run the scenario to quiescence, releasing gates one at a time."""
+        with quiet_failures():
+            return await self._run()
+
+    async def _run(self) -> Observation:
+        s, obs = self.s, self.obs
+        if s.caller != "none":
+            self.caller = AbortController()
+            if s.caller == "aborted":
+                self.caller.abort(CallerReason("aborted before entry"))
+            self.signals.append(("caller signal", self.caller.signal))
+        if s.cancel == "before_entry":
+            self.abort_caller()
+        reg = self.build()
+        args: Any = {"q": "x"} if s.args == "ok" else {"q": {1, 2}}
+        if s.cancel == "in_entry":
+            args = _AbortingArguments(args, self.abort_caller)
+        call = reg.execute(
+            TOOL_NAME if s.tool_known else "no_such_tool",
+            args,
+            signal=None if self.caller is None else self.caller.signal,
+            call_id="c1",
+            agent="agent" if s.agent else None,
+        )
+        if s.cancel == "after_call":
+            self.abort_caller()
+        self.task = asyncio.ensure_future(call)
+
+        def settled(_: Any) -> None:  # what had started and settled when execute() settled
+            done = sum(1 for e in obs.log if e[0] == "body_settle")
+            obs.settled = (obs.body_starts, done)
+
+        self.task.add_done_callback(settled)
+        while True:
+            await _idle()
+            if not self.waiting:
+                break
+            name = next(iter(self.waiting))
+            await self.at_gate(name)
+            fut = self.waiting.get(name)
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+        task = self.task
+        if not task.done():
+            obs.hung = True
+            task.cancel()
+            return obs
+        if task.cancelled():
+            obs.error = asyncio.CancelledError()
+        elif task.exception() is not None:
+            obs.error = task.exception()
+        else:
+            obs.result = task.result()
+        if s.cancel == "after":
+            self.abort_caller()
+            await _idle()
+        obs.watched = len(self.signals)
+        for what, sig in self.signals:
+            if sig.listener_count:
+                obs.leaked_signals.append(f"{what} keeps {sig.listener_count} listener(s)")
+        return obs
+
+    async def at_gate(self, name: str) -> None:
+        s = self.s
+        if name == "body":
+            for i, ctl in self.aborting:
+                self.log("abort", "wrapper", self.steps, i)
+                ctl.abort(WrapperReason("a wrapper deadline passed"))
+            live = [(i, d) for i, d in self.outer if not d.signal.aborted]
+            if live:
+                if self.clock is None:
+                    raise ScenarioError("outer_deadline needs the harness's virtual clock")
+                for i, _ in live:
+                    self.log("abort", "wrapper", self.steps, i)
+                self.clock.advance(OUTER_MS / 1000 + 0.001)
+                await _idle()
+            if s.timeout == "timer_first":
+                if self.clock is None:
+                    raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
+                self.log("timer", self.steps)
+                self.clock.advance(BUDGET_MS / 1000 + 0.001)
+                await _idle()
+        if s.cancel == f"gate:{name}":
+            self.abort_caller()
+        if name == "body" and self.obs.body_pending and not s.cooperative:
+            await _idle()
+            assert self.task is not None
+            if self.task.done():
+                pass  # settled with its body running: the settled counts show it (R27)
+            elif self.body_signal is not None and self.body_signal.aborted:
+                await self.hold()
+
+    async def hold(self) -> None:
+        """Hold an uncooperative body whose signal aborted for :data:`HOLD_S` virtual seconds:
+        however long it runs on, the call must keep waiting for it (R27, quiescence)."""
+        clock = self.clock or VirtualClock.of(asyncio.get_running_loop())
+        if clock is None:
+            raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
+        self.log("hold", self.steps)
+        clock.advance(HOLD_S)
+        await _idle()
+        assert self.task is not None
+        elsewhere = [g for g in self.waiting if g != "body"]
+        went = "settled" if self.task.done() else f"gate {elsewhere[0]}" if elsewhere else ""
+        if self.obs.held is None or not self.obs.held[1]:  # the first hold the call moved on
+            self.obs.held = (int(HOLD_S), went)
+        # The body goes on ignoring its signal for as long as the rest of the call moves: a
+        # call that went on is driven through its other gates first, so that an adapter's
+        # ``settled_at`` shows it settling before its body (the driving rule of the vectors).
+        for _ in range(100):
+            elsewhere = [g for g in self.waiting if g != "body"]
+            if not elsewhere:
+                break
+            await self.at_gate(elsewhere[0])
+            fut = self.waiting.get(elsewhere[0])
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+            await _idle()
+
+
+class _AbortingArguments(Mapping[str, Any]):
+    """Arguments whose snapshot aborts the caller: ``abort`` runs as entry iterates them."""
+
+    def __init__(self, data: Mapping[str, Any], abort: Callable[[], None]) -> None:
+        self.data = data
+        self.abort = abort
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Any:
+        self.abort()
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+@contextlib.contextmanager
+def quiet_failures() -> Iterator[None]:
+    """Silence the registry's failure log (P6) while a scenario runs: its hooks fail by design,
+    and a model check runs them by the hundred thousand."""
+    logger = logging.getLogger("toolcancel.runtime.registry")
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def unfrozen(result: ToolResult) -> str | None:
+    """Where ``result`` is not deep-frozen (a mutable container, or a writable field), if
+    anywhere: every container must be a tuple or a read-only mapping, all the way down."""
+    try:
+        object.__getattribute__(result, "__dict__")
+    except AttributeError:
+        pass
+    else:
+        return "the result object has a writable __dict__"
+    parts: list[tuple[str, Any]] = [("content", result.content), ("contexts", result.contexts),
+                                    ("meta", result.meta)]
+    while parts:
+        where, value = parts.pop()
+        if value is None or type(value) in _SCALARS:
+            continue
+        if type(value) is FrozenDict:  # the snapshot's own mapping: the common case
+            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        elif isinstance(value, tuple):
+            parts += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
+        elif isinstance(value, Mapping) and not isinstance(value, MutableMapping):
+            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        else:
+            return f"{where} is a {type(value).__name__}"
+    return None
+
+
+_SCALARS: Final = frozenset({str, int, float, bool})
+
+
+def _poke_block(result: ToolResult) -> None:
+    """it replaced the text of the first content block"""
+    block = result.content[0]
+    before = block["text"]
+    block["text"] = "changed by an observer"
+    block["text"] = before
+
+
+def _poke_content(result: ToolResult) -> None:
+    """it appended a content block"""
+    result.content.append(text_block("added by an observer"))  # type: ignore[attr-defined]
+    result.content.pop()  # type: ignore[attr-defined]
+
+
+def _poke_field(result: ToolResult) -> None:
+    """it flipped isError"""
+    before = result.is_error
+    setattr(result, "is_error", not before)  # noqa: B010 (a frozen field: must raise)
+    setattr(result, "is_error", before)  # noqa: B010
+
+
+_MUTATIONS: Final = (_poke_block, _poke_content, _poke_field)
+"""What an acting observer tries on the result it was handed: each must fail.  One that does not
+is reported and undone at once, so the rest of the record (and an adapter's answer built from
+it) still shows what the registry published, and the failure cites R30, not its consequences."""
+
+
+def _throwing_observer(view: Execution, result: ToolResult) -> None:
+    raise RuntimeError("observer crashed")
+
+
+async def _idle() -> None:
+    """Let every task run until all are blocked (on a gate, or done).
+
+    The virtual clock the harness runs on knows that moment: it is when the loop would wait
+    (:meth:`VirtualClock.idle`).  A deterministic condition instead of "wait a bit", read through
+    the clock rather than the loop's private ready queue.
+    """
+    clock = VirtualClock.of(asyncio.get_running_loop())
+    if clock is None:
+        raise ScenarioError(
+            "the scenario harness runs on virtual time (toolcancel.runtime.virtual_time)"
+        )
+    await clock.idle()
+
+
+def run_scenario(
+    scenario: Scenario, factory: RegistryFactory | None = None, *, retry: str | None = None
+) -> Observation:
+    """Run one scenario on a fresh event loop with virtual time (``retry``: the registry's
+    retry behaviour, D11; default: the registry's own)."""
+    clock = VirtualClock()
+    return run(Harness(scenario, factory, clock, retry).run(), clock=clock)

@@ -1,0 +1,253 @@
+"""The model check of turn batches: the scheduler's rules, exhaustively within bounds.
+
+A turn is a batch of one to three model calls, each of one *kind*, run through the real
+:class:`~toolcancel.TurnScheduler` and registry.  Every pre-execute, body and post-execute of
+every call waits at a gate; gates are released one at a time, either first-reached-first
+(``fifo``) or last-reached-first (``lifo``, so overlapping bodies settle out of model order), and
+the turn signal is aborted at every gate of every call, before the turn, or never.
+
+What is checked (rule ids from the contract):
+
+* R36 -- no call starts (none of its hooks or body runs) after the turn signal aborted; every
+  started body settles before the turn returns (drained, never abandoned), and it returns;
+* R37 -- every model call has exactly one ``tool/call`` and one ``tool/result``; calls that never
+  started get the revision's synthetic result, after all started calls' results, in model order,
+  and never touch the registry (no pre-execute, no notification); R9 is that result's shape;
+* R38 -- pre- and post-execute run in model order, results commit in model order, each
+  ``tool/result`` entry is the published result without its contexts, and exactly the committed
+  results' contexts are logged, in commit order, after all of the turn's results;
+* R31 -- every started call is notified exactly once.
+
+The checks (:func:`toolcancel.oracle.judge_turns.turn_problems`, registered there under their rules)
+read only what an environment sees of a turn -- the hooks' and the observer's events, the log, when
+``run_turn`` returned -- so ``toolcancel conform`` judges another implementation's scheduler
+with the very same function (:mod:`toolcancel.oracle.turnvectors`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..contract.results import ToolResult, text_block, thaw
+from ..runtime.execution import Execution
+from ..runtime.hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
+from ..runtime.signals import AbortController
+from ..runtime.virtual_time import VirtualClock, run
+from .judge_turns import TURN_RULES, TurnRecord, turn_problems
+from .scenario import _idle, quiet_failures
+
+if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (conform) does not
+    from ..runtime.registry import ToolRegistry
+    from ..runtime.scheduler import ToolCallRequest
+
+KINDS = ("ok", "ok_exclusive", "defer", "throw", "denied")
+"""What a call of a batch does: succeed; succeed as an exclusive call; defer a context and succeed;
+throw; be denied by pre-execute."""
+
+MAX_CALLS = 3
+RELEASES = ("fifo", "lifo")
+
+
+@dataclass(frozen=True)
+class Turn:
+    revision: str
+    kinds: tuple[str, ...]
+    abort: str  # never | before_turn | gate:<call>:<pre|body|post>
+    release: str = "fifo"
+
+    def as_code(self) -> str:
+        return f"Turn({self.revision!r}, {self.kinds!r}, {self.abort!r}, {self.release!r})"
+
+
+def batch_kinds(max_calls: int = MAX_CALLS) -> Iterator[tuple[str, ...]]:
+    """Every batch within bounds: one to ``max_calls`` calls, each of every kind."""
+    for n in range(1, max_calls + 1):
+        yield from itertools.product(KINDS, repeat=n)
+
+
+def turns(revision: str = "seed", max_calls: int = MAX_CALLS) -> Iterator[Turn]:
+    """Every batch within bounds, with every abort point and release order."""
+    for kinds in batch_kinds(max_calls):
+        yield from turns_of(revision, kinds)
+
+
+def turns_of(revision: str, kinds: tuple[str, ...]) -> Iterator[Turn]:
+    """One batch with every abort point and release order."""
+    gates = [
+        f"gate:{i}:{g}"
+        for i, k in enumerate(kinds)
+        for g in (("pre", "post") if k == "denied" else ("pre", "body", "post"))
+    ]
+    for abort in ("never", "before_turn", *gates):
+        for release in RELEASES:
+            yield Turn(revision, kinds, abort, release)
+
+
+@dataclass
+class TurnObservation:
+    """What the environment saw of one turn, in the form the adapter protocol reports it
+    (``spec/vectors/README.md``, turns): the ordered ``events`` the hooks, bodies and observer
+    recorded (``{"event", "call"}``; a notification also carries the ``result`` it received),
+    the turn's ``log`` entries as data, how many events existed when ``run_turn`` returned
+    (``None``: it never did), and whether the turn hung: neither finished nor waited at a gate
+    (a fact; what it breaks is the judge's)."""
+
+    turn: Turn
+    events: list[dict[str, Any]] = field(default_factory=list)
+    log: list[dict[str, Any]] = field(default_factory=list)
+    returned: int | None = None
+    hung: bool = False
+    skipped: dict[str, Any] = field(default_factory=dict)
+
+
+class TurnHarness:
+    """Runs one :class:`Turn` through the real scheduler and registry, recording events."""
+
+    def __init__(self, turn: Turn) -> None:
+        self.t = turn
+        self.obs = TurnObservation(turn)
+        self.waiting: dict[str, asyncio.Future[None]] = {}
+        self.turn_signal = AbortController()
+        self.aborted = False
+
+    def kind(self, view: Execution) -> str:
+        return self.t.kinds[int(view.call_id[1:])]
+
+    def record(self, event: str, view: Execution, **data: Any) -> None:
+        self.obs.events.append({"event": event, "call": view.call_id, **data})
+
+    async def gate(self, name: str) -> None:
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.waiting[name] = fut
+        try:
+            await fut
+        finally:
+            self.waiting.pop(name, None)
+
+    def abort(self) -> None:
+        if not self.aborted:
+            self.aborted = True
+            self.obs.events.append({"event": "abort"})
+            self.turn_signal.abort("the turn was cancelled")
+
+    async def pre(self, view: Execution, nxt: Next) -> PreDecision:
+        self.record("pre", view)
+        await self.gate(f"gate:{view.call_id[1:]}:pre")
+        self.record("pre_done", view)
+        return Deny("not now") if self.kind(view) == "denied" else Allow()
+
+    async def body(self, args: Any, view: Execution) -> Any:
+        self.record("body_start", view)
+        if self.kind(view) == "defer":
+            view.defer_context({"type": "note", "text": f"from {view.call_id}"})
+        try:
+            await self.gate(f"gate:{view.call_id[1:]}:body")
+        finally:
+            self.record("body_settle", view)
+        if self.kind(view) == "throw":
+            raise RuntimeError("tool failed")
+        return [text_block(f"done {view.call_id}")]
+
+    async def post(self, view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
+        self.record("post", view)
+        await self.gate(f"gate:{view.call_id[1:]}:post")
+        self.record("post_done", view)
+        return Accept()
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        self.record("notify", view, result=result.to_data())
+
+    async def run(self) -> TurnObservation:
+        with quiet_failures():
+            return await self._run()
+
+    async def _run(self) -> TurnObservation:
+        from ..runtime.registry import ToolRegistry
+        from ..runtime.scheduler import ToolCallRequest
+
+        reg = ToolRegistry(revision=self.t.revision)
+        reg.add_pre_execute(self.pre)
+        reg.add_post_execute(self.post)
+        reg.add_observer(self.observe)
+        reg.register("tool", self.body)
+        self.obs.skipped = reg.results.skipped().to_data()
+        calls = [
+            ToolCallRequest(f"c{i}", "tool", {"i": i}, exclusive=k == "ok_exclusive")
+            for i, k in enumerate(self.t.kinds)
+        ]
+        if self.t.abort == "before_turn":
+            self.abort()
+        task = asyncio.ensure_future(self._turn(reg, calls))
+        while True:
+            await _idle()
+            if not self.waiting:
+                break
+            names = list(self.waiting)
+            name = names[0] if self.t.release == "fifo" else names[-1]
+            if self.t.abort == name:
+                self.abort()
+            fut = self.waiting.get(name)
+            if fut is not None and not fut.done():
+                fut.set_result(None)
+        if not task.done():
+            self.obs.hung = True
+            task.cancel()
+        return self.obs
+
+    async def _turn(self, reg: ToolRegistry, calls: list[ToolCallRequest]) -> None:
+        from ..runtime.scheduler import TurnScheduler
+
+        scheduler = TurnScheduler(reg, max_concurrency=4)
+        log = await scheduler.run_turn(calls, signal=self.turn_signal.signal)
+        self.obs.returned = len(self.obs.events)
+        self.obs.log = [thaw(e.to_data()) for e in log]
+
+
+def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
+    """The R31/R36/R37/R38/R9 checks of the module docstring; (rule, explanation) pairs."""
+    record = TurnRecord(
+        len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped, obs.hung
+    )
+    return turn_problems(record)
+
+
+@dataclass
+class TurnTally:
+    batches: int = 0
+    schedules: int = 0
+    violations: list[tuple[str, str, Turn]] = field(default_factory=list)
+    violation_count: int = 0
+    rules: set[str] = field(default_factory=set)
+
+
+async def _run_turns(revision: str, kinds: Iterable[tuple[str, ...]]) -> TurnTally:
+    tally = TurnTally()
+    for batch in kinds:
+        tally.batches += 1
+        for turn in turns_of(revision, batch):
+            obs = await TurnHarness(turn).run()
+            tally.schedules += 1
+            found = check_turn(obs)
+            tally.violation_count += len(found)
+            tally.violations.extend(
+                (r, why, turn) for r, why in found[: max(0, 20 - len(tally.violations))]
+            )
+    if tally.schedules:
+        tally.rules = set(TURN_RULES)
+    return tally
+
+
+def verify_turns(
+    revision: str = "seed",
+    max_calls: int = MAX_CALLS,
+    *,
+    kinds: Iterable[tuple[str, ...]] | None = None,
+) -> TurnTally:
+    """Run every turn batch within bounds (or only the batches of ``kinds``) on one virtual-time
+    loop."""
+    chosen = batch_kinds(max_calls) if kinds is None else kinds
+    return run(_run_turns(revision, chosen), clock=VirtualClock())

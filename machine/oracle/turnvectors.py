@@ -1,0 +1,353 @@
+"""Turn vectors: the agent-loop scheduler's rules (R36-R38, R9), for any implementation.
+
+A call vector (:mod:`toolcancel.oracle.vectors`) is one registry call; the scheduler sits above that
+boundary.  A turn vector is one batch of model calls run under one turn signal
+(:class:`toolcancel.oracle.turncheck.Turn`: the calls' kinds, the gate at which the turn aborts, the
+order gates are released in).  An adapter that declares ``turns`` in its hello runs it through
+its own scheduler and reports what the environment saw: the hooks', bodies' and observer's
+events in order, the turn's log, and when ``run_turn`` returned (``spec/vectors/README.md``,
+turns).  ``toolcancel conform`` judges that in two steps:
+
+1. :func:`toolcancel.oracle.judge_turns.turn_problems` -- the rules as CONTRACT.md states them, read
+from
+   the events and the log, the same function ``toolcancel verify`` checks the reference with.
+   It does not assume the reference's grouping (a MAY): one call at a time passes as well.
+2. Each started call against what the contract gives a call of its kind when the turn aborted at
+   its *phase* (the last event of its own before the abort: ``pre``, ``body_start``, ...; ``never``
+   without an abort): its own events and its published result.  The table is the reference's,
+   gathered over every turn of the revision (:func:`generate`); a phase the reference never
+   reaches (a scheduler that groups otherwise may) is judged by step 1 alone.
+
+Vectors are kept one per distinct (batch, event sequence, log) of the reference, in enumeration
+order, so ``toolcancel vectors --check`` compares bytes.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..contract.errors import ToolcancelError
+from ..contract.results import canonical_json
+from ..runtime.virtual_time import VirtualClock, run
+from .judge_turns import TURN_RULES, TurnRecord, turn_problems
+from .turncheck import KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
+
+OWN_EVENTS: Final = ("pre", "pre_done", "body_start", "body_settle", "post", "post_done", "notify")
+"""What an adapter records of each call, in the order one call can show them."""
+EVENTS: Final = ("abort", *OWN_EVENTS)
+LOG_KINDS: Final = ("tool/call", "tool/result", "context")
+RULES: Final = TURN_RULES
+"""The rules every turn vector exercises."""
+NEVER: Final = "never"
+MAX_BYTES: Final = 64 << 20
+"""The largest turn vectors file read (they are a few megabytes)."""
+
+
+class TurnVectorError(ToolcancelError):
+    """A turn vectors file that cannot be used (naming file and line)."""
+
+
+def turn_file(directory: str | Path, revision: str) -> Path:
+    return Path(directory) / f"turns-{revision}.jsonl"
+
+
+def own_events(call: str, events: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [e["event"] for e in events if e.get("call") == call]
+
+
+def phase_of(call: str, events: Sequence[Mapping[str, Any]]) -> str:
+    """Where ``call`` was when the turn aborted: its last own event before the abort (``none``
+    if it had none yet), or ``never`` when the turn did not abort."""
+    last = "none"
+    for e in events:
+        if e["event"] == "abort":
+            return last
+        if e.get("call") == call:
+            last = e["event"]
+    return NEVER
+
+
+def _variant(call: str, events: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
+    """A started call's own events and the result it was notified with (None: not notified
+    exactly once, which step 1 reports)."""
+    results = [e["result"] for e in events if e.get("call") == call and e["event"] == "notify"]
+    if len(results) != 1:
+        return None
+    return {"events": own_events(call, events), "result": results[0]}
+
+
+@dataclass(frozen=True)
+class TurnTable:
+    """The first line of a turn vectors file: the revision's synthetic result (R9) and, per
+    call id and kind, phase -> the (events, result) variants the contract gives such a call
+    when the turn aborted there (a body's text names its call).  One table serves every vector
+    of the file."""
+
+    revision: str
+    skipped: Mapping[str, Any]
+    calls: Mapping[str, Mapping[str, Mapping[str, tuple[Mapping[str, Any], ...]]]]
+
+    def allowed(self, call: str, kind: str, phase: str) -> tuple[Mapping[str, Any], ...] | None:
+        return self.calls.get(call, {}).get(kind, {}).get(phase)
+
+    def to_line(self) -> str:
+        data = {
+            "turn_table": 1,
+            "revision": self.revision,
+            "skipped": self.skipped,
+            "calls": {
+                call: {
+                    kind: {phase: [dict(v) for v in vs] for phase, vs in phases.items()}
+                    for kind, phases in kinds.items()
+                }
+                for call, kinds in self.calls.items()
+            },
+        }
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    @classmethod
+    def from_data(cls, data: Any, where: str) -> TurnTable:
+        if not isinstance(data, Mapping) or data.get("turn_table") != 1:
+            raise TurnVectorError(f"{where}: the first line must be the turn table (turn_table: 1)")
+        revision, skipped, calls = data.get("revision"), data.get("skipped"), data.get("calls")
+        if revision not in ("seed", "revised") or not isinstance(skipped, Mapping):
+            raise TurnVectorError(f"{where}: needs a revision and the skipped result")
+        if not isinstance(calls, Mapping) or not all(
+            isinstance(kinds, Mapping)
+            and all(
+                k in KINDS
+                and isinstance(phases, Mapping)
+                and all(
+                    isinstance(vs, list)
+                    and all(
+                        isinstance(v, Mapping) and v.keys() == {"events", "result"} for v in vs
+                    )
+                    for vs in phases.values()
+                )
+                for k, phases in kinds.items()
+            )
+            for kinds in calls.values()
+        ):
+            raise TurnVectorError(
+                f"{where}.calls: call -> kind -> phase -> [{{events, result}}]"
+            )
+        table = {
+            c: {k: {p: tuple(vs) for p, vs in phases.items()} for k, phases in kinds.items()}
+            for c, kinds in calls.items()
+        }
+        return cls(revision, skipped, table)
+
+
+@dataclass(frozen=True)
+class TurnVector:
+    """A turn of a revision, judged with its file's :class:`TurnTable`."""
+
+    id: str
+    revision: str
+    turn: Turn
+    table: TurnTable
+
+    @property
+    def rules(self) -> frozenset[str]:
+        return RULES
+
+    def turn_data(self) -> dict[str, Any]:
+        return {"calls": list(self.turn.kinds), "abort": self.turn.abort,
+                "release": self.turn.release}  # fmt: skip
+
+    def to_line(self) -> str:
+        data = {"turn_vector": 1, "id": self.id, "revision": self.revision,
+                "turn": self.turn_data()}  # fmt: skip
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+    def message(self, protocol: int) -> bytes:
+        msg = {"protocol": protocol, "type": "turn", "id": self.id, "revision": self.revision,
+               "turn": self.turn_data()}  # fmt: skip
+        return (json.dumps(msg, separators=(",", ":")) + "\n").encode()
+
+    @classmethod
+    def from_data(cls, data: Any, where: str, table: TurnTable) -> TurnVector:
+        if not isinstance(data, Mapping) or data.get("turn_vector") != 1:
+            raise TurnVectorError(f"{where}: expected a turn vector object (turn_vector: 1)")
+        vid, revision = data.get("id"), data.get("revision")
+        if not isinstance(vid, str) or revision != table.revision:
+            raise TurnVectorError(f"{where}: needs a string id and the table's revision")
+        return cls(vid, revision, parse_turn(data.get("turn"), revision, f"{where}.turn"), table)
+
+
+def parse_turn(data: Any, revision: str, where: str) -> Turn:
+    """A turn of the message/vector form ``{calls, abort, release}`` (error naming ``where``)."""
+    if not isinstance(data, Mapping) or data.keys() != {"calls", "abort", "release"}:
+        raise TurnVectorError(f"{where}: expected {{calls, abort, release}}")
+    kinds, abort, release = data["calls"], data["abort"], data["release"]
+    if not isinstance(kinds, list) or not kinds or not all(k in KINDS for k in kinds):
+        raise TurnVectorError(f"{where}.calls: a non-empty list of {', '.join(KINDS)}")
+    gates = {f"gate:{i}:{g}" for i in range(len(kinds)) for g in ("pre", "body", "post")}
+    if abort not in {"never", "before_turn", *gates}:
+        raise TurnVectorError(f"{where}.abort: never, before_turn or gate:<i>:<pre|body|post>")
+    if release not in RELEASES:
+        raise TurnVectorError(f"{where}.release: one of {', '.join(RELEASES)}")
+    return Turn(revision, tuple(kinds), abort, release)
+
+
+# ------------------------------------------------------------------------------------------------
+# Generating them from the reference
+# ------------------------------------------------------------------------------------------------
+
+
+async def _observe(revision: str, max_calls: int) -> list[tuple[Turn, Any]]:
+    return [(t, await TurnHarness(t).run()) for t in turns(revision, max_calls)]
+
+
+def generate(revision: str, max_calls: int = MAX_CALLS) -> list[TurnVector]:
+    """Every turn within bounds on the reference, kept one per distinct (batch, events, log)."""
+    runs = run(_observe(revision, max_calls), clock=VirtualClock())
+    table: dict[tuple[str, str], dict[str, dict[str, Mapping[str, Any]]]] = {}
+    kept: list[tuple[Turn, Any]] = []
+    seen: set[str] = set()
+    for turn, obs in runs:
+        for i, kind in enumerate(turn.kinds):
+            call = f"c{i}"
+            variant = _variant(call, obs.events)
+            if variant is not None:
+                phases = table.setdefault((call, kind), {})
+                phases.setdefault(phase_of(call, obs.events), {})[canonical_json(variant)] = variant
+        key = canonical_json([list(turn.kinds), obs.events, obs.log])
+        if key not in seen:
+            seen.add(key)
+            kept.append((turn, obs))
+    calls: dict[str, dict[str, dict[str, tuple[Mapping[str, Any], ...]]]] = {}
+    for call, kind in sorted(table, key=lambda ck: (int(ck[0][1:]), KINDS.index(ck[1]))):
+        phases = table[call, kind]
+        calls.setdefault(call, {})[kind] = {p: tuple(phases[p].values()) for p in sorted(phases)}
+    shared = TurnTable(revision, runs[0][1].skipped, calls)
+    return [
+        TurnVector(f"{revision}-t{n:05d}", revision, turn, shared)
+        for n, (turn, _) in enumerate(kept, 1)
+    ]
+
+
+def render(vectors: Sequence[TurnVector]) -> str:
+    """The file text: the table, then one vector per line."""
+    return "".join(line + "\n" for line in (vectors[0].table.to_line(), *map(_line, vectors)))
+
+
+def _line(v: TurnVector) -> str:
+    return v.to_line()
+
+
+def load_turn_vectors(path: str | Path) -> list[TurnVector]:
+    """The turn vectors of a file (``TurnVectorError`` naming the line that is wrong)."""
+    from ..contract.fileio import InputError, decode_json, read_bytes, utf8_text
+
+    try:
+        text = utf8_text(read_bytes(path, MAX_BYTES, "turn vectors file"), str(path))
+    except InputError as exc:
+        raise TurnVectorError(str(exc)) from None
+    out: list[TurnVector] = []
+    table: TurnTable | None = None
+    ids: set[str] = set()
+    for n, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        data = decode_json(line, f"{path}:{n}", max_depth=64, error=_error)
+        if table is None:
+            table = TurnTable.from_data(data, f"{path}:{n}")
+            continue
+        vector = TurnVector.from_data(data, f"{path}:{n}", table)
+        if vector.id in ids:
+            raise TurnVectorError(f"{path}:{n}: vector id {vector.id!r} used twice")
+        ids.add(vector.id)
+        out.append(vector)
+    if not out:
+        raise TurnVectorError(f"{path}: the file holds no turn vectors")
+    return out
+
+
+def _error(where: str, message: str) -> TurnVectorError:
+    return TurnVectorError(f"{where}: {message}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Judging an answer
+# ------------------------------------------------------------------------------------------------
+
+
+def answer_problem(answer: Mapping[str, Any], n: int) -> str | None:
+    """What is wrong with the shape of a turn answer for a batch of ``n`` calls, or None."""
+    ids = {f"c{i}" for i in range(n)}
+    log, observed = answer.get("log"), answer.get("observed")
+    if not isinstance(log, list) or not all(
+        isinstance(e, dict)
+        and e.keys() == {"kind", "callId", "payload"}
+        and e["kind"] in LOG_KINDS
+        and isinstance(e["callId"], str)
+        for e in log
+    ):
+        return "the answer's log must be a list of {kind, callId, payload} entries"
+    if not isinstance(observed, dict):
+        return "the answer needs an observed object"
+    events = observed.get("events")
+    if not isinstance(events, list) or not all(_is_event(e, ids) for e in events):
+        return (
+            "observed.events must be a list of {event, call} objects (event one of "
+            f"{', '.join(EVENTS)}; abort without call; notify with the result object)"
+        )
+    returned = observed.get("returned", ...)
+    if returned is ... or (
+        returned is not None and (type(returned) is not int or not 0 <= returned <= len(events))
+    ):
+        return "observed.returned must be an event count (or null if run_turn never returned)"
+    return None
+
+
+def _is_event(e: Any, ids: set[str]) -> bool:
+    if not isinstance(e, dict) or e.get("event") not in EVENTS:
+        return False
+    if e["event"] == "abort":
+        return e.keys() == {"event"}
+    if e["event"] == "notify":
+        return e.keys() == {"event", "call", "result"} and isinstance(e["result"], dict)
+    return e.keys() == {"event", "call"} and e["call"] in ids
+
+
+def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | None:
+    """The first problem of a well-formed answer: (rule, step, explanation), or None."""
+    events, log = answer["observed"]["events"], answer["log"]
+    returned = answer["observed"]["returned"]
+    found = turn_problems(TurnRecord(len(v.turn.kinds), events, log, returned, v.table.skipped))
+    if found:
+        return found[0][0], "turn", found[0][1]
+    for i, kind in enumerate(v.turn.kinds):
+        call = f"c{i}"
+        phase = phase_of(call, events)
+        allowed = v.table.allowed(call, kind, phase)
+        variant = _variant(call, events)
+        if allowed is None or variant is None:
+            continue  # a phase the reference never reaches: the rules above judged it
+        if any(variant["events"] == list(a["events"]) for a in allowed):
+            if any(canonical_json(variant["result"]) == canonical_json(a["result"])
+                   for a in allowed):  # fmt: skip
+                continue
+            rule = "R30" if phase == NEVER else "R36"
+            want = " or ".join(canonical_json(a["result"]) for a in allowed)
+            return rule, "turn_result", (
+                f"{call} ({kind}, turn aborted at its {phase}) published "
+                f"{canonical_json(variant['result'])}; the contract gives {want}"
+                + ("" if phase == NEVER else " (the turn signal is its caller signal)")
+            )
+        seen, paths = variant["events"], [list(a["events"]) for a in allowed]
+        rule = "R36"
+        if "body_start" in seen and not any("body_start" in w for w in paths):
+            rule = "R28"
+        elif ("post" in seen) != any("post" in w for w in paths):
+            rule = "R38"
+        return rule, "turn_calls", (
+            f"{call} ({kind}, turn aborted at its {phase}) went through {seen}; the contract "
+            f"takes it through {' or '.join(map(str, paths))}"
+        )
+    return None

@@ -1,0 +1,1476 @@
+"""The bounded model checker behind ``toolcancel verify``.
+
+It enumerates every scenario within bounds (:func:`configurations`), crosses each with every
+cancellation point it can have (:func:`schedules`), runs each schedule against the **real**
+asyncio registry through the scenario harness, and checks what happened (:func:`check`):
+
+* **the path, replayed.**  The registry records its own path.  The checker takes the events of
+  that path, removes the caller aborts, and puts the abort back where the *environment* saw it
+  happen (the harness counts transitions when it aborts).  Replaying that through the pure
+  machine must give, step for step, the transitions the registry took.  A registry that misses a
+  recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
+  contract required names the rule.
+* **rules the machine cannot see**, checked on the environment's own record: exactly one
+  notification of the returned object (R31), deep-frozen, with the view frozen, before the first
+  observer -- an acting one that tries to change both (R30, R31); no result while a body runs,
+  even one held a day after its signal aborted (R27); no body after a cancellation before C2, no
+  success reaching post-execute after one before C3 nor the caller after one before C4 (R28);
+  what the pre-policy stage ends in -- ABORTED, the denial, the final-route error, whether the
+  guards ran, that the seam was asked, that nothing after it ran -- from the hooks' decisions and
+  when the caller aborted (R5, R13-R15, R43); which cancellation a result is (R17, R25, R41);
+  arguments that are not JSON (R11); a call nothing cancels ending as its body or an unknown tool
+  says (R2, R3, R6, R7); what post-execute received, against the outcome the call held entering
+  post-policy, and what the caller then got (R2-R8, R20); the body's signal aborted, with the
+  first source's reason, whenever the caller or a wrapper aborted while it ran, and born aborted
+  with the slot's reason over the caller's for a pre-aborted entry (R21); no listener left on
+  the caller's signal, the registry's call signal, a body's fused signal or a wrapper's (R22);
+  slots restored (R23); the approval seam gets the caller's signal (R24); contexts kept, ordered
+  and dropped as R29 says; TOOL_TIMEOUT when the policy's own timer fired first (R34), never for
+  an enclosing same-coded deadline (R35, D13); the result's code, error flag and text agree with
+  its outcome (R4-R8, R30, R39).
+
+Violations come with a reproducer that runs as written.
+"""
+
+from __future__ import annotations
+
+import collections
+import contextlib
+import functools
+import json
+import re
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+from ..contract.core import Occurrence, initial_state, step
+from ..contract.errors import ContractViolation, RegistryUsageError
+from ..contract.loader import RevisionContract, load_contract
+from ..contract.results import text_block, thaw
+from ..oracle.judge import environment_judgement, environment_record
+from ..oracle.judge_calls import AFTER_THE_PATH
+from ..oracle.scenario import (
+    BLOCK_CONTEXT,
+    BLOCK_TEXT,
+    BODIES,
+    BODY_FAILURE,
+    BODY_STRUCTURED_FAILURE,
+    BODY_TEXT,
+    BUDGET_MS,
+    POST_FAILURE,
+    POSTS,
+    REWRITTEN,
+    TIMEOUTS,
+    WRAPPERS,
+    CallerReason,
+    Harness,
+    Observation,
+    RegistryFactory,
+    Scenario,
+    WrapperReason,
+)
+from ..oracle.turncheck import MAX_CALLS as _TURN_MAX_CALLS
+from ..oracle.turncheck import TurnTally, batch_kinds, verify_turns
+from ..runtime.registry import ToolRegistry
+from ..runtime.virtual_time import VirtualClock, run
+
+# ------------------------------------------------------------------------------------------------
+# The bounded space
+# ------------------------------------------------------------------------------------------------
+
+MAX_WRAPPERS = 2
+"""Bound on around-dispatch wrappers per call."""
+
+MAX_CALLS = _TURN_MAX_CALLS
+"""Bound on the model calls of one turn batch (the calls that run concurrently in a turn)."""
+
+_REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
+
+_NESTED = "outer_deadline"
+"""The wrapper that makes the call a nested budgeted call (D13): enumerated only as the
+innermost scenario wrapper, just outside the timeout policy, and only under a budget."""
+
+_PRE_VARIANTS: tuple[dict[str, Any], ...] = (
+    {"pre": "allow"},
+    {"pre": "deny"},
+    {"pre": "throw"},
+    {"pre": "throw_structured"},
+    {"pre": "ask", "approval_seam": False},
+    {"pre": "ask", "agent": False},
+    *(
+        {"pre": "ask", "approval": a}
+        for a in ("approved", "rejected", "cancelled", "unavailable", "throw")
+    ),
+)
+
+
+def _wrapper_stacks(n: int) -> Iterator[tuple[str, ...]]:
+    yield ()
+    if n == 0:
+        return
+    for w in WRAPPERS:
+        if w == _NESTED:
+            continue  # enumerated by _nested_stacks
+        if w in _REACH_BASE:
+            for rest in _wrapper_stacks(n - 1):
+                yield (w, *rest)
+        else:
+            yield (w,)  # nothing inside a short-circuit is reached (but by a cursor: DEEP)
+
+
+Group = Scenario | tuple[Scenario, tuple[str, ...]] | tuple[Scenario, tuple[str, ...], str]
+"""A slice of the bounded space: one configuration, or a dispatching base configuration and a
+wrapper stack, standing for every configuration of that stack (:func:`expand`) -- or, tagged
+:data:`DEEP`, for the deeper family's configurations of it (:func:`deep_stacks`).  Groups are
+what the main process enumerates and sends to workers; workers expand them."""
+
+DEEP = "deep"
+"""The tag of the deeper family's groups."""
+
+DEEP_REST = "deep-rest"
+"""The tag of a deeper group whose stack the bounded space holds without its body (a retry over
+an innermost short-circuit): its configuration without a body is left out."""
+
+DEEP_WRAPPERS = 3
+"""How many scenario wrappers the deeper family reaches (one past the default bound)."""
+
+
+def configurations(
+    revision: str = "seed", max_wrappers: int = MAX_WRAPPERS, *, deep: bool = False
+) -> Iterator[Scenario]:
+    """Every scenario within bounds, with ``cancel="never"`` (and with ``deep``, the deeper
+    family after them: :func:`deep_stacks`).
+
+    Dimensions a call can never reach under any cancellation are not expanded (a short-circuiting
+    wrapper has no inner wrappers unless a retry outside it runs on under ``cursor``, the deeper
+    family's; a denied call has no body), so equivalent configurations are enumerated once.
+    """
+    for group in groups(revision, max_wrappers, deep=deep):
+        yield from expand(group)
+
+
+def groups(
+    revision: str = "seed", max_wrappers: int = MAX_WRAPPERS, *, deep: bool = False
+) -> Iterator[Group]:
+    """The space of :func:`configurations`, in the same order, a group at a time."""
+    callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
+    for caller in callers:
+        yield Scenario(revision=revision, caller=caller, args="not_serializable")
+        for pre in _PRE_VARIANTS:
+            base = Scenario(revision=revision, caller=caller, **pre)
+            reaches_guards = pre["pre"] == "allow" or pre.get("approval") == "approved"
+            guards = ("none", "deny", "throw") if reaches_guards else ("none",)
+            for guard in guards:
+                if guard != "none" or not reaches_guards:
+                    for post in POSTS:
+                        yield _replace(base, guard=guard, post=post)
+                    continue
+                # An approved ask reaches dispatch exactly as an allow does (a cancellation
+                # before or during approval never reaches it), so the wrapper subtree is
+                # expanded under allow only.
+                wrappers = max_wrappers if pre["pre"] == "allow" else 0
+                dispatching = _replace(base, guard="none")
+                for stack in _wrapper_stacks(wrappers):
+                    yield (dispatching, stack)
+    # Enumerated after all the rest (:func:`added_later`), so that the vectors found before
+    # keep their numbers: an ask with neither a seam nor an agent (R5: the seam's row decides),
+    # and nested budgeted calls (D13).
+    for caller in callers:
+        base = Scenario(revision=revision, caller=caller, pre="ask", approval_seam=False)
+        for post in POSTS:
+            yield _replace(base, agent=False, post=post)
+        for stack in _nested_stacks(max_wrappers):
+            yield (Scenario(revision=revision, caller=caller), stack)
+    if deep:
+        for caller in callers:
+            for stack, rest in deep_stacks(max_wrappers):
+                tag = DEEP_REST if rest else DEEP
+                yield (Scenario(revision=revision, caller=caller), stack, tag)
+
+
+def added_later(config: Scenario) -> int:
+    """When ``config``'s dimensions joined the space: 0 with the first vectors, 1 with the second
+    (nested budgets, an ask with neither seam nor agent), 2 with the deeper family.
+    Vectors are numbered in that order, so each addition renumbered none before it."""
+    w = config.wrappers
+    if len(w) > MAX_WRAPPERS or (_deep_only(w) and not (_bounded_shape(w) and _bodiless(config))):
+        return 2
+    return int(_NESTED in config.wrappers or (
+        config.pre == "ask" and not config.approval_seam and not config.agent
+    ))
+
+
+# ------------------------------------------------------------------------------------------------
+# The deeper family: three-wrapper retry stacks, and what only a cursor reaches
+# ------------------------------------------------------------------------------------------------
+#
+# Retry bugs live past the default bound: which wrapper a second next() hands out (D11) matters
+# only with wrappers on both sides of the retrying one, and under ``cursor`` a retry outside a
+# short-circuit runs on into the wrappers the short-circuit never delegated to -- a part of the
+# space the bounded enumeration above leaves out at any bound ("nothing inside a short-circuit is
+# ever reached" holds for reenter and reject only).  The whole space one wrapper deeper is 8.4x
+# the default one; this family is the part of it where the retry behaviours differ, with the
+# dispatch dimensions that do not touch the around waterfall held to one value each.
+
+_DEEP_AROUND: Final = ("delegate", "replace_aborted", "remove", "retry")
+"""What stands beside a retry in a three-wrapper stack: a wrapper that only delegates, one that
+puts an aborted signal in the slot (a skipped one lets a retried body run), one that removes the
+slot, and another retry (two cursors over one list)."""
+
+_SHORTS: Final = ("short_success", "short_error")
+
+_AFTER_SHORT: Final = tuple(w for w in WRAPPERS if w != _NESTED)
+"""What may stand inside a short-circuit that a retry outside it runs on into (cursor)."""
+
+
+def deep_stacks(max_wrappers: int = MAX_WRAPPERS) -> Iterator[tuple[tuple[str, ...], bool]]:
+    """The deeper family's wrapper stacks not already in the space at ``max_wrappers``: every
+    stack of up to :data:`DEEP_WRAPPERS` whose body only a ``cursor`` retry reaches (a retry, a
+    short-circuit, then anything), and the three-wrapper stacks with a retry at each position
+    beside :data:`_DEEP_AROUND` and an innermost short-circuit.  Each comes with whether the
+    bounded space holds it already, without its body."""
+    seen: set[tuple[str, ...]] = set()
+    candidates: list[tuple[str, ...]] = [("retry", s) for s in _SHORTS]
+    candidates += [("retry", s, w) for s in _SHORTS for w in _AFTER_SHORT]
+    pairs = [(a, b) for a in _DEEP_AROUND for b in (*_DEEP_AROUND, *_SHORTS)]
+    candidates += [("retry", a, b) for a, b in pairs]
+    candidates += [(a, "retry", b) for a, b in pairs]
+    candidates += [(a, b, "retry") for a in _DEEP_AROUND for b in _DEEP_AROUND]
+    for stack in candidates:
+        bounded = len(stack) <= max_wrappers and _bounded_shape(stack)
+        if stack in seen or (bounded and not _deep_only(stack)):
+            continue  # already enumerated, or all of it is in the space at this bound
+        seen.add(stack)
+        yield stack, bounded
+
+
+def _deep_only(stack: tuple[str, ...]) -> bool:
+    """Whether only a cursor reaches ``stack``'s body (the bounded space never expands it)."""
+    return not _classic_reach(stack) and _cursor_reaches_base(stack)
+
+
+def _classic_reach(stack: tuple[str, ...]) -> bool:
+    return all(w in _REACH_BASE for w in stack)
+
+
+def _bodiless(config: Scenario) -> bool:
+    """Whether ``config`` is the one dispatch variant the bounded space gives a stack whose body
+    no behaviour but ``cursor`` reaches (:func:`_dispatch_variants`)."""
+    return (config.timeout, config.tool_known, config.body, config.cooperative) == (
+        "absent", True, "success", True
+    )
+
+
+def _bounded_shape(stack: tuple[str, ...]) -> bool:
+    """Whether :func:`_wrapper_stacks` builds ``stack`` (a short-circuit innermost at most)."""
+    return _classic_reach(stack[:-1]) and stack[-1] != _NESTED
+
+
+@functools.cache
+def _cursor_reaches_base(stack: tuple[str, ...]) -> bool:
+    """Whether the base dispatch runs, under ``cursor``, for the call that nothing cancels: the
+    scenario wrappers walked as one listener list (D11), a short-circuit returning, a throw
+    unwinding to the caller (no scenario wrapper catches)."""
+    cursor = 0
+    reached = False
+
+    def hand_out() -> bool:  # False: a throw unwinds
+        nonlocal cursor, reached
+        if cursor >= len(stack):
+            reached = True
+            return True
+        i, cursor = cursor, cursor + 1
+        w = stack[i]
+        if w in _SHORTS:
+            return True
+        if w == "throw_before":
+            return False
+        if not hand_out():
+            return False
+        if w == "retry" and not hand_out():
+            return False
+        return w != "throw_after"
+
+    hand_out()
+    return reached
+
+
+def _deep_variants(stack: tuple[str, ...], rest: bool = False) -> Iterator[dict[str, Any]]:
+    """The deeper family's dispatch dimensions: the timeout policy absent, budgeted or firing
+    first (under ``cursor`` a retried attempt may skip it); an unknown tool; bodies that succeed,
+    throw, or defer contexts (each attempt's accumulate, R29), cooperative or not; post-execute
+    accepting (its decision reads only what the waterfall returned).  ``rest``: without the
+    configuration the bounded space has (no timeout, a known tool, a plain cooperative body)."""
+    if not (_classic_reach(stack) or _cursor_reaches_base(stack)):
+        yield {}  # no behaviour reaches the body: its dimensions change nothing
+        return
+    for timeout in TIMEOUTS:
+        for tool_known in (True, False) if timeout == "absent" else (True,):
+            for body in ("success", "throw", "defer_success") if tool_known else ("success",):
+                for cooperative in (True, False) if tool_known else (True,):
+                    changes: dict[str, Any] = {
+                        "timeout": timeout,
+                        "tool_known": tool_known,
+                        "body": body,
+                        "cooperative": cooperative,
+                        "post": "accept",
+                    }
+                    if not (rest and _bodiless(Scenario(**changes))):
+                        yield changes
+
+
+def _nested_stacks(n: int) -> Iterator[tuple[str, ...]]:
+    """The stacks of a nested budgeted call: an enclosing call's deadline innermost (right
+    outside the timeout policy), under at most one other wrapper that reaches the base."""
+    if n >= 1:
+        yield (_NESTED,)
+    if n >= 2:
+        for w in WRAPPERS:
+            if w in _REACH_BASE and w != _NESTED:
+                yield (w, _NESTED)
+
+
+def expand(group: Group) -> Iterator[Scenario]:
+    """The configurations a group stands for."""
+    if isinstance(group, Scenario):
+        yield group
+        return
+    base, stack = group[0], group[1]
+    tag = group[2] if len(group) > 2 else None
+    for changes in _variants(stack, tag):
+        yield _replace(base, wrappers=stack, **changes)
+
+
+def group_size(group: Group) -> int:
+    """How many configurations :func:`expand` gives, without building them."""
+    if isinstance(group, Scenario):
+        return 1
+    return _stack_size(group[1], group[2] if len(group) > 2 else None)
+
+
+@functools.cache
+def _stack_size(stack: tuple[str, ...], tag: str | None = None) -> int:
+    return sum(1 for _ in _variants(stack, tag))
+
+
+def _variants(stack: tuple[str, ...], tag: str | None) -> Iterator[dict[str, Any]]:
+    if tag is None:
+        return _dispatch_variants(stack)
+    return _deep_variants(stack, rest=tag == DEEP_REST)
+
+
+def _dispatch_variants(stack: tuple[str, ...]) -> Iterator[dict[str, Any]]:
+    reaches_body = all(w in _REACH_BASE for w in stack)
+    timeouts = ("absent", "budget", "timer_first") if reaches_body else ("absent",)
+    for timeout in ("budget",) if _NESTED in stack else timeouts:
+        for tool_known in (True, False) if reaches_body and timeout == "absent" else (True,):
+            bodies = BODIES if reaches_body and tool_known else ("success",)
+            for body in bodies:
+                modes = (True, False) if reaches_body and tool_known else (True,)
+                for cooperative in modes:
+                    for post in POSTS:
+                        yield {
+                            "timeout": timeout,
+                            "tool_known": tool_known,
+                            "body": body,
+                            "cooperative": cooperative,
+                            "post": post,
+                        }
+
+
+def _replace(s: Scenario, **changes: Any) -> Scenario:
+    if "wrappers" in changes:
+        changes["wrappers"] = tuple(changes["wrappers"])
+    return replace(s, **changes)  # the constructor validates every field, as from_data does
+
+
+def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], int]:
+    """The cancellation points of ``config`` worth running, and how many were pruned.
+
+    Every point is ``step:k`` (after each transition of the uncancelled path), ``gate:<name>``
+    for every gate it reached, ``before_entry``, ``in_entry`` (an abort while entry snapshots the
+    arguments), ``after_call`` (an abort between ``execute()`` returning -- entry, ``begin()`` --
+    and its first await, ``prepare()``) and ``after``.  Three kinds are pruned because
+    they cannot be told apart from a point that is run (same observable interleaving):
+
+    * ``gate:X`` for a gate other than the body's equals ``step:k`` with k the transitions taken
+      before X was reached: between the two the only code that runs is the hook's own, which never
+      reads the caller signal, and the registry next reads it at the same checkpoint;
+    * ``before_entry`` equals the configuration whose caller signal is already aborted;
+    * an uncooperative body differs from a cooperative one only while something aborts during
+      the body, so it keeps only ``gate:body`` (and its uncancelled run when a wrapper signal or
+      the timer aborts during the body).
+    """
+    if config.caller != "live":
+        return [], 0
+    steps = sum(1 for p in uncancelled.path if p.event != "caller_abort")
+    gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
+    every = 4 + len(gates) + steps
+    if not config.cooperative:
+        kept = ["gate:body"] if "body" in gates else []
+    else:
+        kept = (
+            ["in_entry", "after_call"]
+            + (["gate:body"] if "body" in gates else [])
+            + [f"step:{k}" for k in range(1, steps + 1)]
+            + ["after"]
+        )
+    return kept, every - len(kept)
+
+
+def _uncancelled_matters(config: Scenario) -> bool:
+    """Whether the ``never`` run of a configuration is not a copy of another one's."""
+    if config.cooperative:
+        return True
+    return config.timeout == "timer_first" or "replace_aborting" in config.wrappers
+
+
+# ------------------------------------------------------------------------------------------------
+# Checking one run
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    scenario: Scenario
+    explanation: str
+    retry: str | None = None  # the registry's retry behaviour in that run (D11)
+
+    def reproducer(self) -> str:
+        retry = "" if self.retry is None else f", retry={self.retry!r}"
+        return (
+            "from toolcancel.oracle.scenario import Scenario, run_scenario\n"
+            f"obs = run_scenario({self.scenario.as_code()}{retry})\n"
+            "print(obs.result.to_json() if obs.result else obs.error)\n"
+            "print([(p.source, p.event, p.dest) for p in obs.path])"
+        )
+
+
+@dataclass
+class Checked:
+    violations: list[Violation] = field(default_factory=list)
+    rules: set[str] = field(default_factory=set)
+
+    retry: str | None = None
+
+    def fail(self, rule: str, scenario: Scenario, why: str) -> None:
+        self.violations.append(Violation(rule, scenario, why, self.retry))
+
+
+def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
+    """The rule a registry breaks when the contract's machine refuses its step.  The event is one
+    the state offers only under guards, so the step came without a guard that every way of taking
+    it needs: that guard's rule (the cursor that hands out the base dispatch while a listener is
+    left breaks ``listeners_done``, R16).  Without such a guard, the first rule of the first
+    way; an event no transition takes there at all breaks the stage order (R10)."""
+    ways = [
+        t for t in table.transitions if refused.state in t.sources and refused.event in t.events
+    ]
+    if not ways:
+        return "R10"
+    common = set(ways[0].guards).intersection(*(t.guards for t in ways[1:]))
+    rules = {g.name: g.rule for g in table.contract.guards}
+    needed = [rules[name] for name, holds in ways[0].guards if (name, holds) in common]
+    return needed[0] if needed else (ways[0].rules or ("R10",))[0]
+
+
+def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
+    """Every check of the module docstring, for one observed run: first the judge's checks of
+    the environment's own record of the run (:func:`toolcancel.oracle.judge.environment_failures`),
+    then the run's path against the contract.  ``replay=False`` leaves out the path replay, the
+    one check that reads the transition table (``verify --spec-mutants`` judges a registry
+    driven by a perturbed table with the others)."""
+    out = Checked(retry=obs.retry)
+    s = obs.scenario
+    failures, could_fail = environment_judgement(environment_record(obs))
+    if obs.error is not None or obs.result is None:
+        # what the harness saw of a call that returned no result: a body left running first,
+        # then the step its own machine refused, then the missing result
+        waited = next((f for f in failures if f.step == "quiescence"), None)
+        if waited is None and isinstance(obs.error, ContractViolation):
+            why = f"the registry's machine refused: {obs.error}"
+            out.fail(refused_rule(table, obs.error), s, why)
+            return out
+        found = waited or next((f for f in failures if f.step == "result"), failures[0])
+        out.fail(found.rule, s, found.why)
+        return out
+    for found in failures:
+        if found.step not in AFTER_THE_PATH:
+            out.fail(found.rule, s, found.why)
+    out.rules |= could_fail
+    if replay:
+        _check_replay(obs, table, out)
+    for found in failures:
+        if found.step in AFTER_THE_PATH:
+            out.fail(found.rule, s, found.why)
+    _check_pre_stage(obs, table, out)
+    _check_after_dispatch(obs, table, out)
+    _check_post_received(obs, table, out)
+    _check_cancellations(obs, table, out)
+    _check_late_success(obs, out)
+    _check_fused_signal(obs, out)
+    _check_contexts(obs, out)
+    _check_result_shape(obs, table, out)
+    return out
+
+
+_PRE_ABORTING = frozenset({"before_entry", "in_entry"})
+"""Cancellation points that make a pre-aborted entry: entry captures the caller signal after
+the argument snapshot (R11), so an abort during the snapshot is seen as one."""
+
+
+def _abort_steps(obs: Observation) -> int | None:
+    return next((e[2] for e in obs.log if e[0] == "abort" and e[1] == "caller"), None)
+
+
+def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    s = obs.scenario
+    taken = [p for p in obs.path if p.event != "caller_abort"]
+    events: list[Occurrence] = [p.occurrence for p in taken]
+    entry = "aborted" if s.caller == "aborted" or s.cancel in _PRE_ABORTING else s.caller
+    at = _abort_steps(obs) if entry == "live" else None
+    if at is not None and at <= len(events):
+        events.insert(at, Occurrence("caller_abort"))
+    state = initial_state(
+        table,
+        entry,  # type: ignore[arg-type]
+        has_agent=s.agent,
+        approval_seam=s.approval_seam,
+        retry=obs.retry,
+        wrappers=s.around_count if obs.around is None else obs.around,
+    )
+    j = 0
+    for occ in events:
+        try:
+            t, state = step(table, state, occ)
+        except ContractViolation as exc:
+            rules = taken[j].rules if j < len(taken) else ("R39",)
+            out.fail(rules[0], s, f"the contract allows no such step here: {exc}")
+            return
+        if occ.event == "caller_abort":
+            continue
+        mine = taken[j]
+        if t.index != mine.transition:
+            rule = next((r for r in t.rules if r not in ("R28",)), t.rules[0])
+            out.fail(
+                rule,
+                s,
+                f"at step {j + 1} ({occ.event} in {taken[j].source}) the contract "
+                f"takes transition t{t.index} to {t.dest or 'the same state'}"
+                f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
+                f" the registry took t{mine.transition} to {mine.dest}",
+            )
+            return
+        out.rules.update(t.rules)
+        if t.precedence is not None:
+            out.rules.add("R39")
+        j += 1
+    if state.state != "materialized":
+        out.fail("R31", s, f"the call ended in state {state.state}, not materialized")
+        return
+    out.rules.add("R10")  # the stage order is the table's order, step for step
+    out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
+
+
+
+def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What reaches post-execute and the caller, from the prose alone, where nothing aborted or
+    the caller did: arguments that are not JSON (R11), no success past C3 once the caller aborted
+    after entry (R28), and a call nothing cancels, with no wrapper, ending as its body (or an
+    unknown tool) says, post-execute's decision applied (R2, R3, R6, R7)."""
+    s, log = obs.scenario, obs.log
+    r = obs.result
+    assert r is not None
+    kinds = [e[0] for e in log]
+    post_i = kinds.index("post_in") if "post_in" in kinds else None
+    if s.args == "not_serializable":
+        rule = table.contract.outcome("args_error").rule
+        out.rules.add(rule)
+        if "pre" in kinds or post_i is not None or r.text != table.texts["args_not_serializable"]:
+            out.fail(rule, s, f"arguments that are not JSON must end the call at entry with "
+                     f"{table.texts['args_not_serializable']!r}, got {r.text!r}")
+        return
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+    steps = obs.post_steps
+    if after_entry and post_i is not None and abort_i is not None and steps is not None and (
+        log[abort_i][2] < steps  # before the transition into post-execute: C3 (around_settled)
+    ):
+        post_in = log[post_i][1]
+        if not post_in.is_error:
+            out.fail("R28", s, "the caller aborted before checkpoint C3, yet post-execute "
+                     f"received a success ({post_in.text!r})")
+    untouched = (
+        s.caller in ("none", "live")
+        and s.cancel in ("never", "after")
+        and not s.wrappers
+        and s.timeout != "timer_first"
+        and s.pre == "allow"
+        and s.guard == "none"
+    )
+    if not untouched:
+        return
+    body: str | None
+    if not s.tool_known:
+        body, error, rule = table.texts["unknown_tool"].format(name=_ANY_NAME), True, "R6"
+    elif s.body in ("throw", "throw_structured", "defer_throw"):
+        body, error, rule = None, True, "R3"  # its text is R3's own check
+    else:
+        body, error, rule = BODY_TEXT, False, "R2"
+    post_in = log[post_i][1] if post_i is not None else None
+    if post_in is None:
+        out.fail(rule, s, "nothing cancelled the call, yet post-execute did not run")
+        return
+    if error != post_in.is_error or (body is not None and not _same_text(body, post_in.text)):
+        out.fail(rule, s, f"nothing cancelled the call, yet post-execute received "
+                 f"{post_in.text!r} (error: {post_in.is_error})")
+    if s.post == "accept" and s.body != "bad_meta" and r.text != post_in.text:
+        out.fail("R7", s, f"post-execute accepted {post_in.text!r}, the caller got {r.text!r}")
+
+
+def _check_post_received(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What post-execute received, and what the caller then got (R2-R8, R18, R20, R28 C4).
+
+    Post-execute must receive the result the outcome the call held on entering post-policy
+    stands for -- its error flag, its code, and the text the environment knows for it (the
+    contract's texts, the body's and the wrappers' own) -- whatever events the registry offered
+    on the way; and the caller must get what post-execute decided on that result: a block's
+    feedback, a failure, or the result accepted (its content rewritten, if post-execute rewrote
+    it), unless checkpoint C4 replaces a success after the caller aborted."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    entering = next((p for p in obs.path if p.dest == "post_policy"), None)
+    if post_in is None or entering is None or entering.outcome is None:
+        return
+    kind = table.contract.outcome(entering.outcome)
+    out.rules.add(kind.rule)
+    code = post_in.error.code if post_in.error is not None else None
+    text = _known_text(obs, table, entering.outcome)
+    if (
+        kind.is_error != post_in.is_error
+        or (kind.code is not None and code != kind.code)
+        or (text is not None and not _same_text(text, post_in.text))
+    ):
+        out.fail(kind.rule, s, f"the call entered post-policy with outcome {entering.outcome}, "
+                 f"but post-execute received {post_in.text!r} (error: {post_in.is_error}, "
+                 f"code {code})")
+        return
+    final = obs.path[-1].outcome if obs.path else None
+    decided = next((e[1] for e in log if e[0] == "post"), None)
+    if decided is None or final == "serialization_error":
+        return
+    out.rules.update({"R7", "R20"})
+    if decided == "block":
+        if not r.is_error or r.text != BLOCK_TEXT:
+            out.fail("R7", s, f"post-execute blocked, the caller got {r.text!r}")
+        return
+    if decided == "throw":
+        if not r.is_error or r.text != "Error: " + POST_FAILURE:
+            out.fail("R20", s, f"post-execute threw, the caller got {r.text!r}")
+        return
+    post_i = next(i for i, e in enumerate(log) if e[0] == "post")
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    c4 = (
+        s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+        and abort_i < post_i and not post_in.is_error
+    )
+    if c4:
+        out.rules.add("R28")
+        invoked = table.name == "seed" or any(e[0] == "body_start" for e in log)
+        want = table.texts["aborted" if invoked else "aborted_before_dispatch"]
+        if r.text != want or not r.is_error:
+            out.fail("R28", s, f"the caller aborted before checkpoint C4 and post-execute "
+                     f"accepted a success: the caller must get {want!r}, got {r.text!r}")
+        return
+    content = [text_block(REWRITTEN)] if decided == "accept_content" else post_in.content
+    same_error = (r.error is None) == (post_in.error is None) and (
+        r.error is None or post_in.error is None
+        or r.error.to_data(table.name) == post_in.error.to_data(table.name)
+    )
+    same_content = tuple(r.content) == tuple(content) or thaw(r.content) == thaw(content)
+    if not same_content or r.is_error != post_in.is_error or not same_error:
+        out.fail("R7", s, f"post-execute accepted{' and rewrote' * (decided == 'accept_content')}"
+                 f" {post_in.text!r} (error: {post_in.is_error}), the caller got {r.to_json()}")
+
+
+def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """Which cancellation a result is, where it is the registry's (R4, R17, R25, R41):
+
+    * seed, pre-aborted entry: none at all -- no replacement applies to that call (R25);
+    * the caller aborted after entry but before base dispatch: what reaches post-execute from
+      dispatch is the cancellation (C2 reads the fused signal before the tool is looked up,
+      R17), not UNKNOWN_TOOL nor anything a body could say;
+    * revised, no wrapper retrying: ABORTED exactly when the body was invoked, otherwise
+      ABORTED_BEFORE_DISPATCH (R41)."""
+    s, log, r = obs.scenario, obs.log, obs.result
+    assert r is not None
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    texts = table.texts
+    mine = {texts["aborted"], texts["aborted_before_dispatch"]}
+    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    if table.name == "seed" and pre_aborted and s.args == "ok":
+        out.rules.add("R25")
+        for what, res in (("post-execute received", post_in), ("the caller got", r)):
+            if res is not None and res.text in mine:
+                out.fail("R25", s, f"a pre-aborted entry gets none of the registry's "
+                         f"cancellations (seed), yet {what} {res.text!r}")
+                return
+    at = _abort_steps(obs)
+    taken = [p for p in obs.path if p.event != "caller_abort"]
+    dispatched = next((k for k, p in enumerate(taken, 1) if p.event == "base_dispatch"), None)
+    after_entry = s.caller == "live" and not pre_aborted
+    if after_entry and at is not None and dispatched is not None and at < dispatched:
+        out.rules.add("R17")
+        if post_in is not None and post_in.text not in mine:
+            out.fail("R17", s, "the caller aborted before base dispatch, yet post-execute "
+                     f"received {post_in.text!r}, not the cancellation")
+    if table.name == "revised" and not s.retries and post_in is not None and (
+        post_in.text in mine
+    ):
+        out.rules.add("R41")
+        invoked = any(e[0] == "body_start" for e in log)
+        want = texts["aborted" if invoked else "aborted_before_dispatch"]
+        if post_in.text != want:
+            out.fail("R41", s, f"the body was {'' if invoked else 'not '}invoked: the "
+                     f"cancellation is {want!r}, post-execute received {post_in.text!r}")
+
+
+_SUCCEEDING = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
+"""Bodies that return a success when they settle."""
+
+
+def _check_late_success(obs: Observation, out: Checked) -> None:
+    """R18: a body success that settles after its fused signal aborted becomes ABORTED at body
+    level (a seed pre-aborted entry excepted, R25).  What comes out of the around chain is then
+    an error -- that ABORTED, TOOL_TIMEOUT, or a wrapper's failure on the final route -- so
+    post-execute never receives a success.  (A retrying wrapper's later attempt may succeed.)"""
+    s, log = obs.scenario, obs.log
+    if s.body not in _SUCCEEDING or s.retries or s.caller == "aborted" or (
+        s.cancel in _PRE_ABORTING
+    ):
+        return
+    if not any(e[0] == "body_settle" and e[1] for e in log):
+        return
+    out.rules.add("R18")
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    if post_in is not None and not post_in.is_error:
+        out.fail("R18", s, "the body succeeded after its signal aborted, yet post-execute "
+                 f"received a success ({post_in.text!r}), not ABORTED")
+
+
+def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:
+    """The text a result of ``outcome`` must read, where the environment knows it."""
+    texts, s = table.texts, obs.scenario
+    if outcome in ("aborted", "aborted_before_dispatch"):
+        return texts[outcome]
+    if outcome == "tool_timeout":
+        return texts["tool_timeout"].format(ms=BUDGET_MS)
+    if outcome == "unknown_tool":
+        return texts["unknown_tool"].format(name=_ANY_NAME)
+    if outcome == "body_success":
+        return BODY_TEXT
+    if outcome == "body_error":
+        return "Error: " + (BODY_STRUCTURED_FAILURE if s.body == "throw_structured"
+                            else BODY_FAILURE)
+    return None
+
+
+_ANY_NAME = "\x00"
+"""Stands for the tool's name in an expected text: the environment's record does not name the
+tool (the model calls of a turn batch have their own), so ``{name}`` matches any name."""
+
+
+def _same_text(expected: str, got: str) -> bool:
+    pattern = re.escape(expected).replace(re.escape(_ANY_NAME), '[^"]*')
+    return re.fullmatch(pattern, got) is not None
+
+
+def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    """What the pre-policy stage must end in, from the prose alone (R5, R13-R15, R43): which
+    result reaches post-execute (or that none does), and whether the guards ran.
+
+    Written from CONTRACT.md and the environment's record, not from the transition table: the
+    harness knows what each hook decided and whether the caller aborted before the decision that
+    C1 (revised: R43) looks at -- pre-execute's, or approval's when the seam was asked."""
+    s, log = obs.scenario, obs.log
+    kinds = [e[0] for e in log]
+    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    if table.name == "revised" and pre_aborted and s.args == "ok":
+        out.rules.add("R42")
+        assert obs.result is not None
+        if "pre" in kinds or obs.result.text != table.texts["aborted_before_dispatch"]:
+            out.fail("R42", s, "a pre-aborted call must stop after entry with "
+                     f"{table.texts['aborted_before_dispatch']!r}, got {obs.result.text!r}")
+        return
+    if "pre" not in kinds:
+        return  # the call stopped at entry (args_error)
+    asked = "approval" in kinds
+    decisive = kinds.index("approval" if asked else "pre")
+    guard_i = kinds.index("guard") if "guard" in kinds else None
+    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
+    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+
+    def before(i: int | None) -> bool:
+        """The caller aborted (after entry) before log entry ``i`` -- a hook's decision."""
+        return after_entry and i is not None and abort_i is not None and abort_i < i
+
+    name, texts = _ANY_NAME, table.texts
+    answer = s.approval if asked else None
+    raised = s.pre in ("throw", "throw_structured") or answer == "throw"
+    denial: str | None = None  # the R5 reason of a denial, if the decisions make one
+    if not raised:
+        if s.pre == "deny":
+            denial = "policy refused the call"
+        elif s.pre == "ask" and not s.approval_seam:
+            denial = "needs a human"
+        elif s.pre == "ask" and not s.agent:
+            denial = texts["ask_without_agent"].format(name=name)
+        elif answer in ("rejected", "cancelled", "unavailable"):
+            denial = texts[f"approval_{answer}"].format(name=name)
+    guards = not raised and denial is None and (s.pre == "allow" or answer == "approved")
+    final = None  # post-execute must not run: the R3 error on the final route
+    expect: object  # the text post-execute must receive; final: none; ...: not judged here
+    if table.name == "seed":
+        if before(decisive):
+            rule, expect, guards = "R13", texts["aborted"], False  # C1 beats all (rows 2, 3)
+        elif raised:
+            rule, expect = "R14", final
+        elif denial is not None:
+            rule, expect = "R5", "Error: " + denial
+        elif guards and s.guard == "throw":  # C1': cancelled when the guard threw?
+            rule, expect = "R14", texts["aborted"] if before(guard_i) else final
+        elif guards and s.guard == "deny" and not before(guard_i):
+            rule, expect = "R15", "Error: guard refused the call"
+        else:
+            rule, expect = "R15", ...
+    else:
+        # R43 orders a decision against a cancellation; with none before it, the decision's
+        # own rule (the seed's) is what a wrong result breaks.
+        if raised or (guards and s.guard == "throw"):
+            at = decisive if raised else guard_i
+            rule, expect = "R43" if before(at) else "R14", final  # (d) a failure beats it
+        elif answer == "cancelled" and before(decisive):
+            rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
+        elif denial is not None:
+            rule = "R43" if before(decisive) else "R5"
+            expect = "Error: " + denial  # (b) denials beat cancellation
+        elif guards and s.guard == "deny":
+            rule = "R43" if before(guard_i) else "R15"
+            expect = "Error: guard refused the call"  # (b)
+        elif guards and before(guard_i):
+            rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
+        else:
+            rule, expect = "R43", ...
+    out.rules.add(rule)
+    pre_i = kinds.index("pre")
+    if s.pre == "ask" and s.approval_seam and s.agent and not asked and not before(pre_i):
+        # R5: asked exactly when ask, a seam and an agent; skipping it is the MAY (D1) only
+        # once the caller aborted before pre-execute decided.
+        out.rules.add("R5")
+        out.fail("R5", s, "pre-execute asked, a seam is mounted and the call has an agent, yet "
+                 "the approval seam was not asked")
+    if (guard_i is not None) != guards:
+        out.fail(
+            rule,
+            s,
+            f"the guards {'ran' if guard_i is not None else 'did not run'}, but they must"
+            f"{'' if guards else ' not'} here",
+        )
+    if expect is ...:
+        return  # on to dispatch: the later checks judge the rest
+    if "wrapper_in" in kinds or "body_start" in kinds:
+        out.fail(rule, s, "the call ended in the pre-policy stage, yet an around wrapper or the "
+                 "body ran")
+    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+    assert obs.result is not None
+    if expect is final:
+        if post_in is not None or not obs.result.is_error:
+            out.fail(rule, s, "a pre-stage exception must be the R3 error on the final route "
+                     f"(post-execute got {post_in.text if post_in else None!r}, the result is "
+                     f"{obs.result.text!r})")
+    elif post_in is None or not (isinstance(expect, str) and _same_text(expect, post_in.text)):
+        got = "no result (post-execute did not run)" if post_in is None else repr(post_in.text)
+        out.fail(rule, s, f"post-execute must receive {expect!r}, it got {got}")
+
+
+def _check_fused_signal(obs: Observation, out: Checked) -> None:
+    s = obs.scenario
+    log = obs.log
+    start = next((i for i, e in enumerate(log) if e[0] == "body_start"), None)
+    if start is None:
+        return
+    settle = next(i for i, e in enumerate(log) if e[0] == "body_settle")
+    stack = _stack_at_first_body(obs)
+    sources = [
+        e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
+    ]
+    if s.caller == "aborted" or s.cancel in _PRE_ABORTING:
+        _check_born_aborted(obs, log[settle], stack, out)
+        return
+    if not sources:
+        return
+    out.rules.add("R21")
+    _, aborted, reason = log[settle]
+    if not aborted:
+        out.fail(
+            "R21",
+            s,
+            f"{sources[0][1] if sources[0][0] == 'abort' else 'the timer'} aborted "
+            "while the body ran, but the body's signal was not aborted",
+        )
+        return
+    first = sources[0]
+    source = "timer" if first[0] == "timer" else first[1]
+    if source == "caller":
+        right = isinstance(reason, CallerReason)
+    elif source == "wrapper" and s.wrappers[first[3]] == _NESTED:
+        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"  # the outer deadline's own
+    elif source == "wrapper":
+        right = isinstance(reason, WrapperReason)
+    else:
+        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"
+    if not right:
+        out.fail("R21", s, f"the {source} aborted first, but the body's signal carries {reason!r}")
+    if source == "caller" and s.timeout != "absent":
+        out.rules.add("R35")  # the deadline carried its upstream's (the caller's) reason
+    replaced = any(w in ("retry", "throw_after") for w in s.wrappers)  # outer wrappers own it
+    if first[0] == "timer" and s.timeout == "timer_first" and not replaced:
+        out.rules.add("R34")
+        post_in = next((e[1] for e in log if e[0] == "post_in"), None)
+        if post_in is not None and (post_in.error is None or post_in.error.code != "TOOL_TIMEOUT"):
+            out.fail(
+                "R34",
+                s,
+                "the deadline fired first, but the result is not TOOL_TIMEOUT "
+                f"({post_in.text!r}, code {post_in.error.code if post_in.error else None})",
+            )
+
+
+def _check_born_aborted(
+    obs: Observation, settle: tuple[Any, ...], stack: tuple[int, ...], out: Checked
+) -> None:
+    """A body of a pre-aborted entry (seed, R25) gets a fused signal born aborted (the caller
+    cannot be detached, R21), whose reason is the slot's when the slot already was aborted --
+    the wrapper's reason beats the caller's there -- and the caller's otherwise."""
+    s = obs.scenario
+    out.rules.add("R21")
+    _, aborted, reason = settle
+    setters = [j for j in stack if j < len(s.wrappers) and _sets_slot(s.wrappers[j])]
+    slot_aborted = bool(setters) and s.wrappers[setters[-1]] == "replace_aborted"
+    want, kind = (WrapperReason, "wrapper") if slot_aborted else (CallerReason, "caller")
+    if not aborted:
+        out.fail("R21", s, "the caller was aborted at entry, yet the body's signal was live")
+    elif not isinstance(reason, want):
+        out.fail("R21", s, f"the body's signal was born aborted; its reason must be the "
+                 f"{kind}'s (the slot's first when both are aborted), it carries {reason!r}")
+
+
+def _sets_slot(behaviour: str) -> bool:
+    return behaviour.startswith("replace") or behaviour == "remove"
+
+
+def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -> bool:
+    """Whether an abort source feeds the first body's signal.  The caller always does (it cannot
+    be detached); a wrapper's signal, or the timeout policy's deadline (the innermost wrapper),
+    only if that wrapper was running around the body (``stack``) and no wrapper inside it there
+    replaced or removed the slot."""
+    if entry[0] == "abort" and entry[1] == "caller":
+        return True
+    i = len(s.wrappers) if entry[0] == "timer" else entry[3]
+    if i not in stack:
+        return False
+    inner = (s.wrappers[j] for j in stack if i < j < len(s.wrappers))
+    return not any(_sets_slot(w) for w in inner)
+
+
+def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
+    """The around wrappers (by index) running when the first body started, from the path.
+
+    Which wrapper a ``next()`` hands out depends on the retry behaviour (D11): a cursor hands
+    out each wrapper once, in order; otherwise the chain goes on from the delegating wrapper."""
+    cursor = obs.retry == "cursor"
+    stack: list[int] = []
+    handed = 0
+    for p in obs.path:
+        if p.event == "wrapper_enter":
+            stack.append(handed if cursor else (stack[-1] + 1 if stack else 0))
+            handed += 1
+        elif p.event in ("wrapper_returned", "wrapper_raise"):
+            stack.pop()
+        elif p.event == "base_dispatch" and p.dest in ("body", "draining"):
+            break
+    return tuple(stack)
+
+
+_WITHOUT_CONTEXTS = frozenset(
+    {"args_error", "pre_error", "around_error", "post_error", "serialization_error"}
+)
+"""Outcomes whose result R29 says carries no context at all: the final-route errors, a
+post-execute throw and a failed final snapshot (the contract file has no field for this)."""
+
+
+def _check_contexts(obs: Observation, out: Checked) -> None:
+    out.rules.add("R29")
+    assert obs.result is not None
+    final = obs.path[-1].outcome if obs.path else None
+    reached_c3 = any(p.event == "around_settled" for p in obs.path)
+    if final == "blocked":
+        expected: tuple[Any, ...] = (BLOCK_CONTEXT,)
+    elif final in _WITHOUT_CONTEXTS:
+        expected = ()
+    else:
+        accepted = any(p.event == "post_accept" for p in obs.path)
+        expected = (obs.deferred if reached_c3 else ()) + (obs.post_contexts if accepted else ())
+    got = tuple(thaw(obs.result.contexts))
+    if got != tuple(expected):
+        out.fail("R29", obs.scenario, f"contexts {list(got)}, the contract says {list(expected)}")
+
+
+_AUTHORED_BY_WRAPPERS = frozenset(
+    o.name for o in load_contract().outcomes if o.authored_by == "wrapper"
+)
+"""Outcomes whose result a wrapper wrote (``authored_by = "wrapper"`` in contract.toml); the
+registry does not re-normalize them (R44)."""
+
+
+def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked) -> None:
+    s, r = obs.scenario, obs.result
+    assert r is not None
+    out.rules.add("R30")
+    if s.cancel == "never":  # once per configuration: the shape does not depend on the schedule
+        out.rules.add("R1")
+        if json.loads(r.to_json()) != r.to_data():
+            out.fail("R1", s, "the canonical JSON does not round-trip the result")
+    final = obs.path[-1].outcome if obs.path else None
+    if final is None:
+        return
+    kind = table.contract.outcome(final)
+    out.rules.add(kind.rule)
+    if kind.is_error != r.is_error:
+        out.fail(kind.rule, s, f"outcome {final} but isError is {r.is_error}")
+    if kind.code is not None and (r.error is None or r.error.code != kind.code):
+        out.fail(kind.rule, s, f"outcome {final} but the result is {r.to_json()}")
+    if table.name == "revised" and r.is_error and final not in _AUTHORED_BY_WRAPPERS:
+        out.rules.add("R44")
+        if r.error is None or not r.error.to_data("revised").get("message"):
+            out.fail("R44", s, f"a revised error result must carry error.message: {r.text!r}")
+    texts = table.texts
+    expected = {
+        "aborted": texts["aborted"],
+        "aborted_before_dispatch": texts["aborted_before_dispatch"],
+        "args_error": texts["args_not_serializable"],
+        "serialization_error": texts["result_not_serializable"],
+    }.get(final)
+    # An error result keeps the content post-execute rewrote; a success accepted after the
+    # caller aborted is replaced whole at C4 (its text is the contract's again).
+    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
+    rewritten = (
+        s.post == "accept_content"
+        and any(p.event == "post_accept" for p in obs.path)
+        and post_in is not None
+        and post_in.is_error
+    )
+    if expected is not None and not rewritten and r.text != expected:
+        out.fail(kind.rule, s, f"outcome {final} must read {expected!r}, got {r.text!r}")
+
+
+# ------------------------------------------------------------------------------------------------
+# Running the space
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    """What a batch of configurations added up to (merged across workers)."""
+
+    configurations: int = 0
+    schedules: int = 0
+    pruned: int = 0
+    paths: set[tuple[str, ...]] = field(default_factory=set)
+    transitions: set[int] = field(default_factory=set)
+    rules: set[str] = field(default_factory=set)
+    violations: list[Violation] = field(default_factory=list)
+    violation_count: int = 0
+    turn_batches: int = 0
+    turn_schedules: int = 0
+    by_retry: collections.Counter[str] = field(default_factory=collections.Counter)
+    """Schedules run per retry behaviour, for the configurations where a wrapper retries."""
+    deep: bool = False
+    """A job's tally: whether the job was of the deeper family (not merged)."""
+
+    def merge(self, other: Tally) -> None:
+        self.configurations += other.configurations
+        self.schedules += other.schedules
+        self.pruned += other.pruned
+        self.paths |= other.paths
+        self.transitions |= other.transitions
+        self.rules |= other.rules
+        self.violation_count += other.violation_count
+        self.violations.extend(other.violations[: max(0, 20 - len(self.violations))])
+        self.turn_batches += other.turn_batches
+        self.turn_schedules += other.turn_schedules
+        self.by_retry.update(other.by_retry)
+
+
+async def _run_configs(
+    configs: Sequence[Scenario],
+    factory: RegistryFactory,
+    clock: VirtualClock,
+    retries: Sequence[str] | None = None,
+    replay: bool = True,
+) -> Tally:
+    """Check ``configs``; a configuration whose wrapper retries is checked under each of
+    ``retries`` (default: every retry behaviour of the contract, D11), the others once."""
+    table = load_contract().revision(configs[0].revision) if configs else None
+    behaviours = tuple(retries or load_contract().retry_names)
+    tally = Tally()
+    # The uncancelled runs of the cooperative configurations that differ from the current one in
+    # their post-execute decision at most (configurations() gives an uncooperative one after
+    # its cooperative twins), per retry behaviour.
+    twins: dict[tuple[Scenario, str | None], Observation] = {}
+    family: Scenario | None = None
+    for config in configs:
+        tally.configurations += 1
+        matters = _uncancelled_matters(config)
+        if config.cooperative:
+            kin = replace(config, post=POSTS[0])
+            if kin != family:
+                twins.clear()
+                family = kin
+        for retry in behaviours if config.retries else (None,):
+            twin = None
+            if not (config.cooperative or matters):
+                twin = twins.get((replace(config, cooperative=True), retry))
+            if twin is not None:
+                # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and
+                # it is used only to choose the schedules.  (When something does abort -- the
+                # timer, an aborting wrapper signal -- an uncooperative body changes the path.)
+                first = twin
+            else:
+                first = await Harness(config, factory, clock, retry).run()
+            if config.cooperative:
+                twins[(config, retry)] = first
+            runs = [first] if matters else []
+            tally.pruned += 0 if runs else 1
+            kept, pruned = schedules(config, first)
+            tally.pruned += pruned
+            for cancel in kept:
+                runs.append(await Harness(config.with_cancel(cancel), factory, clock, retry).run())
+            if retry is not None:
+                tally.by_retry[retry] += len(runs)
+            for obs in runs:
+                assert table is not None
+                tally.schedules += 1
+                result = check(obs, table, replay=replay)
+                tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
+                tally.transitions.update(p.transition for p in obs.path)
+                tally.rules |= result.rules
+                tally.violation_count += len(result.violations)
+                if len(tally.violations) < 20:
+                    tally.violations.extend(result.violations[:1])
+    return tally
+
+
+def run_batch(
+    configs: Sequence[Scenario], factory: RegistryFactory = ToolRegistry, *, replay: bool = True
+) -> Tally:
+    """Check a batch of configurations on one virtual-time loop (``replay``: see :func:`check`)."""
+    clock = VirtualClock()
+    return run(_run_configs(configs, factory, clock, replay=replay), clock=clock)
+
+
+JOB_CONFIGURATIONS = 200
+"""About how many configurations one job of :func:`plan` holds (a few tenths of a second)."""
+
+JOB_TURN_BATCHES = 16
+"""How many turn batches (kinds of calls) one job holds."""
+
+
+@dataclass(frozen=True)
+class Job:
+    """One unit of work for a worker: groups of configurations to expand and check, or turn
+    batches to run.  Small to pickle: a job names its configurations, it does not hold them."""
+
+    revision: str
+    groups: tuple[Group, ...] = ()
+    turn_kinds: tuple[tuple[str, ...], ...] = ()
+    size: int = 0  # configurations
+    deep: bool = False  # of the deeper family (:func:`deep_stacks`)
+
+    def run(self, factory: RegistryFactory = ToolRegistry) -> Tally:
+        if self.turn_kinds:
+            return _turn_tally(verify_turns(self.revision, kinds=self.turn_kinds), self.revision)
+        tally = run_batch([c for g in self.groups for c in expand(g)], factory)
+        tally.deep = self.deep
+        return tally
+
+
+def plan(
+    revision: str = "seed",
+    max_wrappers: int = MAX_WRAPPERS,
+    max_calls: int = MAX_CALLS,
+    *,
+    turns: bool = True,
+    deep: bool = False,
+) -> list[Job]:
+    """The bounded space cut into jobs: the turn batches first (so they never end a run), then
+    the configurations in :func:`configurations` order, ``JOB_CONFIGURATIONS`` or so a job (with
+    ``deep``, the deeper family's in jobs of their own, last).
+
+    Only groups are enumerated here; each worker expands its own, so the serial part of a run is
+    the cheap enumeration of groups."""
+    jobs: list[Job] = []
+    if turns:
+        kinds = list(batch_kinds(max_calls))
+        for i in range(0, len(kinds), JOB_TURN_BATCHES):
+            jobs.append(Job(revision, turn_kinds=tuple(kinds[i : i + JOB_TURN_BATCHES])))
+    pending: list[Group] = []
+    size = 0
+    family = False
+    for group in groups(revision, max_wrappers, deep=deep):
+        in_family = not isinstance(group, Scenario) and len(group) > 2
+        if in_family != family and pending:
+            jobs.append(Job(revision, tuple(pending), size=size, deep=family))
+            pending, size = [], 0
+        family = in_family
+        pending.append(group)
+        size += group_size(group)
+        if size >= JOB_CONFIGURATIONS:
+            jobs.append(Job(revision, tuple(pending), size=size, deep=family))
+            pending, size = [], 0
+    if pending:
+        jobs.append(Job(revision, tuple(pending), size=size, deep=family))
+    return jobs
+
+
+def run_jobs(
+    jobs: Sequence[Job],
+    factory: RegistryFactory = ToolRegistry,
+    workers: int = 1,
+    cluster: str | None = None,
+) -> Generator[Tally, None, None]:
+    """Each job's tally, as jobs finish (in order with one worker, and on a ``cluster``: the
+    address of a Dask scheduler).  Closing the iterator early stops the workers."""
+    if cluster is not None:
+        from .cluster import map_in_order
+
+        yield from map_in_order(cluster, _worker, [(job, factory) for job in jobs])
+        return
+    if workers <= 1:
+        for job in jobs:
+            yield job.run(factory)
+        return
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(workers) as pool:
+        # One job per task: a job is a few tenths of a second, so the tail is short and the
+        # pickling is small (a job names its configurations; the factory pickles by reference).
+        yield from pool.imap_unordered(_worker, [(job, factory) for job in jobs], chunksize=1)
+
+
+@dataclass
+class Report:
+    revision: str
+    tally: Tally
+    transitions_total: int
+    rules_total: int
+    seconds: float
+    workers: int
+
+    table: RevisionContract | None = None
+    max_wrappers: int = MAX_WRAPPERS
+    max_calls: int = MAX_CALLS
+    cluster: str | None = None
+    deeper: Tally | None = None
+    """The deeper family's share of ``tally`` (:func:`deep_stacks`); None when it did not run."""
+
+    @property
+    def engine(self) -> str:
+        """Where the schedules ran: local processes, or the Dask cluster at an address."""
+        return "local processes" if self.cluster is None else f"dask.distributed at {self.cluster}"
+
+    @property
+    def missing_transitions(self) -> list[int]:
+        if self.table is None:
+            return []
+        return [
+            t.index
+            for t in self.table.transitions
+            if not t.alternative and t.index not in self.tally.transitions
+        ]
+
+    @property
+    def rule_ids(self) -> set[str]:
+        return set() if self.table is None else {r.id for r in self.table.rules}
+
+    @property
+    def missing_rules(self) -> list[str]:
+        if self.table is None:
+            return []
+        return [r.id for r in self.table.rules if r.id not in self.tally.rules]
+
+    def to_json(self) -> dict[str, Any]:
+        t = self.tally
+        return {
+            "revision": self.revision,
+            "configurations": t.configurations,
+            "schedules": t.schedules,
+            "pruned_equivalent": t.pruned,
+            "paths": len(t.paths),
+            "turn_batches": t.turn_batches,
+            "turn_schedules": t.turn_schedules,
+            "transitions_covered": len(t.transitions),
+            "transitions_total": self.transitions_total,
+            "rules_covered": len(t.rules & self.rule_ids),
+            "rules_total": self.rules_total,
+            "violations": t.violation_count,
+            "missing_transitions": self.missing_transitions,
+            "missing_rules": self.missing_rules,
+            "first_violations": [
+                {"rule": v.rule, "explanation": v.explanation, "scenario": v.scenario.to_data()}
+                for v in t.violations[:5]
+            ],
+            "seconds": round(self.seconds, 2),
+            "workers": self.workers,
+            "engine": self.engine,
+            "retry_schedules": dict(sorted(t.by_retry.items())),
+            "max_wrappers": self.max_wrappers,
+            "max_calls": self.max_calls,
+            "deeper": None
+            if self.deeper is None
+            else {
+                "configurations": self.deeper.configurations,
+                "schedules": self.deeper.schedules,
+                "pruned_equivalent": self.deeper.pruned,
+                "violations": self.deeper.violation_count,
+            },
+        }
+
+
+def verify(
+    revision: str = "seed",
+    *,
+    workers: int = 2,
+    factory: RegistryFactory = ToolRegistry,
+    max_wrappers: int = MAX_WRAPPERS,
+    max_calls: int = MAX_CALLS,
+    progress: Callable[[int, int], None] | None = None,
+    stop_at_first: bool = False,
+    cluster: str | None = None,
+    deep: bool = True,
+) -> Report:
+    """Check the whole bounded space of ``revision``; use ``workers`` processes, or the Dask
+    cluster whose scheduler is at ``cluster`` (the same totals, paths and violations as one
+    local process: :mod:`toolcancel.selfcheck.cluster`).
+
+    The bounds: ``max_wrappers`` around wrappers per call, ``max_calls`` concurrent model calls
+    per turn batch.  With ``deep`` the deeper family (:func:`deep_stacks`) runs after the bounded
+    space: three-wrapper retry stacks and what only a ``cursor`` retry reaches, whatever the bound
+    (the part of it the bound holds already is left out).  With ``stop_at_first`` the check ends
+    at the first job that shows a violation (used to kill mutants quickly); the turn batches then
+    run last, and only if none did."""
+    if max_wrappers < 0:
+        raise ValueError(f"max_wrappers must be at least 0, not {max_wrappers}")
+    if max_calls < 1:
+        raise ValueError(f"max_calls must be at least 1, not {max_calls}")
+    start = time.perf_counter()
+    table = load_contract().revision(revision)
+    jobs = plan(revision, max_wrappers, max_calls, turns=not stop_at_first, deep=deep)
+    configs = sum(job.size for job in jobs)
+    total = Tally()
+    deeper = Tally() if deep else None
+    done = 0
+    with contextlib.closing(run_jobs(jobs, factory, workers, cluster)) as tallies:
+        for tally in tallies:
+            total.merge(tally)
+            if deeper is not None and tally.deep:
+                deeper.merge(tally)
+            done += tally.configurations
+            if progress:
+                progress(done, configs)
+            if stop_at_first and total.violation_count:
+                break
+    if not (stop_at_first and total.violation_count):
+        if stop_at_first:
+            total.merge(_turn_tally(verify_turns(revision, max_calls), revision))
+        _add_registration(total, revision)
+    return Report(
+        revision,
+        total,
+        len(table.transitions),
+        len(table.rules),
+        time.perf_counter() - start,
+        workers,
+        table,
+        max_wrappers,
+        max_calls,
+        cluster,
+        deeper,
+    )
+
+
+def _turn_tally(turns: TurnTally, revision: str) -> Tally:
+    """What the turn batches add (R9, R36-R38, through the real scheduler), as a tally."""
+    out = Tally(
+        rules=set(turns.rules),
+        violation_count=turns.violation_count,
+        turn_batches=turns.batches,
+        turn_schedules=turns.schedules,
+    )
+    for rule, why, turn in turns.violations[:20]:
+        where = f"{why} -- in {turn.as_code()} (toolcancel.oracle.turncheck)"
+        out.violations.append(Violation(rule, Scenario(revision=revision), where))
+    return out
+
+
+def _add_registration(total: Tally, revision: str) -> None:
+    """The part of the contract no call shows: budget declaration (R32), and R40."""
+    for rule, why in check_registration(revision):
+        total.violation_count += 1
+        total.violations.append(Violation(rule, Scenario(revision=revision), why))
+    total.rules.add("R32")
+    if revision == "revised":
+        total.rules.add("R40")
+
+
+def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
+    """R32: a declared budget that is not a positive finite number is refused at registration,
+    with the contract's message; a valid one is accepted.  R40 (revised): a call without a caller
+    signal is a usage error, raised before the call exists."""
+
+    async def body(args: Any, view: Any) -> Any:
+        return []
+
+    found = []
+    reg = ToolRegistry()
+    for bad in (0, -1, float("inf"), float("-inf"), float("nan"), True):
+        try:
+            reg.register("t", body, timeout_ms=bad)
+        except TypeError as exc:  # R32's type error; Python raises InvalidBudget, a ValueError too
+            prefix = 'tool "t" timeout_ms must be a positive finite number'
+            if not isinstance(exc, ValueError) or not str(exc).startswith(prefix):
+                found.append(("R32", f"timeout_ms={bad!r} was refused with {exc}"))
+        else:
+            found.append(("R32", f"timeout_ms={bad!r} was accepted"))
+    try:
+        reg.register("t", body, timeout_ms=1.5)
+    except TypeError as exc:
+        found.append(("R32", f"timeout_ms=1.5 was refused: {exc}"))
+    if revision == "revised":
+        revised = ToolRegistry(revision="revised")
+        try:
+            revised.begin("t", {})
+        except RegistryUsageError:
+            pass
+        else:
+            found.append(("R40", "the revised registry began a call without a caller signal"))
+    return found
+
+
+def _worker(task: tuple[Job, RegistryFactory]) -> Tally:
+    job, factory = task
+    return job.run(factory)

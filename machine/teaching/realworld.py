@@ -1,0 +1,379 @@
+"""docs/REAL-WORLD.md: which of the contract's rules the tool runtimes people use keep.
+
+``python -m toolcancel.teaching.realworld`` (from a source checkout with the ``runtimes`` extra)
+makes it in two steps, so that checking it is cheap:
+
+1. **measure** (``--run``): ``toolcancel conform`` runs every adapter of ``examples/runtimes/``
+   (``adapter_<name>.py``), both revisions, at outcome level, and what it judged -- per rule kept,
+   broken or not judged (and why), per failure family its rule, one vector id, what the runtime
+   did and what the contract says -- is kept in ``docs/real-world.json``.  No timings: the same
+   runtime versions give the same file.
+2. **render**: the table is made from that file and the reproductions, ``repro_<name>.py`` beside
+   each adapter.  A reproduction is a function whose docstring begins with the rules it shows
+   (``"R27: a cancelled call_tool returns ..."``); it shows the runtime's own behaviour outside
+   the adapter, and its source is what the table gives a maintainer to paste.  A failure family
+   without a reproduction of its rule stops the render: nothing is published unconfirmed.
+
+``--check`` renders again and exits 1 if the committed table differs; with ``--run`` it also
+measures again and compares ``docs/real-world.json`` (slow: every runtime, every applicable
+vector).  :func:`generate_real_world` is the one entry point (``toolcancel regen`` calls it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final
+
+from ..contract.errors import ToolcancelError
+
+REVISIONS: Final = ("seed", "revised")
+TABLE: Final = Path("docs/REAL-WORLD.md")
+DATA: Final = Path("docs/real-world.json")
+RUNTIMES_DIR: Final = Path("examples/runtimes")
+PROTOCOL: Final = "protocol"
+"""The rule conform cites when the adapter could not run a vector (an ``error`` answer): a
+scenario the runtime cannot express, listed as not run, not as the runtime's failure."""
+_RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
+"""A reproduction's docstring head: its rules, and optionally the scenario features of the
+failures it reproduces, ``"R31 [body=throw]: ..."``."""
+
+
+class RealWorldError(ToolcancelError):
+    """The table cannot be made (the message names the runtime, file or family)."""
+
+
+@dataclass(frozen=True)
+class Reproduction:
+    """One function of a ``repro_<name>.py``: the rules it shows, its one-line summary, its
+    source."""
+
+    name: str
+    rules: tuple[str, ...]
+    summary: str
+    source: str
+    features: tuple[str, ...] = ()  # field=value the failure's scenario has (or cancelled=true)
+
+    def shows(self, rule: str, scenario: dict[str, Any] | None) -> bool:
+        """Whether this reproduces a failure citing ``rule`` on ``scenario``."""
+        if scenario is None or rule not in self.rules:
+            return False
+        seen = {**scenario, "cancelled": scenario.get("cancel") != "never"}
+        return all(
+            str(seen.get(k)).lower() == v.lower()
+            for k, v in (f.split("=", 1) for f in self.features)
+        )
+
+
+def runtimes(root: Path) -> list[str]:
+    """The runtimes with an adapter in ``examples/runtimes/``, sorted."""
+    return sorted(
+        p.stem.removeprefix("adapter_") for p in (root / RUNTIMES_DIR).glob("adapter_*.py")
+    )
+
+
+def setup(root: Path, name: str) -> str:
+    """What every reproduction of ``repro_<name>.py`` stands on: the file's imports and helpers
+    (every top-level statement before the first reproduction, the docstring and
+    ``__future__`` aside), so that each can be pasted whole."""
+    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    kept: list[ast.stmt] = []
+    for node in ast.parse(text).body:
+        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+        if doc and _RULES.match(doc):
+            break
+        if not isinstance(node, ast.Expr) and not (
+            isinstance(node, ast.ImportFrom) and node.module == "__future__"
+        ):
+            kept.append(node)
+    if not kept:
+        return ""
+    lines = text.splitlines()
+    return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
+
+
+def reproductions(root: Path, name: str) -> list[Reproduction]:
+    """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
+    path = root / RUNTIMES_DIR / f"repro_{name}.py"
+    if not path.is_file():
+        raise RealWorldError(f"{path}: missing: every runtime's findings need reproductions")
+    text = path.read_text(encoding="utf-8")
+    out = []
+    for node in ast.parse(text).body:
+        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+        match = _RULES.match(doc or "")
+        if isinstance(node, ast.AsyncFunctionDef) and doc and match:
+            summary = " ".join(doc.split("\n\n")[0].split())[match.end() :]
+            source = ast.get_source_segment(text, node) or ""
+            features = tuple(f.strip() for f in (match[2] or "").split(",") if f.strip())
+            rules = tuple(match[1].split("/"))
+            out.append(Reproduction(node.name, rules, summary, source, features))
+    return out
+
+
+def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
+    """Run ``name``'s adapter through conform for ``revision``; what the table needs of it."""
+    adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
+    command = [sys.executable, "-m", "toolcancel", "conform", "--revision", revision, "--json",
+               "--quiet", "--adapter", sys.executable, str(adapter)]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, cwd=root, check=False)
+    if done.returncode not in (0, 1):
+        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise RealWorldError(f"{adapter}: conform could not run it ({revision}): {last}")
+    report = json.loads(done.stdout)
+    rules = {}
+    for rule, row in report["by_rule"].items():
+        if row["failed"]:
+            verdict = "broken"
+        elif row["passed"] and row["status"] != "none":
+            verdict = "kept"
+        else:
+            verdict = "not judged"
+        rules[rule] = {"title": row["title"], "verdict": verdict, "passed": row["passed"],
+                       "failed": row["failed"]}  # fmt: skip
+    return {
+        "implementation": report["implementation"],
+        "capabilities": report.get("capabilities"),
+        "vectors": report["vectors"],
+        "passed": report["passed"],
+        "failed": report["failed"],
+        "protocol": report["protocol"],
+        "rules": rules,
+        "families": [
+            {
+                "rule": f["rule"],
+                "step": f["step"],
+                "count": f["count"],
+                "features": f["features"],
+                "examples": _examples(root, revision, f, report["failures"]),
+            }
+            for f in report["families"]
+        ],
+    }
+
+
+def _behaviour(s: dict[str, Any]) -> tuple[Any, ...]:
+    """What tells apart the behaviours one family (a rule at a step) lumps together in a runtime
+    without the contract's stages: the tool and its arguments, whether the body returns, throws
+    or returns a non-JSON ``meta``, whether the caller cancelled while the call ran (an abort
+    after the result changes nothing) and, if so, whether the body ignored it.  The table shows
+    one vector of each."""
+    body = s["body"]
+    kind = "throw" if body.endswith("throw") else "bad_meta" if body == "bad_meta" else "return"
+    cancelled = s["cancel"] not in ("never", "after")
+    return (s["tool_known"], s["args"], kind, cancelled, cancelled and not s["cooperative"])
+
+
+def _examples(
+    root: Path, revision: str, family: dict[str, Any], failures: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """One failure of ``family`` per distinct behaviour (:func:`_behaviour`), first first."""
+    scenarios = _scenarios(root, revision)
+    out: dict[tuple[Any, ...], dict[str, Any]] = {}
+    for f in failures:
+        if (f["rule"], f["step"]) != (family["rule"], family["step"]):
+            continue
+        s = scenarios[f["id"]]
+        key = _behaviour(s)
+        if key not in out:
+            out[key] = {"id": f["id"], "expected": f["expected"], "observed": f["observed"],
+                        "explanation": f["explanation"], "scenario": s}  # fmt: skip
+    return list(out.values())
+
+
+_SCENARIOS: dict[str, dict[str, Any]] = {}
+
+
+def _scenarios(root: Path, revision: str) -> dict[str, Any]:
+    """Vector id -> scenario, for the committed vectors of ``revision`` and its stage-less
+    family (conform adds it for a runtime that lacks a stage)."""
+    if revision not in _SCENARIOS:
+        found: dict[str, Any] = {}
+        for name in (f"{revision}.jsonl", f"stageless-{revision}.jsonl"):
+            with (root / "spec" / "vectors" / name).open(encoding="utf-8") as lines:
+                found.update((v["id"], v["scenario"]) for v in map(json.loads, lines))
+        _SCENARIOS[revision] = found
+    return _SCENARIOS[revision]
+
+
+def measure_all(root: Path) -> dict[str, Any]:
+    """Every runtime, both revisions (the contents of ``docs/real-world.json``)."""
+    return {name: {rev: measure(root, name, rev) for rev in REVISIONS} for name in runtimes(root)}
+
+
+def _rule_number(rule: str) -> int:
+    """R27 -> 27 (the table lists rules in the contract's order; the data file sorts keys)."""
+    return int(rule[1:]) if rule[1:].isdigit() else 0
+
+
+def _cell(text: str, limit: int = 160) -> str:
+    text = " ".join(str(text).split()).replace("|", "\\|")
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def render(
+    data: dict[str, Any], repros: dict[str, list[Reproduction]], setups: dict[str, str]
+) -> str:
+    """The markdown table for the measurements ``data``, each runtime's reproductions and what
+    they stand on (:func:`setup`)."""
+    out = [
+        "# Real-world tool runtimes against the contract",
+        "",
+        "<!-- generated by `python -m toolcancel.teaching.realworld` from docs/real-world.json and "
+        "examples/runtimes/repro_*.py; do not edit by hand -->",
+        "",
+        "What each runtime keeps of the contract (spec/CONTRACT.md) at **outcome level**, "
+        "judged by `toolcancel conform` through the adapters in "
+        "[examples/runtimes/](../examples/runtimes/) -- public APIs only, offline, the versions "
+        "pinned in the `runtimes` extra. A runtime "
+        "declares the stages it has (`capabilities` in its hello); conform sends it only the "
+        "vectors those stages can run, and a rule no such vector decides is **not judged** "
+        "(not kept). A rule is **kept** when every vector that exercised it passed; where the "
+        "runtime lacks the stage a rule governs (R7 without a post-execute stage), keeping it "
+        "only says the runtime behaves as that stage's default would. Every failure family "
+        "below was confirmed once outside the adapter by the "
+        "reproduction it names: a self-contained script a maintainer can paste into their own "
+        "issue tracker (`python examples/runtimes/repro_<runtime>.py <name>` runs one).",
+        "",
+    ]
+    for name, by_rev in data.items():
+        first = by_rev[REVISIONS[0]]
+        out += [f"## {name}: {first['implementation']}", ""]
+        caps = first.get("capabilities")
+        if isinstance(caps, dict):
+            has = [k for k, v in caps.items() if v is True]
+            out.append(f"Declared: {', '.join(has) or 'no stage'}; cancels by "
+                       f"{', '.join(caps.get('cancel', [])) or 'nothing'}.")  # fmt: skip
+            out.append("")
+        out += ["| revision | vectors run | passed | failed | rules kept | rules broken |",
+                "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        for rev in REVISIONS:
+            m = by_rev[rev]
+            rules = sorted(m["rules"].items(), key=lambda item: _rule_number(item[0]))
+            kept = [r for r, row in rules if row["verdict"] == "kept"]
+            broken = [r for r, row in rules if row["verdict"] == "broken" and r != PROTOCOL]
+            out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
+                       f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
+        out.append("")
+        unjudged = sorted(
+            set.intersection(*({r for r, row in m["rules"].items()
+                                if row["verdict"] == "not judged"} for m in by_rev.values())),
+            key=_rule_number,
+        )  # fmt: skip
+        if unjudged:
+            out += [f"Not judged in either revision (no vector this runtime can run decides "
+                    f"them): {', '.join(unjudged)}.", ""]  # fmt: skip
+        refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
+                   if f["rule"] == PROTOCOL]  # fmt: skip
+        for rev, f in refused:
+            e = f["examples"][0]
+            out += [f"Not run ({rev}): {f['count']} vectors the adapter refused, e.g. "
+                    f"{_cell(e['explanation'], 300)}", ""]  # fmt: skip
+        families = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
+                    if f["rule"] != PROTOCOL]  # fmt: skip
+        if not families:
+            out += ["Every vector run passed.", ""]
+            continue
+        out += ["| rule | step | vectors | e.g. | what the runtime did | the contract | "
+                "reproduction |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        used: dict[str, Reproduction] = {}
+        for rev, f in families:
+            title = by_rev[rev]["rules"].get(f["rule"], {}).get("title", "")
+            for e in f["examples"]:
+                repro = next(
+                    (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
+                )
+                if repro is None:
+                    raise RealWorldError(
+                        f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
+                        f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
+                        f"whose docstring begins with '{f['rule']}: '"
+                    )
+                used[repro.name] = repro
+                out.append(
+                    f"| {f['rule']} {_cell(title)} | {f['step']} | {f['count']} | `{e['id']}` | "
+                    f"{_cell(e['observed'])} | {_cell(e['expected'])} | "
+                    f"[`{repro.name}`](#{name}-{repro.name}) |"
+                )
+        out += ["", f"The reproductions below stand on this set-up "
+                f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
+                setups.get(name, ""), "```", ""]  # fmt: skip
+        for repro in used.values():
+            out += [
+                f'<a id="{name}-{repro.name}"></a>**`{repro.name}`** ({"/".join(repro.rules)}): '
+                f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
+                f"{repro.name}`.",
+                "",
+                "```python",
+                repro.source,
+                "```",
+                "",
+            ]
+    return "\n".join(out).rstrip() + "\n"
+
+
+def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -> list[str]:
+    """Make (or, with ``check``, compare) docs/REAL-WORLD.md -- and, with ``run``, measure again
+    into docs/real-world.json first.  Returns the files that differ (``check``) or were written."""
+    data_path, table_path = root / DATA, root / TABLE
+    before = _read(data_path)
+    if run:
+        data = measure_all(root)
+        if not check:  # the measurement stands even if the render below stops
+            data_path.write_text(_data_text(data), encoding="utf-8")
+    else:
+        try:
+            data = json.loads(before or "")
+        except ValueError as exc:
+            raise RealWorldError(
+                f"{data_path}: cannot read it ({exc}); measure with --run"
+            ) from None
+    repros = {name: reproductions(root, name) for name in data}
+    table = render(data, repros, {name: setup(root, name) for name in data})
+    changed = []
+    for path, text, old in (
+        (data_path, _data_text(data), before),
+        (table_path, table, _read(table_path)),
+    ):
+        if old != text:
+            changed.append(str(path.relative_to(root)))
+            if not check:
+                path.write_text(text, encoding="utf-8")
+    return changed
+
+
+def _read(path: Path) -> str | None:
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def _data_text(data: dict[str, Any]) -> str:
+    return json.dumps(data, indent=1, sort_keys=True, ensure_ascii=False) + "\n"
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m toolcancel.teaching.realworld", description=__doc__.split("\n\n")[0]
+    )
+    parser.add_argument("--run", action="store_true", help="measure every runtime again (slow)")
+    parser.add_argument("--check", action="store_true", help="exit 1 if a file would change")
+    parser.add_argument("--root", type=Path, default=Path.cwd(), help="the source checkout")
+    args = parser.parse_args(argv)
+    try:
+        changed = generate_real_world(args.root, run=args.run, check=args.check)
+    except RealWorldError as exc:
+        print(f"toolcancel.teaching.realworld: {exc}", file=sys.stderr)
+        return 2
+    for path in changed:
+        print(f"{'stale' if args.check else 'wrote'}: {path}")
+    return 1 if args.check and changed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
