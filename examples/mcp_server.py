@@ -24,8 +24,7 @@ import logging
 import sys
 from typing import Any
 
-from toolcancel import Execution, ToolRegistry, ToolResult
-from toolcancel.runtime.cooperate import aborted
+from toolcancel import Execution, ToolRegistry, ToolResult, aborted
 
 try:
     from toolcancel.runtime.mcp import report_progress, serve_stdio

@@ -6,6 +6,11 @@ while post-execute policy waits.  The contract (``toolcancel/spec/CONTRACT.md``)
 at each of those moments; :class:`ToolRegistry` implements it over asyncio or trio, driven by a pure
 per-call machine compiled from ``toolcancel/spec/contract.toml``.
 
+The package has one subpackage per audience, a *room* (docs/ENGINEERING.md, "Rooms"):
+``contract``, ``runtime`` (what an embedder imports), ``oracle``, ``selfcheck``, ``teaching`` and
+``cli``.  The names below are the public surface: an embedder imports them from ``toolcancel``
+itself, never from a room's module, whose place may change.
+
 Importing the package is cheap: every public name is imported from its module on first use
 (:pep:`562`), so ``import toolcancel`` neither loads asyncio and the trace checker nor compiles
 the contract.
@@ -14,8 +19,6 @@ the contract.
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -32,6 +35,7 @@ if TYPE_CHECKING:
     from .contract.results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
     from .contract.trace import TraceError, TraceEvent, TraceRecorder, read_traces
     from .oracle.checker import Checker, Verdict, check_file, check_lines
+    from .runtime.cooperate import aborted, cancellable, throw_if_aborted
     from .runtime.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
     from .runtime.registry import (
         Accept,
@@ -68,6 +72,9 @@ _LAZY: dict[str, str] = {
     "PathStep": "contract.core",
     "choices": "contract.core",
     "step": "contract.core",
+    "aborted": "runtime.cooperate",
+    "cancellable": "runtime.cooperate",
+    "throw_if_aborted": "runtime.cooperate",
     "Deadline": "runtime.deadline",
     "TimeoutReason": "runtime.deadline",
     "checked_hint": "runtime.deadline",
@@ -133,32 +140,6 @@ def __dir__() -> list[str]:
     return sorted({*globals(), *__all__})
 
 
-class _Package(types.ModuleType):
-    """The package's module type: ``toolcancel.deadline`` is the function, as it always was.
-
-    A submodule import binds the submodule on its package, and ``toolcancel.deadline`` is also a
-    module; with lazy names the function would lose to it, so this one name is a property that
-    ignores the import system's binding.
-    """
-
-    @property
-    def deadline(self) -> Any:
-        from .runtime.deadline import deadline
-
-        return deadline
-
-    @deadline.setter
-    def deadline(self, value: Any) -> None:
-        if not isinstance(value, types.ModuleType):
-            raise AttributeError("toolcancel.deadline is read-only")
-
-
-sys.modules[__name__].__class__ = _Package
-# A module has no ``__module__``; through its class this one would have "toolcancel", and tools
-# that walk ``thing.__module__`` up to the package (CrossHair's option lookup) would loop.
-globals()["__module__"] = None
-
-
 __all__ = [
     "TOOL_TIMEOUT",
     "AbortController",
@@ -207,6 +188,8 @@ __all__ = [
     "TurnLog",
     "TurnScheduler",
     "Verdict",
+    "aborted",
+    "cancellable",
     "check_file",
     "check_lines",
     "checked_hint",
@@ -217,5 +200,6 @@ __all__ = [
     "load_contract_file",
     "read_traces",
     "step",
+    "throw_if_aborted",
     "timeout_of",
 ]
