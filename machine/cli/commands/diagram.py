@@ -117,7 +117,7 @@ def in_checkout() -> bool:
 def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], list[Path]]:
     """The files to generate, and the orphaned drawings of revisions the contract no longer has
     (only looked for when drawing all revisions)."""
-    from ...teaching import diagrams
+    from ...teaching import diagrams, tables
 
     if args.revision == "all":
         revisions = list(contract.revisions)
@@ -137,7 +137,7 @@ def _plan(args: argparse.Namespace, contract: Contract) -> tuple[list[Planned], 
         planned.append(Planned(stem.with_suffix(".mmd"), drawing.mermaid))
         slide = diagrams.overview_dot(contract.revision(name), slide=True)
         planned.append(Planned(out / f"{PREFIX}{name}-overview.svg", None, slide))
-    planned.append(Planned(_precedence_path(args), diagrams.precedence_markdown(contract)))
+    planned.append(Planned(_precedence_path(args), tables.precedence_markdown(contract)))
     if args.contract is None:  # the curated stories run the shipped contract's registry
         from ...teaching.explain import build_scenarios_markdown
 
