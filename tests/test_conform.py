@@ -34,7 +34,6 @@ from toolcancel.selfcheck.adapter import Session
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
-MUTANTS = ROOT / "machine" / "selfcheck" / "mutants.py"
 
 
 @pytest.fixture(scope="module")
@@ -96,23 +95,17 @@ def test_table_output_names_rules_and_totals(
 
 def _retry(name: str) -> str | None:
     """The retry behaviour a mutant's registry must declare (D11), if it breaks only one."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from toolcancel.selfcheck.mutants import MUTANTS as found
-    finally:
-        sys.path.pop(0)
+    from toolcancel.selfcheck.mutants import MUTANTS as found
+
     return next(m.retry for m in found if m.name == name)
 
 
 def _mutants(revision: str = "seed") -> list[tuple[str, str]]:
     """The mutants an adapter's answer can show (the others are verify's alone, for now) that
     break something in ``revision``."""
-    sys.path.insert(0, str(ROOT))
-    try:
-        from toolcancel.selfcheck.mutants import BLIND_TO_PROTOCOL
-        from toolcancel.selfcheck.mutants import MUTANTS as found
-    finally:
-        sys.path.pop(0)
+    from toolcancel.selfcheck.mutants import BLIND_TO_PROTOCOL
+    from toolcancel.selfcheck.mutants import MUTANTS as found
+
     return [
         (m.name, m.rule)
         for m in found
@@ -122,18 +115,12 @@ def _mutants(revision: str = "seed") -> list[tuple[str, str]]:
 
 def _mutant_report(name: str, vectors: list[Vector], revision: str) -> Report:
     import asyncio
-    import os
 
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", name]
     retry = _retry(name)
     if retry is not None:
         command += ["--retry", retry]
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
-    try:
-        return asyncio.run(run_vectors(command, vectors, revision, timeout=60))
-    finally:
-        os.chdir(cwd)
+    return asyncio.run(run_vectors(command, vectors, revision, timeout=60))
 
 
 KILLERS = {

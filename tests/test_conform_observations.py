@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -73,12 +72,7 @@ def test_conform_catches_what_only_the_observations_show(
     vectors = [v for v in seed if KILLERS[mutant.name](v)][:40]
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", mutant.name]
     command += ["--level", level]
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
-    try:
-        report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
-    finally:
-        os.chdir(cwd)
+    report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
     failed = [j for j in report.judgements if not j.passed]
     assert failed, f"{mutant.name} passed conform at {level} level"
     rules = {j.rule for j in failed}

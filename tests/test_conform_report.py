@@ -449,13 +449,8 @@ def _outcome_mutant(name: str, vectors: list[Vector]) -> Any:
 
     from toolcancel.oracle.conform import run_vectors
 
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
-    try:
-        command = [*MUTANT, name, "--level", "outcome"]
-        return asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
-    finally:
-        os.chdir(cwd)
+    command = [*MUTANT, name, "--level", "outcome"]
+    return asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
 
 
 @pytest.mark.parametrize("name", list(OUTCOME_KILLERS))

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import os
 import sys
 
 import pytest
@@ -59,12 +58,7 @@ def _cited(name: str, level: str, vectors: list[Vector]) -> collections.Counter[
     retry = _retry(name)
     if retry is not None:  # a mutant that breaks only one retry behaviour declares it
         command += ["--retry", retry]
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
-    try:
-        report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
-    finally:
-        os.chdir(cwd)
+    report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
     return collections.Counter(j.rule or "protocol" for j in report.judgements if not j.passed)
 
 

@@ -13,7 +13,6 @@ vectors still runs, and is told loudly that the scheduler went unchecked.
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -24,21 +23,10 @@ from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.turncheck import verify_turns
 from toolcancel.oracle.turnvectors import TurnVector, load_turn_vectors, turn_file
 from toolcancel.oracle.vectors import REVISIONS, shipped_dir
+from toolcancel.selfcheck.mutants import TURN_MUTANTS
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")
-
-
-def _turn_mutants() -> Any:
-    sys.path.insert(0, str(ROOT))
-    try:
-        from toolcancel.selfcheck.mutants import TURN_MUTANTS
-    finally:
-        sys.path.pop(0)
-    return TURN_MUTANTS
-
-
-TURN_MUTANTS = _turn_mutants()
 
 
 def shipped_turns(revision: str) -> list[TurnVector]:
@@ -88,12 +76,7 @@ def test_verify_catches_the_broken_scheduler(mutant: Any, revision: str) -> None
 def test_conform_catches_the_broken_scheduler(mutant: Any) -> None:
     turns = [t for t in shipped_turns("seed") if KILLERS[mutant.name](t)][:200]
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", mutant.name]
-    cwd = os.getcwd()
-    os.chdir(ROOT)  # --mutant imports machine/selfcheck/mutants.py from the current directory
-    try:
-        report = asyncio.run(run_vectors(command, [], "seed", timeout=60, turns=turns))
-    finally:
-        os.chdir(cwd)
+    report = asyncio.run(run_vectors(command, [], "seed", timeout=60, turns=turns))
     assert report.failed > 0
     assert {j.rule for j in report.judgements if not j.passed} == {mutant.rule}
 
