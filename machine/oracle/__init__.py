@@ -5,6 +5,7 @@ once), the trace checker (``checker``), the scenario language and the vectors' f
 (``scenario``, ``vectors``, ``turnvectors``, ``turncheck``), ``conform`` with its capabilities,
 declared deviations and the reaper of the processes it starts.
 
-May import: the contract and runtime rooms.  Judging needs no registry: only ``conform --self``
-runs ours, through self-verification's adapter in a process of its own.
+May import: the contract and runtime rooms.  The judge and the trace checker never import the
+registry (.importlinter says so); the scenario harness, the vectors and ``turncheck`` still drive
+ours, until they move to self-verification.
 """
