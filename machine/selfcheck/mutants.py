@@ -426,7 +426,7 @@ def _publishes_mutable_result() -> Iterator[None]:
 @contextlib.contextmanager
 def _view_writable_by_observers() -> Iterator[None]:
     """Freezes the execution view's slot only in name: an observer can still replace it."""
-    real = registry_module.Execution.signal
+    real: Any = registry_module.Execution.signal  # a property: the typeshed overloads hide fset
 
     def setter(self: Any, value: AbortSignal | None) -> None:
         if self._frozen:
@@ -513,7 +513,7 @@ TURN_MUTANTS: tuple[Mutant, ...] = (
 @contextlib.contextmanager
 def _approval_gets_a_copy() -> Iterator[None]:
     """Hands the approval seam a fresh signal instead of the slot's (C) one."""
-    real = driver_module.ApprovalRequest
+    real: Any = vars(driver_module)["ApprovalRequest"]  # the name the driver calls, patched there
 
     def request(*args: Any) -> Any:
         *head, signal, own = args
