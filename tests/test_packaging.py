@@ -247,8 +247,9 @@ def test_the_compiled_build_is_a_build_option_and_runs_compiled(
     assert not wheel.name.endswith("-py3-none-any.whl"), wheel.name  # a platform wheel
     names = zipfile.ZipFile(wheel).namelist()
     for module in ("stepping", "driver", "binding"):  # setup.py's COMPILED
-        assert [n for n in names if re.fullmatch(rf"toolcancel/{module}\.[^/]+\.so", n)], module
-        assert f"toolcancel/{module}.py" in names  # the reference stays beside it
+        library = rf"toolcancel/runtime/{module}\.[^/]+\.so"
+        assert [n for n in names if re.fullmatch(library, n)], module
+        assert f"toolcancel/runtime/{module}.py" in names  # the reference stays beside it
     assert [n for n in names if re.fullmatch(r"[0-9a-f]+__mypyc\.[^/]+\.so", n)]  # their code
     env_dir = tmp_path_factory.mktemp("compiled-venv")
     venv.EnvBuilder(with_pip=True).create(env_dir)

@@ -96,11 +96,12 @@ def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
 Answer = Mapping[str, Any]
 
 
-def _timeout_by_code(retry: str) -> Callable[[Vector], Vector]:
+def _timeout_by_code(retry: str, departs_from: Sequence[str]) -> Callable[[Vector], Vector]:
     """D13's model: what our registry answers with its timeout policy classifying by code
     (:func:`toolcancel.runtime.timeout_policy.install_timeout_policy`), under the declared retry
     behaviour.  Its scope holds no MAY point (tests/test_deviations.py checks it), so the model's
-    one run is the whole expectation."""
+    one run is the whole expectation.  The run breaks the rules the deviation departs from, as
+    it must (the judge's checks in the harness say so); any other breach still refuses it."""
 
     def model(v: Vector) -> Vector:
         default = load_contract().default_retry
@@ -108,7 +109,7 @@ def _timeout_by_code(retry: str) -> Callable[[Vector], Vector]:
         chosen = None if retry == default else retry
         harness = Harness(v.scenario, None, clock, chosen, classify="code")  # our registry
         obs = run(harness.run(), clock=clock)
-        return replace(v, expected=expectation(obs), alternatives=())
+        return replace(v, expected=expectation(obs, departs_from=departs_from), alternatives=())
 
     return model
 
@@ -191,7 +192,7 @@ class Declared:
         of our registry on its own virtual clock; conform calls it in a thread, before judging)."""
         for d in self.deviations:
             if d.expects == "timeout_by_code":
-                model = _timeout_by_code(self.retry)
+                model = _timeout_by_code(self.retry, d.departs_from)
                 for v in vectors:
                     if isinstance(v, Vector) and d.touches(scenario_data(v.scenario)):
                         found = model(v)

@@ -490,12 +490,19 @@ def canonical(data: Any) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-def expectation(obs: Observation, paths: Sequence[Sequence[str]] | None = None) -> Expectation:
-    """What the reference's run shows, as an expectation (its own path unless ``paths``)."""
-    if obs.result is None or obs.error is not None or obs.problems or not obs.path:
+def expectation(
+    obs: Observation,
+    paths: Sequence[Sequence[str]] | None = None,
+    departs_from: Sequence[str] = (),
+) -> Expectation:
+    """What the reference's run shows, as an expectation (its own path unless ``paths``).
+    ``departs_from``: rules a deviation's model breaks on purpose (their problems are its
+    behaviour, not an unclean run)."""
+    problems = [(rule, why) for rule, why in obs.problems if rule not in departs_from]
+    if obs.result is None or obs.error is not None or problems or not obs.path:
         raise VectorError(
             f"the reference registry did not run {obs.scenario.as_code()} cleanly: "
-            f"error {obs.error!r}, problems {obs.problems}"
+            f"error {obs.error!r}, problems {problems}"
         )
     final = obs.path[-1].outcome
     assert final is not None
