@@ -379,19 +379,6 @@ def _expectations_from(
     return expected, alternatives
 
 
-def decode_vector_line(raw: bytes, where: str, *, last: bool = False) -> Any:
-    """The JSON value of one line of a vectors file (``VectorError`` naming ``where`` if it is
-    not UTF-8, not JSON, repeats a key, or nests deeper than :data:`MAX_DEPTH`).  ``last``: the
-    line the file ends without a newline, named as truncated if it does not parse."""
-    from ..contract.fileio import InputError, decode_json, utf8_text
-
-    try:
-        text = utf8_text(raw, where)
-    except InputError as exc:
-        raise VectorError(f"{where}: {exc.message}") from None
-    return decode_json(text, where, max_depth=MAX_DEPTH, truncated=last, error=_vector_error)
-
-
 def _vector_error(where: str, message: str) -> VectorError:
     return VectorError(f"{where}: {message}")
 
