@@ -140,3 +140,54 @@ def test_each_observation_is_judged(
     observed[field] = value
     verdict = Judge("seed", level=level).judge(v, answer)
     assert (verdict.passed, verdict.rule) == (False, rule)
+
+
+def _held(v: Vector) -> bool:
+    """A body that ignores its aborted signal: our harness holds it (R27), and says so."""
+    s = v.scenario
+    return s.caller == "live" and s.cancel == "gate:body" and not s.cooperative
+
+
+@pytest.mark.parametrize(
+    ("level", "field", "value", "says"),
+    [
+        ("trace", "held", {"seconds": -1}, "observed.held must be {seconds[, went]}"),
+        ("trace", "held", {"seconds": 86400, "went": 3}, "observed.held must be"),
+        ("trace", "held", {"seconds": 1, "for": "ever"}, "observed.held must be"),
+        ("trace", "held", None, "observed.held and observed.held_at come together"),
+        ("trace", "held_at", None, "observed.held and observed.held_at come together"),
+        ("trace", "held_at", 10_000, "observed.held_at must be a trace length"),
+        ("trace", "held_at", "3", "observed.held_at must be a trace length"),
+        ("trace", "settled", {"bodies_started": 0, "bodies_settled": 1}, "observed.settled must"),
+        ("trace", "settled", [1, 1], "observed.settled must be {bodies_started, bodies_settled}"),
+        ("outcome", "settled", {"bodies_started": 1}, "observed.settled must be"),
+    ],
+)
+def test_a_malformed_optional_observation_is_refused_naming_the_vector_and_field(
+    level: str, field: str, value: Any, says: str, seed: list[Vector]
+) -> None:
+    # An optional observation the record is built from: a malformed one used to be dropped in
+    # silence (the record then lacked what the answer claimed to report); now it is the
+    # adapter's protocol failure, in one line, and the well-formed one our adapter writes passes.
+    v = next(v for v in seed if _held(v))
+    answer = _answer(v, level)
+    assert Judge("seed", level=level).judge(v, answer).passed
+    if level == "trace":
+        assert {"held", "held_at", "settled"} <= answer["observed"].keys()
+    if value is None:
+        del answer["observed"][field]
+    else:
+        answer["observed"][field] = value
+    verdict = Judge("seed", level=level).judge(v, answer)
+    assert (verdict.passed, verdict.rule, verdict.step) == (False, PROTOCOL_RULE, "answer")
+    assert verdict.explanation.startswith(f"{v.id}: {says}"), verdict.explanation
+    assert "\n" not in verdict.explanation
+
+
+def test_an_outcome_level_answer_with_a_trace_is_refused(seed: list[Vector]) -> None:
+    v = seed[0]
+    answer = _answer(v, "outcome")
+    answer["trace"] = "not a trace"  # read as the registry's trace, it crashed the judge
+    verdict = Judge("seed", level="outcome").judge(v, answer)
+    assert (verdict.passed, verdict.rule) == (False, PROTOCOL_RULE)
+    assert "carries no trace" in verdict.explanation

@@ -122,6 +122,8 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
 
 def outcome_problem(answer: Mapping[str, Any]) -> str | None:
     """What is wrong with the shape of an outcome-level answer, or None."""
+    if "trace" in answer:
+        return "an outcome-level answer carries no trace (the hello declared level outcome)"
     problem = _common_problem(answer)
     if problem is not None:
         return problem
@@ -143,12 +145,7 @@ def outcome_problem(answer: Mapping[str, Any]) -> str | None:
     settled = observed.get("settled", ...)
     if settled is ... or (
         settled is not None
-        and not (
-            isinstance(settled, dict)
-            and settled.keys() == {"bodies_started", "bodies_settled"}
-            and all(_is_count(n) for n in settled.values())
-            and settled["bodies_settled"] <= settled["bodies_started"] <= len(bodies)
-        )
+        and not (_is_settled(settled) and settled["bodies_started"] <= len(bodies))
     ):
         return (
             "observed.settled must be {bodies_started, bodies_settled} when execute() settled "
@@ -159,6 +156,7 @@ def outcome_problem(answer: Mapping[str, Any]) -> str | None:
 
 
 def answer_problem(answer: Mapping[str, Any]) -> str | None:
+    """What is wrong with the shape of a trace-level answer, or None."""
     trace, observed = answer.get("trace"), answer.get("observed")
     if not isinstance(trace, list) or not all(isinstance(x, dict) for x in trace):
         return "the answer's trace must be a list of trace-line objects"
@@ -171,9 +169,42 @@ def answer_problem(answer: Mapping[str, Any]) -> str | None:
     sigs, at = observed.get("body_signals"), observed.get("settled_at", ...)
     if not isinstance(sigs, list) or not all(_is_signal(b) for b in sigs):
         return "observed.body_signals must be a list of {aborted, reason} objects"
-    if at is ... or (at is not None and (type(at) is not int or not 0 <= at <= len(trace))):
+    if at is ... or (at is not None and not _is_length(at, trace)):
         return "observed.settled_at must be a trace length (or null if execute() never settled)"
+    settled = observed.get("settled")
+    if settled is not None and not _is_settled(settled):
+        return (
+            "observed.settled must be {bodies_started, bodies_settled} counts, no more settled "
+            "than started (or absent)"
+        )
+    held, held_at = observed.get("held"), observed.get("held_at")
+    if (held is None) != (held_at is None):
+        return "observed.held and observed.held_at come together (or both absent)"
+    if held is not None and not (
+        isinstance(held, dict)
+        and {"seconds"} <= held.keys() <= {"seconds", "went"}
+        and _is_count(held["seconds"])
+        and isinstance(held.get("went", ""), str)
+    ):
+        return "observed.held must be {seconds[, went]}: a count of seconds, went a string"
+    if held_at is not None and not _is_length(held_at, trace):
+        return "observed.held_at must be a trace length: the lines written when the hold began"
     return None
+
+
+def _is_length(n: Any, trace: list[Any]) -> bool:
+    """Whether ``n`` counts lines of ``trace`` (a position in it, its end included)."""
+    return type(n) is int and 0 <= n <= len(trace)
+
+
+def _is_settled(settled: Any) -> bool:
+    """Whether ``settled`` is {bodies_started, bodies_settled}, no more settled than started."""
+    return (
+        isinstance(settled, dict)
+        and settled.keys() == {"bodies_started", "bodies_settled"}
+        and all(_is_count(n) for n in settled.values())
+        and settled["bodies_settled"] <= settled["bodies_started"]
+    )
 
 
 class AdapterDied(Exception):

@@ -94,10 +94,12 @@ def _signal_line(call: str, at: str, signal: Mapping[str, Any]) -> dict[str, Any
 
 
 def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: str) -> Record:
-    """The record of an adapter's answer (protocol of ``spec/vectors/README.md``): its trace
-    lines, if any, with ``settled`` put where ``execute()`` settled (``settled_at``), then what
-    the environment observed, in the order it happened."""
+    """The record of an adapter's answer (protocol of ``spec/vectors/README.md``, its shape
+    already accepted by :mod:`toolcancel.oracle.conform_protocol`): its trace lines, if it is a
+    trace-level answer, with ``settled`` put where ``execute()`` settled (``settled_at``), then
+    what the environment observed, in the order it happened."""
     observed: Mapping[str, Any] = answer["observed"]
+    traced = answer.get("trace") is not None
     trace: list[Mapping[str, Any]] = list(answer.get("trace") or ())
     if trace and isinstance(trace[0].get("call"), str):
         call = trace[0]["call"]  # the environment's lines are the registry's call's
@@ -105,19 +107,18 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     approval = observed.get("approval_signal")
     if approval is not None:
         lines.append(env_line(call, "approval_signal", signal=approval))
-    if trace:
+    if traced:
         inserts: list[tuple[int, Mapping[str, Any]]] = []  # (trace lines before it, line)
-        held: Any = observed.get("held")
-        held_at = observed.get("held_at")
-        if _is_held(held) and type(held_at) is int and 0 <= held_at <= len(trace):
-            inserts.append((held_at, env_line(call, "held", **held)))
+        held = observed.get("held")
+        if held is not None:
+            inserts.append((observed["held_at"], env_line(call, "held", **held)))
         at = observed.get("settled_at")
         if at is not None:
             head = trace[:at]
             started = sum(1 for x in head if x.get("event") == "body_start")
             done = sum(1 for x in head if x.get("event") == "body_settle")
-            seen: Any = observed.get("settled")  # the environment's own counts, if it gave them
-            if _counts(seen, ("bodies_started", "bodies_settled")):
+            seen = observed.get("settled")  # the environment's own counts, if it gave them
+            if seen is not None:
                 # a body still ran if either witness saw it run: the registry's trace may claim
                 # a body_settle when it stops waiting; the environment sees the body itself
                 started = max(started, seen["bodies_started"])
@@ -132,20 +133,19 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
             merged.append(line)
             k = pos
         lines[:0] = [*merged, *trace[k:]]
-        for signal in observed.get("body_signals") or ():
+        for signal in observed["body_signals"]:
             lines.append(_signal_line(call, "settle", signal))
     else:
-        for body in observed.get("bodies") or ():
+        for body in observed["bodies"]:
             lines.append(_signal_line(call, "start", body["start"]))
-            if body.get("settle") is not None:
+            if body["settle"] is not None:
                 lines.append(_signal_line(call, "settle", body["settle"]))
-    settled_counts = observed.get("settled")
-    if not trace and settled_counts is not None:
-        # what had started and settled when execute() settled: a body left running is the
-        # first departure, before the steps after the body that it makes look wrong
-        lines.append(env_line(call, "settled", **settled_counts))
+        if observed["settled"] is not None:
+            # what had started and settled when execute() settled: a body left running is the
+            # first departure, before the steps after the body that it makes look wrong
+            lines.append(env_line(call, "settled", **observed["settled"]))
     for same in observed.get("slot_after_next") or ():
-        lines.append(env_line(call, "slot_after_next", same=bool(same)))
+        lines.append(env_line(call, "slot_after_next", same=same))
     if "post_received" in observed:
         received = observed["post_received"]
         extra = {} if received is None else {"result": received}
@@ -154,10 +154,10 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     if result is not None:
         lines.append(env_line(call, "returned", result=result))
     elif observed.get("raised") is not None:
-        lines.append(env_line(call, "raised", error=str(observed["raised"])))
-    notified = env_line(call, "notified", count=observed.get("notifications", 0))
+        lines.append(env_line(call, "raised", error=observed["raised"]))
+    notified = env_line(call, "notified", count=observed["notifications"])
     if observed.get("notified_same") is not None:
-        notified["same"] = bool(observed["notified_same"])
+        notified["same"] = observed["notified_same"]
     lines.append(notified)
     frozen = observed.get("frozen")
     if frozen is not None:
@@ -166,39 +166,9 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     if listeners is not None:
         lines.append(env_line(call, "listener_count", **listeners))
     left = observed.get("listeners_left")
-    if isinstance(left, dict) and _counts_left(left):
+    if left is not None:
         lines.append(env_line(call, "listeners_left", **left))
     return Record(lines, revision, caller)
-
-
-def _counts(value: Any, keys: tuple[str, ...]) -> bool:
-    """Whether ``value`` is exactly {key: count} for ``keys``."""
-    return (
-        isinstance(value, dict)
-        and value.keys() == set(keys)
-        and all(type(value[k]) is int and value[k] >= 0 for k in keys)
-    )
-
-
-def _is_held(held: Any) -> bool:
-    """Whether an answer's optional ``held`` is {seconds[, went]}."""
-    return (
-        isinstance(held, dict)
-        and {"seconds"} <= held.keys() <= {"seconds", "went"}
-        and type(held["seconds"]) is int
-        and held["seconds"] >= 0
-        and isinstance(held.get("went", ""), str)
-    )
-
-
-def _counts_left(left: Any) -> bool:
-    """Whether an answer's optional ``listeners_left`` is {watched, leaks[, first]}."""
-    return (
-        isinstance(left, dict)
-        and {"watched", "leaks"} <= left.keys() <= {"watched", "leaks", "first"}
-        and all(type(left[k]) is int and left[k] >= 0 for k in ("watched", "leaks"))
-        and isinstance(left.get("first", ""), str)
-    )
 
 
 # ------------------------------------------------------------------------------------------------
