@@ -145,7 +145,8 @@ def test_each_observation_is_judged(
 def _held(v: Vector) -> bool:
     """A body that ignores its aborted signal: our harness holds it (R27), and says so."""
     s = v.scenario
-    return s.caller == "live" and s.cancel == "gate:body" and not s.cooperative
+    held = s.caller == "live" and s.cancel == "gate:body" and not s.cooperative
+    return held and s.timeout == "budget"  # the tool's own deadline: observed.deadline
 
 
 @pytest.mark.parametrize(
@@ -161,6 +162,11 @@ def _held(v: Vector) -> bool:
         ("trace", "settled", {"bodies_started": 0, "bodies_settled": 1}, "observed.settled must"),
         ("trace", "settled", [1, 1], "observed.settled must be {bodies_started, bodies_settled}"),
         ("outcome", "settled", {"bodies_started": 1}, "observed.settled must be"),
+        ("trace", "caller_aborted", {"bodies_after": 0}, "observed.caller_aborted must be"),
+        ("outcome", "caller_aborted", {"bodies_after": -1, "before_post": True}, "observed.c"),
+        ("outcome", "caller_aborted", {"bodies_after": 0, "before_post": 1}, "observed.c"),
+        ("trace", "deadline", {"expired": "no", "outer": False}, "observed.deadline must be"),
+        ("outcome", "deadline", {"expired": False}, "observed.deadline must be {expired, outer}"),
     ],
 )
 def test_a_malformed_optional_observation_is_refused_naming_the_vector_and_field(
@@ -172,8 +178,9 @@ def test_a_malformed_optional_observation_is_refused_naming_the_vector_and_field
     v = next(v for v in seed if _held(v))
     answer = _answer(v, level)
     assert Judge("seed", level=level).judge(v, answer).passed
+    assert {"caller_aborted", "deadline", "settled"} <= answer["observed"].keys()
     if level == "trace":
-        assert {"held", "held_at", "settled"} <= answer["observed"].keys()
+        assert {"held", "held_at"} <= answer["observed"].keys()
     if value is None:
         del answer["observed"][field]
     else:
@@ -191,3 +198,23 @@ def test_an_outcome_level_answer_with_a_trace_is_refused(seed: list[Vector]) -> 
     verdict = Judge("seed", level="outcome").judge(v, answer)
     assert (verdict.passed, verdict.rule) == (False, PROTOCOL_RULE)
     assert "carries no trace" in verdict.explanation
+
+
+@pytest.mark.parametrize("level", ["trace", "outcome"])
+def test_the_deadline_observation_is_asked_by_r35(level: str, seed: list[Vector]) -> None:
+    # An enclosing deadline of the same code expired, the tool's own did not: ordinary
+    # cancellation.  A registry that classifies by code reports TOOL_TIMEOUT (D13), R35's breach
+    # -- which the harness that drives the clock can tell, and the record decides first.
+    v = next(v for v in seed if "outer_deadline" in v.scenario.wrappers
+             and v.expected.body_starts and v.expected.outcome == "aborted")  # fmt: skip
+    answer = _answer(v, level)
+    assert answer["observed"]["deadline"] == {"expired": False, "outer": True}
+    assert Judge("seed", level=level).judge(v, answer).passed
+    answer["result"] = {
+        "content": [{"type": "text", "text": "Error: tool call timed out after 100ms"}],
+        "isError": True,
+        "error": {"name": "ToolTimeoutError", "code": "TOOL_TIMEOUT"},
+    }
+    verdict = Judge("seed", level=level).judge(v, answer)
+    assert (verdict.passed, verdict.rule, verdict.step) == (False, "R35", "timeout_identity")
+    assert "outer deadline expired" in verdict.explanation

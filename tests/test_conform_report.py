@@ -115,6 +115,7 @@ def test_an_outcome_answer_and_each_mistake_a_user_can_see(seed: list[Vector]) -
             "isError": True,
         },
         "listeners_left": {"watched": 2, "leaks": 0},
+        "caller_aborted": {"bodies_after": 0, "before_post": True},
         "bodies": [
             {
                 "start": {"aborted": False, "reason": None},
@@ -133,6 +134,8 @@ def test_an_outcome_answer_and_each_mistake_a_user_can_see(seed: list[Vector]) -
         "R22": lambda o: o.update(listeners={"before": 0, "after": 1}),
         "R30": lambda o: o.update(frozen={"result": False, "view": True}),
         "R19": lambda o: o.update(post_received={"content": [], "isError": False}),
+        # the body started after the abort (with a live signal: C2 did not see it either)
+        "R28": lambda o: o.update(caller_aborted={"bodies_after": 1, "before_post": True}),
         "protocol": lambda o: o.pop("bodies"),
     }
     for rule, doctor in mistakes.items():
@@ -141,6 +144,9 @@ def test_an_outcome_answer_and_each_mistake_a_user_can_see(seed: list[Vector]) -
         assert _outcome_verdict(v, doctored)[:2] == (False, rule), rule
     late_success = copy.deepcopy(answer)
     late_success["result"] = {"content": [{"type": "text", "text": "done"}], "isError": False}
+    # the caller aborted before post-execute ran: the record alone shows the late success
+    assert _outcome_verdict(v, late_success) == (False, "R28", "late_success")
+    del late_success["observed"]["caller_aborted"]  # without it, the result comparison does
     assert _outcome_verdict(v, late_success) == (False, "R28", "result")
 
 
@@ -164,8 +170,10 @@ def test_the_judge_takes_the_expectation_of_the_declared_retry(seed: list[Vector
     answer = _outcome_answer(v)  # the reference registry re-enters by default
     assert Judge("seed", "reenter", "outcome").judge(reenter, answer).passed
     j = Judge("seed", "cursor", "outcome").judge(cursor, answer)
-    # what post-execute received shows the other path first (the TOOL_TIMEOUT it was handed)
-    assert (j.passed, j.step) == (False, "post_received")
+    # the second body's signal shows the other path first: re-entered, the policy's fresh
+    # deadline fired in it too; from a cursor's hand-out it would have settled live (then
+    # post-execute was handed TOOL_TIMEOUT, not the second body's success)
+    assert (j.passed, j.rule, j.step) == (False, "R21", "body_signals")
 
 
 @pytest.mark.parametrize(

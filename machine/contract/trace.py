@@ -230,7 +230,9 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                 "The environment aborted the caller's signal after entry, once the call had "
                 "taken `steps` transitions (R28).",
                 {
-                    "steps": Field("integer"),
+                    "steps": Field(
+                        "integer", required=False, doc="absent: not counted (an adapter's answer)"
+                    ),
                     "bodies_after": Field(
                         "integer", doc="body invocations that started at a later step"
                     ),

@@ -268,7 +268,9 @@ def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, An
     verdict = judge.judge(v, answer)
     if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
         return verdict
-    found = declared.rejudge(v, answer, lambda alt, ans: judge.judge(alt, ans).passed)
+    found = declared.rejudge(
+        v, answer, lambda alt, ans, departs: judge.judge(alt, ans, departs).passed
+    )
     if found is None:
         return verdict
     return dataclasses.replace(verdict, deviations=found.names, verified=found.verified)

@@ -165,10 +165,14 @@ class Judge:
             observed=why.split(",")[0],
         )  # fmt: skip
 
-    def judge(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
-        """The verdict on an ``outcome`` answer (its envelope is already checked)."""
+    def judge(
+        self, v: Vector, answer: Mapping[str, Any], departs: frozenset[str] = frozenset()
+    ) -> Judgement:
+        """The verdict on an ``outcome`` answer (its envelope is already checked).  ``departs``:
+        the rules a declared deviation breaks, when ``v`` is its expectation: their checks are
+        not asked (the deviation's expectation decides what they would)."""
         if self.level == "outcome":
-            return self.judge_outcome(v, answer)
+            return self.judge_outcome(v, answer, departs)
         shape = answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
@@ -191,7 +195,7 @@ class Judge:
                     expected="a path the contract allows, to publication",
                     observed=" > ".join(stopped[2]) or "no contract event",
                 )
-            early = first_failure(record, None, "trace")
+            early = first_failure(record, None, "trace", departs=departs)
         if early is not None:
             return self.failed(v, early)
         entry = trace[0] if trace and isinstance(trace[0], dict) else {}
@@ -244,7 +248,7 @@ class Judge:
             )
         want = self.want(v, exp)
         checked = self.exercised(v, trace, starts) | could_fail(record, want, "trace")
-        return self._compared(v, want, record, result, "trace", checked, frozenset())
+        return self._compared(v, want, record, result, "trace", checked, frozenset(), departs)
 
     def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on a turn answer: the scheduler's rules, then each started call against
@@ -268,7 +272,9 @@ class Judge:
             checked=turnvectors.RULES,
         )
 
-    def judge_outcome(self, v: Vector, answer: Mapping[str, Any]) -> Judgement:
+    def judge_outcome(
+        self, v: Vector, answer: Mapping[str, Any], departs: frozenset[str] = frozenset()
+    ) -> Judgement:
         """The verdict on an outcome-level answer: only what a registry's user observes."""
         shape = outcome_problem(answer)
         if shape is not None:
@@ -285,7 +291,7 @@ class Judge:
         want = self.want(v, exp)
         checked = could_fail(record, want, "outcome") | self.outcome_shape(exp)
         consequence = self.consequence_rules(v, exp) - checked
-        return self._compared(v, want, record, result, "outcome", checked, consequence)
+        return self._compared(v, want, record, result, "outcome", checked, consequence, departs)
 
     def _compared(
         self,
@@ -296,16 +302,18 @@ class Judge:
         level: str,
         checked: frozenset[str],
         consequence: frozenset[str],
+        departs: frozenset[str] = frozenset(),
     ) -> Judgement:
         """The record against the judge's checks and the vector: first the broken rule a check
         decides from the record alone (the earliest in the record), then the outcome difference
-        (what post-execute received, the result: the earliest), then what else differs from
-        the vector (earliest first)."""
-        found = first_failure(record, want, level, phase="record")
+        (the body's signals, what post-execute received, the result: the earliest), then what
+        else differs from the vector (earliest first).  ``departs``: rules not asked
+        (:meth:`judge`)."""
+        found = first_failure(record, want, level, phase="record", departs=departs)
         if found is not None:
             return self.failed(v, found, checked, consequence)
         exp = want.expectation
-        found = first_failure(record, want, level, phase="outcome")
+        found = first_failure(record, want, level, phase="outcome", departs=departs)
         if result is not None and _canonical(result) != exp.result_json:
             if found is None or record.at("returned")[0] < found.at:
                 rule, why = self.result_rule(v, exp, result)
@@ -320,7 +328,7 @@ class Judge:
                     consequence=consequence,
                 )
         if found is None:
-            found = first_failure(record, want, level, phase="vector")
+            found = first_failure(record, want, level, phase="vector", departs=departs)
         if found is not None:
             return self.failed(v, found, checked, consequence)
         rules = checked | consequence

@@ -117,6 +117,23 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         observed["post_received"] is None or isinstance(observed["post_received"], dict)
     ):
         return "observed.post_received must be a result object or null (or absent)"
+    aborted = observed.get("caller_aborted")
+    if aborted is not None and not (
+        isinstance(aborted, dict)
+        and aborted.keys() == {"bodies_after", "before_post"}
+        and _is_count(aborted["bodies_after"])
+        and type(aborted["before_post"]) is bool
+    ):
+        return (
+            "observed.caller_aborted must be {bodies_after: count, before_post: bool} (or absent)"
+        )
+    deadline = observed.get("deadline")
+    if deadline is not None and not (
+        isinstance(deadline, dict)
+        and deadline.keys() == {"expired", "outer"}
+        and all(type(x) is bool for x in deadline.values())
+    ):
+        return "observed.deadline must be {expired, outer} booleans (or absent)"
     return None
 
 

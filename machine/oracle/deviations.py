@@ -214,10 +214,15 @@ class Declared:
         raise AssertionError(f"deviation {d.name}: no alternative for expects {d.expects!r}")
 
     def rejudge(
-        self, v: Vector, answer: Answer, passes: Callable[[Vector, Answer], bool]
+        self,
+        v: Vector,
+        answer: Answer,
+        passes: Callable[[Vector, Answer, frozenset[str]], bool],
     ) -> Verdict | None:
         """The fewest declared deviations whose combined alternative expectation ``answer``
-        meets (``passes``: the one judge's verdict on a vector and answer), or -- when none does
+        meets (``passes``: the one judge's verdict on a vector and answer, not asking the checks
+        of the rules the deviations depart from: what the environment saw of them -- a
+        deadline's identity, D13 -- is their behaviour), or -- when none does
         -- the unmodelled deviations whose scope holds ``v``; None: an ordinary failure."""
         touching = self.touching(v)
         modelled = [d for d in touching if d.expects is not None]
@@ -228,7 +233,8 @@ class Declared:
                     alt_v, alt_answer = self._alternative(d, alt_v, alt_answer)
                 if alt_v is v and alt_answer is answer:
                     continue
-                if passes(alt_v, alt_answer):
+                departs = frozenset(r for d in combo for r in d.departs_from)
+                if passes(alt_v, alt_answer, departs):
                     return Verdict(tuple(d.name for d in combo), True)
         unmodelled = tuple(d.name for d in touching if d.expects is None)
         return Verdict(unmodelled, False) if unmodelled else None

@@ -137,6 +137,7 @@ def _seed_pre_aborted(record: Record, want: Want | None) -> bool:
     levels=frozenset({"outcome"}),
     when=(_seed_pre_aborted, "the seed's pre-aborted entry, and a body started"),
     needs_vector=True,
+    outcome=True,  # asked with the result: a body's signal is seen before what follows it
 )
 def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None:
     """A caller aborted at entry (seed) runs every stage and hands the body its aborted signal:
@@ -193,7 +194,9 @@ def body_starts(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R21", "body_signals", reads=("body_signal",), needs_vector=True)
+@check("R21", "body_signals", reads=("body_signal",), needs_vector=True, outcome=True)
+# asked with the result, earliest evidence first: what the body's signal showed when it settled
+# comes before what post-execute received and the result, which it may explain
 def fused_signal(record: Record, want: Want | None) -> Failure | None:
     """The body's fused signal aborts when the caller's or the slot's does, with the first
     source's reason (what it showed when the body settled)."""
@@ -498,10 +501,15 @@ def no_late_start_or_success(record: Record, want: Want | None) -> Failure | Non
     reaches the caller past checkpoint C4 (an abort before post-execute ran)."""
     i = record.at("caller_aborted")[0]
     aborted = record.lines[i]
-    if aborted["bodies_after"]:
+    late = aborted["bodies_after"]
+    if late:
+        # the evidence is the first body that started after the abort, where the record shows
+        # it: a check that decides that start (C2's, R17) is the departure there, not this
+        starts = record.starts()
+        at = starts[len(starts) - late] if late <= len(starts) else i
         return Failure(
             "R28",
-            i,
+            at,
             "late_start",
             "a body started although the caller aborted before checkpoint C2",
             "no body start",

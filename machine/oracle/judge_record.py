@@ -107,6 +107,8 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     approval = observed.get("approval_signal")
     if approval is not None:
         lines.append(env_line(call, "approval_signal", signal=approval))
+    if observed.get("caller_aborted") is not None:
+        lines.append(env_line(call, "caller_aborted", **observed["caller_aborted"]))
     if traced:
         inserts: list[tuple[int, Mapping[str, Any]]] = []  # (trace lines before it, line)
         held = observed.get("held")
@@ -162,6 +164,8 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     frozen = observed.get("frozen")
     if frozen is not None:
         lines.append(env_line(call, "frozen", result=frozen["result"], view=frozen["view"]))
+    if observed.get("deadline") is not None:
+        lines.append(env_line(call, "deadline", **observed["deadline"]))
     listeners = observed.get("listeners")
     if listeners is not None:
         lines.append(env_line(call, "listener_count", **listeners))
@@ -298,13 +302,21 @@ def checks() -> Iterator[Check]:
 
 
 def first_failure(
-    record: Record, want: Want | None, level: str, *, phase: str | None = None
+    record: Record,
+    want: Want | None,
+    level: str,
+    *,
+    phase: str | None = None,
+    departs: frozenset[str] = frozenset(),
 ) -> Failure | None:
     """The first broken rule: of the checks that can fail at ``level`` and fail, the one whose
     evidence comes earliest in the record (registration order breaks ties).  ``phase``: only
-    the checks asked then (:attr:`Check.phase`)."""
+    the checks asked then (:attr:`Check.phase`); ``departs``: rules not asked, those a declared
+    deviation breaks on purpose (its own expectation is what the answer is compared with)."""
     best: Failure | None = None
     for c in _asked(level, phase):
+        if c.rule in departs:
+            continue
         found = c(record, want)
         if found is not None and (best is None or found.at < best.at):
             best = found

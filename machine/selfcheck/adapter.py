@@ -444,7 +444,29 @@ class Probes:
         if obs.leaked_signals:
             left["first"] = obs.leaked_signals[0]
         out["listeners_left"] = left
+        out.update(_driven(obs))
         return out
+
+
+DRIVEN: Final = {
+    "caller_aborted": ("bodies_after", "before_post"),
+    "deadline": ("expired", "outer"),
+}
+"""What the harness knows because it drives the call (its own lines of the record, R28 and R35),
+as an answer's ``observed`` carries it: the fields an adapter can count without the registry's
+internals (not ``steps``, the transitions taken, which only a registry's trace shows)."""
+
+
+def _driven(obs: Any) -> dict[str, Any]:
+    """``caller_aborted`` (the caller was aborted after entry: the bodies that started later,
+    whether post-execute was still to be called) and ``deadline`` (the tool's own deadline: whether
+    it may have expired first, whether an enclosing one of the same code ran), from the harness's
+    own record of the run, where it has them."""
+    return {
+        line["event"]: {k: line[k] for k in DRIVEN[line["event"]]}
+        for line in obs.lines()
+        if line["event"] in DRIVEN
+    }
 
 
 def _refused(attempt: Callable[[], object]) -> bool:
