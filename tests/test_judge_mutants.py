@@ -32,11 +32,12 @@ ELSEWHERE = {
     # only, which its failures there must cite instead: the record shows that rule's breach and
     # nothing of the declared one
     "keeps_late_success": (
-        lambda s: s.post == "block",
+        lambda s: s.cancel.endswith("_after"),
         "R19",
-        "a post-execute block beats cancellation (R39, row 13): the late success it keeps past "
-        "checkpoint C3 reaches post-execute (C3's rule) but never the caller, so no late success "
-        "is published and R28 holds",
+        "the caller aborts while a wrapper waits after next(), between the body's settle and "
+        "checkpoint C3: the mutant ignores C3's ABORTED, but its machine has taken C3's "
+        "transition, which C4 reports again -- the late success reaches post-execute (C3's rule) "
+        "and never the caller, so R28 holds there (verify meets it at C4 first, R28)",
     ),
 }
 UNDECIDABLE = {

@@ -191,38 +191,18 @@ def _no_recheck_before_body() -> contextlib.AbstractContextManager[None]:
 
 @contextlib.contextmanager
 def _keeps_late_success() -> Iterator[None]:
-    """Keeps a success that settles after the caller aborted (ignores C3 and C4).
-
-    It reports the outcome the call had before the abort wherever the machine decides ABORTED,
-    and goes on reporting it: the machine's node remembers the ABORTED it ignored at C3, which
-    C4 would otherwise report again (the success kept past C3 then never reached the caller)."""
-    real, real_through = _Call.offer, _Call.offer_through
-    kept: dict[int, tuple[Any, Any]] = {}  # id(call) -> (call, the outcome it keeps reporting)
-
-    def before(call: Any) -> Any:
-        return kept.get(id(call), (call, call.node.outcome))[1]
-
-    def ignored(call: Any, was: Any, outcome: Any) -> Any:
-        if outcome != "aborted":
-            return outcome
-        kept[id(call)] = (call, was)  # the call is kept alive: its id names no other call
-        return was
+    """Keeps a success that settles after the caller aborted (ignores C3 and C4)."""
+    real = _Call.offer
 
     def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
-        was = before(self)
+        before = self.node.outcome
         outcome = real(self, key, caller_first)
         event = key if isinstance(key, str) else key.event
-        if event in ("around_settled", "post_accept", "body_ok"):
-            return ignored(self, was, outcome)
+        if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":
+            return before
         return outcome
 
-    def offer_through(self: Any, key: Any, stage: str) -> Any:
-        was = before(self)  # C3 and C4 in one step (no post-execute hook to wait for)
-        outcome = real_through(self, key, stage)
-        return ignored(self, was, outcome) if key[0] == "around_settled" else outcome
-
-    with mock.patch.object(_Call, "offer", offer), \
-            mock.patch.object(_Call, "offer_through", offer_through):  # fmt: skip
+    with mock.patch.object(_Call, "offer", offer):
         yield
 
 
