@@ -29,8 +29,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
                                       "harness's log (replay, pre-stage, dispatch, post, "
                                       "cancellations, late success at C3, fused signal, "
                                       "contexts, result shape): moving into the judge"),
-    "machine/oracle/turnvectors.py": (5, "which rule a turn call's path or result against the "
-                                      "reference's breaks (R28, R30, R36, R38): not yet derived"),
     "machine/teaching/explain.py": (2, "names the stage order and the conformance claim's "
                                     "rule in an explanation"),
     "machine/selfcheck/specmutants.py": (2, "reads verify's no-result verdict (R31) of a "

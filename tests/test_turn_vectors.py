@@ -118,3 +118,72 @@ def test_a_malformed_turn_answer_is_a_protocol_failure() -> None:
     verdict = Judge("seed").judge_turn(v, answer)
     assert (verdict.passed, verdict.rule) == (False, PROTOCOL_RULE)
     assert "observed.events" in verdict.explanation
+
+
+def _turn_answer(v: TurnVector) -> dict[str, Any]:
+    from toolcancel.runtime.registry import ToolRegistry
+    from toolcancel.selfcheck.adapter import Session
+
+    session = Session(ToolRegistry, REVISIONS)
+    try:
+        return session.answer(v.message(2).decode())
+    finally:
+        session.close()
+
+
+def _verdict(v: TurnVector, answer: dict[str, Any]) -> tuple[bool, str | None, str]:
+    from toolcancel.oracle.conform_judge import Judge
+
+    j = Judge(v.revision).judge_turn(v, answer)
+    return j.passed, j.rule, j.step
+
+
+def _publish(answer: dict[str, Any], call: str, result: dict[str, Any]) -> None:
+    """Make ``call`` publish ``result``: its notification and its log entry."""
+    for e in answer["observed"]["events"]:
+        if e.get("call") == call and e["event"] == "notify":
+            e["result"] = result
+    for e in answer["log"]:
+        if e["callId"] == call and e["kind"] == "tool/result":
+            e["payload"] = result
+
+
+SUCCESS = {"content": [{"type": "text", "text": "done c0"}], "isError": False}
+
+
+def test_a_turn_calls_late_start_and_late_success_cite_the_late_start_check() -> None:
+    # The turn signal is each call's caller signal: a call whose pre-execute was running when
+    # it aborted gets ABORTED at C1.  Its body starting anyway, or its success published, is
+    # what the call check of R28 reads from the call's record, not a rule restated here.
+    v = next(t for t in shipped_turns("seed")
+             if t.turn.kinds == ("ok",) and t.turn.abort == "gate:0:pre")  # fmt: skip
+    answer = _turn_answer(v)
+    assert _verdict(v, answer) == (True, None, "")
+    late_start = {**answer, "observed": dict(answer["observed"])}
+    events = list(answer["observed"]["events"])
+    at = events.index({"event": "pre_done", "call": "c0"}) + 1
+    events[at:at] = [{"event": "body_start", "call": "c0"}, {"event": "body_settle", "call": "c0"}]
+    late_start["observed"]["events"] = events
+    late_start["observed"]["returned"] += 2
+    assert _verdict(v, late_start) == (False, "R28", "turn_calls")
+    _publish(answer, "c0", SUCCESS)
+    assert _verdict(v, answer) == (False, "R28", "turn_result")
+
+
+def test_a_turn_calls_other_result_or_path_cites_the_contracts_rule_for_it() -> None:
+    v = next(t for t in shipped_turns("seed")
+             if t.turn.kinds == ("ok",) and t.turn.abort == "never")  # fmt: skip
+    answer = _turn_answer(v)
+    assert _verdict(v, answer) == (True, None, "")
+    # a success the body did not make: the rule of the outcome the contract gives (body_success)
+    other = {"content": [{"type": "text", "text": "something else"}], "isError": False}
+    wrong = {**answer, "log": [dict(e) for e in answer["log"]],
+             "observed": {**answer["observed"],
+                          "events": [dict(e) for e in answer["observed"]["events"]]}}  # fmt: skip
+    _publish(wrong, "c0", other)
+    assert _verdict(v, wrong) == (False, "R2", "turn_result")
+    # post-execute never ran: where the scheduler runs a call's hooks
+    events = [e for e in answer["observed"]["events"] if e["event"] not in ("post", "post_done")]
+    skipped = {**answer, "observed": {**answer["observed"], "events": events,
+                                      "returned": answer["observed"]["returned"] - 2}}
+    assert _verdict(v, skipped) == (False, "R38", "turn_calls")

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from ..contract.results import canonical_json
+from .judge_record import Record, env_line
 
 # ------------------------------------------------------------------------------------------------
 # Turn checks: the scheduler's rules over what an environment sees of a turn
@@ -256,10 +257,61 @@ def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
     return out
 
 
+# ------------------------------------------------------------------------------------------------
+# One call of a turn, as the judge's record
+# ------------------------------------------------------------------------------------------------
+
+
+def turn_call_record(call: str, events: Sequence[Mapping[str, Any]], revision: str) -> Record:
+    """What the environment saw of one call of a turn, as the record the call checks read
+    (:mod:`toolcancel.oracle.judge_calls`): its body's starts (``body_start``), its observer's
+    notifications (``notified``, and the result ``returned`` when there was one), and -- when
+    the turn signal, the call's caller signal, aborted after the call had started --
+    ``caller_aborted``: how many of its bodies started later, and whether its post-execute was
+    still to come.  A turn's hooks run in the scheduler, not in the registry's trace: the record
+    is at the outcome level."""
+    lines: list[Mapping[str, Any]] = []
+    results: list[Mapping[str, Any]] = []
+    abort: int | None = None
+    started = False
+    later = 0
+    post_before = False
+    for e in events:
+        if e["event"] == "abort":
+            if started:  # one that starts after it is the scheduler's breach, not the call's
+                abort = len(lines)
+            continue
+        if e.get("call") != call:
+            continue
+        started = True
+        if e["event"] == "body_start":
+            lines.append(env_line(call, "body_start"))
+            later += abort is not None
+        elif e["event"] == "post" and abort is None:
+            post_before = True
+        elif e["event"] == "notify":
+            results.append(e["result"])
+    if abort is not None:
+        aborted = env_line(call, "caller_aborted", bodies_after=later, before_post=not post_before)
+        lines.insert(abort, aborted)
+    if len(results) == 1:
+        lines.append(env_line(call, "returned", result=results[0]))
+    lines.append(env_line(call, "notified", count=len(results)))
+    return Record(lines, revision, "live")
+
+
 TURN_DRAINS: Final = next(
     c.rule for found in TURN_CHECKS.values() for c in found if c.judge is drained_before_return
 )
 """A turn that never returned, or hangs: its started calls were not drained."""
+TURN_STARTS: Final = next(
+    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is no_start_after_turn_abort
+)
+"""What the scheduler prepares once the turn signal aborted: nothing more."""
+TURN_HOOKS: Final = next(
+    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is hooks_in_model_order
+)
+"""Where and in which order the scheduler runs a call's pre- and post-execute."""
 TURN_RULES: Final = frozenset(TURN_CHECKS)
 """The rules the turn checks decide (``conform`` reports them for an adapter that runs turns)."""
 

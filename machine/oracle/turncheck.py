@@ -30,14 +30,15 @@ import asyncio
 import itertools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..contract.results import ToolResult, text_block, thaw
 from ..runtime.execution import Execution
 from ..runtime.hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
 from ..runtime.signals import AbortController
 from ..runtime.virtual_time import VirtualClock, run
-from .judge_turns import TURN_RULES, TurnRecord, turn_problems
+from .judge_calls import no_late_start_or_success
+from .judge_turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
 from .scenario import _idle, quiet_failures
 
 if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (conform) does not
@@ -47,6 +48,14 @@ if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (
 KINDS = ("ok", "ok_exclusive", "defer", "throw", "denied")
 """What a call of a batch does: succeed; succeed as an exclusive call; defer a context and succeed;
 throw; be denied by pre-execute."""
+KIND_OUTCOMES: Final = {
+    "ok": "body_success",
+    "ok_exclusive": "body_success",
+    "defer": "body_success",
+    "throw": "body_error",
+    "denied": "denied",
+}
+"""The contract's outcome (``spec/contract.toml``) of a call of each kind that nothing cancels."""
 
 MAX_CALLS = 3
 RELEASES = ("fifo", "lifo")
@@ -208,11 +217,20 @@ class TurnHarness:
 
 
 def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
-    """The R31/R36/R37/R38/R9 checks of the module docstring; (rule, explanation) pairs."""
+    """The R31/R36/R37/R38/R9 checks of the module docstring, then each started call's record
+    asked the call check a turn shows (:func:`toolcancel.oracle.judge_turns.turn_call_record`:
+    no body starts, and no success is published, after the turn signal -- the call's caller
+    signal -- aborted); (rule, explanation) pairs."""
     record = TurnRecord(
         len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped, obs.hung
     )
-    return turn_problems(record)
+    found = turn_problems(record)
+    for i in range(len(obs.turn.kinds)):
+        call = turn_call_record(f"c{i}", obs.events, obs.turn.revision)
+        late = no_late_start_or_success(call, None) if call.has("caller_aborted") else None
+        if late is not None:
+            found.append((late.rule, f"c{i}: {late.why}"))
+    return found
 
 
 @dataclass

@@ -14,7 +14,9 @@ from
    It does not assume the reference's grouping (a MAY): one call at a time passes as well.
 2. Each started call against what the contract gives a call of its kind when the turn aborted at
    its *phase* (the last event of its own before the abort: ``pre``, ``body_start``, ...; ``never``
-   without an abort): its own events and its published result.  The table is the reference's,
+   without an abort): its own events and its published result; where they differ, the call's
+   record (:func:`toolcancel.oracle.judge_turns.turn_call_record`) asked the call checks names the
+   rule, else the scheduler's checks and the contract's outcomes do.  The table is the reference's,
    gathered over every turn of the revision (:func:`generate`); a phase the reference never
    reaches (a scheduler that groups otherwise may) is judged by step 1 alone.
 
@@ -31,10 +33,19 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
+from ..contract.loader import load_contract
 from ..contract.results import canonical_json
 from ..runtime.virtual_time import VirtualClock, run
-from .judge_turns import TURN_RULES, TurnRecord, turn_problems
-from .turncheck import KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
+from .judge_calls import error_code, no_late_start_or_success
+from .judge_turns import (
+    TURN_HOOKS,
+    TURN_RULES,
+    TURN_STARTS,
+    TurnRecord,
+    turn_call_record,
+    turn_problems,
+)
+from .turncheck import KIND_OUTCOMES, KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
 
 OWN_EVENTS: Final = ("pre", "pre_done", "body_start", "body_settle", "post", "post_done", "notify")
 """What an adapter records of each call, in the order one call can show them."""
@@ -316,7 +327,12 @@ def _is_event(e: Any, ids: set[str]) -> bool:
 
 
 def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | None:
-    """The first problem of a well-formed answer: (rule, step, explanation), or None."""
+    """The first problem of a well-formed answer: (rule, step, explanation), or None.  Each
+    started call is a record of the call checks (:func:`toolcancel.oracle.judge_turns.
+    turn_call_record`): a body started or a success published after the turn signal, its caller
+    signal, aborted is the late-start check's; another path is the scheduler's (where it ran
+    post-execute: its hooks' rule; else what it started after the abort), another result the
+    rule of the outcome the contract gives."""
     events, log = answer["observed"]["events"], answer["log"]
     returned = answer["observed"]["returned"]
     found = turn_problems(TurnRecord(len(v.turn.kinds), events, log, returned, v.table.skipped))
@@ -329,25 +345,38 @@ def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | No
         variant = _variant(call, events)
         if allowed is None or variant is None:
             continue  # a phase the reference never reaches: the rules above judged it
-        if any(variant["events"] == list(a["events"]) for a in allowed):
+        record = turn_call_record(call, events, v.revision)
+        late = no_late_start_or_success(record, None) if record.has("caller_aborted") else None
+        seen, paths = variant["events"], [list(a["events"]) for a in allowed]
+        where = f"{call} ({kind}, turn aborted at its {phase})"
+        if any(seen == p for p in paths):
             if any(canonical_json(variant["result"]) == canonical_json(a["result"])
                    for a in allowed):  # fmt: skip
                 continue
-            rule = "R30" if phase == NEVER else "R36"
             want = " or ".join(canonical_json(a["result"]) for a in allowed)
-            return rule, "turn_result", (
-                f"{call} ({kind}, turn aborted at its {phase}) published "
-                f"{canonical_json(variant['result'])}; the contract gives {want}"
+            return late.rule if late else _outcome_rule(v.revision, kind, allowed), "turn_result", (
+                f"{where} published {canonical_json(variant['result'])}; the contract gives {want}"
                 + ("" if phase == NEVER else " (the turn signal is its caller signal)")
             )
-        seen, paths = variant["events"], [list(a["events"]) for a in allowed]
-        rule = "R36"
-        if "body_start" in seen and not any("body_start" in w for w in paths):
-            rule = "R28"
+        rule = TURN_STARTS
+        if late is not None:
+            rule = late.rule
         elif ("post" in seen) != any("post" in w for w in paths):
-            rule = "R38"
+            rule = TURN_HOOKS
         return rule, "turn_calls", (
-            f"{call} ({kind}, turn aborted at its {phase}) went through {seen}; the contract "
-            f"takes it through {' or '.join(map(str, paths))}"
+            f"{where} went through {seen}; the contract takes it through "
+            f"{' or '.join(map(str, paths))}"
         )
     return None
+
+
+def _outcome_rule(revision: str, kind: str, allowed: Sequence[Mapping[str, Any]]) -> str:
+    """The rule of the outcome the contract gives a call of ``kind`` whose allowed results are
+    ``allowed``: the cancellation's, by its code, where they carry one; else the kind's own."""
+    outcomes = load_contract().revision(revision).outcomes
+    by_code = {o.code: o.rule for o in outcomes if o.code}
+    for a in allowed:
+        code = error_code(a["result"])
+        if code in by_code:
+            return by_code[code]
+    return next(o.rule for o in outcomes if o.name == KIND_OUTCOMES[kind])
