@@ -29,10 +29,9 @@ ALLOWED: dict[str, tuple[int, str]] = {
                                       "harness's log (replay, pre-stage, dispatch, post, "
                                       "cancellations, late success at C3, fused signal, "
                                       "contexts, result shape): moving into the judge"),
-    "machine/teaching/explain.py": (2, "names the stage order and the conformance claim's "
-                                    "rule in an explanation"),
-    "machine/selfcheck/specmutants.py": (2, "reads verify's no-result verdict (R31) of a "
-                                         "stopped run"),
+    "machine/teaching/explain.py": (1, "the outcome precedence table's own rule (R39): "
+                                    "contract.toml's [[precedence]] rows name the rules each "
+                                    "row decides, none names the table's"),
 }
 
 

@@ -37,6 +37,8 @@ from typing import Any
 
 from ..contract.errors import ContractViolation
 from ..contract.loader import Contract, RevisionContract, Transition, load_contract
+from ..oracle.judge import rule_of
+from ..oracle.judge_calls import returns_a_result
 from ..runtime.registry import ToolRegistry
 from .verifier import MAX_WRAPPERS, Tally, expand, plan, run_batch
 
@@ -177,6 +179,11 @@ def judge(p: Perturbation, max_wrappers: int = 1, contract: Contract | None = No
         logging.disable(logging.NOTSET)
 
 
+NO_RESULT = rule_of(returns_a_result)
+"""The rule verify cites for a call that raised instead of publishing a result (the judge's
+check of it): a perturbed table whose registry's own machine refused a step stopped there."""
+
+
 def _judge(p: Perturbation, max_wrappers: int, contract: Contract | None) -> Verdict:
     start = time.perf_counter()
     c = contract or load_contract()
@@ -188,7 +195,7 @@ def _judge(p: Perturbation, max_wrappers: int, contract: Contract | None) -> Ver
         try:
             tally = run_batch([s for g in job.groups for s in expand(g)], factory, replay=False)
         except ContractViolation as exc:  # raised where the harness calls the registry itself
-            v = Verdict(p, "stopped", "R31", f"the registry raised {exc!r}", total.schedules)
+            v = Verdict(p, "stopped", NO_RESULT, f"the registry raised {exc!r}", total.schedules)
             v.seconds = time.perf_counter() - start
             return v
         except Exception as exc:  # the harness or a check could not cope: not a finding
@@ -202,7 +209,7 @@ def _judge(p: Perturbation, max_wrappers: int, contract: Contract | None) -> Ver
     v = Verdict(p, "surviving", schedules=total.schedules)
     first = total.violations[0] if total.violations else None
     if first is not None:
-        stopped = "ContractViolation" in first.explanation and first.rule == "R31"
+        stopped = "ContractViolation" in first.explanation and first.rule == NO_RESULT
         v.status = "stopped" if stopped else "killed"
         v.rule, v.explanation = first.rule, first.explanation
     elif not (set(p.touches()) & taken) and p.kind != "delete":

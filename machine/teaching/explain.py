@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from ..contract.core import PathStep
 from ..contract.errors import ToolcancelError
 from ..contract.loader import PrecedenceRow, RevisionContract, Transition
+from ..oracle.judge import STAGE_ORDER
 
 if TYPE_CHECKING:
     from ..oracle.checker import Verdict
@@ -57,10 +58,10 @@ class Explanation:
             if step.outcome is not None:
                 seen.setdefault(contract.outcome(step.outcome).rule, None)
         if self.path and self.path[-1].dest == "materialized":
-            seen.setdefault("R10", None)
+            seen.setdefault(STAGE_ORDER, None)
         decided = self.deciding()
         if decided is not None and decided[1] is not None:
-            seen.setdefault("R39", None)
+            seen.setdefault("R39", None)  # the precedence table's own rule: no data names it
             for r in decided[1].rules:
                 seen.setdefault(r, None)
         return tuple(seen)
