@@ -103,6 +103,23 @@ class Replay:
         # tells which states a decision jumped over.
         self._pipeline = {st.name: i for i, st in enumerate(table.states)}
         self.transitions = {t.index: t for t in table.transitions}
+        # Where base dispatch invokes the body: the first state its reports (body_ok, body_raise)
+        # are taken in; the states before it, once entry has captured the caller's signal, are
+        # those a caller's cancellation must keep a body out of (before checkpoint C2); those
+        # after the last state that awaits anyone's code hold a result decided for publication.
+        first_body = min(
+            self._pipeline[s]
+            for t in table.transitions
+            if BODY_REPORTS & set(t.events)
+            for s in t.sources
+        )
+        self.body_state = table.states[first_body].name
+        self.before_dispatch = frozenset(
+            st.name for st in table.states[:first_body] if not st.initial
+        )
+        last_wait = max(i for i, st in enumerate(table.states) if st.wait)
+        self.decided_states = frozenset(st.name for st in table.states[last_wait + 1 :])
+        self.cancellations = frozenset(o.name for o in table.outcomes if o.cancellation)
         self.patterns: dict[Any, re.Pattern[str]] = {}  # the registry's texts, per builder
         self.asked: dict[tuple[str, Branch], tuple[tuple[str, StepJudge], ...]] = {}
 
@@ -662,7 +679,7 @@ def started_where_invoked(replay: Replay, b: Branch, data: Any) -> Death | None:
 @step_check("R28", "no_invoke")
 def no_body_once_decided(replay: Replay, b: Branch, what: str) -> str | None:
     """No body starts after the call's result was decided for publication."""
-    if b.cs.state in ("finalizing", "materialized"):
+    if b.cs.state in replay.decided_states:
         return (
             f"{what.capitalize()} after the call's result was decided for publication "
             f"(R28: {replay.summary('R28')})."
@@ -674,8 +691,8 @@ def no_body_once_decided(replay: Replay, b: Branch, what: str) -> str | None:
 def no_body_after_cancellation(replay: Replay, b: Branch, what: str) -> str | None:
     """No body starts after the caller cancelled and before checkpoint C2."""
     cs = b.cs
-    if cs.state in ("pre_policy", "approval", "guards", "around_before") or (
-        cs.state == "post_policy" and cs.outcome in ("aborted", "aborted_before_dispatch")
+    if cs.state in replay.before_dispatch or (
+        cs.state == STAGE_STATE["post"] and cs.outcome in replay.cancellations
     ):
         if replay.cancelled(cs, Occurrence("body_start"), replay.table):
             return (
@@ -688,7 +705,7 @@ def no_body_after_cancellation(replay: Replay, b: Branch, what: str) -> str | No
 @step_check(CONTRACT, "no_invoke")
 def no_body_past_the_outcome(replay: Replay, b: Branch, what: str) -> Death | None:
     """The decided outcome skips the body: cite the transition that decided it."""
-    past = replay.decided_past(b, ("body",))
+    past = replay.decided_past(b, (replay.body_state,))
     if past is None:
         return None
     rule, decided = past
