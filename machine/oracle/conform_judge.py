@@ -42,6 +42,7 @@ from .judge import (
     TRACE_READS,
     entry_rule,
     error_code,
+    foreign_deadline,
     misclassified_deadline,
     quiescent,
     result_rules,
@@ -290,7 +291,7 @@ class Judge:
             exp = next((e for e in exps if _canonical(result) == e.result_json), exp)
         want = self.want(v, exp)
         checked = could_fail(record, want, "outcome") | self.outcome_shape(exp)
-        consequence = self.consequence_rules(v, exp) - checked
+        consequence = (self.consequence_rules(v, exp) | self.result_attributions(v, exp)) - checked
         return self._compared(v, want, record, result, "outcome", checked, consequence, departs)
 
     def _compared(
@@ -518,7 +519,8 @@ class Judge:
         """The rule a wrong result breaks, as the model checker attributes the same mistake."""
         want, got = exp.result, result
         why = f"the result is {_canonical(got)}; the contract's is {exp.result_json}"
-        if got.get("isError") is False and exp.outcome in self.cancellations:
+        can = self.result_attributions(v, exp)
+        if LATE_SUCCESS in can and got.get("isError") is False:
             return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4."
         rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
         rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
@@ -528,7 +530,7 @@ class Judge:
             return CONTEXTS, (
                 f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."
             )
-        if v.scenario.timeout == "timer_first" and exp.outcome == "tool_timeout":
+        if DEADLINE_FIRST in can:
             return DEADLINE_FIRST, f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
@@ -546,6 +548,21 @@ class Judge:
         t = taken[i]
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
         return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+
+    def result_attributions(self, v: Vector, exp: Expectation) -> frozenset[str]:
+        """The rules the result comparison cites of itself for ``v`` (:meth:`result_rule`), where
+        their antecedent holds: a success where the contract cancels (R28's late success), a
+        TOOL_TIMEOUT where a wrapper's deadline is in the chain and the contract gives another
+        result (R35), a result that differs only in its contexts (always), the deadline that
+        fired first (R34).  So coverage counts them where a wrong result could cite them."""
+        out = {CONTEXTS}
+        if exp.outcome in self.cancellations:
+            out.add(LATE_SUCCESS)
+        if foreign_deadline(v.scenario, exp.result):
+            out.add(DEADLINE_IDENTITY)
+        if v.scenario.timeout == "timer_first" and exp.outcome == "tool_timeout":
+            out.add(DEADLINE_FIRST)
+        return frozenset(out)
 
     def could_have_decided(
         self, taken: Sequence[Transition], path: Sequence[str], got: Any

@@ -117,17 +117,23 @@ CHECKPOINT_C3: Final = "R19"
 
 DEADLINE_IDENTITY: Final = "R35"
 """A deadline is classified by its identity: only the registry's own is its TOOL_TIMEOUT."""
+RESULT_ATTRIBUTED: Final = frozenset({LATE_SUCCESS, CONTEXTS, DEADLINE_FIRST, DEADLINE_IDENTITY})
+"""The rules the result comparison cites of itself, where their antecedent holds (conform's
+``Judge.result_attributions``): at outcome level each is decided through the result at least."""
+
+
+def foreign_deadline(scenario: Scenario, wanted: Any) -> bool:
+    """Whether a deadline that is not the registry's own (a wrapper's) is in the chain where the
+    contract gives another result than TOOL_TIMEOUT: where a result can show that deadline
+    classified by its code (:func:`misclassified_deadline`)."""
+    return error_code(wanted) != "TOOL_TIMEOUT" and "outer_deadline" in scenario.wrappers
 
 
 def misclassified_deadline(scenario: Scenario, got: Any, wanted: Any) -> bool:
     """Whether ``got`` is a TOOL_TIMEOUT where the contract gives another result although a
     deadline that is not the registry's own (a wrapper's) is in the chain: that deadline was
     classified by its code, not its identity (``DEADLINE_IDENTITY``)."""
-    return (
-        error_code(got) == "TOOL_TIMEOUT"
-        and error_code(wanted) != "TOOL_TIMEOUT"
-        and "outer_deadline" in scenario.wrappers
-    )
+    return error_code(got) == "TOOL_TIMEOUT" and foreign_deadline(scenario, wanted)
 
 
 def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
@@ -356,9 +362,10 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
     # a rule the result shows anyway stays "through the result" beside it
     plain = {lv for c in found if not c.reads & _OPTIONAL for lv in c.levels}
     outcome = NONE
-    if "outcome" in plain or rule in shapes or ("outcome" in levels and rule not in carried):
+    through = carried | RESULT_ATTRIBUTED  # what a wrong result shows, at least
+    if "outcome" in plain or rule in shapes or ("outcome" in levels and rule not in through):
         outcome = CHECKED
-    elif rule in carried:
+    elif rule in through:
         outcome = OUTCOME
     whys = []
     if outcome == OUTCOME:
