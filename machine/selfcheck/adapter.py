@@ -461,7 +461,11 @@ def _driven(obs: Any) -> dict[str, Any]:
     """``caller_aborted`` (the caller was aborted after entry: the bodies that started later,
     whether post-execute was still to be called) and ``deadline`` (the tool's own deadline: whether
     it may have expired first, whether an enclosing one of the same code ran), from the harness's
-    own record of the run, where it has them."""
+    own record of the run, where it has them (neither without a budget or a live caller that
+    cancels: the record is not built then, which every other vector would pay for)."""
+    s = obs.scenario
+    if s.timeout != "budget" and (s.caller != "live" or s.cancel == "never"):
+        return {}
     return {
         line["event"]: {k: line[k] for k in DRIVEN[line["event"]]}
         for line in obs.lines()
