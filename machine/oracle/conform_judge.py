@@ -249,7 +249,8 @@ class Judge:
             )
         want = self.want(v, exp)
         checked = self.exercised(v, trace, starts) | could_fail(record, want, "trace")
-        return self._compared(v, want, record, result, "trace", checked, frozenset(), departs)
+        consequence = self.result_attributions(v, exp) - checked  # the result comparison's own
+        return self._compared(v, want, record, result, "trace", checked, consequence, departs)
 
     def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on a turn answer: the scheduler's rules, then each started call against
