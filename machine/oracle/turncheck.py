@@ -37,6 +37,7 @@ from ..runtime.execution import Execution
 from ..runtime.hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
 from ..runtime.signals import AbortController
 from ..runtime.virtual_time import VirtualClock, run
+from .judge import rule_of
 from .judge_calls import no_late_start_or_success
 from .judge_turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
 from .scenario import _idle, quiet_failures
@@ -255,7 +256,7 @@ async def _run_turns(revision: str, kinds: Iterable[tuple[str, ...]]) -> TurnTal
                 (r, why, turn) for r, why in found[: max(0, 20 - len(tally.violations))]
             )
     if tally.schedules:
-        tally.rules = set(TURN_RULES)
+        tally.rules = set(TURN_RULES) | {rule_of(no_late_start_or_success)}
     return tally
 
 
