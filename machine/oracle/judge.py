@@ -6,7 +6,8 @@ and the
 *environment observations* of :data:`toolcancel.contract.trace.ENVIRONMENT` that only a harness
 around the registry can see (each body's signal at start and settle, when ``execute()`` settled,
 what it returned or raised, the notifications, listener counts, what post-execute received, the
-frozen result and view, the approval request's signal, the slot after each ``next()``).  ``conform``
+frozen result and view, the approval request's signal, the slot after each ``next()``, when the
+caller was aborted and what the tool's own deadline did).  ``conform``
 builds one from an adapter's answer (:func:`answer_record`); an adapter may write the
 environment lines itself.
 

@@ -22,7 +22,10 @@ What the environment observes, besides the registry's own trace (``observed`` in
   ``notified_same`` across every observer, ``frozen`` (whether our observer could write into the
   result or the view), ``approval_signal``, ``slot_after_next``, ``post_received`` and
   ``listeners_left`` (listeners left on every signal the harness handed to the registry or got
-  from it: a wrapper's own, the view's slot, the body's fused signal -- R22 beyond the caller's).
+  from it: a wrapper's own, the view's slot, the body's fused signal -- R22 beyond the caller's);
+* and what the harness knows because it drives the call: ``caller_aborted`` (the bodies that
+  started after it aborted the caller, whether post-execute was still to come: R28) and
+  ``deadline`` (whether the tool's own deadline may have expired first: R35).
 
 ``--level outcome`` makes it a black box (protocol 2, level ``outcome``): the registry is built
 without a trace, and each answer carries only what a user of the registry sees -- the result or
