@@ -45,13 +45,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from toolcancel.cli.main import main
 from toolcancel.contract.loader import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
-from toolcancel.contract.trace import (
-    MAX_DEPTH,
-    MAX_LINE_BYTES,
-    TraceError,
-    TraceRecorder,
-    read_traces,
-)
+from toolcancel.contract.trace import MAX_DEPTH, MAX_LINE_BYTES, TraceRecorder
+from toolcancel.contract.trace_reader import TraceError, read_traces
 from toolcancel.oracle import conform_adapter
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import AdapterDied, parse_answer

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.contract.trace import ENVIRONMENT, parse_lines, validate, vocabulary
+from toolcancel.contract.trace import ENVIRONMENT, vocabulary
+from toolcancel.contract.trace_reader import parse_lines, validate
 from toolcancel.oracle.judge import rule_status
 from toolcancel.oracle.judge_record import (
     BOTH,
