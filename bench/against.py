@@ -1,6 +1,6 @@
 """``verify``, ``check`` and ``conform --self``: this checkout against a git revision, one run.
 
-What issue 26 asks ("no slower than today") is a ratio, and on this shared machine a ratio means
+"No slower than before" is a ratio, and on this shared machine a ratio means
 something only when both sides are measured in the same hour.  So ``bench/run.py --against REV``
 runs the three commands as a user does (``python -m toolcancel ...``, start-up included) on both
 sides, alternating ``base, checkout, checkout, base, ...`` for ``--rounds`` rounds, and prints per
