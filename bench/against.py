@@ -1,13 +1,13 @@
 """``verify``, ``check`` and ``conform --self``: this checkout against a git revision, one run.
 
-"No slower than before" is a ratio, and on this shared machine a ratio means
-something only when both sides are measured in the same hour.  So ``bench/run.py --against REV``
-runs the three commands as a user does (``python -m toolcancel ...``, start-up included) on both
-sides, alternating ``base, checkout, checkout, base, ...`` for ``--rounds`` rounds, and prints per
-command the median CPU seconds of each side and their ratio (of medians, and of minima: noise only
-ever adds time).  CPU is the command's own and its children's (the adapter ``conform --self``
-starts, the worker ``verify`` starts), which other processes' load changes little; wall seconds
-are shown beside it.
+"No slower than before" is a ratio, and on this shared machine a ratio means something only when
+both sides are measured in the same hour.  So ``bench/run.py --against REV`` runs the three
+commands as a user does (``python -m toolcancel ...``, start-up included) on both sides,
+alternating ``base, checkout, checkout, base, ...`` for ``--rounds`` rounds, and prints per command
+the median CPU seconds of each side and their ratio (of medians, and of minima: noise only ever
+adds time).  CPU is the command's own and its children's (the adapter ``conform --self`` starts,
+the worker ``verify`` starts), which other processes' load changes little; wall seconds are shown
+beside it.
 
 How the base runs: the package of ``REV`` (``machine/`` and ``spec/``) is exported with ``git
 archive`` into a temporary directory, laid out as installed, and put first on ``PYTHONPATH``;
