@@ -6,8 +6,8 @@ commands as a user does (``python -m toolcancel ...``, start-up included) on bot
 alternating ``base, checkout, checkout, base, ...`` for ``--rounds`` rounds, and prints per command
 the median CPU seconds of each side and their ratio (of medians, and of minima: noise only ever
 adds time).  CPU is the command's own and its children's (the adapter ``conform --self`` starts,
-the worker ``verify`` starts), which other processes' load changes little; wall seconds are shown
-beside it.
+the worker ``verify`` starts), which other processes' load changes little; wall seconds are kept in
+``--json``.
 
 How the base runs: the package of ``REV`` (``machine/`` and ``spec/``) is exported with ``git
 archive`` into a temporary directory, laid out as installed, and put first on ``PYTHONPATH``;
