@@ -27,7 +27,8 @@ from itertools import cycle
 from pathlib import Path
 from typing import Any
 
-from toolcancel.contract.trace import TraceRecorder, encode_line, read_traces
+from toolcancel.contract.trace import TraceRecorder, encode_line
+from toolcancel.contract.trace_reader import read_traces
 from toolcancel.oracle.checker import Checker
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.runtime.registry import ToolRegistry
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         traces: Any = read_traces(path)
         read_s = time.perf_counter() - start
-        gc.disable()  # as check_file does: see toolcancel.contract.trace.read_traces
+        gc.disable()  # as check_file does: see toolcancel.contract.trace_reader.read_traces
         start = time.perf_counter()
         checker.check_traces(traces, str(path))
         check_s = time.perf_counter() - start

@@ -11,7 +11,8 @@ measurement -- alternately with the package of git revision ``--base`` (exported
 directory) and with this checkout's.  Each process reports its own CPU time for the batch (which
 other load on this shared machine does not change) and the schedules it ran, which must be equal.
 Printed: the median CPU seconds of each and the ratio checkout / base; only that ratio means
-anything.
+anything.  The verifier's core alone, without start-up or enumeration: ``bench/run.py --against
+REV`` compares the three commands whole.
 """
 
 from __future__ import annotations
@@ -19,13 +20,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 from pathlib import Path
+
+from against import export  # the base's package, exported with git archive
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -40,20 +41,6 @@ tally = run_batch(chosen)
 print(json.dumps({"cpu": time.process_time() - start, "schedules": tally.schedules,
                   "violations": tally.violation_count}))
 """
-
-
-def export(rev: str, into: Path) -> Path:
-    """The package of revision ``rev``, laid out as installed (``toolcancel``, its ``spec``)."""
-    archive = into / "src.tar"
-    with archive.open("wb") as out:
-        subprocess.run(["git", "archive", rev, "machine", "spec"], cwd=ROOT, stdout=out,
-                       check=True)
-    with tarfile.open(archive) as tar:
-        tar.extractall(into / "src", filter="data")
-    pkg = into / "pkg"
-    shutil.copytree(into / "src" / "machine", pkg / "toolcancel")
-    shutil.copytree(into / "src" / "spec", pkg / "toolcancel" / "spec")
-    return pkg
 
 
 def measure(path: Path | None, revision: str, configs: int) -> dict[str, float]:

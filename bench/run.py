@@ -22,6 +22,10 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 * with ``--verifier`` (minutes): how ``verify``'s time grows with its bounds, schedules/s, how far
   the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers.
 
+``--against REV`` measures none of that: it runs ``verify``, ``check`` and ``conform --self`` on
+git revision ``REV`` and on this checkout, alternating, and prints the CPU ratios
+(``bench/against.py``): "no slower than before" in one run.
+
 The machine is noisy: only ratios within one run mean anything.
 """
 
@@ -643,7 +647,31 @@ def main() -> int:
                         help="also write the JSON object to PATH")
     parser.add_argument("--calls", action="store_true",
                         help="only the per-call overhead, on every tested Python and build")
+    ab = parser.add_argument_group(
+        "--against", "verify, check and conform --self on a git revision and on this checkout")
+    ab.add_argument("--against", metavar="REV",
+                    help="compare with git revision REV (only this; minutes)")
+    ab.add_argument("--rounds", type=int, default=3, help="alternating rounds (default 3)")
+    ab.add_argument("--revision", default="seed", choices=("seed", "revised"),
+                    help="contract revision the commands run (default seed)")
+    ab.add_argument("--max-wrappers", type=int, default=0,
+                    help="verify's bound (default 0; the deeper family always runs)")
+    ab.add_argument("--events", type=int, default=300_000,
+                    help="lines of the trace check reads (default 300,000)")
     args = parser.parse_args()
+    if args.against:
+        from against import against, print_against
+
+        result = against(args.against, rounds=args.rounds, revision=args.revision,
+                         max_wrappers=args.max_wrappers, events=args.events)
+        if args.save:
+            args.save.write_text(json.dumps(result, indent=2) + "\n", "utf-8")
+        if args.json:
+            print(json.dumps(result, indent=2))
+        else:
+            print_against(result)
+        same = all(r["same_work"] and r["steady"] for r in result["commands"])
+        return 0 if same else 1
     out: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"),
                            "python": sys.version.split()[0], "load_average": os.getloadavg()[0]}
     out["call"] = call_overhead(args.quick)

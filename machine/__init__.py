@@ -33,7 +33,8 @@ if TYPE_CHECKING:
     )
     from .contract.loader import Contract, RevisionContract, load_contract, load_contract_file
     from .contract.results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
-    from .contract.trace import TraceError, TraceEvent, TraceRecorder, read_traces
+    from .contract.trace import TraceRecorder
+    from .contract.trace_reader import TraceError, TraceEvent, read_traces
     from .oracle.checker import Checker, Verdict, check_file, check_lines
     from .runtime.cooperate import aborted, cancellable, throw_if_aborted
     from .runtime.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
@@ -115,10 +116,10 @@ _LAZY: dict[str, str] = {
     "SignalTimeoutError": "runtime.signals",
     "TOOL_TIMEOUT": "runtime.timeout_policy",
     "install_timeout_policy": "runtime.timeout_policy",
-    "TraceError": "contract.trace",
-    "TraceEvent": "contract.trace",
+    "TraceError": "contract.trace_reader",
+    "TraceEvent": "contract.trace_reader",
     "TraceRecorder": "contract.trace",
-    "read_traces": "contract.trace",
+    "read_traces": "contract.trace_reader",
 }
 """Public name -> the module (under ``toolcancel``) that defines it."""
 

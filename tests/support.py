@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import importlib
 import json
 import os
@@ -410,6 +411,23 @@ def controller() -> tuple[AbortController, AbortSignal]:
 # ------------------------------------------------------------------------------------------------
 # Running ``toolcancel conform`` from a test
 # ------------------------------------------------------------------------------------------------
+
+
+def shipped_vectors(revision: str) -> list[Any]:
+    """``toolcancel.oracle.vectors.shipped_vectors``, read once per test process (and again only
+    if the file changes): dozens of tests read the committed vectors, a second or so each time.
+    Vectors are frozen; the list is the caller's own."""
+    from toolcancel.oracle.vectors import shipped_dir, vectors_file
+
+    stat = vectors_file(shipped_dir(), revision).stat()
+    return list(_shipped_vectors(revision, stat.st_size, stat.st_mtime_ns))
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_vectors(revision: str, size: int, mtime_ns: int) -> tuple[Any, ...]:
+    from toolcancel.oracle.vectors import shipped_vectors as read
+
+    return tuple(read(revision))
 
 
 def write_sample(tmp_path: Any, vectors: Sequence[Any], name: str = "sample.jsonl") -> Any:

@@ -28,7 +28,8 @@ import pytest
 from toolcancel.cli.main import Progress, main
 from toolcancel.contract.fileio import OutputError, write_text
 from toolcancel.contract.loader import ContractError, load_contract, load_contract_file
-from toolcancel.contract.trace import TraceError, TraceRecorder, read_traces
+from toolcancel.contract.trace import TraceRecorder
+from toolcancel.contract.trace_reader import TraceError, read_traces
 from toolcancel.oracle.vectors import VectorError, load_vectors, shipped_dir
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -489,7 +490,8 @@ import toolcancel
 spent = time.process_time() - t
 heavy = sorted(m for m in ("asyncio", "tomllib", "toolcancel.oracle.checker",
 "toolcancel.contract.loader",
-                           "toolcancel.runtime.registry", "toolcancel.contract.trace") if m in
+                           "toolcancel.runtime.registry", "toolcancel.contract.trace",
+                           "toolcancel.contract.trace_reader") if m in
                            sys.modules)
 print(spent, ",".join(heavy))
 """

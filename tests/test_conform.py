@@ -22,13 +22,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import adapter_answer, run_cli, write_sample
+from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
 from toolcancel.oracle.conform_report import Report
 from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
-from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 

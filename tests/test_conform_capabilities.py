@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import adapter_answer, run_cli, write_sample
+from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.cli.commands.conform import table
 from toolcancel.contract.loader import ContractError, load_contract, parse_contract
 from toolcancel.oracle import scenario as vocabulary
@@ -47,7 +47,6 @@ from toolcancel.oracle.vectors import (
     render,
     shipped_dir,
     shipped_stageless,
-    shipped_vectors,
     stageless_file,
 )
 from toolcancel.runtime.registry import ToolRegistry

@@ -19,11 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import mutants
+from support import mutants, shipped_vectors
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
-from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_vectors
+from toolcancel.oracle.vectors import REVISIONS, Vector
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 from toolcancel.selfcheck.verifier import verify

@@ -24,9 +24,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from support import conform_process, run_cli, write_sample
+from support import conform_process, run_cli, shipped_vectors, write_sample
 from toolcancel.oracle import reaper
-from toolcancel.oracle.vectors import shipped_vectors
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; pidfds and subreapers")

@@ -28,12 +28,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import MISBEHAVING_ADAPTER, conform_process, run_cli, write_sample
+from support import (
+    MISBEHAVING_ADAPTER,
+    conform_process,
+    run_cli,
+    shipped_vectors,
+    write_sample,
+)
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import hello_problem
 from toolcancel.oracle.judge import markdown_table, relay_on_live_caller
-from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir, shipped_vectors
+from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 

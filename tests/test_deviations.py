@@ -25,14 +25,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from support import run_cli, write_sample
+from support import run_cli, shipped_vectors, write_sample
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle import scenario as vocabulary
 from toolcancel.oracle.conform import _judged
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import hello_problem, vector_message
 from toolcancel.oracle.deviations import EXPECTS, Declared, markdown_table
-from toolcancel.oracle.vectors import scenario_data, shipped_vectors
+from toolcancel.oracle.vectors import scenario_data
 
 ROOT = Path(__file__).resolve().parent.parent
 JS_OUTCOME = ROOT / "examples" / "js" / "adapter-outcome.js"

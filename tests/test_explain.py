@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from toolcancel import AbortController, ToolRegistry, load_contract
 from toolcancel.cli.main import main
-from toolcancel.contract.trace import TraceRecorder, read_traces
+from toolcancel.contract.trace import TraceRecorder
+from toolcancel.contract.trace_reader import read_traces
 from toolcancel.oracle.scenario import Scenario, run_scenario
 from toolcancel.teaching.explain import Explanation, replay_trace, shipped_vectors
 

@@ -43,15 +43,11 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from support import shipped_vectors
 from toolcancel.cli.main import main
 from toolcancel.contract.loader import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
-from toolcancel.contract.trace import (
-    MAX_DEPTH,
-    MAX_LINE_BYTES,
-    TraceError,
-    TraceRecorder,
-    read_traces,
-)
+from toolcancel.contract.trace import MAX_DEPTH, MAX_LINE_BYTES, TraceRecorder
+from toolcancel.contract.trace_reader import TraceError, read_traces
 from toolcancel.oracle import conform_adapter
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import AdapterDied, parse_answer
@@ -63,7 +59,6 @@ from toolcancel.oracle.vectors import (
     REVISIONS,
     VectorError,
     load_vectors,
-    shipped_vectors,
 )
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run

@@ -14,8 +14,10 @@ import json
 from typing import Any
 
 import pytest
+from support import shipped_vectors
 from toolcancel import load_contract
-from toolcancel.contract.trace import ENVIRONMENT, parse_lines, validate, vocabulary
+from toolcancel.contract.trace import ENVIRONMENT, vocabulary
+from toolcancel.contract.trace_reader import parse_lines, validate
 from toolcancel.oracle.judge import rule_status
 from toolcancel.oracle.judge_record import (
     BOTH,
@@ -29,7 +31,7 @@ from toolcancel.oracle.judge_record import (
     env_line,
     first_failure,
 )
-from toolcancel.oracle.vectors import REVISIONS, Vector, entry_caller, shipped_vectors
+from toolcancel.oracle.vectors import REVISIONS, Vector, entry_caller
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 

@@ -15,9 +15,9 @@ import collections
 import sys
 
 import pytest
-from support import ROOT, mutants
+from support import ROOT, mutants, shipped_vectors
 from toolcancel.oracle.conform import run_vectors
-from toolcancel.oracle.vectors import Vector, shipped_vectors
+from toolcancel.oracle.vectors import Vector
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the scenario shape each mutant shows in, and the retry behaviour a mutant's registry declares

@@ -60,14 +60,20 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return found
 
 
+def fresh_install(wheel: Path, env_dir: Path) -> Path:
+    """A fresh virtual environment at ``env_dir`` with ``wheel`` and its dependencies; its bin
+    directory.  This venv's pip installs into it (``--python``): bootstrapping a pip of its own
+    costs seconds per venv and tests nothing of ours."""
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
+                    "install", "-q", str(wheel)], check=True)  # fmt: skip
+    return env_dir / "bin"
+
+
 @pytest.fixture(scope="module")
 def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A fresh virtual environment with the wheel and its dependencies; its bin directory."""
-    env_dir = tmp_path_factory.mktemp("venv")
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", str(wheel)],
-                   check=True)  # fmt: skip
-    return env_dir / "bin"
+    return fresh_install(wheel, tmp_path_factory.mktemp("venv"))
 
 
 def _run(
@@ -251,11 +257,7 @@ def test_the_compiled_build_is_a_build_option_and_runs_compiled(
         assert [n for n in names if re.fullmatch(library, n)], module
         assert f"toolcancel/runtime/{module}.py" in names  # the reference stays beside it
     assert [n for n in names if re.fullmatch(r"[0-9a-f]+__mypyc\.[^/]+\.so", n)]  # their code
-    env_dir = tmp_path_factory.mktemp("compiled-venv")
-    venv.EnvBuilder(with_pip=True).create(env_dir)
-    subprocess.run([env_dir / "bin" / "python", "-m", "pip", "install", "-q", str(wheel)],
-                   check=True)  # fmt: skip
-    bin_dir = env_dir / "bin"
+    bin_dir = fresh_install(wheel, tmp_path_factory.mktemp("compiled-venv"))
     package = _package_dir(bin_dir)
     before = _tree(package)
     cwd = tmp_path_factory.mktemp("use")

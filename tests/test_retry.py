@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from support import shipped_vectors
 from toolcancel import AbortController, ToolRegistry, ToolResult
 from toolcancel.cli.main import main
 from toolcancel.contract.errors import RegistryUsageError
@@ -29,7 +30,7 @@ from toolcancel.contract.results import block_message, text_block
 from toolcancel.contract.trace import TraceRecorder
 from toolcancel.oracle.checker import Checker
 from toolcancel.oracle.scenario import Harness, Scenario, run_scenario
-from toolcancel.oracle.vectors import Vector, shipped_vectors
+from toolcancel.oracle.vectors import Vector
 from toolcancel.runtime.virtual_time import VirtualClock, run
 
 RETRIES = load_contract().retry_names

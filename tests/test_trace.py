@@ -26,15 +26,13 @@ from toolcancel.contract.trace import (
     MAX_DEPTH,
     MAX_LINE_BYTES,
     OBSERVATIONS,
-    TraceError,
     TraceRecorder,
     encode_line,
-    parse_lines,
-    read_traces,
     schema_text,
     trace_schema,
     write_schema,
 )
+from toolcancel.contract.trace_reader import TraceError, parse_lines, read_traces
 from toolcancel.oracle.checker import check_lines
 from toolcancel.oracle.scenario import Harness, Observation, Scenario
 from toolcancel.runtime.registry import ToolRegistry

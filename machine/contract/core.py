@@ -350,8 +350,8 @@ def seed_step(
     post: __return__ is None or not (__return__.state == "body" and _STATES[state_i] != "body" and caller_i == 1 and __return__.caller_aborted)
     post: __return__ is None or not _late_success(_state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked), __return__, _SEED)
     """  # noqa: E501 - CrossHair reads one condition per line
-    s = _state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked)
-    s = s._replace(retry=_RETRIES[retry_i], wrappers=wrappers, handed=handed, handing=handing)
+    s = _state(state_i, caller_i, caller_aborted, depth, outcome_i, invoked,
+               _RETRIES[retry_i], wrappers, handed, handing)  # fmt: skip
     o = Occurrence(_EVENTS[event_i], slot_aborted, tool_found, passthrough, is_error, is_error)
     try:
         return decide(_SEED, s, o)[1]
@@ -360,11 +360,25 @@ def seed_step(
 
 
 def _state(
-    state_i: int, caller_i: int, caller_aborted: bool, depth: int, outcome_i: int, invoked: bool
+    state_i: int,
+    caller_i: int,
+    caller_aborted: bool,
+    depth: int,
+    outcome_i: int,
+    invoked: bool,
+    retry: str = "reenter",
+    wrappers: int = UNKNOWN,
+    handed: int = 0,
+    handing: bool = False,
 ) -> CallState:
+    """The call state the indices name (the retry dimensions at :class:`CallState`'s defaults
+    unless given), built in one go: the exhaustive check builds millions of them."""
     caller: CallerSignal = ("none", "live", "aborted")[caller_i]
     outcome = None if outcome_i < 0 else _OUTCOMES[outcome_i]
-    return CallState(_STATES[state_i], caller, caller_aborted, True, True, depth, outcome, invoked)
+    return CallState(
+        _STATES[state_i], caller, caller_aborted, True, True, depth, outcome, invoked,
+        retry, wrappers, handed, handing,
+    )  # fmt: skip
 
 
 _SEED = load_contract().revision("seed")

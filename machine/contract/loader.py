@@ -268,6 +268,11 @@ class RevisionContract:
         self.candidates: Mapping[tuple[str, str], tuple[Transition, ...]] = {
             key: tuple(ts) for key, ts in index.items()
         }
+        # what a ContractViolation lists: every miss of core.decide names them, so kept once
+        self.allowed: Mapping[str, tuple[str, ...]] = {
+            s.name: tuple(e.name for e in self.events if (s.name, e.name) in self.candidates)
+            for s in self.states
+        }
         self.initial: str = next(s.name for s in contract.states if s.initial)
         self.outcome_is_error: Mapping[str, bool] = {o.name: o.is_error for o in self.outcomes}
         # core.step's memo: (call state, occurrence) -> (transition, next state, path record)
@@ -279,7 +284,7 @@ class RevisionContract:
         return next(p for p in self.precedence if p.row == row)
 
     def events_allowed_in(self, state: str) -> tuple[str, ...]:
-        return tuple(e.name for e in self.events if (state, e.name) in self.candidates)
+        return self.allowed.get(state, ())
 
     def __repr__(self) -> str:
         return f"<RevisionContract {self.name}: {len(self.transitions)} transitions>"

@@ -50,8 +50,8 @@ from ..contract.core import (
 )
 from ..contract.loader import Contract, RevisionContract
 from ..contract.results import canonical_json
-from ..contract.trace import (
-    ENVIRONMENT,
+from ..contract.trace import ENVIRONMENT
+from ..contract.trace_reader import (
     TraceError,
     TraceEvent,
     Traces,

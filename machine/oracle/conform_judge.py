@@ -18,7 +18,8 @@ from typing import Any, Final
 
 from ..contract.core import CallState, Occurrence, choices, initial_state
 from ..contract.loader import RevisionContract, Transition
-from ..contract.trace import ENVIRONMENT, TraceError
+from ..contract.trace import ENVIRONMENT
+from ..contract.trace_reader import TraceError
 from . import turnvectors
 from .capabilities import STAGE_OBSERVATIONS, Capabilities, undeclared
 from .checker import Checker

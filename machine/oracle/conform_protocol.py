@@ -16,7 +16,8 @@ from typing import Any, Final
 from ..contract.errors import ToolcancelError
 from ..contract.fileio import STRICT
 from ..contract.loader import load_contract
-from ..contract.trace import MAX_DEPTH, json_depth
+from ..contract.trace import MAX_DEPTH
+from ..contract.trace_reader import json_depth
 from .capabilities import Capabilities, CapabilityError
 from .deviations import problem as deviation_problem
 from .vectors import Vector, scenario_data

@@ -16,7 +16,7 @@ import textwrap
 from typing import Any
 
 from ...contract.loader import load_contract
-from ...contract.trace import TraceError
+from ...contract.trace_reader import TraceError
 from ...oracle.checker import Checker, RecordedRevisionChecker, Verdict
 from ...teaching.explain import render_verdict as render
 from ..main import Progress, UsageError, complain, revision_option

@@ -175,7 +175,7 @@ def _from_file(target: str, call: str | None, retry: str | None = None) -> Resol
 
 
 def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
-    from ...contract.trace import (
+    from ...contract.trace_reader import (
         read_trace_bytes,  # the trace reader names the file and line of bad input
     )
     from ...oracle.checker import Checker
