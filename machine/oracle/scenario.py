@@ -292,6 +292,7 @@ class Observation:
     slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
     frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
     held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
+    trace: list[dict[str, Any]] = field(default_factory=list)  # the registry's own trace lines
 
     @property
     def problems(self) -> list[tuple[str, str]]:
@@ -311,7 +312,7 @@ class Observation:
         def line(event: str, **fields: Any) -> dict[str, Any]:
             return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
 
-        out = []
+        out = list(self.trace)
         if self.approval_signal is not None:
             out.append(line("approval_signal", signal=self.approval_signal))
         aborted = self._caller_aborted()
@@ -379,8 +380,10 @@ class Harness:
         retry: str | None = None,
         *,
         classify: Literal["identity", "code"] = "identity",
+        trace: bool = False,
     ) -> None:
         self.s = scenario
+        self.trace = trace  # record the registry's own trace in the observation (verify's)
         self.classify = classify  # how the timeout policy tells its own expiry (code: D13)
         if factory is None:  # loaded here, not with the module: see TYPE_CHECKING above
             from ..runtime.registry import ToolRegistry
@@ -447,6 +450,8 @@ class Harness:
     def build(self) -> ToolRegistry:
         s = self.s
         options: dict[str, Any] = {} if self.retry is None else {"retry": self.retry}
+        if self.trace:  # to a plain list's append: a sink that runs no code
+            options["trace"] = self.obs.trace.append
         reg = self.factory(revision=s.revision, on_step=self.tap, **options)
         reg.add_pre_execute(self.pre_hook)
         if s.approval_seam:
@@ -869,6 +874,6 @@ def run_scenario(
     scenario: Scenario, factory: RegistryFactory | None = None, *, retry: str | None = None
 ) -> Observation:
     """Run one scenario on a fresh event loop with virtual time (``retry``: the registry's
-    retry behaviour, D11; default: the registry's own)."""
+    retry behaviour, D11; default: the registry's own), recording the registry's trace."""
     clock = VirtualClock()
-    return run(Harness(scenario, factory, clock, retry).run(), clock=clock)
+    return run(Harness(scenario, factory, clock, retry, trace=True).run(), clock=clock)

@@ -44,12 +44,12 @@ from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..contract.core import Occurrence, initial_state, step
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
 from ..contract.results import text_block, thaw
 from ..oracle.judge import environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
+from ..oracle.judge_path import path_could_fail, path_failure, refused_rule, transition_rules
 from ..oracle.scenario import (
     BLOCK_CONTEXT,
     BLOCK_TEXT,
@@ -459,23 +459,6 @@ class Checked:
         self.violations.append(Violation(rule, scenario, why, self.retry))
 
 
-def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
-    """The rule a registry breaks when the contract's machine refuses its step.  The event is one
-    the state offers only under guards, so the step came without a guard that every way of taking
-    it needs: that guard's rule (the cursor that hands out the base dispatch while a listener is
-    left breaks ``listeners_done``, R16).  Without such a guard, the first rule of the first
-    way; an event no transition takes there at all breaks the stage order (R10)."""
-    ways = [
-        t for t in table.transitions if refused.state in t.sources and refused.event in t.events
-    ]
-    if not ways:
-        return "R10"
-    common = set(ways[0].guards).intersection(*(t.guards for t in ways[1:]))
-    rules = {g.name: g.rule for g in table.contract.guards}
-    needed = [rules[name] for name, holds in ways[0].guards if (name, holds) in common]
-    return needed[0] if needed else (ways[0].rules or ("R10",))[0]
-
-
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
     """Every check of the module docstring, for one observed run: first the judge's checks of
     the environment's own record of the run (:func:`toolcancel.oracle.judge.environment_failures`),
@@ -484,7 +467,10 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
-    failures, could_fail = environment_judgement(environment_record(obs))
+    record = environment_record(obs)
+    if replay and not record.trace:
+        raise ValueError("check() replays the registry's trace: run the harness with trace=True")
+    failures, could_fail = environment_judgement(record)
     if obs.error is not None or obs.result is None:
         # what the harness saw of a call that returned no result: a body left running first,
         # then the step its own machine refused, then the missing result
@@ -501,7 +487,10 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
             out.fail(found.rule, s, found.why)
     out.rules |= could_fail
     if replay:
-        _check_replay(obs, table, out)
+        found = path_failure(record)
+        if found is not None:
+            out.fail(found.rule, s, found.why)
+        out.rules |= path_could_fail(record)
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
@@ -523,56 +512,6 @@ the argument snapshot (R11), so an abort during the snapshot is seen as one."""
 
 def _abort_steps(obs: Observation) -> int | None:
     return next((e[2] for e in obs.log if e[0] == "abort" and e[1] == "caller"), None)
-
-
-def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    s = obs.scenario
-    taken = [p for p in obs.path if p.event != "caller_abort"]
-    events: list[Occurrence] = [p.occurrence for p in taken]
-    entry = "aborted" if s.caller == "aborted" or s.cancel in _PRE_ABORTING else s.caller
-    at = _abort_steps(obs) if entry == "live" else None
-    if at is not None and at <= len(events):
-        events.insert(at, Occurrence("caller_abort"))
-    state = initial_state(
-        table,
-        entry,  # type: ignore[arg-type]
-        has_agent=s.agent,
-        approval_seam=s.approval_seam,
-        retry=obs.retry,
-        wrappers=s.around_count if obs.around is None else obs.around,
-    )
-    j = 0
-    for occ in events:
-        try:
-            t, state = step(table, state, occ)
-        except ContractViolation as exc:
-            rules = taken[j].rules if j < len(taken) else ("R39",)
-            out.fail(rules[0], s, f"the contract allows no such step here: {exc}")
-            return
-        if occ.event == "caller_abort":
-            continue
-        mine = taken[j]
-        if t.index != mine.transition:
-            rule = next((r for r in t.rules if r not in ("R28",)), t.rules[0])
-            out.fail(
-                rule,
-                s,
-                f"at step {j + 1} ({occ.event} in {taken[j].source}) the contract "
-                f"takes transition t{t.index} to {t.dest or 'the same state'}"
-                f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
-                f" the registry took t{mine.transition} to {mine.dest}",
-            )
-            return
-        out.rules.update(t.rules)
-        if t.precedence is not None:
-            out.rules.add("R39")
-        j += 1
-    if state.state != "materialized":
-        out.fail("R31", s, f"the call ended in state {state.state}, not materialized")
-        return
-    out.rules.add("R10")  # the stage order is the table's order, step for step
-    out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
-
 
 
 def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checked) -> None:
@@ -1150,7 +1089,7 @@ async def _run_configs(
                 # timer, an aborting wrapper signal -- an uncooperative body changes the path.)
                 first = twin
             else:
-                first = await Harness(config, factory, clock, retry).run()
+                first = await Harness(config, factory, clock, retry, trace=True).run()
             if config.cooperative:
                 twins[(config, retry)] = first
             runs = [first] if matters else []
@@ -1158,7 +1097,8 @@ async def _run_configs(
             kept, pruned = schedules(config, first)
             tally.pruned += pruned
             for cancel in kept:
-                runs.append(await Harness(config.with_cancel(cancel), factory, clock, retry).run())
+                run_ = Harness(config.with_cancel(cancel), factory, clock, retry, trace=True)
+                runs.append(await run_.run())
             if retry is not None:
                 tally.by_retry[retry] += len(runs)
             for obs in runs:
@@ -1171,6 +1111,8 @@ async def _run_configs(
                 tally.violation_count += len(result.violations)
                 if len(tally.violations) < 20:
                     tally.violations.extend(result.violations[:1])
+    if replay and table is not None:
+        tally.rules |= transition_rules(table, tally.transitions)
     return tally
 
 
@@ -1474,3 +1416,4 @@ def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
 def _worker(task: tuple[Job, RegistryFactory]) -> Tally:
     job, factory = task
     return job.run(factory)
+
