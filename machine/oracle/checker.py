@@ -64,6 +64,7 @@ from .judge_lines import ON_LINE, judge_line
 from .judge_results import describe, describe_outcome, result_death
 from .judge_steps import (
     BODY_REPORTS,
+    CONTRACT,
     DECISION_STAGE,
     DISPATCHED,
     DISPATCHED_ABORTED,
@@ -148,7 +149,7 @@ class Automaton(Replay):
         self._starts: dict[tuple[str, bool, bool, str | None, int], int] = {}
         self._allowed: dict[tuple[int, bool, bool, bool], list[str]] = {}
         self._deaths: dict[tuple[int, EventKey], Death] = {}
-        self._results: dict[tuple[int, str], tuple[int, Death | None]] = {}
+        self._results: dict[tuple[int, str], tuple[int, Death | None, frozenset[str]]] = {}
         self.data_fields: dict[str, tuple[str, ...]] = {e.name: e.data for e in table.events}
         self.contract_events: frozenset[str] = frozenset(self.data_fields)
 
@@ -211,6 +212,19 @@ class Automaton(Replay):
             self._deaths[(config, key)] = first
         row[key] = found
         return found
+
+    def result_rules(self, config: int) -> frozenset[str]:
+        """The rules the result checks asked in ``config`` could fail (each branch's, the
+        contract's own rule standing for its outcome's): what a checked result covers."""
+        rules: set[str] = set()
+        for b in self.configs[config]:
+            asked = self.asked.get(("result", b), ())
+            for rule, _ in asked:
+                if rule != CONTRACT:
+                    rules.add(rule)
+                elif b.cs.outcome is not None:
+                    rules.add(self.outcomes[b.cs.outcome].rule)
+        return frozenset(rules)
 
     def death(self, config: int, key: EventKey) -> Death:
         """Why the event ``key`` is a violation in ``config`` (after :meth:`step` said -1)."""
@@ -386,6 +400,7 @@ class CallRun:
         "last",
         "notified",
         "published",
+        "result_rules",
         "resulted",
         "row",
         "slot_slot",
@@ -407,6 +422,7 @@ class CallRun:
         self.caller_slot = 0  # listeners the registry holds on the caller's signal
         self.slot_slot = 0  # ... and on the slot's signal
         self.verdict: Verdict | None = None  # set at the first violation
+        self.result_rules: frozenset[str] = frozenset()  # the result checks asked of it
 
 
 @dataclass
@@ -566,7 +582,7 @@ class Checker:
 
     def check_record(
         self, lines: Sequence[Mapping[str, Any]], abort_after: int | None, source: str = "<run>"
-    ) -> Verdict:
+    ) -> tuple[Verdict, frozenset[str], tuple[frozenset[str | None], frozenset[str | None]]]:
         """The verdict on one call's in-memory lines (``lines[0]`` its ``call_entry``; the
         environment's observations are passed over), with the caller's abort where an
         environment that aborted it saw it: after the ``abort_after``-th contract event, the
@@ -574,12 +590,15 @@ class Checker:
 
         :meth:`check_call` in one loop over the lines as they are, for a model check that
         judges every run it makes: no line is copied, and an event is built only for the line a
-        verdict names."""
+        verdict names.  With the verdict: the rules the checks asked of its result could fail,
+        and the outcomes the possible states held when the post-execute stage began and when the
+        result was published (empty where the call never got there)."""
         entry = lines[0]
         run = self.begin(TraceEvent(1, "call_entry", entry), source, entry["call"])
         plain, keyed, contract = self._plain, self._keyed, self.auto.contract_events
         steps = 0
         feed = self.feed
+        post = result = -1  # the configurations there
         for n in range(1, len(lines)):
             if run.verdict is not None:
                 break
@@ -587,6 +606,10 @@ class Checker:
             name = data["event"]
             if name in ENVIRONMENT:
                 continue
+            if name == "result":
+                result = run.config
+            elif name == "stage_enter" and post < 0 and data["stage"] == "post":
+                post = run.config
             if name in contract:
                 if name == "caller_abort":
                     if abort_after is not None:
@@ -614,7 +637,12 @@ class Checker:
             if steps == abort_after and name in contract and name != "caller_abort":
                 abort = {"trace": data["trace"], "call": data["call"], "event": "caller_abort"}
                 feed(run, TraceEvent(n + 1, "caller_abort", abort))
-        return self.finish(run)
+        return self.finish(run), run.result_rules, (self._outcomes(post), self._outcomes(result))
+
+    def _outcomes(self, config: int) -> frozenset[str | None]:
+        if config < 0:
+            return frozenset()
+        return frozenset(b.cs.outcome for b in self.auto.configs[config])
 
     def _check_result(self, run: CallRun, res: Mapping[str, Any]) -> Death | None:
         """Keep the possible states whose outcome the result agrees with (None: some do).
@@ -634,10 +662,12 @@ class Checker:
                     keep.append(b)
                 elif first is None:
                     first = death
-            found = auto._results[memo] = (-1, first) if not keep else (
-                auto.filter(run.config, keep), None
+            found = auto._results[memo] = (
+                -1 if not keep else auto.filter(run.config, keep),
+                first if not keep else None,
+                auto.result_rules(run.config),
             )
-        config, death = found
+        config, death, run.result_rules = found
         if config < 0:
             return death
         run.config = config

@@ -15,14 +15,15 @@ A call that published no result because its registry's own machine refused a ste
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable
-from typing import Final
+from typing import Final, NamedTuple
 
 from ..contract.errors import ContractViolation
 from ..contract.loader import RevisionContract
 from .checker import Checker
-from .judge import ENTRY_RULES
-from .judge_record import Failure, Record
+from .judge_lines import TRACE_CHECKS, published_once, result_envelope
+from .judge_record import ENTRY_RULES, Failure, Record
 
 STAGE_ORDER: Final = "R10"
 """The stage order: a step no transition takes in that state at all."""
@@ -30,22 +31,63 @@ PRECEDENCE: Final = "R39"
 """The outcome precedence table: decides where a transition cites one of its rows."""
 
 
-def path_failure(record: Record) -> Failure | None:
+class PathFacts(NamedTuple):
+    """What the replay of a record's path found: where it left every allowed path (None: it did
+    not), the rules it could have failed besides its transitions', and the outcomes the possible
+    states held when post-execute's stage began and when the result was published."""
+
+    failure: Failure | None
+    rules: frozenset[str]
+    entering_post: frozenset[str | None]
+    published: frozenset[str | None]
+
+
+_NO_PATH: Final = PathFacts(None, frozenset(), frozenset(), frozenset())
+
+
+def path_facts(record: Record) -> PathFacts:
+    """The replay of ``record``'s trace through the contract's machine, the caller's abort where
+    the environment saw it (worked out once per record).  Only a record with the registry's trace
+    (``call_entry``) is replayed."""
+    found: PathFacts | None = record.derived.get("path")
+    if found is None:
+        found = record.derived["path"] = _replay(record)
+    return found
+
+
+def unreplayed(record: Record) -> Record:
+    """``record``, its path never replayed: the checks that read what the contract's machine
+    makes of it (:func:`path_facts`) decide nothing.  For a registry driven by another
+    transition table than the contract's (``verify --spec-mutants``: the checks that read no
+    table judge it)."""
+    record.derived["path"] = _NO_PATH
+    return record
+
+
+def path_judgement(record: Record) -> tuple[Failure | None, frozenset[str]]:
     """Where the record's trace, with the environment's abort, leaves every path the contract
-    allows (None: it stays on one, to publication).  Only a record with the registry's trace
-    (``call_entry``) is judged."""
+    allows (None: it stays on one, to publication), and the rules that replay could have failed
+    besides its transitions' (:func:`transition_rules`): the stage order, how the caller's
+    signal at entry is treated, what every result and notification is checked on, and the
+    result checks asked of the outcome it had."""
+    facts = path_facts(record)
+    return facts.failure, facts.rules
+
+
+def _replay(record: Record) -> PathFacts:
     if not record.trace:
-        return None
+        return _NO_PATH
     start = record.at("call_entry")[0]
     aborted = record.of("caller_aborted")
     lines = record.lines if start == 0 else record.lines[start:]
-    verdict = _checker(record.revision).check_record(
+    verdict, asked, (post, published) = _checker(record.revision).check_record(
         lines, aborted[0]["steps"] if aborted else None
     )
+    rules = _entry_could_fail()[lines[0]["caller"]] | asked
     if verdict.conforming:
-        return None
+        return PathFacts(None, rules, post, published)
     at = start + (verdict.line or 1) - 1
-    return Failure(
+    failure = Failure(
         verdict.rule or STAGE_ORDER,
         min(at, record.end()),
         "path",
@@ -53,20 +95,19 @@ def path_failure(record: Record) -> Failure | None:
         "a path the contract allows, to publication",
         verdict.seen,
     )
+    return PathFacts(failure, rules, post, published)
 
 
-def path_could_fail(record: Record) -> frozenset[str]:
-    """The rules :func:`path_failure` could have failed on ``record`` besides its transitions'
-    (:func:`transition_rules`): the stage order, and how the caller's signal at entry is
-    treated."""
-    if not record.trace:
-        return frozenset()
-    return _ENTRY_COULD_FAIL[record.of("call_entry")[0]["caller"]]
+def _rule(fn: object) -> str:
+    return next(t.rule for found in TRACE_CHECKS.values() for t in found if t.judge is fn)
 
 
-_ENTRY_COULD_FAIL: Final = {
-    caller: frozenset({STAGE_ORDER, rule}) for caller, rule in ENTRY_RULES.items()
-}
+@functools.cache
+def _entry_could_fail() -> dict[str, frozenset[str]]:
+    """Per caller at entry: the rules every replayed record could fail (the stage order, the
+    entry's rule, each result's envelope and its single publication)."""
+    every = {STAGE_ORDER, _rule(result_envelope), _rule(published_once)}
+    return {caller: frozenset({rule, *every}) for caller, rule in ENTRY_RULES.items()}
 
 
 def transition_rules(table: RevisionContract, transitions: Iterable[int]) -> frozenset[str]:
