@@ -216,8 +216,9 @@ def environment_judgement(
     for c in _record_checks():
         if not c.reads <= present or (c.needs_setup and setup is None):
             continue
-        if c.antecedent(record, setup):
-            rules.add(c.rule)
+        if not c.antecedent(record, setup):
+            continue  # it could not have failed
+        rules.add(c.rule)
         failure = c.judge(record, setup)
         if failure is not None:
             found.append(failure)

@@ -13,11 +13,12 @@ table (``verify --spec-mutants``) is judged by them.
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Mapping
-from typing import Any, Final
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar, cast
 
-from ..contract.loader import load_contract
+from ..contract.loader import RevisionContract, load_contract
 from ..contract.results import canonical_json, text_block
 from .judge_calls import error_code
 from .judge_path import path_facts
@@ -44,6 +45,29 @@ def same_text(expected: str, got: str) -> bool:
     """Whether ``got`` reads ``expected`` (:data:`ANY_NAME` in it matches any tool name)."""
     pattern = re.escape(expected).replace(re.escape(ANY_NAME), '[^"]*')
     return re.fullmatch(pattern, got) is not None
+
+
+@functools.cache
+def _table(revision: str) -> RevisionContract:
+    return load_contract().revision(revision)
+
+
+_Antecedent = TypeVar("_Antecedent", bound=Callable[[Record, "Want | None"], bool])
+
+
+def _once(antecedent: _Antecedent) -> _Antecedent:
+    """``antecedent``, worked out once per record (several checks and their coverage ask it; a
+    record is judged with one setup)."""
+    key = antecedent.__name__
+
+    def once(record: Record, want: Want | None) -> bool:
+        found = record.derived.get(key)
+        if found is None:
+            found = record.derived[key] = antecedent(record, want)
+        return bool(found)
+
+    once.__name__ = key
+    return cast(_Antecedent, once)
 
 
 def text(result: Mapping[str, Any] | None) -> str:
@@ -82,7 +106,7 @@ def _events(revision: str) -> frozenset[str]:
     found = _EVENTS.get(revision)
     if found is None:
         found = _EVENTS[revision] = frozenset(
-            e.name for e in load_contract().revision(revision).events
+            e.name for e in _table(revision).events
         )
     return found
 
@@ -105,6 +129,7 @@ def _post_steps(record: Record) -> int | None:
     return None
 
 
+@_once
 def _aborted_before_c3(record: Record, want: Want | None) -> bool:
     """The environment aborted the caller after entry, before the transition into post-execute
     (checkpoint C3 decides there), and post-execute ran."""
@@ -154,6 +179,7 @@ LATE_SUCCESS_RULE: Final = "R28"
 CONTEXTS_RULE: Final = "R29"
 
 
+@_once
 def _untouched(record: Record, want: Want | None) -> bool:
     """Nothing can cancel the call or stand between it and its body: no abort before
     publication, no wrapper, no timer, pre-execute allows and the guard passes."""
@@ -175,7 +201,7 @@ def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool
     assert want is not None
     s = want.scenario
     if not s.tool_known:
-        texts = load_contract().revision(record.revision).texts
+        texts = _table(record.revision).texts
         return UNKNOWN_TOOL, texts["unknown_tool"].format(name=ANY_NAME), True
     if s.body in _THROWING:
         return BODY_ERROR, None, True  # its text is the body error's own check
@@ -214,6 +240,7 @@ def uncancelled_call_ends_as_its_body_says(record: Record, want: Want | None) ->
     return None
 
 
+@_once
 def _accepted_untouched(record: Record, want: Want | None) -> bool:
     assert want is not None
     return (
@@ -258,7 +285,7 @@ def accepted_result_reaches_the_caller(record: Record, want: Want | None) -> Fai
 
 def _known_text(record: Record, want: Want, outcome: str) -> str | None:
     """The text a result of ``outcome`` must read, where the setup says it."""
-    texts = load_contract().revision(record.revision).texts
+    texts = _table(record.revision).texts
     s = want.scenario
     if outcome in ("aborted", "aborted_before_dispatch"):
         return texts[outcome]
@@ -274,6 +301,7 @@ def _known_text(record: Record, want: Want, outcome: str) -> str | None:
     return None
 
 
+@_once
 def _entering(record: Record, want: Want | None) -> bool:
     """Post-execute ran, and the replayed path says which outcome the call held then."""
     return (
@@ -283,7 +311,7 @@ def _entering(record: Record, want: Want | None) -> bool:
 
 
 def _fits(record: Record, want: Want, outcome: str, got: Mapping[str, Any]) -> bool:
-    kind = load_contract().revision(record.revision).contract.outcome(outcome)
+    kind = _table(record.revision).contract.outcome(outcome)
     expected = _known_text(record, want, outcome)
     return not (
         kind.is_error != is_error(got)
@@ -316,7 +344,7 @@ def post_receives_the_outcome_held(record: Record, want: Want | None) -> Failure
         return None
     if not is_error(got) and record.has("caller_aborted") and _aborted_before_c3(record, want):
         return None  # a success past C3 after the caller aborted: no_success_past_c3's
-    rule = load_contract().revision(record.revision).contract.outcome(held[0]).rule
+    rule = _table(record.revision).contract.outcome(held[0]).rule
     return Failure(
         rule,
         i,
@@ -328,12 +356,13 @@ def post_receives_the_outcome_held(record: Record, want: Want | None) -> Failure
     )
 
 
+@_once
 def _decided(record: Record, want: Want | None) -> bool:
     """Post-execute decided on what it received (the harness's hook always decides once
     called), and the call did not end in a failed snapshot (the contract's text for it)."""
     if received(record)[1] is None or not record.has("returned"):
         return False
-    texts = load_contract().revision(record.revision).texts
+    texts = _table(record.revision).texts
     return text(record.of("returned")[0]["result"]) != texts["result_not_serializable"]
 
 
@@ -342,6 +371,7 @@ def _decision(record: Record, want: Want | None, decided: str) -> bool:
     return want.scenario.post == decided and _decided(record, want)
 
 
+@_once
 def _post_failure_text(record: Record, want: Want | None) -> bool:
     return _decision(record, want, "throw")
 
@@ -367,6 +397,7 @@ def post_failure_reaches_the_caller(record: Record, want: Want | None) -> Failur
                    "Error: " + POST_FAILURE, text(got))  # fmt: skip
 
 
+@_once
 def _c4(record: Record, want: Want | None) -> bool:
     """The caller aborted after entry, before post-execute decided, on a success."""
     if not _decided(record, want) or not record.has("caller_aborted"):
@@ -394,7 +425,7 @@ def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failur
     ABORTED_BEFORE_DISPATCH."""
     if not _c4(record, want):
         return None
-    texts = load_contract().revision(record.revision).texts
+    texts = _table(record.revision).texts
     invoked = record.revision == "seed" or bool(record.starts())
     expected = texts["aborted" if invoked else "aborted_before_dispatch"]
     j = record.at("returned")[0]
@@ -407,6 +438,7 @@ def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failur
                    expected, text(got))  # fmt: skip
 
 
+@_once
 def _abort_known(record: Record, want: Want) -> bool:
     """Whether the record says when the caller aborted after entry, if it did: the setup aborts
     it never after entry, or the environment says when (``caller_aborted``)."""
@@ -415,6 +447,7 @@ def _abort_known(record: Record, want: Want) -> bool:
     return never or record.has("caller_aborted")
 
 
+@_once
 def _applied(record: Record, want: Want | None) -> bool:
     assert want is not None
     return (
@@ -482,6 +515,7 @@ _WITHOUT_CONTEXTS: Final = frozenset(
 post-execute throw and a failed final snapshot (the contract file has no field for this)."""
 
 
+@_once
 def _published(record: Record, want: Want | None) -> bool:
     return any(o is not None for o in path_facts(record).published)
 
