@@ -4,30 +4,21 @@ It enumerates every scenario within bounds (:func:`configurations`), crosses eac
 cancellation point it can have (:func:`schedules`), runs each schedule against the **real**
 asyncio registry through the scenario harness, and checks what happened (:func:`check`):
 
-* **the path, replayed.**  The registry records its own path.  The checker takes the events of
-  that path, removes the caller aborts, and puts the abort back where the *environment* saw it
-  happen (the harness counts transitions when it aborts).  Replaying that through the pure
-  machine must give, step for step, the transitions the registry took.  A registry that misses a
-  recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
-  contract required names the rule.
-* **rules the machine cannot see**, checked on the environment's own record: exactly one
-  notification of the returned object (R31), deep-frozen, with the view frozen, before the first
-  observer -- an acting one that tries to change both (R30, R31); no result while a body runs,
-  even one held a day after its signal aborted (R27); no body after a cancellation before C2, no
-  success reaching post-execute after one before C3 nor the caller after one before C4 (R28);
-  what the pre-policy stage ends in -- ABORTED, the denial, the final-route error, whether the
-  guards ran, that the seam was asked, that nothing after it ran -- from the hooks' decisions and
-  when the caller aborted (R5, R13-R15, R43); which cancellation a result is (R17, R25, R41);
-  arguments that are not JSON (R11); a call nothing cancels ending as its body or an unknown tool
-  says (R2, R3, R6, R7); what post-execute received, against the outcome the call held entering
-  post-policy, and what the caller then got (R2-R8, R20); the body's signal aborted, with the
-  first source's reason, whenever the caller or a wrapper aborted while it ran, and born aborted
-  with the slot's reason over the caller's for a pre-aborted entry (R21); no listener left on
-  the caller's signal, the registry's call signal, a body's fused signal or a wrapper's (R22);
-  slots restored (R23); the approval seam gets the caller's signal (R24); contexts kept, ordered
-  and dropped as R29 says; TOOL_TIMEOUT when the policy's own timer fired first (R34), never for
-  an enclosing same-coded deadline (R35, D13); the result's code, error flag and text agree with
-  its outcome (R4-R8, R30, R39).
+* **the path, replayed.**  The harness records the registry's canonical trace, then what the
+  environment observed, as one record (:func:`toolcancel.oracle.judge.environment_record`).  The
+  trace checker replays it through the contract's machine with the caller's abort put back
+  where the *environment* saw it happen (:mod:`toolcancel.oracle.judge_path`): a registry that
+  misses a recheck, keeps a late success or mislabels an outcome leaves every allowed path
+  there, and the step names the rule.
+* **rules the machine cannot see**, decided by the judge's registered checks on the same record
+  (:func:`toolcancel.oracle.judge.environment_judgement`; those that read the call's setup are
+  :mod:`toolcancel.oracle.judge_setup`'s): quiescence and the hold (R27), one notification of
+  the frozen result and view (R30, R31), listeners (R22), the slot (R23), the approval seam's
+  signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
+  post-execute received and what the caller then got, contexts (R29).  Still written here,
+  moving into the judge: what the pre-policy stage ends in (R5, R13-R15, R42, R43), which
+  cancellation a result is (R17, R25, R41), a late success at body level (R18), the body's
+  fused signal (R21, R34, R35), and the registration checks (R32, R40).
 
 Violations come with a reproducer that runs as written.
 """
@@ -450,11 +441,12 @@ class Checked:
 
 
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
-    """Every check of the module docstring, for one observed run: first the judge's checks of
-    the environment's own record of the run (:func:`toolcancel.oracle.judge.environment_failures`),
-    then the run's path against the contract.  ``replay=False`` leaves out the path replay, the
-    one check that reads the transition table (``verify --spec-mutants`` judges a registry
-    driven by a perturbed table with the others)."""
+    """Every check of the module docstring, for one observed run (recorded with its trace):
+    first what the judge's record checks find before the path, then the path replayed, then
+    what a departure from it led to (:data:`~toolcancel.oracle.judge_calls.AFTER_THE_PATH`), then
+    the checks still written here.  ``replay=False`` leaves out everything that reads the
+    contract's machine -- the replay and the checks that read what it makes of the record
+    (``verify --spec-mutants`` judges a registry driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
     record = environment_record(obs)
