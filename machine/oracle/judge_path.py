@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Iterable
-from typing import Final, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from ..contract.errors import ContractViolation
 from ..contract.loader import RevisionContract
+from ..contract.trace import ENVIRONMENT
 from .checker import Checker
 from .judge_lines import TRACE_CHECKS, published_once, result_envelope
 from .judge_record import ENTRY_RULES, Failure, Record
@@ -80,12 +81,20 @@ def _replay(record: Record) -> PathFacts:
     start = record.at("call_entry")[0]
     aborted = record.of("caller_aborted")
     lines = record.lines if start == 0 else record.lines[start:]
-    verdict, asked, (post, published) = _checker(record.revision).check_record(
-        lines, aborted[0]["steps"] if aborted else None
-    )
+    steps = aborted[0]["steps"] if aborted else None
+    key = _key(lines, steps)
+    found = _SEEN.get(key) if key is not None else None
+    if found is not None:
+        return found
+    verdict, asked, (post, published) = _checker(record.revision).check_record(lines, steps)
     rules = _entry_could_fail()[lines[0]["caller"]] | asked
     if verdict.conforming:
-        return PathFacts(None, rules, post, published)
+        found = PathFacts(None, rules, post, published)
+        if key is not None:
+            if len(_SEEN) >= _SEEN_MAX:
+                _SEEN.clear()
+            _SEEN[key] = found
+        return found
     at = start + (verdict.line or 1) - 1
     failure = Failure(
         verdict.rule or STAGE_ORDER,
@@ -96,6 +105,30 @@ def _replay(record: Record) -> PathFacts:
         verdict.seen,
     )
     return PathFacts(failure, rules, post, published)
+
+
+_SEEN: dict[tuple[Any, ...], PathFacts] = {}
+"""Replays that stayed on an allowed path, by what the checker read of them: a model check runs
+hundreds of thousands of calls along a few thousand distinct traces."""
+_SEEN_MAX: Final = 50_000
+
+
+def _key(lines: list[Any], steps: int | None) -> tuple[Any, ...] | None:
+    """Everything the checker reads of a record: its trace lines' values (a result's by its
+    ``repr``, equal only for equal data) and where the environment aborted the caller; None if
+    some value cannot be a key."""
+    parts: list[Any] = [steps]
+    for line in lines:
+        event = line["event"]
+        if event in ENVIRONMENT:
+            continue
+        parts.append(repr(line) if event == "result" else tuple(line.items()))
+    key = tuple(parts)
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
 def _rule(fn: object) -> str:
