@@ -64,6 +64,7 @@ from .judge_lines import ON_LINE, judge_line
 from .judge_results import describe, describe_outcome, result_death
 from .judge_steps import (
     BODY_REPORTS,
+    CONTRACT,
     DECISION_STAGE,
     DISPATCHED,
     DISPATCHED_ABORTED,
@@ -148,6 +149,7 @@ class Automaton(Replay):
         self._starts: dict[tuple[str, bool, bool, str | None, int], int] = {}
         self._allowed: dict[tuple[int, bool, bool, bool], list[str]] = {}
         self._deaths: dict[tuple[int, EventKey], Death] = {}
+        self._results: dict[tuple[int, str], tuple[int, Death | None, frozenset[str]]] = {}
         self.data_fields: dict[str, tuple[str, ...]] = {e.name: e.data for e in table.events}
         self.contract_events: frozenset[str] = frozenset(self.data_fields)
 
@@ -210,6 +212,19 @@ class Automaton(Replay):
             self._deaths[(config, key)] = first
         row[key] = found
         return found
+
+    def result_rules(self, config: int) -> frozenset[str]:
+        """The rules the result checks asked in ``config`` could fail (each branch's, the
+        contract's own rule standing for its outcome's): what a checked result covers."""
+        rules: set[str] = set()
+        for b in self.configs[config]:
+            asked = self.asked.get(("result", b), ())
+            for rule, _ in asked:
+                if rule != CONTRACT:
+                    rules.add(rule)
+                elif b.cs.outcome is not None:
+                    rules.add(self.outcomes[b.cs.outcome].rule)
+        return frozenset(rules)
 
     def death(self, config: int, key: EventKey) -> Death:
         """Why the event ``key`` is a violation in ``config`` (after :meth:`step` said -1)."""
@@ -315,6 +330,18 @@ class Automaton(Replay):
 _TRUE_BY_DEFAULT: Final = frozenset({"tool_found", "serializable"})
 
 
+class _Lazy:
+    """The last line of a call checked by :meth:`Checker.check_record`: only its number is
+    read (by :meth:`Checker.finish`)."""
+
+    __slots__ = ("line",)
+    event = "end"
+    data: Mapping[str, Any] = {}
+
+    def __init__(self, line: int) -> None:
+        self.line = line
+
+
 # ------------------------------------------------------------------------------------------------
 # Checking calls
 # ------------------------------------------------------------------------------------------------
@@ -373,6 +400,7 @@ class CallRun:
         "last",
         "notified",
         "published",
+        "result_rules",
         "resulted",
         "row",
         "slot_slot",
@@ -394,6 +422,7 @@ class CallRun:
         self.caller_slot = 0  # listeners the registry holds on the caller's signal
         self.slot_slot = 0  # ... and on the slot's signal
         self.verdict: Verdict | None = None  # set at the first violation
+        self.result_rules: frozenset[str] = frozenset()  # the result checks asked of it
 
 
 @dataclass
@@ -551,21 +580,98 @@ class Checker:
             feed(run, ev)
         return self.finish(run)
 
+    def check_record(
+        self, lines: Sequence[Mapping[str, Any]], abort_after: int | None, source: str = "<run>"
+    ) -> tuple[Verdict, frozenset[str], tuple[frozenset[str | None], frozenset[str | None]]]:
+        """The verdict on one call's in-memory lines (``lines[0]`` its ``call_entry``; the
+        environment's observations are passed over), with the caller's abort where an
+        environment that aborted it saw it: after the ``abort_after``-th contract event, the
+        registry's own ``caller_abort`` lines left out (None: the trace's own, as they are).
+
+        :meth:`check_call` in one loop over the lines as they are, for a model check that
+        judges every run it makes: no line is copied, and an event is built only for the line a
+        verdict names.  With the verdict: the rules the checks asked of its result could fail,
+        and the outcomes the possible states held when the post-execute stage began and when the
+        result was published (empty where the call never got there)."""
+        entry = lines[0]
+        run = self.begin(TraceEvent(1, "call_entry", entry), source, entry["call"])
+        plain, keyed, contract = self._plain, self._keyed, self.auto.contract_events
+        steps = 0
+        feed = self.feed
+        post = result = -1  # the configurations there
+        for n in range(1, len(lines)):
+            if run.verdict is not None:
+                break
+            data = lines[n]
+            name = data["event"]
+            if name in ENVIRONMENT:
+                continue
+            if name == "result":
+                result = run.config
+            elif name == "stage_enter" and post < 0 and data["stage"] == "post":
+                post = run.config
+            if name in contract:
+                if name == "caller_abort":
+                    if abort_after is not None:
+                        continue
+                else:
+                    steps += 1
+            key = plain.get(name)
+            if key is None and name in keyed:
+                key = keyed[name](data)
+            if key is None:
+                feed(run, TraceEvent(n + 1, name, data))  # type: ignore[arg-type]
+            else:
+                run.index += 1
+                nxt = run.row.get(key)
+                if nxt is None or nxt < 0:
+                    run.index -= 1
+                    feed(run, TraceEvent(n + 1, name, data))  # type: ignore[arg-type]
+                else:
+                    if nxt != run.config:
+                        run.config = nxt
+                        run.row = self.auto.rows[nxt]
+                    if name == "publish":
+                        run.published = True
+                    run.last = _Lazy(n + 1)  # type: ignore[assignment]
+            if steps == abort_after and name in contract and name != "caller_abort":
+                abort = {"trace": data["trace"], "call": data["call"], "event": "caller_abort"}
+                feed(run, TraceEvent(n + 1, "caller_abort", abort))
+        return self.finish(run), run.result_rules, (self._outcomes(post), self._outcomes(result))
+
+    def _outcomes(self, config: int) -> frozenset[str | None]:
+        if config < 0:
+            return frozenset()
+        return frozenset(b.cs.outcome for b in self.auto.configs[config])
+
     def _check_result(self, run: CallRun, res: Mapping[str, Any]) -> Death | None:
-        """Keep the possible states whose outcome the result agrees with (None: some do)."""
+        """Keep the possible states whose outcome the result agrees with (None: some do).
+
+        Cached per configuration and result (its ``repr``: equal only for equal JSON data), as
+        the automaton caches its steps: a model check publishes the same few results from the
+        same few configurations hundreds of thousands of times."""
         auto = self.auto
-        keep = []
-        first: Death | None = None
-        for b in auto.configs[run.config]:
-            death = result_death(auto, b, res)
-            if death is None:
-                keep.append(b)
-            elif first is None:
-                first = death
-        if not keep:
-            return first
-        run.config = auto.filter(run.config, keep)
-        run.row = auto.rows[run.config]
+        memo = (run.config, repr(res))
+        found = auto._results.get(memo)
+        if found is None:
+            keep = []
+            first: Death | None = None
+            for b in auto.configs[run.config]:
+                death = result_death(auto, b, res)
+                if death is None:
+                    keep.append(b)
+                elif first is None:
+                    first = death
+            found = auto._results[memo] = (
+                -1 if not keep else auto.filter(run.config, keep),
+                first if not keep else None,
+                auto.result_rules(run.config),
+            )
+        config, death, run.result_rules = found
+        if config < 0:
+            return death
+        run.config = config
+        run.row = auto.rows[config]
         return None
 
     def _violation(

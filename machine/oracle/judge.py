@@ -49,6 +49,7 @@ from .judge_lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envel
 from .judge_record import (
     _REGISTERED,
     CHECKS,
+    ENTRY_RULES,
     Check,
     Failure,
     Record,
@@ -60,6 +61,7 @@ from .judge_record import (
     could_fail,
     first_failure,
 )
+from .judge_setup import same_text  # noqa: F401 (imported: its checks register)
 from .judge_turns import TURN_RULES
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
@@ -198,28 +200,33 @@ def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
 
 
 def environment_record(obs: Observation) -> Record:
-    """The record of one run of verify's harness: its environment observation events."""
+    """The record of one run of verify's harness: the registry's trace, if it was recorded,
+    then the environment's observation events."""
     return Record(obs.lines(), obs.scenario.revision, obs.scenario.caller)
 
 
 def environment_failures(obs: Observation) -> list[Failure]:
     """What the record-only checks find in the environment's record of one run, earliest first
     (the harness's own ``problems``)."""
-    return environment_judgement(environment_record(obs))[0]
+    return environment_judgement(environment_record(obs), Want(obs.scenario))[0]
 
 
-def environment_judgement(record: Record) -> tuple[list[Failure], frozenset[str]]:
-    """The record-only checks on an environment's record (the judge verify asks): what they
-    find, earliest first, and the rules of those that could have failed on it."""
+def environment_judgement(
+    record: Record, setup: Want | None = None
+) -> tuple[list[Failure], frozenset[str]]:
+    """The checks that need no vector on a record (the judge verify asks), given the call's
+    ``setup`` (a :class:`Want` without an expectation) for those that read it: what they find,
+    earliest first, and the rules of those that could have failed on it."""
     found: list[Failure] = []
     rules: set[str] = set()
     present = record.events()
     for c in _record_checks():
-        if not c.reads <= present:
+        if not c.reads <= present or (c.needs_setup and setup is None):
             continue
-        if c.antecedent(record, None):
-            rules.add(c.rule)
-        failure = c.judge(record, None)
+        if not c.antecedent(record, setup):
+            continue  # it could not have failed
+        rules.add(c.rule)
+        failure = c.judge(record, setup)
         if failure is not None:
             found.append(failure)
     found.sort(key=lambda f: f.at)
@@ -244,9 +251,6 @@ _RECORD_CHECKS: dict[int, tuple[Check, ...]] = {}
 # ------------------------------------------------------------------------------------------------
 
 
-ENTRY_RULES: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
-"""The rule that decides how the registry treats the caller's signal at entry, per its state
-(the revised contract's aborted entry is R42's: :func:`entry_rule`)."""
 TRACE_READS: Final = {"R22": "listener", "R23": "slot"}
 """Rules the trace checker (:mod:`toolcancel.oracle.checker`) decides from lines a registry's trace
 may leave out: listener lines are balanced (R22), slot lines never follow publication (R23)."""
@@ -301,7 +305,7 @@ def rule_status(
 def why_not(rule: str, level: str, seen: frozenset[str]) -> str:
     """Why no check of ``rule`` at ``level`` could fail in a run whose records held the events
     ``seen``: an optional observation never reported, or an antecedent that never held."""
-    found = [c for c in CHECKS.get(rule, ()) if level in c.levels]
+    found = [c for c in _conform_checks(rule) if level in c.levels]
     if not found:
         return ""
     if all(not c.reads <= seen for c in found):
@@ -313,7 +317,13 @@ def why_not(rule: str, level: str, seen: frozenset[str]) -> str:
 
 def registered_levels(rule: str) -> frozenset[str]:
     """The levels at which some registered check of ``rule`` can fail."""
-    return frozenset(lv for c in CHECKS.get(rule, ()) for lv in c.levels)
+    return frozenset(lv for c in _conform_checks(rule) for lv in c.levels)
+
+
+def _conform_checks(rule: str) -> list[Check]:
+    """The checks of ``rule`` an answer to a vector is asked (those that read the setup judge
+    runs no vector lists: :attr:`Check.needs_setup`)."""
+    return [c for c in CHECKS.get(rule, ()) if not c.needs_setup]
 
 
 def static_why(rule: str, level: str) -> str:
@@ -358,7 +368,7 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         why = "needs an adapter that runs turns (optional: `turns` in its hello), else not checked"
         return CHECKED, CHECKED, why
     trace = CHECKED if rule in carried | shapes | TRACE_RULES or "trace" in levels else NONE
-    found = CHECKS.get(rule, ())
+    found = _conform_checks(rule)
     # a check that needs an optional observation decides in full only where an answer has it:
     # a rule the result shows anyway stays "through the result" beside it
     plain = {lv for c in found if not c.reads & _OPTIONAL for lv in c.levels}
@@ -384,7 +394,7 @@ def static_status(rule: str, contract: Contract) -> tuple[str, str, str]:
         needs = f"needs {' / '.join(optional)} (optional)"
         whys.append(f"{needs} to decide it in full" if outcome == OUTCOME else
                     f"{needs}, else not checked")
-    conditions = [c.when for c in CHECKS.get(rule, ()) if c.when and "outcome" in c.levels]
+    conditions = [c.when for c in found if c.when and "outcome" in c.levels]
     if outcome == CHECKED and conditions:
         whys.append("at outcome level only where " + "; ".join(dict.fromkeys(conditions)))
     return trace, outcome, "; ".join(whys)

@@ -143,7 +143,7 @@ def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None
     """A caller aborted at entry (seed) runs every stage and hands the body its aborted signal:
     each body starts aborted exactly when it settles aborted (whose reason it carries is
     fusion's, R21)."""
-    assert want is not None
+    assert want is not None and want.expectation is not None
     if not _seed_pre_aborted(record, want):
         return None
     starts = record.body_signals("start")
@@ -173,7 +173,7 @@ def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None
 def body_starts(record: Record, want: Want | None) -> Failure | None:
     """The body is invoked exactly as often as the contract's path invokes it (one per dispatch
     the contract lets through; a late start is R28's)."""
-    assert want is not None
+    assert want is not None and want.expectation is not None
     exp = want.expectation
     starts = record.starts()
     settles = record.body_signals("settle")
@@ -200,7 +200,7 @@ def body_starts(record: Record, want: Want | None) -> Failure | None:
 def fused_signal(record: Record, want: Want | None) -> Failure | None:
     """The body's fused signal aborts when the caller's or the slot's does, with the first
     source's reason (what it showed when the body settled)."""
-    assert want is not None
+    assert want is not None and want.expectation is not None
     settles = record.body_signals("settle")
     got = [_signal(x) for _, x in settles]
     wanted = [dict(b) for b in want.expectation.body_signals]
@@ -222,7 +222,7 @@ def fused_signal(record: Record, want: Want | None) -> Failure | None:
 @check("R31", "notifications", reads=("notified",))
 def notified_once(record: Record, want: Want | None) -> Failure | None:
     """Observers are notified exactly once per call (as often as the contract notifies)."""
-    expected = 1 if want is None else want.expectation.notifications
+    expected = 1 if want is None or want.expectation is None else want.expectation.notifications
     i = record.at("notified")[0]
     count = record.lines[i]["count"]
     if count == expected:
@@ -327,7 +327,7 @@ def slot_restored(record: Record, want: Want | None) -> Failure | None:
 
 def _post_failure(record: Record, want: Want | None) -> tuple[int, Any, Any] | None:
     """Where what post-execute received differs from every allowed expectation's, if it does."""
-    assert want is not None
+    assert want is not None and want.expectation is not None
     exp = want.expectation
     if exp.post_received is ...:
         return None
@@ -360,7 +360,11 @@ def _received(why: str, rule: str, found: tuple[int, Any, Any]) -> Failure:
 
 
 def _stated(record: Record, want: Want | None) -> bool:
-    return want is not None and want.expectation.post_received is not ...
+    return (
+        want is not None
+        and want.expectation is not None
+        and want.expectation.post_received is not ...
+    )
 
 
 @check(
@@ -380,7 +384,11 @@ def post_runs(record: Record, want: Want | None) -> Failure | None:
 
 
 def _received_something(record: Record, want: Want | None) -> bool:
-    return want is not None and want.expectation.post_received not in (None, ...)
+    return (
+        want is not None
+        and want.expectation is not None
+        and want.expectation.post_received not in (None, ...)
+    )
 
 
 @check(
@@ -415,7 +423,7 @@ def relay_on_live_caller(s: Scenario, body_starts: int, caller_aborts: bool) -> 
 
 
 def _leak_visible(record: Record, want: Want | None) -> bool:
-    if record.caller != "live" or want is None:
+    if record.caller != "live" or want is None or want.expectation is None:
         return False
     return relay_on_live_caller(want.scenario, want.expectation.body_starts, want.caller_aborts)
 
@@ -488,11 +496,14 @@ def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
     return None
 
 
-AFTER_THE_PATH: Final = frozenset({"late_start", "late_success"})
+AFTER_THE_PATH: Final = frozenset(
+    {"late_start", "late_success", "post_received", "post_decision", "contexts"}
+)
 """Steps of checks whose evidence is what a departure from the contract's path led to (a body
-that started, a success that was published after the caller aborted): a judge that replays the
-path (verify) asks them after it, so the departure itself -- the checkpoint that missed the
-abort -- is the first broken rule where the path shows one."""
+that started, a success that was published after the caller aborted, what post-execute received,
+what the caller then got and its contexts): a judge that replays the path (verify) asks them
+after it, so the departure itself -- the checkpoint that missed the abort -- is the first broken
+rule where the path shows one."""
 
 
 @check("R28", "late_start", reads=("caller_aborted",))

@@ -25,6 +25,9 @@ SLOT_WRAPPERS: Final = frozenset(
 )
 """Wrapper behaviours that put another signal than the caller's in the slot before the body."""
 _CANCEL_CODES: Final = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
+ENTRY_RULES: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
+"""The rule that decides how the registry treats the caller's signal at entry, per its state
+(the revised contract's aborted entry is R42's: :func:`toolcancel.oracle.judge.entry_rule`)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -38,12 +41,15 @@ class Record:
     ``revision`` and ``caller`` (the caller signal at entry: none, live or aborted) come from the
     ``call_entry`` line when the record has one, else from what the harness ran."""
 
-    __slots__ = ("_at", "caller", "lines", "revision")
+    __slots__ = ("_at", "caller", "derived", "lines", "revision")
 
     def __init__(self, lines: Sequence[Mapping[str, Any]], revision: str, caller: str) -> None:
         self.lines = list(lines)
         self.revision = revision
         self.caller = caller
+        self.derived: dict[str, Any] = {}
+        """What a judge worked out from the lines once, for every check that asks (the path
+        the contract's machine replays: :func:`toolcancel.oracle.judge_path.path_facts`)."""
         self._at: dict[str, list[int]] = {}
         for i, line in enumerate(self.lines):
             self._at.setdefault(line["event"], []).append(i)
@@ -186,11 +192,17 @@ class Want:
     is compared with, and every expectation the contract allows (MAY paths)."""
 
     scenario: Scenario
-    expectation: Expectation
-    expectations: tuple[Expectation, ...]
+    expectation: Expectation | None = None
+    """None: the call's setup alone, no vector (verify judges runs it made itself)."""
+    expectations: tuple[Expectation, ...] = ()
     post_rule: Callable[[Any], str] | None = None
     """The rule of the decision that made what post-execute must receive, given what it got
     (the contract's path replayed: conform's to give); None: R20's own."""
+
+    @property
+    def vector(self) -> bool:
+        """Whether there is an expectation to compare with (a vector), not only the setup."""
+        return self.expectation is not None
 
     @property
     def caller_aborts(self) -> bool:
@@ -199,6 +211,7 @@ class Want:
 
     def aborted_before_dispatch(self) -> bool:
         """Whether the caller aborted before the expected path's first base dispatch."""
+        assert self.expectation is not None
         for name in self.expectation.paths[0]:
             if name == "caller_abort":
                 return True
@@ -240,6 +253,10 @@ class Check:
     when: str = ""  # the antecedent in words
     needs_vector: bool = False  # it compares with what the contract allows (a Want)
     outcome: bool = False  # ... and what it compares is part of the outcome, like the result
+    needs_setup: bool = False
+    """It reads the call's setup (the scenario) and judges a run no vector lists: given a vector,
+    the comparison with its expectation (the contract's own replay of that setup) judges the
+    same observations, citing the decision that made them, so the check is not asked."""
 
     @property
     def phase(self) -> str:
@@ -249,15 +266,23 @@ class Check:
             return "record"
         return "outcome" if self.outcome else "vector"
 
+    def answerable(self, want: Want | None) -> bool:
+        """Whether ``want`` gives what the check compares with: a vector, or the setup alone."""
+        if self.needs_vector:
+            return want is not None and want.expectation is not None
+        if self.needs_setup:
+            return want is not None and want.expectation is None
+        return True
+
     def could_fail(self, record: Record, want: Want | None, level: str) -> bool:
         """Whether this check could have failed on ``record``: its level, its events, the
         vector it compares with, and its antecedent."""
-        if level not in self.levels or (self.needs_vector and want is None):
+        if level not in self.levels or not self.answerable(want):
             return False
         return all(record.has(e) for e in self.reads) and self.antecedent(record, want)
 
     def __call__(self, record: Record, want: Want | None) -> Failure | None:
-        if self.needs_vector and want is None:
+        if not self.answerable(want):
             return None
         if not all(record.has(e) for e in self.reads):
             return None
@@ -279,6 +304,7 @@ def check(
     when: tuple[Antecedent, str] | None = None,
     needs_vector: bool = False,
     outcome: bool = False,
+    needs_setup: bool = False,
 ) -> Callable[[Judge], Judge]:
     """Register the decorated function as a check of ``rule``."""
 
@@ -286,7 +312,16 @@ def check(
         antecedent, words = when if when is not None else (_always, "")
         CHECKS.setdefault(rule, []).append(
             Check(
-                rule, step, fn, frozenset(reads), levels, antecedent, words, needs_vector, outcome
+                rule,
+                step,
+                fn,
+                frozenset(reads),
+                levels,
+                antecedent,
+                words,
+                needs_vector,
+                outcome,
+                needs_setup,
             )
         )
         _REGISTERED.append(rule)

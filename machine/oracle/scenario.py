@@ -37,7 +37,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..contract.core import PathStep
@@ -61,193 +61,37 @@ from ..runtime.hooks import (
 from ..runtime.signals import AbortController, AbortSignal
 from ..runtime.timeout_policy import TOOL_TIMEOUT
 from ..runtime.virtual_time import VirtualClock, run
+from .scenario_language import (
+    APPROVALS,
+    ARGS,
+    BLOCK_CONTEXT,
+    BLOCK_TEXT,
+    BODIES,
+    BODY_FAILURE,
+    BODY_STRUCTURED_FAILURE,
+    BODY_TEXT,
+    BUDGET_MS,
+    CALLERS,
+    DEFERRED,
+    GUARDS,
+    HOLD_S,
+    OBSERVERS,
+    OUTER_MS,
+    POST_CONTEXT,
+    POST_FAILURE,
+    POSTS,
+    PRE,
+    REWRITTEN,
+    TIMEOUTS,
+    TOOL_NAME,
+    WRAPPERS,
+    Scenario,
+    ScenarioError,
+)
 
-if TYPE_CHECKING:  # a scenario is data: reading one (conform) never loads the registry
+if TYPE_CHECKING:  # loaded only when a harness runs a call
     from ..runtime.registry import ToolRegistry
 
-# The closed vocabulary.  Every field of a scenario takes one of these values.
-CALLERS: Final = ("none", "live", "aborted")
-ARGS: Final = ("ok", "not_serializable")
-PRE: Final = ("allow", "deny", "ask", "throw", "throw_structured")
-APPROVALS: Final = ("approved", "rejected", "cancelled", "unavailable", "throw")
-GUARDS: Final = ("none", "deny", "throw")
-WRAPPERS: Final = (
-    "delegate",  # call next() and return its result
-    "wait_before",  # wait at gate w<i>_before, then delegate
-    "wait_after",  # delegate, then wait at gate w<i>_after
-    "replace_live",  # put a fresh live signal in the slot, delegate, restore
-    "replace_aborting",  # like replace_live, but that signal aborts once the body runs
-    "replace_aborted",  # put an already-aborted signal in the slot, delegate, restore
-    "remove",  # remove the slot, delegate, restore
-    "short_success",  # return a success without calling next()
-    "short_error",  # return an error result without calling next()
-    "throw_before",  # throw without calling next()
-    "throw_after",  # delegate, then throw
-    "retry",  # delegate, then call next() again and return the second result (D11)
-    "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
-    # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
-)
-TIMEOUTS: Final = ("absent", "budget", "timer_first")
-BODIES: Final = (
-    "success",
-    "success_meta",
-    "bad_meta",  # success whose meta is not JSON: the final snapshot fails (R30)
-    "throw",
-    "throw_structured",
-    "defer_success",  # defers two contexts, then succeeds
-    "defer_throw",  # defers two contexts, then throws
-)
-POSTS: Final = ("accept", "accept_content", "accept_contexts", "block", "throw")
-OBSERVERS: Final = ("none", "throws")
-
-TOOL_NAME: Final = "tool"
-BUDGET_MS: Final = 100
-OUTER_MS: Final = 50
-"""The budget of an ``outer_deadline`` wrapper's deadline: shorter than :data:`BUDGET_MS`, so it
-expires first when the harness moves the clock at the body's gate."""
-HOLD_S: Final = 86_400.0
-"""Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
-longer than any grace period a registry might give a body before abandoning it, which R27
-forbids.  The registry's drain warning (30 s by default) fires within it and only logs."""
-DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
-POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
-BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
-BODY_TEXT: Final = "done"
-BODY_FAILURE: Final = "tool failed"
-BODY_STRUCTURED_FAILURE: Final = "disk full"
-REWRITTEN: Final = "rewritten by post-execute"
-BLOCK_TEXT: Final = "Error: blocked by post-execute"
-POST_FAILURE: Final = "post-execute policy failed"
-
-
-class ScenarioError(ToolcancelError):
-    """A scenario does not fit the language (names the field and the allowed values)."""
-
-
-def _show(value: Any) -> str:
-    """A value for an error message: its repr, cut so that a message stays one short line."""
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
-
-
-@dataclass(frozen=True)
-class Scenario:
-    """One call, every hook's behaviour, and when it is cancelled."""
-
-    revision: str = "seed"
-    caller: str = "live"
-    args: str = "ok"
-    agent: bool = True
-    approval_seam: bool = True
-    tool_known: bool = True
-    pre: str = "allow"
-    approval: str = "approved"
-    guard: str = "none"
-    wrappers: tuple[str, ...] = ()
-    timeout: str = "absent"
-    body: str = "success"
-    cooperative: bool = True
-    post: str = "accept"
-    observer: str = "none"
-    cancel: str = "never"
-
-    def __post_init__(self) -> None:
-        choices: Mapping[str, tuple[str, ...]] = {
-            "revision": ("seed", "revised"),
-            "caller": CALLERS,
-            "args": ARGS,
-            "pre": PRE,
-            "approval": APPROVALS,
-            "guard": GUARDS,
-            "timeout": TIMEOUTS,
-            "body": BODIES,
-            "post": POSTS,
-            "observer": OBSERVERS,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise ScenarioError(
-                    f"{name}: {_show(getattr(self, name))} is not one of {', '.join(allowed)}"
-                )
-        for i, w in enumerate(self.wrappers):
-            if w not in WRAPPERS:
-                raise ScenarioError(
-                    f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
-                )
-        if "outer_deadline" in self.wrappers and self.timeout != "budget":
-            raise ScenarioError("wrappers: outer_deadline is a nested call's upstream deadline "
-                                "and needs timeout budget (D13)")
-        if self.revision == "revised" and self.caller == "none":
-            raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
-        _parse_cancel(self.cancel)
-
-    @property
-    def around_count(self) -> int:
-        """How many around wrappers the call has: the scenario's, then the timeout policy."""
-        return len(self.wrappers) + (self.timeout != "absent")
-
-    @property
-    def retries(self) -> bool:
-        """Whether a wrapper calls ``next()`` twice, so the retry behaviour (D11) matters."""
-        return "retry" in self.wrappers
-
-    def with_cancel(self, cancel: str) -> Scenario:
-        return replace(self, cancel=cancel)
-
-    def to_data(self) -> dict[str, Any]:
-        data = asdict(self)
-        data["wrappers"] = list(self.wrappers)
-        return data
-
-    @classmethod
-    def from_data(cls, data: Any, where: str = "scenario") -> Scenario:
-        """Build a scenario from JSON data, refusing unknown or ill-typed fields."""
-        if not isinstance(data, Mapping):
-            raise ScenarioError(f"{where}: expected a JSON object")
-        known = {f.name: f for f in fields(cls)}
-        defaults = cls()  # built once: the conformance adapter parses thousands of scenarios
-        kwargs: dict[str, Any] = {}
-        for key, value in data.items():
-            if key not in known:
-                raise ScenarioError(f"{where}: unknown field {_show(key)}")
-            default = getattr(defaults, key)
-            if key == "wrappers":
-                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
-                    raise ScenarioError(f"{where}.wrappers: expected a list of strings")
-                value = tuple(value)
-            elif type(value) is not type(default):
-                raise ScenarioError(
-                    f"{where}.{key}: expected a {type(default).__name__}, got {_show(value)}"
-                )
-            kwargs[key] = value
-        try:
-            return cls(**kwargs)
-        except ScenarioError as exc:
-            raise ScenarioError(f"{where}.{exc}") from None
-
-    def as_code(self) -> str:
-        """The scenario as a runnable Python expression (differences from the defaults only)."""
-        default = Scenario()
-        parts = [
-            f"{f.name}={getattr(self, f.name)!r}"
-            for f in fields(self)
-            if getattr(self, f.name) != getattr(default, f.name)
-        ]
-        return f"Scenario({', '.join(parts)})"
-
-
-def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
-    if cancel in ("never", "before_entry", "in_entry", "after_call", "after"):
-        return cancel, None
-    kind, _, arg = cancel.partition(":")
-    if kind == "gate" and arg:
-        return kind, arg
-    if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
-        return kind, int(arg)
-    raise ScenarioError(
-        f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
-        "gate:<name> or step:<k>"
-    )
 
 
 class CallerReason(Exception):
@@ -292,6 +136,7 @@ class Observation:
     slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
     frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
     held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
+    trace: list[dict[str, Any]] = field(default_factory=list)  # the registry's own trace lines
 
     @property
     def problems(self) -> list[tuple[str, str]]:
@@ -311,7 +156,7 @@ class Observation:
         def line(event: str, **fields: Any) -> dict[str, Any]:
             return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
 
-        out = []
+        out = list(self.trace)
         if self.approval_signal is not None:
             out.append(line("approval_signal", signal=self.approval_signal))
         aborted = self._caller_aborted()
@@ -379,8 +224,10 @@ class Harness:
         retry: str | None = None,
         *,
         classify: Literal["identity", "code"] = "identity",
+        trace: bool = False,
     ) -> None:
         self.s = scenario
+        self.trace = trace  # record the registry's own trace in the observation (verify's)
         self.classify = classify  # how the timeout policy tells its own expiry (code: D13)
         if factory is None:  # loaded here, not with the module: see TYPE_CHECKING above
             from ..runtime.registry import ToolRegistry
@@ -447,6 +294,8 @@ class Harness:
     def build(self) -> ToolRegistry:
         s = self.s
         options: dict[str, Any] = {} if self.retry is None else {"retry": self.retry}
+        if self.trace:  # to a plain list's append: a sink that runs no code
+            options["trace"] = self.obs.trace.append
         reg = self.factory(revision=s.revision, on_step=self.tap, **options)
         reg.add_pre_execute(self.pre_hook)
         if s.approval_seam:
@@ -869,6 +718,43 @@ def run_scenario(
     scenario: Scenario, factory: RegistryFactory | None = None, *, retry: str | None = None
 ) -> Observation:
     """Run one scenario on a fresh event loop with virtual time (``retry``: the registry's
-    retry behaviour, D11; default: the registry's own)."""
+    retry behaviour, D11; default: the registry's own), recording the registry's trace."""
     clock = VirtualClock()
-    return run(Harness(scenario, factory, clock, retry).run(), clock=clock)
+    return run(Harness(scenario, factory, clock, retry, trace=True).run(), clock=clock)
+
+
+__all__ = [  # the language is re-exported: a scenario is read from either module
+    "APPROVALS",
+    "ARGS",
+    "BLOCK_CONTEXT",
+    "BLOCK_TEXT",
+    "BODIES",
+    "BODY_FAILURE",
+    "BODY_STRUCTURED_FAILURE",
+    "BODY_TEXT",
+    "BUDGET_MS",
+    "CALLERS",
+    "DEFERRED",
+    "GUARDS",
+    "HOLD_S",
+    "OBSERVERS",
+    "OUTER_MS",
+    "POSTS",
+    "POST_CONTEXT",
+    "POST_FAILURE",
+    "PRE",
+    "REWRITTEN",
+    "TIMEOUTS",
+    "TOOL_NAME",
+    "WRAPPERS",
+    "CallerReason",
+    "Harness",
+    "Observation",
+    "RegistryFactory",
+    "Scenario",
+    "ScenarioError",
+    "WrapperReason",
+    "quiet_failures",
+    "run_scenario",
+    "unfrozen",
+]

@@ -4,30 +4,21 @@ It enumerates every scenario within bounds (:func:`configurations`), crosses eac
 cancellation point it can have (:func:`schedules`), runs each schedule against the **real**
 asyncio registry through the scenario harness, and checks what happened (:func:`check`):
 
-* **the path, replayed.**  The registry records its own path.  The checker takes the events of
-  that path, removes the caller aborts, and puts the abort back where the *environment* saw it
-  happen (the harness counts transitions when it aborts).  Replaying that through the pure
-  machine must give, step for step, the transitions the registry took.  A registry that misses a
-  recheck, keeps a late success or mislabels an outcome diverges here, and the transition the
-  contract required names the rule.
-* **rules the machine cannot see**, checked on the environment's own record: exactly one
-  notification of the returned object (R31), deep-frozen, with the view frozen, before the first
-  observer -- an acting one that tries to change both (R30, R31); no result while a body runs,
-  even one held a day after its signal aborted (R27); no body after a cancellation before C2, no
-  success reaching post-execute after one before C3 nor the caller after one before C4 (R28);
-  what the pre-policy stage ends in -- ABORTED, the denial, the final-route error, whether the
-  guards ran, that the seam was asked, that nothing after it ran -- from the hooks' decisions and
-  when the caller aborted (R5, R13-R15, R43); which cancellation a result is (R17, R25, R41);
-  arguments that are not JSON (R11); a call nothing cancels ending as its body or an unknown tool
-  says (R2, R3, R6, R7); what post-execute received, against the outcome the call held entering
-  post-policy, and what the caller then got (R2-R8, R20); the body's signal aborted, with the
-  first source's reason, whenever the caller or a wrapper aborted while it ran, and born aborted
-  with the slot's reason over the caller's for a pre-aborted entry (R21); no listener left on
-  the caller's signal, the registry's call signal, a body's fused signal or a wrapper's (R22);
-  slots restored (R23); the approval seam gets the caller's signal (R24); contexts kept, ordered
-  and dropped as R29 says; TOOL_TIMEOUT when the policy's own timer fired first (R34), never for
-  an enclosing same-coded deadline (R35, D13); the result's code, error flag and text agree with
-  its outcome (R4-R8, R30, R39).
+* **the path, replayed.**  The harness records the registry's canonical trace, then what the
+  environment observed, as one record (:func:`toolcancel.oracle.judge.environment_record`).  The
+  trace checker replays it through the contract's machine with the caller's abort put back
+  where the *environment* saw it happen (:mod:`toolcancel.oracle.judge_path`): a registry that
+  misses a recheck, keeps a late success or mislabels an outcome leaves every allowed path
+  there, and the step names the rule.
+* **rules the machine cannot see**, decided by the judge's registered checks on the same record
+  (:func:`toolcancel.oracle.judge.environment_judgement`; those that read the call's setup are
+  :mod:`toolcancel.oracle.judge_setup`'s): quiescence and the hold (R27), one notification of
+  the frozen result and view (R30, R31), listeners (R22), the slot (R23), the approval seam's
+  signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
+  post-execute received and what the caller then got, contexts (R29).  Still written here,
+  moving into the judge: what the pre-policy stage ends in (R5, R13-R15, R42, R43), which
+  cancellation a result is (R17, R25, R41), a late success at body level (R18), the body's
+  fused signal (R21, R34, R35), and the registration checks (R32, R40).
 
 Violations come with a reproducer that runs as written.
 """
@@ -37,30 +28,20 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
-import json
 import re
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from ..contract.core import Occurrence, initial_state, step
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
-from ..contract.results import text_block, thaw
-from ..oracle.judge import environment_judgement, environment_record
+from ..oracle.judge import Want, environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
+from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
 from ..oracle.scenario import (
-    BLOCK_CONTEXT,
-    BLOCK_TEXT,
     BODIES,
-    BODY_FAILURE,
-    BODY_STRUCTURED_FAILURE,
-    BODY_TEXT,
-    BUDGET_MS,
-    POST_FAILURE,
     POSTS,
-    REWRITTEN,
     TIMEOUTS,
     WRAPPERS,
     CallerReason,
@@ -459,32 +440,21 @@ class Checked:
         self.violations.append(Violation(rule, scenario, why, self.retry))
 
 
-def refused_rule(table: RevisionContract, refused: ContractViolation) -> str:
-    """The rule a registry breaks when the contract's machine refuses its step.  The event is one
-    the state offers only under guards, so the step came without a guard that every way of taking
-    it needs: that guard's rule (the cursor that hands out the base dispatch while a listener is
-    left breaks ``listeners_done``, R16).  Without such a guard, the first rule of the first
-    way; an event no transition takes there at all breaks the stage order (R10)."""
-    ways = [
-        t for t in table.transitions if refused.state in t.sources and refused.event in t.events
-    ]
-    if not ways:
-        return "R10"
-    common = set(ways[0].guards).intersection(*(t.guards for t in ways[1:]))
-    rules = {g.name: g.rule for g in table.contract.guards}
-    needed = [rules[name] for name, holds in ways[0].guards if (name, holds) in common]
-    return needed[0] if needed else (ways[0].rules or ("R10",))[0]
-
-
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
-    """Every check of the module docstring, for one observed run: first the judge's checks of
-    the environment's own record of the run (:func:`toolcancel.oracle.judge.environment_failures`),
-    then the run's path against the contract.  ``replay=False`` leaves out the path replay, the
-    one check that reads the transition table (``verify --spec-mutants`` judges a registry
-    driven by a perturbed table with the others)."""
+    """Every check of the module docstring, for one observed run (recorded with its trace):
+    first what the judge's record checks find before the path, then the path replayed, then
+    what a departure from it led to (:data:`~toolcancel.oracle.judge_calls.AFTER_THE_PATH`), then
+    the checks still written here.  ``replay=False`` leaves out everything that reads the
+    contract's machine -- the replay and the checks that read what it makes of the record
+    (``verify --spec-mutants`` judges a registry driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
     s = obs.scenario
-    failures, could_fail = environment_judgement(environment_record(obs))
+    record = environment_record(obs)
+    if replay and not record.trace:
+        raise ValueError("check() replays the registry's trace: run the harness with trace=True")
+    if not replay:
+        unreplayed(record)
+    failures, could_fail = environment_judgement(record, Want(s))
     if obs.error is not None or obs.result is None:
         # what the harness saw of a call that returned no result: a body left running first,
         # then the step its own machine refused, then the missing result
@@ -501,18 +471,17 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
             out.fail(found.rule, s, found.why)
     out.rules |= could_fail
     if replay:
-        _check_replay(obs, table, out)
+        found, rules = path_judgement(record)
+        if found is not None:
+            out.fail(found.rule, s, found.why)
+        out.rules |= rules
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
     _check_pre_stage(obs, table, out)
-    _check_after_dispatch(obs, table, out)
-    _check_post_received(obs, table, out)
     _check_cancellations(obs, table, out)
     _check_late_success(obs, out)
     _check_fused_signal(obs, out)
-    _check_contexts(obs, out)
-    _check_result_shape(obs, table, out)
     return out
 
 
@@ -523,177 +492,6 @@ the argument snapshot (R11), so an abort during the snapshot is seen as one."""
 
 def _abort_steps(obs: Observation) -> int | None:
     return next((e[2] for e in obs.log if e[0] == "abort" and e[1] == "caller"), None)
-
-
-def _check_replay(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    s = obs.scenario
-    taken = [p for p in obs.path if p.event != "caller_abort"]
-    events: list[Occurrence] = [p.occurrence for p in taken]
-    entry = "aborted" if s.caller == "aborted" or s.cancel in _PRE_ABORTING else s.caller
-    at = _abort_steps(obs) if entry == "live" else None
-    if at is not None and at <= len(events):
-        events.insert(at, Occurrence("caller_abort"))
-    state = initial_state(
-        table,
-        entry,  # type: ignore[arg-type]
-        has_agent=s.agent,
-        approval_seam=s.approval_seam,
-        retry=obs.retry,
-        wrappers=s.around_count if obs.around is None else obs.around,
-    )
-    j = 0
-    for occ in events:
-        try:
-            t, state = step(table, state, occ)
-        except ContractViolation as exc:
-            rules = taken[j].rules if j < len(taken) else ("R39",)
-            out.fail(rules[0], s, f"the contract allows no such step here: {exc}")
-            return
-        if occ.event == "caller_abort":
-            continue
-        mine = taken[j]
-        if t.index != mine.transition:
-            rule = next((r for r in t.rules if r not in ("R28",)), t.rules[0])
-            out.fail(
-                rule,
-                s,
-                f"at step {j + 1} ({occ.event} in {taken[j].source}) the contract "
-                f"takes transition t{t.index} to {t.dest or 'the same state'}"
-                f"{' with outcome ' + t.outcome if t.outcome else ''} ({', '.join(t.rules)}),"
-                f" the registry took t{mine.transition} to {mine.dest}",
-            )
-            return
-        out.rules.update(t.rules)
-        if t.precedence is not None:
-            out.rules.add("R39")
-        j += 1
-    if state.state != "materialized":
-        out.fail("R31", s, f"the call ended in state {state.state}, not materialized")
-        return
-    out.rules.add("R10")  # the stage order is the table's order, step for step
-    out.rules.add({"none": "R26", "live": "R12", "aborted": "R25"}[entry])
-
-
-
-def _check_after_dispatch(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    """What reaches post-execute and the caller, from the prose alone, where nothing aborted or
-    the caller did: arguments that are not JSON (R11), no success past C3 once the caller aborted
-    after entry (R28), and a call nothing cancels, with no wrapper, ending as its body (or an
-    unknown tool) says, post-execute's decision applied (R2, R3, R6, R7)."""
-    s, log = obs.scenario, obs.log
-    r = obs.result
-    assert r is not None
-    kinds = [e[0] for e in log]
-    post_i = kinds.index("post_in") if "post_in" in kinds else None
-    if s.args == "not_serializable":
-        rule = table.contract.outcome("args_error").rule
-        out.rules.add(rule)
-        if "pre" in kinds or post_i is not None or r.text != table.texts["args_not_serializable"]:
-            out.fail(rule, s, f"arguments that are not JSON must end the call at entry with "
-                     f"{table.texts['args_not_serializable']!r}, got {r.text!r}")
-        return
-    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
-    steps = obs.post_steps
-    if after_entry and post_i is not None and abort_i is not None and steps is not None and (
-        log[abort_i][2] < steps  # before the transition into post-execute: C3 (around_settled)
-    ):
-        post_in = log[post_i][1]
-        if not post_in.is_error:
-            out.fail("R28", s, "the caller aborted before checkpoint C3, yet post-execute "
-                     f"received a success ({post_in.text!r})")
-    untouched = (
-        s.caller in ("none", "live")
-        and s.cancel in ("never", "after")
-        and not s.wrappers
-        and s.timeout != "timer_first"
-        and s.pre == "allow"
-        and s.guard == "none"
-    )
-    if not untouched:
-        return
-    body: str | None
-    if not s.tool_known:
-        body, error, rule = table.texts["unknown_tool"].format(name=_ANY_NAME), True, "R6"
-    elif s.body in ("throw", "throw_structured", "defer_throw"):
-        body, error, rule = None, True, "R3"  # its text is R3's own check
-    else:
-        body, error, rule = BODY_TEXT, False, "R2"
-    post_in = log[post_i][1] if post_i is not None else None
-    if post_in is None:
-        out.fail(rule, s, "nothing cancelled the call, yet post-execute did not run")
-        return
-    if error != post_in.is_error or (body is not None and not _same_text(body, post_in.text)):
-        out.fail(rule, s, f"nothing cancelled the call, yet post-execute received "
-                 f"{post_in.text!r} (error: {post_in.is_error})")
-    if s.post == "accept" and s.body != "bad_meta" and r.text != post_in.text:
-        out.fail("R7", s, f"post-execute accepted {post_in.text!r}, the caller got {r.text!r}")
-
-
-def _check_post_received(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    """What post-execute received, and what the caller then got (R2-R8, R18, R20, R28 C4).
-
-    Post-execute must receive the result the outcome the call held on entering post-policy
-    stands for -- its error flag, its code, and the text the environment knows for it (the
-    contract's texts, the body's and the wrappers' own) -- whatever events the registry offered
-    on the way; and the caller must get what post-execute decided on that result: a block's
-    feedback, a failure, or the result accepted (its content rewritten, if post-execute rewrote
-    it), unless checkpoint C4 replaces a success after the caller aborted."""
-    s, log, r = obs.scenario, obs.log, obs.result
-    assert r is not None
-    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
-    entering = next((p for p in obs.path if p.dest == "post_policy"), None)
-    if post_in is None or entering is None or entering.outcome is None:
-        return
-    kind = table.contract.outcome(entering.outcome)
-    out.rules.add(kind.rule)
-    code = post_in.error.code if post_in.error is not None else None
-    text = _known_text(obs, table, entering.outcome)
-    if (
-        kind.is_error != post_in.is_error
-        or (kind.code is not None and code != kind.code)
-        or (text is not None and not _same_text(text, post_in.text))
-    ):
-        out.fail(kind.rule, s, f"the call entered post-policy with outcome {entering.outcome}, "
-                 f"but post-execute received {post_in.text!r} (error: {post_in.is_error}, "
-                 f"code {code})")
-        return
-    final = obs.path[-1].outcome if obs.path else None
-    decided = next((e[1] for e in log if e[0] == "post"), None)
-    if decided is None or final == "serialization_error":
-        return
-    out.rules.update({"R7", "R20"})
-    if decided == "block":
-        if not r.is_error or r.text != BLOCK_TEXT:
-            out.fail("R7", s, f"post-execute blocked, the caller got {r.text!r}")
-        return
-    if decided == "throw":
-        if not r.is_error or r.text != "Error: " + POST_FAILURE:
-            out.fail("R20", s, f"post-execute threw, the caller got {r.text!r}")
-        return
-    post_i = next(i for i, e in enumerate(log) if e[0] == "post")
-    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-    c4 = (
-        s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
-        and abort_i < post_i and not post_in.is_error
-    )
-    if c4:
-        out.rules.add("R28")
-        invoked = table.name == "seed" or any(e[0] == "body_start" for e in log)
-        want = table.texts["aborted" if invoked else "aborted_before_dispatch"]
-        if r.text != want or not r.is_error:
-            out.fail("R28", s, f"the caller aborted before checkpoint C4 and post-execute "
-                     f"accepted a success: the caller must get {want!r}, got {r.text!r}")
-        return
-    content = [text_block(REWRITTEN)] if decided == "accept_content" else post_in.content
-    same_error = (r.error is None) == (post_in.error is None) and (
-        r.error is None or post_in.error is None
-        or r.error.to_data(table.name) == post_in.error.to_data(table.name)
-    )
-    same_content = tuple(r.content) == tuple(content) or thaw(r.content) == thaw(content)
-    if not same_content or r.is_error != post_in.is_error or not same_error:
-        out.fail("R7", s, f"post-execute accepted{' and rewrote' * (decided == 'accept_content')}"
-                 f" {post_in.text!r} (error: {post_in.is_error}), the caller got {r.to_json()}")
 
 
 def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked) -> None:
@@ -759,23 +557,6 @@ def _check_late_success(obs: Observation, out: Checked) -> None:
     if post_in is not None and not post_in.is_error:
         out.fail("R18", s, "the body succeeded after its signal aborted, yet post-execute "
                  f"received a success ({post_in.text!r}), not ABORTED")
-
-
-def _known_text(obs: Observation, table: RevisionContract, outcome: str) -> str | None:
-    """The text a result of ``outcome`` must read, where the environment knows it."""
-    texts, s = table.texts, obs.scenario
-    if outcome in ("aborted", "aborted_before_dispatch"):
-        return texts[outcome]
-    if outcome == "tool_timeout":
-        return texts["tool_timeout"].format(ms=BUDGET_MS)
-    if outcome == "unknown_tool":
-        return texts["unknown_tool"].format(name=_ANY_NAME)
-    if outcome == "body_success":
-        return BODY_TEXT
-    if outcome == "body_error":
-        return "Error: " + (BODY_STRUCTURED_FAILURE if s.body == "throw_structured"
-                            else BODY_FAILURE)
-    return None
 
 
 _ANY_NAME = "\x00"
@@ -1005,78 +786,6 @@ def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
     return tuple(stack)
 
 
-_WITHOUT_CONTEXTS = frozenset(
-    {"args_error", "pre_error", "around_error", "post_error", "serialization_error"}
-)
-"""Outcomes whose result R29 says carries no context at all: the final-route errors, a
-post-execute throw and a failed final snapshot (the contract file has no field for this)."""
-
-
-def _check_contexts(obs: Observation, out: Checked) -> None:
-    out.rules.add("R29")
-    assert obs.result is not None
-    final = obs.path[-1].outcome if obs.path else None
-    reached_c3 = any(p.event == "around_settled" for p in obs.path)
-    if final == "blocked":
-        expected: tuple[Any, ...] = (BLOCK_CONTEXT,)
-    elif final in _WITHOUT_CONTEXTS:
-        expected = ()
-    else:
-        accepted = any(p.event == "post_accept" for p in obs.path)
-        expected = (obs.deferred if reached_c3 else ()) + (obs.post_contexts if accepted else ())
-    got = tuple(thaw(obs.result.contexts))
-    if got != tuple(expected):
-        out.fail("R29", obs.scenario, f"contexts {list(got)}, the contract says {list(expected)}")
-
-
-_AUTHORED_BY_WRAPPERS = frozenset(
-    o.name for o in load_contract().outcomes if o.authored_by == "wrapper"
-)
-"""Outcomes whose result a wrapper wrote (``authored_by = "wrapper"`` in contract.toml); the
-registry does not re-normalize them (R44)."""
-
-
-def _check_result_shape(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    s, r = obs.scenario, obs.result
-    assert r is not None
-    out.rules.add("R30")
-    if s.cancel == "never":  # once per configuration: the shape does not depend on the schedule
-        out.rules.add("R1")
-        if json.loads(r.to_json()) != r.to_data():
-            out.fail("R1", s, "the canonical JSON does not round-trip the result")
-    final = obs.path[-1].outcome if obs.path else None
-    if final is None:
-        return
-    kind = table.contract.outcome(final)
-    out.rules.add(kind.rule)
-    if kind.is_error != r.is_error:
-        out.fail(kind.rule, s, f"outcome {final} but isError is {r.is_error}")
-    if kind.code is not None and (r.error is None or r.error.code != kind.code):
-        out.fail(kind.rule, s, f"outcome {final} but the result is {r.to_json()}")
-    if table.name == "revised" and r.is_error and final not in _AUTHORED_BY_WRAPPERS:
-        out.rules.add("R44")
-        if r.error is None or not r.error.to_data("revised").get("message"):
-            out.fail("R44", s, f"a revised error result must carry error.message: {r.text!r}")
-    texts = table.texts
-    expected = {
-        "aborted": texts["aborted"],
-        "aborted_before_dispatch": texts["aborted_before_dispatch"],
-        "args_error": texts["args_not_serializable"],
-        "serialization_error": texts["result_not_serializable"],
-    }.get(final)
-    # An error result keeps the content post-execute rewrote; a success accepted after the
-    # caller aborted is replaced whole at C4 (its text is the contract's again).
-    post_in = next((e[1] for e in obs.log if e[0] == "post_in"), None)
-    rewritten = (
-        s.post == "accept_content"
-        and any(p.event == "post_accept" for p in obs.path)
-        and post_in is not None
-        and post_in.is_error
-    )
-    if expected is not None and not rewritten and r.text != expected:
-        out.fail(kind.rule, s, f"outcome {final} must read {expected!r}, got {r.text!r}")
-
-
 # ------------------------------------------------------------------------------------------------
 # Running the space
 # ------------------------------------------------------------------------------------------------
@@ -1150,7 +859,7 @@ async def _run_configs(
                 # timer, an aborting wrapper signal -- an uncooperative body changes the path.)
                 first = twin
             else:
-                first = await Harness(config, factory, clock, retry).run()
+                first = await Harness(config, factory, clock, retry, trace=True).run()
             if config.cooperative:
                 twins[(config, retry)] = first
             runs = [first] if matters else []
@@ -1158,7 +867,8 @@ async def _run_configs(
             kept, pruned = schedules(config, first)
             tally.pruned += pruned
             for cancel in kept:
-                runs.append(await Harness(config.with_cancel(cancel), factory, clock, retry).run())
+                run_ = Harness(config.with_cancel(cancel), factory, clock, retry, trace=True)
+                runs.append(await run_.run())
             if retry is not None:
                 tally.by_retry[retry] += len(runs)
             for obs in runs:
@@ -1171,6 +881,8 @@ async def _run_configs(
                 tally.violation_count += len(result.violations)
                 if len(tally.violations) < 20:
                     tally.violations.extend(result.violations[:1])
+    if replay and table is not None:
+        tally.rules |= transition_rules(table, tally.transitions)
     return tally
 
 
@@ -1474,3 +1186,4 @@ def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
 def _worker(task: tuple[Job, RegistryFactory]) -> Tally:
     job, factory = task
     return job.run(factory)
+

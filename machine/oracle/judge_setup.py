@@ -1,0 +1,561 @@
+"""The checks that read the call's setup: what the prose says a call of *this* scenario must show.
+
+A vector says what the contract allows for a call; a model check runs calls no vector lists, and
+judges them from what it set up (:class:`~toolcancel.oracle.scenario.Scenario`: every hook's
+behaviour, the body's, the caller's) and the record: the registry's trace, and what the
+environment observed -- when it aborted the caller (``caller_aborted``), each body's signal,
+what post-execute received, what the caller got.  These checks need the setup
+(``needs_setup``: :attr:`Want.scenario <toolcancel.oracle.judge_record.Want>`) and no expectation,
+so verify asks them of every run and conform of every vector whose answer holds the events they
+read.  They are written from ``spec/CONTRACT.md``, not from the transition table: a perturbed
+table (``verify --spec-mutants``) is judged by them.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Final, TypeVar, cast
+
+from ..contract.loader import RevisionContract, load_contract
+from ..contract.results import canonical_json, text_block
+from .judge_calls import error_code
+from .judge_path import path_facts
+from .judge_record import Failure, Record, Want, check
+from .scenario_language import (
+    BLOCK_CONTEXT,
+    BLOCK_TEXT,
+    BODY_FAILURE,
+    BODY_STRUCTURED_FAILURE,
+    BODY_TEXT,
+    BUDGET_MS,
+    DEFERRED,
+    POST_CONTEXT,
+    POST_FAILURE,
+    REWRITTEN,
+)
+
+ANY_NAME: Final = "\x00"
+"""Stands for the tool's name in an expected text: the record does not name the tool (the
+model calls of a turn batch have their own), so ``{name}`` matches any name."""
+
+
+def same_text(expected: str, got: str) -> bool:
+    """Whether ``got`` reads ``expected`` (:data:`ANY_NAME` in it matches any tool name)."""
+    pattern = re.escape(expected).replace(re.escape(ANY_NAME), '[^"]*')
+    return re.fullmatch(pattern, got) is not None
+
+
+@functools.cache
+def _table(revision: str) -> RevisionContract:
+    return load_contract().revision(revision)
+
+
+_Antecedent = TypeVar("_Antecedent", bound=Callable[[Record, "Want | None"], bool])
+
+
+def _once(antecedent: _Antecedent) -> _Antecedent:
+    """``antecedent``, worked out once per record (several checks and their coverage ask it; a
+    record is judged with one setup)."""
+    key = antecedent.__name__
+
+    def once(record: Record, want: Want | None) -> bool:
+        found = record.derived.get(key)
+        if found is None:
+            found = record.derived[key] = antecedent(record, want)
+        return bool(found)
+
+    once.__name__ = key
+    return cast(_Antecedent, once)
+
+
+def text(result: Mapping[str, Any] | None) -> str:
+    """A result's concatenated text blocks (what a model reads first)."""
+    if not isinstance(result, Mapping):
+        return ""
+    return "".join(
+        b["text"]
+        for b in result.get("content") or ()
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
+
+
+def is_error(result: Mapping[str, Any] | None) -> bool:
+    return isinstance(result, Mapping) and result.get("isError") is True
+
+
+def entered(record: Record) -> str:
+    """The caller's signal at entry, as the registry's ``call_entry`` records it (an abort
+    while entry snapshots the arguments makes a pre-aborted entry), else the record's."""
+    entry = record.of("call_entry")
+    return entry[0]["caller"] if entry else record.caller
+
+
+def received(record: Record) -> tuple[int, Mapping[str, Any] | None]:
+    """Where the record says what post-execute received, and that result (None: it did not
+    run)."""
+    i = record.at("post_received")[0]
+    return i, record.lines[i].get("result")
+
+
+_EVENTS: dict[str, frozenset[str]] = {}
+
+
+def _events(revision: str) -> frozenset[str]:
+    found = _EVENTS.get(revision)
+    if found is None:
+        found = _EVENTS[revision] = frozenset(
+            e.name for e in _table(revision).events
+        )
+    return found
+
+
+# ------------------------------------------------------------------------------------------------
+# No success past checkpoint C3 once the caller aborted: R28
+# ------------------------------------------------------------------------------------------------
+
+def _post_steps(record: Record) -> int | None:
+    """How many contract transitions the call had taken when its post-execute stage began (its
+    ``stage_enter`` line; None: it never began)."""
+    events = _events(record.revision)
+    steps = 0
+    for x in record.lines:
+        event = x["event"]
+        if event == "stage_enter" and x["stage"] == "post":
+            return steps
+        if event in events and event != "caller_abort":
+            steps += 1
+    return None
+
+
+@_once
+def _aborted_before_c3(record: Record, want: Want | None) -> bool:
+    """The environment aborted the caller after entry, before the transition into post-execute
+    (checkpoint C3 decides there), and post-execute ran."""
+    if record.lines[record.at("post_received")[0]].get("result") is None:
+        return False
+    steps = _post_steps(record)
+    return steps is not None and record.of("caller_aborted")[0]["steps"] < steps
+
+
+@check(
+    "R28",
+    "late_success",
+    reads=("caller_aborted", "post_received", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_aborted_before_c3, "the caller aborted after entry, before checkpoint C3"),
+)
+def no_success_past_c3(record: Record, want: Want | None) -> Failure | None:
+    """Once the caller aborted after entry, no success reaches post-execute past checkpoint
+    C3."""
+    if not _aborted_before_c3(record, want):
+        return None
+    i, got = received(record)
+    if is_error(got):
+        return None
+    return Failure(
+        "R28",
+        i,
+        "late_success",
+        "the caller aborted before checkpoint C3, yet post-execute received a success "
+        f"({text(got)!r})",
+        "an error",
+        "a success",
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# A call nothing cancels ends as its body says: R2, R3, R6, R7
+# ------------------------------------------------------------------------------------------------
+
+_THROWING: Final = frozenset({"throw", "throw_structured", "defer_throw"})
+BODY_SUCCESS: Final = "R2"
+BODY_ERROR: Final = "R3"
+UNKNOWN_TOOL: Final = "R6"
+POST_DECISION: Final = "R7"
+POST_FAILURE_RULE: Final = "R20"
+LATE_SUCCESS_RULE: Final = "R28"
+CONTEXTS_RULE: Final = "R29"
+
+
+@_once
+def _untouched(record: Record, want: Want | None) -> bool:
+    """Nothing can cancel the call or stand between it and its body: no abort before
+    publication, no wrapper, no timer, pre-execute allows and the guard passes."""
+    assert want is not None
+    s = want.scenario
+    return (
+        s.caller in ("none", "live")
+        and s.cancel in ("never", "after")
+        and not s.wrappers
+        and s.timeout != "timer_first"
+        and s.pre == "allow"
+        and s.guard == "none"
+        and s.args == "ok"
+    )
+
+
+def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool]:
+    """The rule, text (None: any) and error flag of what the body (or an unknown tool) says."""
+    assert want is not None
+    s = want.scenario
+    if not s.tool_known:
+        texts = _table(record.revision).texts
+        return UNKNOWN_TOOL, texts["unknown_tool"].format(name=ANY_NAME), True
+    if s.body in _THROWING:
+        return BODY_ERROR, None, True  # its text is the body error's own check
+    return BODY_SUCCESS, BODY_TEXT, False
+
+
+@check(
+    "R2",
+    "post_received",
+    reads=("post_received", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_untouched, "nothing can cancel the call nor stand before its body"),
+    needs_setup=True,
+)
+def uncancelled_call_ends_as_its_body_says(record: Record, want: Want | None) -> Failure | None:
+    """A call nothing cancels, with no wrapper, hands post-execute what its body said: its
+    success (R2), its error (R3), or the unknown tool's error (R6)."""
+    if not _untouched(record, want):
+        return None
+    rule, body, error = _body_says(record, want)
+    i, got = received(record)
+    if got is None:
+        return Failure(rule, i, "post_received",
+                       "nothing cancelled the call, yet post-execute did not run",
+                       "post-execute runs", "it did not")  # fmt: skip
+    if error != is_error(got) or (body is not None and not same_text(body, text(got))):
+        return Failure(
+            rule,
+            i,
+            "post_received",
+            f"nothing cancelled the call, yet post-execute received {text(got)!r} "
+            f"(error: {is_error(got)})",
+            body,
+            text(got),
+        )
+    return None
+
+
+@_once
+def _accepted_untouched(record: Record, want: Want | None) -> bool:
+    assert want is not None
+    return (
+        _untouched(record, want)
+        and want.scenario.post == "accept"
+        and want.scenario.body != "bad_meta"  # its snapshot fails after post-execute (R30)
+        and record.lines[record.at("post_received")[0]].get("result") is not None
+    )
+
+
+@check(
+    "R7",
+    "post_decision",
+    reads=("post_received", "returned", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_accepted_untouched, "post-execute accepted an uncancelled call's result"),
+    needs_setup=True,
+)
+def accepted_result_reaches_the_caller(record: Record, want: Want | None) -> Failure | None:
+    """A result post-execute accepts as it is reaches the caller unchanged."""
+    if not _accepted_untouched(record, want):
+        return None
+    _, got = received(record)
+    j = record.at("returned")[0]
+    returned = record.lines[j]["result"]
+    if text(returned) == text(got):
+        return None
+    return Failure(
+        POST_DECISION,
+        j,
+        "post_decision",
+        f"post-execute accepted {text(got)!r}, the caller got {text(returned)!r}",
+        text(got),
+        text(returned),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# What post-execute received, and what the caller then got: R2-R8, R20, R28 (C4)
+# ------------------------------------------------------------------------------------------------
+
+
+def _known_text(record: Record, want: Want, outcome: str) -> str | None:
+    """The text a result of ``outcome`` must read, where the setup says it."""
+    texts = _table(record.revision).texts
+    s = want.scenario
+    if outcome in ("aborted", "aborted_before_dispatch"):
+        return texts[outcome]
+    if outcome == "tool_timeout":
+        return texts["tool_timeout"].format(ms=BUDGET_MS)
+    if outcome == "unknown_tool":
+        return texts["unknown_tool"].format(name=ANY_NAME)
+    if outcome == "body_success":
+        return BODY_TEXT
+    if outcome == "body_error":
+        failure = BODY_STRUCTURED_FAILURE if s.body == "throw_structured" else BODY_FAILURE
+        return "Error: " + failure
+    return None
+
+
+@_once
+def _entering(record: Record, want: Want | None) -> bool:
+    """Post-execute ran, and the replayed path says which outcome the call held then."""
+    return (
+        received(record)[1] is not None
+        and any(o is not None for o in path_facts(record).entering_post)
+    )
+
+
+def _fits(record: Record, want: Want, outcome: str, got: Mapping[str, Any]) -> bool:
+    kind = _table(record.revision).contract.outcome(outcome)
+    expected = _known_text(record, want, outcome)
+    return not (
+        kind.is_error != is_error(got)
+        or (kind.code is not None and error_code(got) != kind.code)
+        or (expected is not None and not same_text(expected, text(got)))
+    )
+
+
+@check(
+    "R20",
+    "post_received",
+    reads=("post_received", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_entering, "post-execute ran"),
+    needs_setup=True,
+)
+def post_receives_the_outcome_held(record: Record, want: Want | None) -> Failure | None:
+    """Post-execute receives the result the outcome the call held on entering post-policy
+    stands for -- its error flag, its code, and the text the setup knows for it (the contract's
+    texts, the body's own) -- whatever events the registry offered on the way.  Cites the
+    outcome's rule.  (conform's :func:`~toolcancel.oracle.judge_calls.post_sees_the_decided_result`
+    compares with the vector's expectation instead: a run no vector lists is judged here.)"""
+    if not _entering(record, want):
+        return None
+    assert want is not None
+    i, got = received(record)
+    assert got is not None
+    held = sorted(o for o in path_facts(record).entering_post if o is not None)
+    if any(_fits(record, want, o, got) for o in held):
+        return None
+    if not is_error(got) and record.has("caller_aborted") and _aborted_before_c3(record, want):
+        return None  # a success past C3 after the caller aborted: no_success_past_c3's
+    rule = _table(record.revision).contract.outcome(held[0]).rule
+    return Failure(
+        rule,
+        i,
+        "post_received",
+        f"the call entered post-policy with outcome {held[0]}, but post-execute received "
+        f"{text(got)!r} (error: {is_error(got)}, code {error_code(got)})",
+        held[0],
+        text(got),
+    )
+
+
+@_once
+def _decided(record: Record, want: Want | None) -> bool:
+    """Post-execute decided on what it received (the harness's hook always decides once
+    called), and the call did not end in a failed snapshot (the contract's text for it)."""
+    if received(record)[1] is None or not record.has("returned"):
+        return False
+    texts = _table(record.revision).texts
+    return text(record.of("returned")[0]["result"]) != texts["result_not_serializable"]
+
+
+def _decision(record: Record, want: Want | None, decided: str) -> bool:
+    assert want is not None
+    return want.scenario.post == decided and _decided(record, want)
+
+
+@_once
+def _post_failure_text(record: Record, want: Want | None) -> bool:
+    return _decision(record, want, "throw")
+
+
+@check(
+    "R20",
+    "post_decision",
+    reads=("post_received", "returned", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_post_failure_text, "post-execute threw"),
+    needs_setup=True,
+)
+def post_failure_reaches_the_caller(record: Record, want: Want | None) -> Failure | None:
+    """A post-execute that throws makes the call's result that failure."""
+    if not _post_failure_text(record, want):
+        return None
+    j = record.at("returned")[0]
+    got = record.lines[j]["result"]
+    if is_error(got) and text(got) == "Error: " + POST_FAILURE:
+        return None
+    return Failure(POST_FAILURE_RULE, j, "post_decision",
+                   f"post-execute threw, the caller got {text(got)!r}",
+                   "Error: " + POST_FAILURE, text(got))  # fmt: skip
+
+
+@_once
+def _c4(record: Record, want: Want | None) -> bool:
+    """The caller aborted after entry, before post-execute decided, on a success."""
+    if not _decided(record, want) or not record.has("caller_aborted"):
+        return False
+    assert want is not None
+    _, got = received(record)
+    return (
+        want.scenario.post not in ("block", "throw")
+        and record.of("caller_aborted")[0]["before_post"]
+        and not is_error(got)
+    )
+
+
+@check(
+    "R28",
+    "post_decision",
+    reads=("post_received", "returned", "caller_aborted", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_c4, "the caller aborted before post-execute accepted a success"),
+    needs_setup=True,
+)
+def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failure | None:
+    """A success post-execute accepted after the caller aborted (after entry) is replaced by
+    the cancellation at checkpoint C4: ABORTED once the body was invoked, else (revised)
+    ABORTED_BEFORE_DISPATCH."""
+    if not _c4(record, want):
+        return None
+    texts = _table(record.revision).texts
+    invoked = record.revision == "seed" or bool(record.starts())
+    expected = texts["aborted" if invoked else "aborted_before_dispatch"]
+    j = record.at("returned")[0]
+    got = record.lines[j]["result"]
+    if is_error(got) and text(got) == expected:
+        return None
+    return Failure(LATE_SUCCESS_RULE, j, "post_decision",
+                   "the caller aborted before checkpoint C4 and post-execute accepted a "
+                   f"success: the caller must get {expected!r}, got {text(got)!r}",
+                   expected, text(got))  # fmt: skip
+
+
+@_once
+def _abort_known(record: Record, want: Want) -> bool:
+    """Whether the record says when the caller aborted after entry, if it did: the setup aborts
+    it never after entry, or the environment says when (``caller_aborted``)."""
+    s = want.scenario
+    never = s.caller != "live" or s.cancel in ("never", "before_entry", "in_entry")
+    return never or record.has("caller_aborted")
+
+
+@_once
+def _applied(record: Record, want: Want | None) -> bool:
+    assert want is not None
+    return (
+        want.scenario.post in ("block", "accept", "accept_content", "accept_contexts")
+        and _decided(record, want)
+        and _abort_known(record, want)
+        and not _c4(record, want)
+    )
+
+
+@check(
+    "R7",
+    "post_decision",
+    reads=("post_received", "returned", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_applied, "post-execute blocked or accepted"),
+    needs_setup=True,
+)
+def post_decision_applied(record: Record, want: Want | None) -> Failure | None:
+    """The caller gets what post-execute decided on the result it received: a block's
+    feedback, or that result accepted (its content rewritten, if post-execute rewrote it)."""
+    if not _applied(record, want):
+        return None
+    assert want is not None
+    decided = want.scenario.post
+    j = record.at("returned")[0]
+    got = record.lines[j]["result"]
+    if decided == "block":
+        if is_error(got) and text(got) == BLOCK_TEXT:
+            return None
+        return Failure(POST_DECISION, j, "post_decision",
+                       f"post-execute blocked, the caller got {text(got)!r}",
+                       BLOCK_TEXT, text(got))  # fmt: skip
+    _, post_in = received(record)
+    assert post_in is not None
+    content = (
+        [dict(text_block(REWRITTEN))] if decided == "accept_content" else post_in.get("content")
+    )
+    if (
+        got.get("content") == content
+        and is_error(got) == is_error(post_in)
+        and got.get("error") == post_in.get("error")
+    ):
+        return None
+    rewrote = " and rewrote" * (decided == "accept_content")
+    return Failure(
+        POST_DECISION,
+        j,
+        "post_decision",
+        f"post-execute accepted{rewrote} {text(post_in)!r} (error: {is_error(post_in)}), the "
+        f"caller got {canonical_json(got)}",
+        canonical_json(content),
+        canonical_json(got.get("content")),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Contexts: R29
+# ------------------------------------------------------------------------------------------------
+
+_WITHOUT_CONTEXTS: Final = frozenset(
+    {"args_error", "pre_error", "around_error", "post_error", "serialization_error"}
+)
+"""Outcomes whose result R29 says carries no context at all: the final-route errors, a
+post-execute throw and a failed final snapshot (the contract file has no field for this)."""
+
+
+@_once
+def _published(record: Record, want: Want | None) -> bool:
+    return any(o is not None for o in path_facts(record).published)
+
+
+def _expected_contexts(record: Record, want: Want, outcome: str) -> list[Any]:
+    """The contexts R29 gives a result of ``outcome`` in this setup: a block's own; none on the
+    final route; else what each body run deferred once the call reached checkpoint C3, then
+    what post-execute added when it accepted."""
+    s = want.scenario
+    if outcome == "blocked":
+        return [BLOCK_CONTEXT]
+    if outcome in _WITHOUT_CONTEXTS:
+        return []
+    out: list[Any] = []
+    if record.has("around_settled") and s.body.startswith("defer_"):
+        out += list(DEFERRED) * len(record.starts())
+    if record.has("post_accept") and s.post == "accept_contexts":
+        out.append(POST_CONTEXT)
+    return out
+
+
+@check(
+    "R29",
+    "contexts",
+    reads=("returned", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_published, "the call published a result"),
+    needs_setup=True,
+)
+def contexts_kept_ordered_and_dropped(record: Record, want: Want | None) -> Failure | None:
+    """The result's ``additionalContexts`` are what R29 keeps, orders and drops for the outcome
+    the call published."""
+    if not _published(record, want):
+        return None
+    assert want is not None
+    j = record.at("returned")[0]
+    got = list(record.lines[j]["result"].get("additionalContexts") or ())
+    published = sorted(o for o in path_facts(record).published if o is not None)
+    wanted = [_expected_contexts(record, want, o) for o in published]
+    if got in wanted:
+        return None
+    return Failure(CONTEXTS_RULE, j, "contexts",
+                   f"contexts {got}, the contract says {wanted[0]}", wanted[0], got)  # fmt: skip

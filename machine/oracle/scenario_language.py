@@ -1,0 +1,200 @@
+"""The scenario language: a small, closed vocabulary for one tool call and when it is cancelled.
+
+This is a scenario as data -- what every hook does, what the body does, when the caller aborts,
+and the texts and contexts those behaviours produce -- with no way to run one:
+:mod:`toolcancel.oracle.scenario` runs them (its :class:`~toolcancel.oracle.scenario.Harness`).
+Split so that what reads a scenario (conform's vectors, the judge's checks that read the call's
+setup) loads no asyncio registry driver.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
+from typing import Any, Final
+
+from ..contract.errors import ToolcancelError
+
+# The closed vocabulary.  Every field of a scenario takes one of these values.
+CALLERS: Final = ("none", "live", "aborted")
+ARGS: Final = ("ok", "not_serializable")
+PRE: Final = ("allow", "deny", "ask", "throw", "throw_structured")
+APPROVALS: Final = ("approved", "rejected", "cancelled", "unavailable", "throw")
+GUARDS: Final = ("none", "deny", "throw")
+WRAPPERS: Final = (
+    "delegate",  # call next() and return its result
+    "wait_before",  # wait at gate w<i>_before, then delegate
+    "wait_after",  # delegate, then wait at gate w<i>_after
+    "replace_live",  # put a fresh live signal in the slot, delegate, restore
+    "replace_aborting",  # like replace_live, but that signal aborts once the body runs
+    "replace_aborted",  # put an already-aborted signal in the slot, delegate, restore
+    "remove",  # remove the slot, delegate, restore
+    "short_success",  # return a success without calling next()
+    "short_error",  # return an error result without calling next()
+    "throw_before",  # throw without calling next()
+    "throw_after",  # delegate, then throw
+    "retry",  # delegate, then call next() again and return the second result (D11)
+    "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
+    # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
+)
+TIMEOUTS: Final = ("absent", "budget", "timer_first")
+BODIES: Final = (
+    "success",
+    "success_meta",
+    "bad_meta",  # success whose meta is not JSON: the final snapshot fails (R30)
+    "throw",
+    "throw_structured",
+    "defer_success",  # defers two contexts, then succeeds
+    "defer_throw",  # defers two contexts, then throws
+)
+POSTS: Final = ("accept", "accept_content", "accept_contexts", "block", "throw")
+OBSERVERS: Final = ("none", "throws")
+
+TOOL_NAME: Final = "tool"
+BUDGET_MS: Final = 100
+OUTER_MS: Final = 50
+"""The budget of an ``outer_deadline`` wrapper's deadline: shorter than :data:`BUDGET_MS`, so it
+expires first when the harness moves the clock at the body's gate."""
+HOLD_S: Final = 86_400.0
+"""Virtual seconds an uncooperative body is held at its gate after its signal aborted (a day):
+longer than any grace period a registry might give a body before abandoning it, which R27
+forbids.  The registry's drain warning (30 s by default) fires within it and only logs."""
+DEFERRED: Final = ({"type": "note", "text": "deferred 1"}, {"type": "note", "text": "deferred 2"})
+POST_CONTEXT: Final = {"type": "note", "text": "from post-execute"}
+BLOCK_CONTEXT: Final = {"type": "note", "text": "from block"}
+BODY_TEXT: Final = "done"
+BODY_FAILURE: Final = "tool failed"
+BODY_STRUCTURED_FAILURE: Final = "disk full"
+REWRITTEN: Final = "rewritten by post-execute"
+BLOCK_TEXT: Final = "Error: blocked by post-execute"
+POST_FAILURE: Final = "post-execute policy failed"
+
+
+class ScenarioError(ToolcancelError):
+    """A scenario does not fit the language (names the field and the allowed values)."""
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: its repr, cut so that a message stays one short line."""
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+@dataclass(frozen=True)
+class Scenario:
+    """One call, every hook's behaviour, and when it is cancelled."""
+
+    revision: str = "seed"
+    caller: str = "live"
+    args: str = "ok"
+    agent: bool = True
+    approval_seam: bool = True
+    tool_known: bool = True
+    pre: str = "allow"
+    approval: str = "approved"
+    guard: str = "none"
+    wrappers: tuple[str, ...] = ()
+    timeout: str = "absent"
+    body: str = "success"
+    cooperative: bool = True
+    post: str = "accept"
+    observer: str = "none"
+    cancel: str = "never"
+
+    def __post_init__(self) -> None:
+        choices: Mapping[str, tuple[str, ...]] = {
+            "revision": ("seed", "revised"),
+            "caller": CALLERS,
+            "args": ARGS,
+            "pre": PRE,
+            "approval": APPROVALS,
+            "guard": GUARDS,
+            "timeout": TIMEOUTS,
+            "body": BODIES,
+            "post": POSTS,
+            "observer": OBSERVERS,
+        }
+        for name, allowed in choices.items():
+            if getattr(self, name) not in allowed:
+                raise ScenarioError(
+                    f"{name}: {_show(getattr(self, name))} is not one of {', '.join(allowed)}"
+                )
+        for i, w in enumerate(self.wrappers):
+            if w not in WRAPPERS:
+                raise ScenarioError(
+                    f"wrappers[{i}]: {_show(w)} is not one of {', '.join(WRAPPERS)}"
+                )
+        if "outer_deadline" in self.wrappers and self.timeout != "budget":
+            raise ScenarioError("wrappers: outer_deadline is a nested call's upstream deadline "
+                                "and needs timeout budget (D13)")
+        if self.revision == "revised" and self.caller == "none":
+            raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
+        _parse_cancel(self.cancel)
+
+    @property
+    def around_count(self) -> int:
+        """How many around wrappers the call has: the scenario's, then the timeout policy."""
+        return len(self.wrappers) + (self.timeout != "absent")
+
+    @property
+    def retries(self) -> bool:
+        """Whether a wrapper calls ``next()`` twice, so the retry behaviour (D11) matters."""
+        return "retry" in self.wrappers
+
+    def with_cancel(self, cancel: str) -> Scenario:
+        return replace(self, cancel=cancel)
+
+    def to_data(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["wrappers"] = list(self.wrappers)
+        return data
+
+    @classmethod
+    def from_data(cls, data: Any, where: str = "scenario") -> Scenario:
+        """Build a scenario from JSON data, refusing unknown or ill-typed fields."""
+        if not isinstance(data, Mapping):
+            raise ScenarioError(f"{where}: expected a JSON object")
+        known = {f.name: f for f in fields(cls)}
+        defaults = cls()  # built once: the conformance adapter parses thousands of scenarios
+        kwargs: dict[str, Any] = {}
+        for key, value in data.items():
+            if key not in known:
+                raise ScenarioError(f"{where}: unknown field {_show(key)}")
+            default = getattr(defaults, key)
+            if key == "wrappers":
+                if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+                    raise ScenarioError(f"{where}.wrappers: expected a list of strings")
+                value = tuple(value)
+            elif type(value) is not type(default):
+                raise ScenarioError(
+                    f"{where}.{key}: expected a {type(default).__name__}, got {_show(value)}"
+                )
+            kwargs[key] = value
+        try:
+            return cls(**kwargs)
+        except ScenarioError as exc:
+            raise ScenarioError(f"{where}.{exc}") from None
+
+    def as_code(self) -> str:
+        """The scenario as a runnable Python expression (differences from the defaults only)."""
+        default = Scenario()
+        parts = [
+            f"{f.name}={getattr(self, f.name)!r}"
+            for f in fields(self)
+            if getattr(self, f.name) != getattr(default, f.name)
+        ]
+        return f"Scenario({', '.join(parts)})"
+
+
+def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
+    if cancel in ("never", "before_entry", "in_entry", "after_call", "after"):
+        return cancel, None
+    kind, _, arg = cancel.partition(":")
+    if kind == "gate" and arg:
+        return kind, arg
+    if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
+        return kind, int(arg)
+    raise ScenarioError(
+        f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
+        "gate:<name> or step:<k>"
+    )
