@@ -594,7 +594,7 @@ class Checker:
         and the outcomes the possible states held when the post-execute stage began and when the
         result was published (empty where the call never got there)."""
         entry = lines[0]
-        run = self.begin(TraceEvent(1, "call_entry", entry), source, entry["call"])
+        run = self.begin(TraceEvent(1, "call_entry", dict(entry)), source, entry["call"])
         plain, keyed, contract = self._plain, self._keyed, self.auto.contract_events
         steps = 0
         feed = self.feed

@@ -316,6 +316,7 @@ class Judge:
         if found is not None:
             return self.failed(v, found, checked, consequence)
         exp = want.expectation
+        assert exp is not None, "conform judges against a vector's expectation"
         found = first_failure(record, want, level, phase="outcome", departs=departs)
         if result is not None and _canonical(result) != exp.result_json:
             if found is None or record.at("returned")[0] < found.at:

@@ -471,9 +471,9 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
             out.fail(found.rule, s, found.why)
     out.rules |= could_fail
     if replay:
-        found, rules = path_judgement(record)
-        if found is not None:
-            out.fail(found.rule, s, found.why)
+        departed, rules = path_judgement(record)
+        if departed is not None:
+            out.fail(departed.rule, s, departed.why)
         out.rules |= rules
     for found in failures:
         if found.step in AFTER_THE_PATH:
