@@ -256,7 +256,7 @@ class World:
         observer: str,
     ) -> RegistrySetup:
         """A registry whose hooks dispatch to the calling call's harness."""
-        reg = self.factory(revision=revision, on_step=self._tap)
+        reg = self.factory(revision=revision, on_step=self._tap, trace=self._trace)
         reg.add_pre_execute(lambda view, nxt: self.run_of(view).harness.pre_hook(view, nxt))
         if approval_seam:
             reg.set_approval(self._approval)
@@ -472,6 +472,13 @@ class World:
             self.settle()
 
     # -- the tap: the environment's count of each call's transitions ---------------------------
+
+    def _trace(self, line: dict[str, Any]) -> None:
+        """The registry's trace line to its call's observation: each call's record is the
+        registry's own trace of it, then what its harness saw (what verify judges)."""
+        run = self.calls.get(line["call"])
+        if run is not None:
+            run.harness.obs.trace.append(line)
 
     def _tap(self, view: Execution, step: PathStep) -> None:
         """Count the call's transitions, track its wrappers and deadline, fire armed aborts.

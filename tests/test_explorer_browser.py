@@ -28,10 +28,8 @@ from typing import Any
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.contract.trace import TraceRecorder
 from toolcancel.oracle.checker import Checker
 from toolcancel.oracle.scenario import Scenario, run_scenario
-from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.teaching.explain import shipped_vectors
 
 SITE = Path(__file__).resolve().parent.parent / "explorer"
@@ -343,13 +341,8 @@ def _reference_trace(vector_id: str) -> list[dict[str, Any]]:
 def _record(vector_id: str, retry: str | None = None) -> list[dict[str, Any]]:
     revision = vector_id.split("-")[0]
     vector = next(v for v in shipped_vectors(revision) if v["id"] == vector_id)
-    recorder = TraceRecorder()
-
-    def factory(**options: Any) -> ToolRegistry:
-        return ToolRegistry(trace=recorder, **options)
-
-    run_scenario(Scenario.from_data(vector["scenario"]), factory, retry=retry)
-    return recorder.lines
+    # run_scenario records the registry's own trace (the record verify judges)
+    return run_scenario(Scenario.from_data(vector["scenario"]), retry=retry).trace
 
 
 def _sample() -> list[tuple[list[dict[str, Any]], list[int]]]:
@@ -362,13 +355,8 @@ def _sample() -> list[tuple[list[dict[str, Any]], list[int]]]:
         for vector in [*vectors[::250], *retrying[:3]]:
             retries = RETRIES if vector in retrying else (None,)
             for retry in retries:
-                recorder = TraceRecorder()
-
-                def factory(recorder: TraceRecorder = recorder, **options: Any) -> ToolRegistry:
-                    return ToolRegistry(trace=recorder, **options)
-
-                obs = run_scenario(Scenario.from_data(vector["scenario"]), factory, retry=retry)
-                out.append((recorder.lines, [p.transition for p in obs.path]))
+                obs = run_scenario(Scenario.from_data(vector["scenario"]), retry=retry)
+                out.append((obs.trace, [p.transition for p in obs.path]))
     return out
 
 

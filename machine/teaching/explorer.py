@@ -328,7 +328,6 @@ def violation_examples(
     with ``toolcancel check``'s verdict: at most :data:`MAX_EXAMPLES`, one per rule cited, the
     first found in perturbation order, each on the first vector (taking the perturbed row) whose
     trace the checker rejects."""
-    from ..contract.trace import TraceRecorder
     from ..oracle.checker import Checker
     from ..oracle.scenario import Scenario, run_scenario
     from ..runtime.registry import ToolRegistry
@@ -346,17 +345,14 @@ def violation_examples(
                 break
             perturbed = p.apply(contract)
             for vector in _taking(vectors, paths, p.touches()):
-                recorder = TraceRecorder()
-
-                factory = partial(ToolRegistry, trace=recorder, contract=perturbed)
-
-                try:
-                    run_scenario(Scenario.from_data(vector["scenario"]), factory)
+                factory = partial(ToolRegistry, contract=perturbed)
+                try:  # run_scenario records the registry's own trace
+                    lines = run_scenario(Scenario.from_data(vector["scenario"]), factory).trace
                 except Exception:  # the perturbed table stopped the call: no trace to show
                     continue
-                if not recorder.lines:
+                if not lines:
                     continue
-                verdict = checker.check_lines(recorder.lines, "trace.jsonl")[0]
+                verdict = checker.check_lines(lines, "trace.jsonl")[0]
                 if verdict.conforming or verdict.rule in cited:
                     break
                 cited.add(str(verdict.rule))
@@ -365,7 +361,7 @@ def violation_examples(
                         "title": f"{vector['id']} on a registry whose table has: "
                         + p.describe(table),
                         "vector": vector["id"],
-                        "lines": [json.dumps(line, sort_keys=True) for line in recorder.lines],
+                        "lines": [json.dumps(line, sort_keys=True) for line in lines],
                         "verdict": verdict.to_json(),
                         "check": render(verdict),
                     }
