@@ -597,3 +597,36 @@ def test_drain_warning_must_be_a_number_of_seconds(bad: Any) -> None:
 
     with pytest.raises(RegistryUsageError, match="drain_warning"):
         ToolRegistry(drain_warning=bad)
+
+
+def test_a_signal_aborted_while_its_loop_is_not_running_still_steps_the_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Synchronous code between two runs of the loop (a test world, a REPL driving a loop by
+    hand) aborts the caller while the body runs: the call steps into draining on the loop it
+    runs on -- its drain warning is that loop's timer -- and its trace says so; no listener
+    fails, and the late success is published as ABORTED."""
+    loop = asyncio.new_event_loop()
+    try:
+        lines: list[dict[str, Any]] = []
+        reg = ToolRegistry(drain_warning=0.0, trace=lines.append)
+        started, release = asyncio.Event(), asyncio.Event()
+
+        async def stubborn(args: Any, view: Execution) -> Any:
+            started.set()
+            await release.wait()  # ignores its signal
+            return [text("late")]
+
+        reg.register("t", stubborn)
+        c, signal = controller()
+        with caplog.at_level(logging.WARNING):
+            task = loop.create_task(reg.execute("t", signal=signal, call_id="c-1"))
+            loop.run_until_complete(started.wait())
+            c.abort()  # no loop runs now
+            assert lines[-1]["event"] == "caller_abort"  # into draining, now
+            loop.run_until_complete(asyncio.sleep(0))  # the drain warning: the call's loop's
+            assert [r.getMessage().split(":")[0] for r in caplog.records] == ["call c-1 (t)"]
+            release.set()
+            assert loop.run_until_complete(task).to_json() == aborted()
+    finally:
+        loop.close()

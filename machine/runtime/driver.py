@@ -23,7 +23,7 @@ from ..contract.core import Occurrence, PathStep
 from ..contract.errors import ContractViolation, NotSerializable, RegistryUsageError
 from ..contract.loader import load_contract
 from ..contract.results import ErrorInfo, ToolResult, canonical_json, snapshot
-from .eventloop import Waiter, clock
+from .eventloop import Waiter, clock, timers
 from .execution import Execution
 from .fusion import Fusion
 from .hooks import Accept, Allow, Approval, ApprovalRequest, Ask, Block, Deny
@@ -119,8 +119,9 @@ class _Call(_Stepping):
                     f"call {self.call_id}: prepare() comes once, right after begin()"
                 )
             return False  # entry ended the call: invalid arguments, or a revised pre-abort
-        if self.entered < 0:  # entered outside the loop: take its clock now
+        if self.entered < 0:  # entered outside the loop: take its clock and timers now
             self.clock = clock()
+            self.call_later = timers()
             self.entered = self.clock()
         if self.trace is not None:
             self.emit_line(_LINES["stage_enter", "pre"])

@@ -71,6 +71,20 @@ def call_later(delay: float, callback: Callable[[], None]) -> Timer:
     return _TrioTimer(delay, callback)
 
 
+def timers() -> Callable[[float, Callable[[], None]], Timer]:
+    """:func:`call_later` bound to the loop running now.  A call keeps it beside its clock: a
+    signal aborted from synchronous code while its loop is not running (between two
+    ``run_until_complete``, in a test world) still steps the call, and a timer that step sets
+    (the drain warning) belongs on the call's loop, which :func:`call_later` could no longer
+    find.  Raises ``RuntimeError`` outside any loop."""
+    loop = running_loop()
+    if loop is not None:
+        return loop.call_later
+    if on_trio():  # a trio run has no loop object to keep, and its thread runs nothing else
+        return _TrioTimer
+    raise RuntimeError("no running event loop (asyncio or trio)")
+
+
 def call_at(when: float, callback: Callable[[], None]) -> Timer:
     """Run ``callback()`` when the running loop's clock reaches ``when``."""
     loop = running_loop()

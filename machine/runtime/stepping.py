@@ -20,7 +20,7 @@ from ..contract.core import CallerSignal, Occurrence, PathStep
 from ..contract.errors import NotSerializable, TaskCancelled
 from ..contract.results import ToolResult, snapshot
 from ..contract.trace import FORMAT_VERSION, line_templates, runs_code
-from .eventloop import Timer, call_later, clock
+from .eventloop import Timer, clock, timers
 from .execution import Execution, drop_late_context
 from .hooks import InFlight
 from .signals import AbortController, AbortError, AbortSignal
@@ -46,6 +46,7 @@ class _Stepping:
         "abandoned",
         "agent",
         "call_id",
+        "call_later",
         "caller",
         "clock",
         "controller",
@@ -104,6 +105,8 @@ class _Stepping:
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
         self.entered = -1.0  # loop time the call entered its state (-1: not yet, or no loop)
         self.clock: Callable[[], float]  # the event loop's, once running: set by enter()
+        # that loop's timers (eventloop.timers): a step taken outside the loop sets them there
+        self.call_later: Callable[[float, Callable[[], None]], Timer]
         self.watchdog: Timer | None = None  # the drain warning, while draining
         self.agent = agent
         self.deferred: list[Any] | None = None  # made by the first defer_context()
@@ -171,8 +174,10 @@ class _Stepping:
         self.node = registry._table.compiled.get(shape) or initial_node(registry._table, shape)
         try:
             self.clock = clock()  # read by the step out of ``entry``, just below
+            self.call_later = timers()
         except RuntimeError:  # execute() called outside the loop that will await it
-            self.clock = _no_loop  # until prepare() takes that loop's clock
+            self.clock = _no_loop  # until prepare() takes that loop's clock and timers
+            self.call_later = _no_timers
         registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
@@ -292,7 +297,7 @@ class _Stepping:
     def watch_draining(self) -> None:
         delay = self.registry._drain_warning
         if delay is not None and self.watchdog is None:
-            self.watchdog = call_later(delay, self.warn_draining)
+            self.watchdog = self.call_later(delay, self.warn_draining)
 
     def warn_draining(self) -> None:
         log.warning(
@@ -399,6 +404,12 @@ _NO_RESULT: Final = ToolResult(())
 def _no_loop() -> float:
     """The clock of a call entered outside any event loop: ``prepare()`` replaces it."""
     return -1.0
+
+
+def _no_timers(delay: float, callback: Callable[[], None]) -> Timer:
+    """The timers of a call entered outside any event loop: ``prepare()`` replaces them before
+    the body can start (the one timer a call sets is the drain warning)."""
+    raise RuntimeError("a call's timer was set before its event loop ran it")
 
 
 _LINES: Final = line_templates()
