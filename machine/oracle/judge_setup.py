@@ -560,3 +560,138 @@ def contexts_kept_ordered_and_dropped(record: Record, want: Want | None) -> Fail
         return None
     return Failure(CONTEXTS_RULE, j, "contexts",
                    f"contexts {got}, the contract says {wanted[0]}", wanted[0], got)  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# Which cancellation a result is, where it is the registry's: R17, R25, R41
+# ------------------------------------------------------------------------------------------------
+
+PRE_ABORTING: Final = frozenset({"before_entry", "in_entry"})
+"""Cancellation points that make a pre-aborted entry: entry captures the caller signal after
+the argument snapshot (R11), so an abort during the snapshot is seen as one."""
+
+
+def pre_aborted(want: Want) -> bool:
+    """The setup aborts the caller before entry captured its signal."""
+    s = want.scenario
+    return s.caller == "aborted" or s.cancel in PRE_ABORTING
+
+
+def _cancellations(revision: str) -> frozenset[str]:
+    texts = _table(revision).texts
+    return frozenset({texts["aborted"], texts["aborted_before_dispatch"]})
+
+
+@_once
+def _seed_pre_aborted_entry(record: Record, want: Want | None) -> bool:
+    assert want is not None
+    return record.revision == "seed" and pre_aborted(want) and want.scenario.args == "ok"
+
+
+@check(
+    "R25",
+    "post_received",
+    reads=("post_received", "returned", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_seed_pre_aborted_entry, "the seed's pre-aborted entry, with arguments it can take"),
+    needs_setup=True,
+)
+def pre_aborted_entry_gets_no_cancellation(record: Record, want: Want | None) -> Failure | None:
+    """A call entered with its caller already aborted (seed) runs every stage: none of the
+    registry's cancellations replaces what it produced -- neither what post-execute receives
+    nor what the caller gets."""
+    if not _seed_pre_aborted_entry(record, want):
+        return None
+    mine = _cancellations(record.revision)
+    i, post_in = received(record)
+    j = record.at("returned")[0] if record.has("returned") else None
+    got = None if j is None else record.lines[j]["result"]
+    for what, at, result in (("post-execute received", i, post_in), ("the caller got", j, got)):
+        if at is not None and result is not None and text(result) in mine:
+            return Failure("R25", at, "post_received",
+                           f"a pre-aborted entry gets none of the registry's cancellations "
+                           f"(seed), yet {what} {text(result)!r}",
+                           "no cancellation", text(result))  # fmt: skip
+    return None
+
+
+def _dispatch_steps(record: Record) -> int | None:
+    """How many contract transitions the call had taken when it took its first base dispatch,
+    that one included (None: it never dispatched)."""
+    events = _events(record.revision)
+    steps = 0
+    for x in record.lines:
+        event = x["event"]
+        if event in events and event != "caller_abort":
+            steps += 1
+            if event == "base_dispatch":
+                return steps
+    return None
+
+
+@_once
+def _aborted_before_dispatch(record: Record, want: Want | None) -> bool:
+    """The environment aborted the caller after entry, before the call's first base dispatch
+    (checkpoint C2 reads the fused signal there, before the tool is looked up)."""
+    assert want is not None
+    if want.scenario.caller != "live" or pre_aborted(want) or not record.has("caller_aborted"):
+        return False
+    at = record.of("caller_aborted")[0].get("steps")  # optional: an adapter may not count them
+    dispatched = _dispatch_steps(record)
+    return at is not None and dispatched is not None and at < dispatched
+
+
+@check(
+    "R17",
+    "post_received",
+    reads=("post_received", "caller_aborted", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_aborted_before_dispatch, "the caller aborted after entry, before base dispatch"),
+    needs_setup=True,
+)
+def c2_cancels_before_the_tool_is_looked_up(record: Record, want: Want | None) -> Failure | None:
+    """Once the caller aborted before base dispatch, what reaches post-execute from dispatch
+    is the cancellation: not UNKNOWN_TOOL, nor anything a body could say."""
+    if not _aborted_before_dispatch(record, want):
+        return None
+    i, post_in = received(record)
+    if post_in is None or text(post_in) in _cancellations(record.revision):
+        return None
+    return Failure("R17", i, "post_received",
+                   "the caller aborted before base dispatch, yet post-execute received "
+                   f"{text(post_in)!r}, not the cancellation",
+                   "the cancellation", text(post_in))  # fmt: skip
+
+
+@_once
+def _revised_cancellation(record: Record, want: Want | None) -> bool:
+    """Revised, no wrapper retrying, and post-execute received one of the cancellations."""
+    assert want is not None
+    if record.revision != "revised" or want.scenario.retries:
+        return False
+    post_in = received(record)[1]
+    return post_in is not None and text(post_in) in _cancellations(record.revision)
+
+
+@check(
+    "R41",
+    "post_received",
+    reads=("post_received", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_revised_cancellation, "revised: post-execute received a cancellation"),
+    needs_setup=True,
+)
+def cancellation_says_whether_the_body_ran(record: Record, want: Want | None) -> Failure | None:
+    """Revised: the cancellation is ABORTED exactly when the body was invoked, otherwise
+    ABORTED_BEFORE_DISPATCH."""
+    if not _revised_cancellation(record, want):
+        return None
+    i, post_in = received(record)
+    invoked = bool(record.starts())
+    wanted = _table(record.revision).texts["aborted" if invoked else "aborted_before_dispatch"]
+    if text(post_in) == wanted:
+        return None
+    return Failure("R41", i, "post_received",
+                   f"the body was {'' if invoked else 'not '}invoked: the cancellation is "
+                   f"{wanted!r}, post-execute received {text(post_in)!r}",
+                   wanted, text(post_in))  # fmt: skip

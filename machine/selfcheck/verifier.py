@@ -39,6 +39,7 @@ from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import Want, environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
 from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
+from ..oracle.judge_setup import PRE_ABORTING
 from ..oracle.scenario import (
     BODIES,
     POSTS,
@@ -475,65 +476,15 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
         if departed is not None:
             out.fail(departed.rule, s, departed.why)
         out.rules |= rules
+    # what the pre-policy stage ended in comes before what reached post-execute: a decision
+    # the stage lost is the cause, the cancellation post-execute then received its consequence
+    _check_pre_stage(obs, table, out)
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
-    _check_pre_stage(obs, table, out)
-    _check_cancellations(obs, table, out)
     _check_late_success(obs, out)
     _check_fused_signal(obs, out)
     return out
-
-
-_PRE_ABORTING = frozenset({"before_entry", "in_entry"})
-"""Cancellation points that make a pre-aborted entry: entry captures the caller signal after
-the argument snapshot (R11), so an abort during the snapshot is seen as one."""
-
-
-def _abort_steps(obs: Observation) -> int | None:
-    return next((e[2] for e in obs.log if e[0] == "abort" and e[1] == "caller"), None)
-
-
-def _check_cancellations(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    """Which cancellation a result is, where it is the registry's (R4, R17, R25, R41):
-
-    * seed, pre-aborted entry: none at all -- no replacement applies to that call (R25);
-    * the caller aborted after entry but before base dispatch: what reaches post-execute from
-      dispatch is the cancellation (C2 reads the fused signal before the tool is looked up,
-      R17), not UNKNOWN_TOOL nor anything a body could say;
-    * revised, no wrapper retrying: ABORTED exactly when the body was invoked, otherwise
-      ABORTED_BEFORE_DISPATCH (R41)."""
-    s, log, r = obs.scenario, obs.log, obs.result
-    assert r is not None
-    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
-    texts = table.texts
-    mine = {texts["aborted"], texts["aborted_before_dispatch"]}
-    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
-    if table.name == "seed" and pre_aborted and s.args == "ok":
-        out.rules.add("R25")
-        for what, res in (("post-execute received", post_in), ("the caller got", r)):
-            if res is not None and res.text in mine:
-                out.fail("R25", s, f"a pre-aborted entry gets none of the registry's "
-                         f"cancellations (seed), yet {what} {res.text!r}")
-                return
-    at = _abort_steps(obs)
-    taken = [p for p in obs.path if p.event != "caller_abort"]
-    dispatched = next((k for k, p in enumerate(taken, 1) if p.event == "base_dispatch"), None)
-    after_entry = s.caller == "live" and not pre_aborted
-    if after_entry and at is not None and dispatched is not None and at < dispatched:
-        out.rules.add("R17")
-        if post_in is not None and post_in.text not in mine:
-            out.fail("R17", s, "the caller aborted before base dispatch, yet post-execute "
-                     f"received {post_in.text!r}, not the cancellation")
-    if table.name == "revised" and not s.retries and post_in is not None and (
-        post_in.text in mine
-    ):
-        out.rules.add("R41")
-        invoked = any(e[0] == "body_start" for e in log)
-        want = texts["aborted" if invoked else "aborted_before_dispatch"]
-        if post_in.text != want:
-            out.fail("R41", s, f"the body was {'' if invoked else 'not '}invoked: the "
-                     f"cancellation is {want!r}, post-execute received {post_in.text!r}")
 
 
 _SUCCEEDING = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
@@ -547,7 +498,7 @@ def _check_late_success(obs: Observation, out: Checked) -> None:
     post-execute never receives a success.  (A retrying wrapper's later attempt may succeed.)"""
     s, log = obs.scenario, obs.log
     if s.body not in _SUCCEEDING or s.retries or s.caller == "aborted" or (
-        s.cancel in _PRE_ABORTING
+        s.cancel in PRE_ABORTING
     ):
         return
     if not any(e[0] == "body_settle" and e[1] for e in log):
@@ -578,7 +529,7 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
     C1 (revised: R43) looks at -- pre-execute's, or approval's when the seam was asked."""
     s, log = obs.scenario, obs.log
     kinds = [e[0] for e in log]
-    pre_aborted = s.caller == "aborted" or s.cancel in _PRE_ABORTING
+    pre_aborted = s.caller == "aborted" or s.cancel in PRE_ABORTING
     if table.name == "revised" and pre_aborted and s.args == "ok":
         out.rules.add("R42")
         assert obs.result is not None
@@ -592,7 +543,7 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
     decisive = kinds.index("approval" if asked else "pre")
     guard_i = kinds.index("guard") if "guard" in kinds else None
     abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-    after_entry = s.caller == "live" and s.cancel not in _PRE_ABORTING and abort_i is not None
+    after_entry = s.caller == "live" and s.cancel not in PRE_ABORTING and abort_i is not None
 
     def before(i: int | None) -> bool:
         """The caller aborted (after entry) before log entry ``i`` -- a hook's decision."""
@@ -688,7 +639,7 @@ def _check_fused_signal(obs: Observation, out: Checked) -> None:
     sources = [
         e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
     ]
-    if s.caller == "aborted" or s.cancel in _PRE_ABORTING:
+    if s.caller == "aborted" or s.cancel in PRE_ABORTING:
         _check_born_aborted(obs, log[settle], stack, out)
         return
     if not sources:
