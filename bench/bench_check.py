@@ -33,7 +33,7 @@ from toolcancel.oracle.checker import Checker
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
-from toolcancel.selfcheck.verifier import configurations
+from toolcancel.selfcheck.space import configurations
 
 CANCELS = (
     "never",

@@ -5,7 +5,7 @@ Not a test (timings depend on the machine); run it by hand::
     python bench/bench_verify.py --base REV [--revision seed|revised] [--configs N] [--rounds K]
 
 What it measures: ``--configs`` configurations spread over the model checker's space at bound 1
-(``toolcancel.selfcheck.verifier.configurations``), each run and checked under every cancellation
+(``toolcancel.selfcheck.space.configurations``), each run and checked under every cancellation
 point ``verify`` keeps (:func:`toolcancel.selfcheck.verifier.run_batch`), in a fresh process per
 measurement -- alternately with the package of git revision ``--base`` (exported to a temporary
 directory) and with this checkout's.  Each process reports its own CPU time for the batch (which
@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 
 CHILD = """
 import json, sys, time
-from toolcancel.selfcheck.verifier import configurations, run_batch
+from toolcancel.selfcheck.space import configurations
+from toolcancel.selfcheck.verifier import run_batch
 revision, n = sys.argv[1], int(sys.argv[2])
 space = list(configurations(revision, 1))
 chosen = space[:: max(1, len(space) // n)][:n]

@@ -406,7 +406,8 @@ def engine_scaling(quick: bool) -> dict[str, Any]:
 
 
 def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
-    from toolcancel.selfcheck.verifier import MAX_CALLS, MAX_WRAPPERS, Tally, plan, run_jobs, verify
+    from toolcancel.selfcheck.space import MAX_CALLS, MAX_WRAPPERS
+    from toolcancel.selfcheck.verifier import Tally, plan, run_jobs, verify
 
     def run_plan(jobs: list[Any], workers: int) -> Tally:
         total = Tally()

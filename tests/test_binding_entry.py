@@ -360,7 +360,8 @@ def test_verify_enumerates_an_abort_during_entry_and_one_right_after_the_call(
 ) -> None:
     from toolcancel import load_contract
     from toolcancel.oracle.scenario import Scenario, run_scenario
-    from toolcancel.selfcheck.verifier import check, schedules
+    from toolcancel.selfcheck.space import schedules
+    from toolcancel.selfcheck.verifier import check
 
     table = load_contract().revision(revision)
     config = Scenario(revision=revision, pre="ask", wrappers=("wait_before",))

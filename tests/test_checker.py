@@ -32,7 +32,7 @@ from toolcancel.oracle.checker import Checker, Verdict, check_lines
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
-from toolcancel.selfcheck.verifier import configurations
+from toolcancel.selfcheck.space import configurations
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = load_contract()

@@ -25,7 +25,7 @@ from test_verify_cli import tc
 from toolcancel.oracle.vectors import render
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck import cluster as cluster_module
-from toolcancel.selfcheck import verifier
+from toolcancel.selfcheck import space, verifier
 from toolcancel.selfcheck.cluster import ClusterError, map_in_order
 from toolcancel.selfcheck.vectorgen import generate
 from toolcancel.selfcheck.verifier import Tally, plan, run_jobs, verify
@@ -63,7 +63,7 @@ def test_verify_on_the_cluster_equals_a_local_run(address: str) -> None:
 
 
 def test_the_deeper_familys_jobs_come_back_from_the_cluster_tagged(address: str) -> None:
-    """What the engine does to the deeper family (:func:`verifier.deep_stacks`): its jobs travel
+    """What the engine does to the deeper family (:func:`space.deep_stacks`): its jobs travel
     and come back tagged, so verify counts them in ``deeper`` as a local run does; verify's
     merging after ``run_jobs`` is the same code for both engines.  A few of the family's jobs
     stand for all of them (the whole family is ~52,000 schedules a run: scripts/test's verify
@@ -81,7 +81,7 @@ def test_the_deeper_familys_jobs_come_back_from_the_cluster_tagged(address: str)
 
 
 def test_vectors_on_the_cluster_equal_a_local_run(address: str) -> None:
-    configs = list(verifier.configurations("revised", max_wrappers=0))[::7]
+    configs = list(space.configurations("revised", max_wrappers=0))[::7]
     local = generate("revised", configs=configs, workers=1)
     remote = generate("revised", configs=configs, cluster=address)
     assert render(remote) == render(local) and len(local) > 20

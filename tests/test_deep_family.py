@@ -13,7 +13,7 @@ from __future__ import annotations
 import pytest
 from support import mutant
 from toolcancel.oracle.scenario import Scenario
-from toolcancel.selfcheck.verifier import (
+from toolcancel.selfcheck.space import (
     DEEP,
     DEEP_WRAPPERS,
     MAX_WRAPPERS,
@@ -22,8 +22,8 @@ from toolcancel.selfcheck.verifier import (
     deep_stacks,
     expand,
     groups,
-    run_batch,
 )
+from toolcancel.selfcheck.verifier import run_batch
 
 
 def _skips_last_shows(config: Scenario) -> bool:

@@ -185,7 +185,7 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         sys.get_int_max_str_digits(), limits()["quote"]) == (n(m.group(1)), n(m.group(2)))),
     (r"\| (1) to (256) \|", lambda m: limits()["workers"] == n(m.group(2)) and n(m.group(1)) == 1),
     (r"(0)–(2) around wrappers", lambda m: __import__(
-        "toolcancel.selfcheck.verifier").selfcheck.verifier.MAX_WRAPPERS == n(m.group(2))),
+        "toolcancel.selfcheck.space").selfcheck.space.MAX_WRAPPERS == n(m.group(2))),
     (r"schedules/s on (1),\s+(2) and (4) worker processes", lambda m: "ENGINE_WORKERS = (1, 2, 4)"
      in (ROOT / "bench/run.py").read_text("utf-8")),
     (r"so the process exits (0)\.", lambda m: defines(

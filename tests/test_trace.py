@@ -37,7 +37,7 @@ from toolcancel.oracle.checker import check_lines
 from toolcancel.oracle.scenario import Harness, Observation, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
-from toolcancel.selfcheck.verifier import configurations
+from toolcancel.selfcheck.space import configurations
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -15,7 +15,8 @@ from support import mutant
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
 from toolcancel.oracle.scenario import REWRITTEN, Scenario, ScenarioError, run_scenario
-from toolcancel.selfcheck.verifier import check, configurations
+from toolcancel.selfcheck.space import configurations
+from toolcancel.selfcheck.verifier import check
 
 CAUGHT = [
     # (mutant, a scenario that shows it, the rule, a piece of the explanation)

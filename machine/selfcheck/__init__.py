@@ -1,7 +1,8 @@
 """The self-verification room: what we run on our own registry and our own contract.
 
 For the project's own engineers and CI.  What is in it: the bounded model checker behind
-``toolcancel verify`` (``verifier``), the deliberately broken registries it and the tests must
+``toolcancel verify`` -- the space it explores (``space``), running and judging it
+(``verifier``) --, the deliberately broken registries it and the tests must
 kill (``mutants``), mutation testing of the contract itself (``specmutants``), the Dask cluster
 engine both run their jobs on (``cluster``), our registry behind the adapter protocol, which
 ``conform --self`` judges (``adapter``), and the generation of the vectors.

@@ -40,7 +40,8 @@ from ..contract.loader import Contract, RevisionContract, Transition, load_contr
 from ..oracle.judge import rule_of
 from ..oracle.judge_calls import returns_a_result
 from ..runtime.registry import ToolRegistry
-from .verifier import MAX_WRAPPERS, Tally, expand, plan, run_batch
+from .space import MAX_WRAPPERS, expand
+from .verifier import Tally, plan, run_batch
 
 KINDS = ("delete", "outcome", "guard", "swap")
 

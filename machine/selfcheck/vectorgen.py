@@ -5,7 +5,7 @@ shipped files (``toolcancel vectors``, ``toolcancel regen``).
 
 Where vectors come from, and why it is this way:
 
-* **The same space as ``toolcancel verify``.**  :func:`toolcancel.selfcheck.verifier.configurations`
+* **The same space as ``toolcancel verify``.**  :func:`toolcancel.selfcheck.space.configurations`
   enumerates the configurations, the deeper family included; each is crossed with its
   *portable* cancellation points only: ``never`` and ``gate:<name>`` for every gate the
   uncancelled run reaches.  ``step:<k>`` is left
@@ -72,7 +72,7 @@ from ..oracle.vectors import (
 )
 from ..runtime.registry import ToolRegistry
 from ..runtime.virtual_time import VirtualClock, run
-from .verifier import added_later, configurations
+from .space import added_later, configurations
 
 _BATCH: Final = 500
 
@@ -321,7 +321,7 @@ def _number(revision: str, batches: Iterable[list[dict[str, Any]]]) -> list[Vect
     other than the default tells it apart (its default key was seen) is numbered after all the
     others, and one kept only for what post-execute received after those, so adding retry
     behaviours or that observation never renumbered the vectors that were already there; the
-    vectors of dimensions added later still (:func:`~toolcancel.selfcheck.verifier.added_later`)
+    vectors of dimensions added later still (:func:`~toolcancel.selfcheck.space.added_later`)
     come after all of those, in the same three parts."""
     seen: set[Key] = set()
     seen_plain: set[tuple[Any, ...]] = set()

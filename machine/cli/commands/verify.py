@@ -8,7 +8,8 @@ from typing import Any
 
 from ...contract.loader import load_contract
 from ...selfcheck import cluster
-from ...selfcheck.verifier import MAX_CALLS, MAX_WRAPPERS, Report, verify
+from ...selfcheck.space import MAX_CALLS, MAX_WRAPPERS
+from ...selfcheck.verifier import Report, verify
 from ..main import MAX_WORKERS, CliError, Progress, UsageError, default_workers, revision_option
 
 
