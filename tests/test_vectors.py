@@ -27,14 +27,13 @@ import pytest
 from toolcancel.cli.main import main
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario import Scenario, classify_reason, run_scenario
 from toolcancel.oracle.vectors import (
     REVISIONS,
     SCHEMA_NAME,
     Vector,
     VectorError,
     body_signals,
-    classify_reason,
     expectation,
     load_vectors,
     render,

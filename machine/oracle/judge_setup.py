@@ -695,3 +695,49 @@ def cancellation_says_whether_the_body_ran(record: Record, want: Want | None) ->
                    f"the body was {'' if invoked else 'not '}invoked: the cancellation is "
                    f"{wanted!r}, post-execute received {text(post_in)!r}",
                    wanted, text(post_in))  # fmt: skip
+
+
+# ------------------------------------------------------------------------------------------------
+# A late success at body level: R18
+# ------------------------------------------------------------------------------------------------
+
+SUCCEEDING: Final = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
+"""Bodies that return a success when they settle."""
+
+
+@_once
+def _settled_aborted(record: Record, want: Want | None) -> bool:
+    """A body that succeeds settled once its signal had aborted (the environment saw it), and
+    no wrapper retries (a later attempt may succeed) nor did the seed's pre-aborted entry (R25
+    disables every replacement).  Where the replayed path says which outcome the call held on
+    entering post-policy, :func:`post_receives_the_outcome_held` judges what post-execute
+    received (citing that outcome's rule); this check is the judgement without the contract's
+    machine (a perturbed table, ``verify --spec-mutants``)."""
+    assert want is not None
+    s = want.scenario
+    if s.body not in SUCCEEDING or s.retries or pre_aborted(want) or _entering(record, want):
+        return False
+    return any(line["aborted"] for _, line in record.body_signals("settle"))
+
+
+@check(
+    "R18",
+    "post_received",
+    reads=("body_signal", "post_received", "call_entry"),
+    levels=frozenset({"trace"}),
+    when=(_settled_aborted, "a body succeeded after its signal aborted"),
+    needs_setup=True,
+)
+def late_body_success_is_aborted(record: Record, want: Want | None) -> Failure | None:
+    """A body success that settles after its fused signal aborted becomes ABORTED at body level,
+    so what comes out of the around chain is an error -- that ABORTED, TOOL_TIMEOUT, or a
+    wrapper's failure on the final route -- and post-execute never receives a success."""
+    if not _settled_aborted(record, want):
+        return None
+    i, post_in = received(record)
+    if post_in is None or is_error(post_in):
+        return None
+    return Failure("R18", i, "post_received",
+                   "the body succeeded after its signal aborted, yet post-execute received a "
+                   f"success ({text(post_in)!r}), not ABORTED",
+                   "an error", text(post_in))  # fmt: skip

@@ -102,6 +102,22 @@ class WrapperReason(Exception):
     """The reason a wrapper-supplied signal aborts with."""
 
 
+def classify_reason(reason: Any) -> str:
+    """Whose abort reason ``reason`` is, in words every language can produce.
+
+    ``caller``: the reason the harness aborted the caller with; ``wrapper``: a wrapper-supplied
+    signal's; ``timeout``: the timeout policy's deadline (code ``TOOL_TIMEOUT``); ``other``:
+    anything else -- which is a fusion bug (R21 says F carries the first source's reason).
+    """
+    if isinstance(reason, CallerReason):
+        return "caller"
+    if isinstance(reason, WrapperReason):
+        return "wrapper"
+    if getattr(reason, "code", None) == "TOOL_TIMEOUT":
+        return "timeout"
+    return "other"
+
+
 @dataclass
 class Observation:
     """What the environment saw of one run, in the order it happened.
@@ -157,6 +173,12 @@ class Observation:
             return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
 
         out = list(self.trace)
+        for entry in self.log:  # what each body's signal showed when it settled, in order
+            if entry[0] == "body_settle":
+                signal = {"at": "settle", "aborted": bool(entry[1])}
+                if entry[1]:
+                    signal["reason"] = classify_reason(entry[2])
+                out.append(line("body_signal", **signal))
         if self.approval_signal is not None:
             out.append(line("approval_signal", signal=self.approval_signal))
         aborted = self._caller_aborted()

@@ -39,10 +39,9 @@ from .scenario import (
     PRE,
     TIMEOUTS,
     WRAPPERS,
-    CallerReason,
     Observation,
     Scenario,
-    WrapperReason,
+    classify_reason,
 )
 
 FORMAT: Final = 2
@@ -95,22 +94,6 @@ def _vocabulary(revision: str) -> tuple[frozenset[str], frozenset[str]]:
 # ------------------------------------------------------------------------------------------------
 # What one run shows
 # ------------------------------------------------------------------------------------------------
-
-
-def classify_reason(reason: Any) -> str:
-    """Whose abort reason ``reason`` is, in words every language can produce.
-
-    ``caller``: the reason the harness aborted the caller with; ``wrapper``: a wrapper-supplied
-    signal's; ``timeout``: the timeout policy's deadline (code ``TOOL_TIMEOUT``); ``other``:
-    anything else -- which is a fusion bug (R21 says F carries the first source's reason).
-    """
-    if isinstance(reason, CallerReason):
-        return "caller"
-    if isinstance(reason, WrapperReason):
-        return "wrapper"
-    if getattr(reason, "code", None) == "TOOL_TIMEOUT":
-        return "timeout"
-    return "other"
 
 
 def body_signals(obs: Observation) -> list[dict[str, Any]]:

@@ -66,10 +66,10 @@ from ..contract.loader import load_contract
 from ..contract.results import ToolResult
 from ..contract.trace import TraceRecorder
 from ..oracle.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
-from ..oracle.scenario import Harness, RegistryFactory, Scenario
+from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
 from ..oracle.turncheck import Turn, TurnHarness
 from ..oracle.turnvectors import parse_turn
-from ..oracle.vectors import REVISIONS, body_signals, classify_reason, post_received
+from ..oracle.vectors import REVISIONS, body_signals, post_received
 from ..runtime.registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
 from ..runtime.virtual_time import VirtualClock
 

@@ -16,9 +16,10 @@ registry through the scenario harness, and checks what happened (:func:`check`):
   the frozen result and view (R30, R31), listeners (R22), the slot (R23), the approval seam's
   signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
   post-execute received and what the caller then got, contexts (R29), which cancellation a
-  result is (R17, R25, R41).  Still written here, moving into the judge: what the pre-policy
-  stage ends in (R5, R13-R15, R42, R43), a late success at body level (R18), the body's fused
-  signal (R21, R34, R35), and the registration checks (R32, R40).
+  result is (R17, R25, R41), a late success at body level (R18: the harness writes what each
+  body's signal showed when it settled, ``body_signal``).  Still written here, moving into the
+  judge: what the pre-policy stage ends in (R5, R13-R15, R42, R43), the body's fused signal
+  (R21, R34, R35), and the registration checks (R32, R40).
 
 Violations come with a reproducer that runs as written.
 """
@@ -27,7 +28,6 @@ from __future__ import annotations
 
 import collections
 import contextlib
-import re
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
@@ -38,7 +38,7 @@ from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import Want, environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
 from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
-from ..oracle.judge_setup import PRE_ABORTING
+from ..oracle.judge_setup import ANY_NAME, PRE_ABORTING, same_text
 from ..oracle.scenario import (
     POSTS,
     CallerReason,
@@ -137,42 +137,8 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
-    _check_late_success(obs, out)
     _check_fused_signal(obs, out)
     return out
-
-
-_SUCCEEDING = frozenset({"success", "success_meta", "bad_meta", "defer_success"})
-"""Bodies that return a success when they settle."""
-
-
-def _check_late_success(obs: Observation, out: Checked) -> None:
-    """R18: a body success that settles after its fused signal aborted becomes ABORTED at body
-    level (a seed pre-aborted entry excepted, R25).  What comes out of the around chain is then
-    an error -- that ABORTED, TOOL_TIMEOUT, or a wrapper's failure on the final route -- so
-    post-execute never receives a success.  (A retrying wrapper's later attempt may succeed.)"""
-    s, log = obs.scenario, obs.log
-    if s.body not in _SUCCEEDING or s.retries or s.caller == "aborted" or (
-        s.cancel in PRE_ABORTING
-    ):
-        return
-    if not any(e[0] == "body_settle" and e[1] for e in log):
-        return
-    out.rules.add("R18")
-    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
-    if post_in is not None and not post_in.is_error:
-        out.fail("R18", s, "the body succeeded after its signal aborted, yet post-execute "
-                 f"received a success ({post_in.text!r}), not ABORTED")
-
-
-_ANY_NAME = "\x00"
-"""Stands for the tool's name in an expected text: the environment's record does not name the
-tool (the model calls of a turn batch have their own), so ``{name}`` matches any name."""
-
-
-def _same_text(expected: str, got: str) -> bool:
-    pattern = re.escape(expected).replace(re.escape(_ANY_NAME), '[^"]*')
-    return re.fullmatch(pattern, got) is not None
 
 
 def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) -> None:
@@ -204,7 +170,7 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
         """The caller aborted (after entry) before log entry ``i`` -- a hook's decision."""
         return after_entry and i is not None and abort_i is not None and abort_i < i
 
-    name, texts = _ANY_NAME, table.texts
+    name, texts = ANY_NAME, table.texts
     answer = s.approval if asked else None
     raised = s.pre in ("throw", "throw_structured") or answer == "throw"
     denial: str | None = None  # the R5 reason of a denial, if the decisions make one
@@ -278,7 +244,7 @@ def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) ->
             out.fail(rule, s, "a pre-stage exception must be the R3 error on the final route "
                      f"(post-execute got {post_in.text if post_in else None!r}, the result is "
                      f"{obs.result.text!r})")
-    elif post_in is None or not (isinstance(expect, str) and _same_text(expect, post_in.text)):
+    elif post_in is None or not (isinstance(expect, str) and same_text(expect, post_in.text)):
         got = "no result (post-execute did not run)" if post_in is None else repr(post_in.text)
         out.fail(rule, s, f"post-execute must receive {expect!r}, it got {got}")
 
