@@ -62,6 +62,7 @@ from .judge_record import (
     first_failure,
 )
 from .judge_setup import same_text  # noqa: F401 (imported: its checks register)
+from .judge_stage import plan  # noqa: F401 (imported: its checks register)
 from .judge_turns import TURN_RULES
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back

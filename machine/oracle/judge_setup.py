@@ -48,7 +48,7 @@ def same_text(expected: str, got: str) -> bool:
 
 
 @functools.cache
-def _table(revision: str) -> RevisionContract:
+def revision_table(revision: str) -> RevisionContract:
     return load_contract().revision(revision)
 
 
@@ -102,11 +102,11 @@ def received(record: Record) -> tuple[int, Mapping[str, Any] | None]:
 _EVENTS: dict[str, frozenset[str]] = {}
 
 
-def _events(revision: str) -> frozenset[str]:
+def contract_events(revision: str) -> frozenset[str]:
     found = _EVENTS.get(revision)
     if found is None:
         found = _EVENTS[revision] = frozenset(
-            e.name for e in _table(revision).events
+            e.name for e in revision_table(revision).events
         )
     return found
 
@@ -118,7 +118,7 @@ def _events(revision: str) -> frozenset[str]:
 def _post_steps(record: Record) -> int | None:
     """How many contract transitions the call had taken when its post-execute stage began (its
     ``stage_enter`` line; None: it never began)."""
-    events = _events(record.revision)
+    events = contract_events(record.revision)
     steps = 0
     for x in record.lines:
         event = x["event"]
@@ -202,7 +202,7 @@ def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool
     assert want is not None
     s = want.scenario
     if not s.tool_known:
-        texts = _table(record.revision).texts
+        texts = revision_table(record.revision).texts
         return UNKNOWN_TOOL, texts["unknown_tool"].format(name=ANY_NAME), True
     if s.body in _THROWING:
         return BODY_ERROR, None, True  # its text is the body error's own check
@@ -286,7 +286,7 @@ def accepted_result_reaches_the_caller(record: Record, want: Want | None) -> Fai
 
 def _known_text(record: Record, want: Want, outcome: str) -> str | None:
     """The text a result of ``outcome`` must read, where the setup says it."""
-    texts = _table(record.revision).texts
+    texts = revision_table(record.revision).texts
     s = want.scenario
     if outcome in ("aborted", "aborted_before_dispatch"):
         return texts[outcome]
@@ -312,7 +312,7 @@ def _entering(record: Record, want: Want | None) -> bool:
 
 
 def _fits(record: Record, want: Want, outcome: str, got: Mapping[str, Any]) -> bool:
-    kind = _table(record.revision).contract.outcome(outcome)
+    kind = revision_table(record.revision).contract.outcome(outcome)
     expected = _known_text(record, want, outcome)
     return not (
         kind.is_error != is_error(got)
@@ -345,7 +345,7 @@ def post_receives_the_outcome_held(record: Record, want: Want | None) -> Failure
         return None
     if not is_error(got) and record.has("caller_aborted") and _aborted_before_c3(record, want):
         return None  # a success past C3 after the caller aborted: no_success_past_c3's
-    rule = _table(record.revision).contract.outcome(held[0]).rule
+    rule = revision_table(record.revision).contract.outcome(held[0]).rule
     return Failure(
         rule,
         i,
@@ -363,7 +363,7 @@ def _decided(record: Record, want: Want | None) -> bool:
     called), and the call did not end in a failed snapshot (the contract's text for it)."""
     if received(record)[1] is None or not record.has("returned"):
         return False
-    texts = _table(record.revision).texts
+    texts = revision_table(record.revision).texts
     return text(record.of("returned")[0]["result"]) != texts["result_not_serializable"]
 
 
@@ -426,7 +426,7 @@ def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failur
     ABORTED_BEFORE_DISPATCH."""
     if not _c4(record, want):
         return None
-    texts = _table(record.revision).texts
+    texts = revision_table(record.revision).texts
     invoked = record.revision == "seed" or bool(record.starts())
     expected = texts["aborted" if invoked else "aborted_before_dispatch"]
     j = record.at("returned")[0]
@@ -578,7 +578,7 @@ def pre_aborted(want: Want) -> bool:
 
 
 def _cancellations(revision: str) -> frozenset[str]:
-    texts = _table(revision).texts
+    texts = revision_table(revision).texts
     return frozenset({texts["aborted"], texts["aborted_before_dispatch"]})
 
 
@@ -618,7 +618,7 @@ def pre_aborted_entry_gets_no_cancellation(record: Record, want: Want | None) ->
 def _dispatch_steps(record: Record) -> int | None:
     """How many contract transitions the call had taken when it took its first base dispatch,
     that one included (None: it never dispatched)."""
-    events = _events(record.revision)
+    events = contract_events(record.revision)
     steps = 0
     for x in record.lines:
         event = x["event"]
@@ -688,7 +688,8 @@ def cancellation_says_whether_the_body_ran(record: Record, want: Want | None) ->
         return None
     i, post_in = received(record)
     invoked = bool(record.starts())
-    wanted = _table(record.revision).texts["aborted" if invoked else "aborted_before_dispatch"]
+    texts = revision_table(record.revision).texts
+    wanted = texts["aborted" if invoked else "aborted_before_dispatch"]
     if text(post_in) == wanted:
         return None
     return Failure("R41", i, "post_received",

@@ -17,9 +17,10 @@ registry through the scenario harness, and checks what happened (:func:`check`):
   signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
   post-execute received and what the caller then got, contexts (R29), which cancellation a
   result is (R17, R25, R41), a late success at body level (R18: the harness writes what each
-  body's signal showed when it settled, ``body_signal``).  Still written here, moving into the
-  judge: what the pre-policy stage ends in (R5, R13-R15, R42, R43), the body's fused signal
-  (R21, R34, R35), and the registration checks (R32, R40).
+  body's signal showed when it settled, ``body_signal``), and what the pre-policy stage ends in
+  (R5, R13-R15, R42, R43: :mod:`toolcancel.oracle.judge_stage`).  Still written here, moving
+  into the judge: the body's fused signal (R21, R34, R35), and the registration checks (R32,
+  R40).
 
 Violations come with a reproducer that runs as written.
 """
@@ -38,7 +39,7 @@ from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import Want, environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
 from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
-from ..oracle.judge_setup import ANY_NAME, PRE_ABORTING, same_text
+from ..oracle.judge_setup import PRE_ABORTING
 from ..oracle.scenario import (
     POSTS,
     CallerReason,
@@ -131,122 +132,11 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
         if departed is not None:
             out.fail(departed.rule, s, departed.why)
         out.rules |= rules
-    # what the pre-policy stage ended in comes before what reached post-execute: a decision
-    # the stage lost is the cause, the cancellation post-execute then received its consequence
-    _check_pre_stage(obs, table, out)
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
     _check_fused_signal(obs, out)
     return out
-
-
-def _check_pre_stage(obs: Observation, table: RevisionContract, out: Checked) -> None:
-    """What the pre-policy stage must end in, from the prose alone (R5, R13-R15, R43): which
-    result reaches post-execute (or that none does), and whether the guards ran.
-
-    Written from CONTRACT.md and the environment's record, not from the transition table: the
-    harness knows what each hook decided and whether the caller aborted before the decision that
-    C1 (revised: R43) looks at -- pre-execute's, or approval's when the seam was asked."""
-    s, log = obs.scenario, obs.log
-    kinds = [e[0] for e in log]
-    pre_aborted = s.caller == "aborted" or s.cancel in PRE_ABORTING
-    if table.name == "revised" and pre_aborted and s.args == "ok":
-        out.rules.add("R42")
-        assert obs.result is not None
-        if "pre" in kinds or obs.result.text != table.texts["aborted_before_dispatch"]:
-            out.fail("R42", s, "a pre-aborted call must stop after entry with "
-                     f"{table.texts['aborted_before_dispatch']!r}, got {obs.result.text!r}")
-        return
-    if "pre" not in kinds:
-        return  # the call stopped at entry (args_error)
-    asked = "approval" in kinds
-    decisive = kinds.index("approval" if asked else "pre")
-    guard_i = kinds.index("guard") if "guard" in kinds else None
-    abort_i = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-    after_entry = s.caller == "live" and s.cancel not in PRE_ABORTING and abort_i is not None
-
-    def before(i: int | None) -> bool:
-        """The caller aborted (after entry) before log entry ``i`` -- a hook's decision."""
-        return after_entry and i is not None and abort_i is not None and abort_i < i
-
-    name, texts = ANY_NAME, table.texts
-    answer = s.approval if asked else None
-    raised = s.pre in ("throw", "throw_structured") or answer == "throw"
-    denial: str | None = None  # the R5 reason of a denial, if the decisions make one
-    if not raised:
-        if s.pre == "deny":
-            denial = "policy refused the call"
-        elif s.pre == "ask" and not s.approval_seam:
-            denial = "needs a human"
-        elif s.pre == "ask" and not s.agent:
-            denial = texts["ask_without_agent"].format(name=name)
-        elif answer in ("rejected", "cancelled", "unavailable"):
-            denial = texts[f"approval_{answer}"].format(name=name)
-    guards = not raised and denial is None and (s.pre == "allow" or answer == "approved")
-    final = None  # post-execute must not run: the R3 error on the final route
-    expect: object  # the text post-execute must receive; final: none; ...: not judged here
-    if table.name == "seed":
-        if before(decisive):
-            rule, expect, guards = "R13", texts["aborted"], False  # C1 beats all (rows 2, 3)
-        elif raised:
-            rule, expect = "R14", final
-        elif denial is not None:
-            rule, expect = "R5", "Error: " + denial
-        elif guards and s.guard == "throw":  # C1': cancelled when the guard threw?
-            rule, expect = "R14", texts["aborted"] if before(guard_i) else final
-        elif guards and s.guard == "deny" and not before(guard_i):
-            rule, expect = "R15", "Error: guard refused the call"
-        else:
-            rule, expect = "R15", ...
-    else:
-        # R43 orders a decision against a cancellation; with none before it, the decision's
-        # own rule (the seed's) is what a wrong result breaks.
-        if raised or (guards and s.guard == "throw"):
-            at = decisive if raised else guard_i
-            rule, expect = "R43" if before(at) else "R14", final  # (d) a failure beats it
-        elif answer == "cancelled" and before(decisive):
-            rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
-        elif denial is not None:
-            rule = "R43" if before(decisive) else "R5"
-            expect = "Error: " + denial  # (b) denials beat cancellation
-        elif guards and s.guard == "deny":
-            rule = "R43" if before(guard_i) else "R15"
-            expect = "Error: guard refused the call"  # (b)
-        elif guards and before(guard_i):
-            rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
-        else:
-            rule, expect = "R43", ...
-    out.rules.add(rule)
-    pre_i = kinds.index("pre")
-    if s.pre == "ask" and s.approval_seam and s.agent and not asked and not before(pre_i):
-        # R5: asked exactly when ask, a seam and an agent; skipping it is the MAY (D1) only
-        # once the caller aborted before pre-execute decided.
-        out.rules.add("R5")
-        out.fail("R5", s, "pre-execute asked, a seam is mounted and the call has an agent, yet "
-                 "the approval seam was not asked")
-    if (guard_i is not None) != guards:
-        out.fail(
-            rule,
-            s,
-            f"the guards {'ran' if guard_i is not None else 'did not run'}, but they must"
-            f"{'' if guards else ' not'} here",
-        )
-    if expect is ...:
-        return  # on to dispatch: the later checks judge the rest
-    if "wrapper_in" in kinds or "body_start" in kinds:
-        out.fail(rule, s, "the call ended in the pre-policy stage, yet an around wrapper or the "
-                 "body ran")
-    post_in = next((e[1] for e in log if e[0] == "post_in"), None)
-    assert obs.result is not None
-    if expect is final:
-        if post_in is not None or not obs.result.is_error:
-            out.fail(rule, s, "a pre-stage exception must be the R3 error on the final route "
-                     f"(post-execute got {post_in.text if post_in else None!r}, the result is "
-                     f"{obs.result.text!r})")
-    elif post_in is None or not (isinstance(expect, str) and same_text(expect, post_in.text)):
-        got = "no result (post-execute did not run)" if post_in is None else repr(post_in.text)
-        out.fail(rule, s, f"post-execute must receive {expect!r}, it got {got}")
 
 
 def _check_fused_signal(obs: Observation, out: Checked) -> None:
