@@ -115,18 +115,38 @@ def contract_events(revision: str) -> frozenset[str]:
 # No success past checkpoint C3 once the caller aborted: R28
 # ------------------------------------------------------------------------------------------------
 
+def transition_steps(record: Record) -> list[int]:
+    """Per record line, how many contract transitions the call had taken once that line was
+    written (the line's own included): the count the environment's ``caller_aborted`` gives as
+    ``steps``, so the two can be compared.  The registry's own ``caller_abort`` lines are not
+    counted (the environment's abort is put where it happened).  Worked out once per record."""
+    found: list[int] | None = record.derived.get("transition_steps")
+    if found is None:
+        events = contract_events(record.revision)
+        found, steps = [], 0
+        for x in record.lines:
+            event = x["event"]
+            if event in events and event != "caller_abort":
+                steps += 1
+            found.append(steps)
+        record.derived["transition_steps"] = found
+    return found
+
+
+def _first_steps(record: Record, event: str, **fields: Any) -> int | None:
+    """:func:`transition_steps` at the first ``event`` line with ``fields`` (None: none)."""
+    steps = transition_steps(record)
+    return next(
+        (steps[i] for i in record.at(event)
+         if all(record.lines[i].get(k) == v for k, v in fields.items())),
+        None,
+    )
+
+
 def _post_steps(record: Record) -> int | None:
     """How many contract transitions the call had taken when its post-execute stage began (its
     ``stage_enter`` line; None: it never began)."""
-    events = contract_events(record.revision)
-    steps = 0
-    for x in record.lines:
-        event = x["event"]
-        if event == "stage_enter" and x["stage"] == "post":
-            return steps
-        if event in events and event != "caller_abort":
-            steps += 1
-    return None
+    return _first_steps(record, "stage_enter", stage="post")
 
 
 @_once
@@ -618,15 +638,7 @@ def pre_aborted_entry_gets_no_cancellation(record: Record, want: Want | None) ->
 def _dispatch_steps(record: Record) -> int | None:
     """How many contract transitions the call had taken when it took its first base dispatch,
     that one included (None: it never dispatched)."""
-    events = contract_events(record.revision)
-    steps = 0
-    for x in record.lines:
-        event = x["event"]
-        if event in events and event != "caller_abort":
-            steps += 1
-            if event == "base_dispatch":
-                return steps
-    return None
+    return _first_steps(record, "base_dispatch")
 
 
 @_once

@@ -19,13 +19,13 @@ from typing import Any, Final
 from .judge_record import Failure, Record, Want, check
 from .judge_setup import (
     ANY_NAME,
-    contract_events,
     is_error,
     pre_aborted,
     received,
     revision_table,
     same_text,
     text,
+    transition_steps,
 )
 
 FINAL: Final = "final"
@@ -58,18 +58,13 @@ class Plan:
 
 def _decisions(record: Record) -> dict[str, tuple[int, int]]:
     """Per hook (pre, approval, guard): the record line of its decision and the contract
-    transition that took it, counted from 1 (the caller's abort lines not counted)."""
-    events = contract_events(record.revision)
+    transition that took it, counted from 1 (:func:`.judge_setup.transition_steps`)."""
+    steps = transition_steps(record)
     found: dict[str, tuple[int, int]] = {}
-    steps = 0
-    for i, x in enumerate(record.lines):
-        event = x["event"]
-        if event not in events or event == "caller_abort":
-            continue
-        steps += 1
-        for hook, names in _DECISIONS.items():
-            if event in names and hook not in found:
-                found[hook] = (i, steps)
+    for hook, names in _DECISIONS.items():
+        lines = sorted(i for name in names for i in record.at(name))
+        if lines:
+            found[hook] = (lines[0], steps[lines[0]])
     return found
 
 
