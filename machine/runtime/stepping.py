@@ -176,8 +176,8 @@ class _Stepping:
             self.clock = clock()  # read by the step out of ``entry``, just below
             self.call_later = timers()
         except RuntimeError:  # execute() called outside the loop that will await it
-            self.clock = _no_loop  # until prepare() takes that loop's clock and timers
-            self.call_later = _no_timers
+            self.clock = _no_loop  # until prepare() takes that loop's clock and timers (none
+            # is set before: the one timer a call sets, the drain warning, comes with its body)
         registry._in_flight[self] = None
         if self.trace is not None:
             self.emit(
@@ -404,12 +404,6 @@ _NO_RESULT: Final = ToolResult(())
 def _no_loop() -> float:
     """The clock of a call entered outside any event loop: ``prepare()`` replaces it."""
     return -1.0
-
-
-def _no_timers(delay: float, callback: Callable[[], None]) -> Timer:
-    """The timers of a call entered outside any event loop: ``prepare()`` replaces them before
-    the body can start (the one timer a call sets is the drain warning)."""
-    raise RuntimeError("a call's timer was set before its event loop ran it")
 
 
 _LINES: Final = line_templates()
