@@ -112,7 +112,7 @@ def contract_events(revision: str) -> frozenset[str]:
 
 
 # ------------------------------------------------------------------------------------------------
-# No success past checkpoint C3 once the caller aborted: R28
+# Where in the call's transitions a line stands
 # ------------------------------------------------------------------------------------------------
 
 def transition_steps(record: Record) -> list[int]:
@@ -142,6 +142,10 @@ def _first_steps(record: Record, event: str, **fields: Any) -> int | None:
         None,
     )
 
+
+# ------------------------------------------------------------------------------------------------
+# No success past checkpoint C3 once the caller aborted: R28
+# ------------------------------------------------------------------------------------------------
 
 def _post_steps(record: Record) -> int | None:
     """How many contract transitions the call had taken when its post-execute stage began (its
@@ -597,9 +601,12 @@ def pre_aborted(want: Want) -> bool:
     return s.caller == "aborted" or s.cancel in PRE_ABORTING
 
 
+@functools.cache
 def _cancellations(revision: str) -> frozenset[str]:
-    texts = revision_table(revision).texts
-    return frozenset({texts["aborted"], texts["aborted_before_dispatch"]})
+    """The texts of the revision's cancellation outcomes (``cancellation = true`` in
+    contract.toml)."""
+    table = revision_table(revision)
+    return frozenset(table.texts[o.name] for o in table.outcomes if o.cancellation)
 
 
 @_once

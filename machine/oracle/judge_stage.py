@@ -233,7 +233,7 @@ _stage_check("R43", "revised: a failure beats a cancellation, a denial beats it 
              "ABORTED_BEFORE_DISPATCH.")
 
 
-def _seam_skipped(record: Record, want: Want | None) -> bool:
+def _pre_asked(record: Record, want: Want | None) -> bool:
     assert want is not None
     found = plan(record, want)
     return found is not None and want.scenario.pre == "ask"
@@ -244,7 +244,7 @@ def _seam_skipped(record: Record, want: Want | None) -> bool:
     "pre_stage",
     reads=("call_entry",),
     levels=frozenset({"trace"}),
-    when=(_seam_skipped, "pre-execute asked"),
+    when=(_pre_asked, "pre-execute asked"),
     needs_setup=True,
 )
 def seam_asked_when_pre_execute_asks(record: Record, want: Want | None) -> Failure | None:
