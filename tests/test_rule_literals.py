@@ -25,10 +25,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # module: (at most this many rule-id literals, why they are still there)
     "machine/selfcheck/mutants.py": (24, "each broken registry names the rule its kill "
                                      "must cite: the expected answer, not a restatement"),
-    "machine/selfcheck/verifier.py": (15, "verify's _check_fused_signal, still judging the "
-                                      "harness's log (which abort source reached the body, "
-                                      "by wrapper index), and the registration checks: "
-                                      "moving into the judge"),
     "machine/teaching/explain.py": (1, "the outcome precedence table's own rule (R39): "
                                     "contract.toml's [[precedence]] rows name the rules each "
                                     "row decides, none names the table's"),

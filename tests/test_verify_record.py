@@ -1,6 +1,7 @@
 """verify's checks on the environment's own record, against registries broken where issue 14 found
 verify blind: what post-execute received (2), nesting (3), immutability and acting observers (5),
-the fused reason of a pre-aborted body and listeners on the registry's own signals (7).
+the fused reason of a pre-aborted body and listeners on the registry's own signals (7), and the
+first abort source that feeds a body (R21, R34, R35: ``toolcancel.oracle.judge_fusion``).
 
 Each broken registry is a mutant of ``machine/selfcheck/mutants.py`` (so ``verify --mutants`` runs
 it over the whole bounded space too); here one scenario that shows it, and the rule it is caught by.
@@ -9,14 +10,26 @@ it over the whole bounded space too); here one scenario that shows it, and the r
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from support import mutant
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
-from toolcancel.oracle.scenario import REWRITTEN, Scenario, ScenarioError, run_scenario
+from toolcancel.oracle.judge import Want, checks, environment_judgement, environment_record
+from toolcancel.oracle.judge_registration import REGISTRATION
+from toolcancel.oracle.scenario import (
+    REWRITTEN,
+    Observation,
+    Scenario,
+    ScenarioError,
+    run_scenario,
+)
+from toolcancel.runtime.registry import ToolRegistry
+from toolcancel.runtime.signals import AbortController
+from toolcancel.runtime.toolregistry import OWN
 from toolcancel.selfcheck.space import configurations
-from toolcancel.selfcheck.verifier import check
+from toolcancel.selfcheck.verifier import check, registration_record
 
 CAUGHT = [
     # (mutant, a scenario that shows it, the rule, a piece of the explanation)
@@ -41,6 +54,12 @@ CAUGHT = [
     ("keeps_fused_watch", Scenario(), "R22", "registry's call signal"),
     ("keeps_fused_watch", Scenario(revision="revised", cancel="gate:body"), "R22",
      "registry's call signal"),
+    ("wrong_reason_source", Scenario(wrappers=("replace_aborting",)), "R21",
+     "the wrapper aborted first, but the body's signal carries 'other'"),
+    ("detaches_caller", Scenario(wrappers=("replace_live",), cancel="gate:body"), "R21",
+     "the caller's signal was detached"),
+    ("drops_tool_timeout", Scenario(timeout="timer_first"), "R34",
+     "the deadline fired first, but the result is not TOOL_TIMEOUT"),
 ]  # fmt: skip
 
 
@@ -77,6 +96,40 @@ def test_the_rewritten_content_is_judged_too() -> None:
     assert [v.rule for v in found][:1] == ["R7"], found
 
 
+def _judged(obs: Observation, reason: str | None) -> tuple[list[str], frozenset[str]]:
+    """The rules the judge finds broken, first first, and those it could have found, on
+    ``obs``'s record with its first body's signal said to carry ``reason`` (None: live)."""
+    record = environment_record(obs)
+    i = record.body_signals("settle")[0][0]
+    said = {"aborted": False} if reason is None else {"aborted": True, "reason": reason}
+    record.lines[i] = {**record.lines[i], **said}
+    found, could = environment_judgement(record, Want(obs.scenario))
+    return [f.rule for f in found], could
+
+
+def test_the_first_source_that_feeds_the_body_names_its_reason_and_its_rule() -> None:
+    # The caller aborts first, the tool's deadline (the caller its upstream) around the body:
+    # a body that sees a TOOL_TIMEOUT there is the deadline's mistake (R35), not fusion's.
+    through = run_scenario(Scenario(timeout="budget", cancel="gate:body"))
+    assert check(through, load_contract().revision("seed")).violations == []
+    rules, could = _judged(through, "timeout")
+    assert rules[:1] == ["R35"] and {"R21", "R35"} <= could, rules
+    # No deadline: the same reason is fusion's (R21), and R35 could not have failed here.
+    plain = run_scenario(Scenario(cancel="gate:body"))
+    rules, could = _judged(plain, "timeout")
+    assert rules[:1] == ["R21"], rules
+    assert _judged(through, None)[0][:1] == ["R21"]  # a signal left live is fusion's, always
+    assert "R35" not in {c.rule for c in checks() if c.could_fail(
+        environment_record(plain), Want(plain.scenario), "trace") and c.step == "fused_signal"}
+    # A wrapper's own signal that a wrapper inside it replaced never reaches the body: its
+    # abort is not the first source's, and the body's live signal is no failure.
+    cut = run_scenario(Scenario(wrappers=("replace_aborting", "replace_live")))
+    record = environment_record(cut)
+    assert [x["source"] for x in record.of("signal_aborted")] == ["wrapper"]
+    assert not record.body_signals("settle")[0][1]["aborted"]
+    assert check(cut, load_contract().revision("seed")).violations == []
+
+
 def test_nested_calls_are_part_of_the_bounded_space() -> None:
     nested = [c for c in configurations("seed", 2) if "outer_deadline" in c.wrappers]
     assert {c.timeout for c in nested} == {"budget"}
@@ -85,3 +138,37 @@ def test_nested_calls_are_part_of_the_bounded_space() -> None:
     assert not [c for c in configurations("seed", 0) if c.wrappers]
     with pytest.raises(ScenarioError, match="outer_deadline"):
         Scenario(wrappers=("outer_deadline",))
+
+
+class _Lenient(ToolRegistry):
+    """Takes any declared budget (R32 broken)."""
+
+    def register(self, name: str, body: Any, *, timeout_ms: Any = None, **options: Any) -> Any:
+        return super().register(name, body, **options)
+
+
+class _Forgiving(ToolRegistry):
+    """Begins a revised call without a caller signal as if it had one (R40 broken)."""
+
+    def begin(self, name: str, arguments: Any = None, **options: Any) -> Any:
+        if options.get("signal", OWN) in (OWN, None) and self.revision == "revised":
+            options["signal"] = AbortController().signal
+        return super().begin(name, arguments, **options)
+
+
+@pytest.mark.rules("R32", "R40")
+@pytest.mark.parametrize(("factory", "revision", "rule", "says"), [
+    (ToolRegistry, "seed", None, ""),
+    (ToolRegistry, "revised", None, ""),
+    (_Lenient, "seed", "R32", "timeout_ms=0 is not a positive finite number, yet it was accepted"),
+    (_Forgiving, "revised", "R40", "began a call without a caller signal"),
+])  # fmt: skip
+def test_what_no_call_shows_is_probed_and_judged(
+    factory: Any, revision: str, rule: str | None, says: str
+) -> None:
+    record = registration_record(revision, factory)
+    found, could = environment_judgement(record, Want(Scenario(revision=revision)),
+                                         step=REGISTRATION)
+    assert could == ({"R32", "R40"} if revision == "revised" else {"R32"})
+    assert [f.rule for f in found] == ([] if rule is None else [rule]), found
+    assert says in (found[0].why if found else "")

@@ -221,6 +221,44 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                     "before_post": _flag("post-execute had not been called yet"),
                 },
             ),
+            "signal_aborted": (
+                "The environment aborted a signal that may feed a body's fused signal, or let a "
+                "deadline fire; one line per abort, in the order it aborted them (R21, R34, "
+                "R35).",
+                {
+                    "source": _enum(
+                        "caller",
+                        "wrapper",
+                        "budget",
+                        doc="the caller's signal, an around wrapper's own signal or deadline, or "
+                        "the tool's own deadline (the timeout policy's budget)",
+                    ),
+                    "wrapper": Field(
+                        "integer",
+                        required=False,
+                        doc="the wrapper's index, outermost first (a wrapper's source only)",
+                    ),
+                    "bodies_settled": Field(
+                        "integer", doc="body invocations that had settled when it aborted"
+                    ),
+                },
+            ),
+            "registered": (
+                "The environment registered a tool declaring the budget `timeout_ms`, before any "
+                "call, and saw whether registration accepted it (R32).",
+                {
+                    "timeout_ms": Field("string", doc="the declared budget, as written"),
+                    "valid": _flag("it is a positive finite number"),
+                    "accepted": _flag("registration accepted it"),
+                    "type_error": _flag("the refusal is a type error (the binding's language's)"),
+                    "error": Field("string", required=False, doc="the refusal, as type: message"),
+                },
+            ),
+            "begun_without_caller": (
+                "The environment began a call with no caller signal, and saw whether the "
+                "registry refused it as a usage error before the call existed (R40).",
+                {"refused": _flag("it raised the usage error")},
+            ),
             "deadline": (
                 "The tool's own deadline (the timeout policy's budget), as the environment "
                 "that controls its clock saw it (R35).",
@@ -266,6 +304,9 @@ ENVIRONMENT: Final = frozenset(
         "listeners_left",
         "held",
         "caller_aborted",
+        "signal_aborted",
+        "registered",
+        "begun_without_caller",
         "deadline",
     )
 )

@@ -45,6 +45,7 @@ from .judge_calls import (
     quiescent,
     relay_on_live_caller,
 )
+from .judge_fusion import fusion  # noqa: F401 (imported: its checks register)
 from .judge_lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
 from .judge_record import (
     _REGISTERED,
@@ -61,6 +62,7 @@ from .judge_record import (
     could_fail,
     first_failure,
 )
+from .judge_registration import budget_declared_positive_and_finite  # noqa: F401 (registers)
 from .judge_setup import same_text  # noqa: F401 (imported: its checks register)
 from .judge_stage import plan  # noqa: F401 (imported: its checks register)
 from .judge_turns import TURN_RULES
@@ -213,15 +215,19 @@ def environment_failures(obs: Observation) -> list[Failure]:
 
 
 def environment_judgement(
-    record: Record, setup: Want | None = None
+    record: Record, setup: Want | None = None, *, step: str | None = None
 ) -> tuple[list[Failure], frozenset[str]]:
     """The checks that need no vector on a record (the judge verify asks), given the call's
     ``setup`` (a :class:`Want` without an expectation) for those that read it: what they find,
-    earliest first, and the rules of those that could have failed on it."""
+    earliest first, and the rules of those that could have failed on it.  ``step``: only the
+    checks of that step (a record that is no call's, like a registration probe's, is judged by
+    its own checks alone)."""
     found: list[Failure] = []
     rules: set[str] = set()
     present = record.events()
     for c in _record_checks():
+        if step is not None and c.step != step:
+            continue
         if not c.reads <= present or (c.needs_setup and setup is None):
             continue
         if not c.antecedent(record, setup):

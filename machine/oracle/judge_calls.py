@@ -497,13 +497,14 @@ def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
 
 
 AFTER_THE_PATH: Final = frozenset(
-    {"late_start", "late_success", "pre_stage", "post_received", "post_decision", "contexts"}
+    {"late_start", "late_success", "pre_stage", "fused_signal", "post_received", "post_decision",
+     "contexts"}
 )
 """Steps of checks whose evidence is what a departure from the contract's path led to (a body
 that started, a success that was published after the caller aborted, how the pre-policy stage
-ended, what post-execute received, what the caller then got and its contexts): a judge that
-replays the path (verify) asks them after it, so the departure itself -- the checkpoint that
-missed the abort -- is the first broken rule where the path shows one."""
+ended, which signal a body got, what post-execute received, what the caller then got and its
+contexts): a judge that replays the path (verify) asks them after it, so the departure itself
+-- the checkpoint that missed the abort -- is the first broken rule where the path shows one."""
 
 
 @check("R28", "late_start", reads=("caller_aborted",))

@@ -123,7 +123,7 @@ class Observation:
     """What the environment saw of one run, in the order it happened.
 
     ``log`` entries are tuples whose first item says what happened:
-    ``("gate", name)``, ``("abort", source, steps_taken)``, ``("body_start",)``,
+    ``("gate", name)``, ``("abort", source, steps_taken[, wrapper_index])``, ``("body_start",)``,
     ``("body_settle", signal_aborted, reason)``, ``("pre", decision)``, ``("post_in", json)``,
     ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``,
     ``("wrapper_in", i)``, ``("hold", steps_taken)`` (a day passes).
@@ -173,12 +173,21 @@ class Observation:
             return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
 
         out = list(self.trace)
+        aborts = []
+        settled = 0
         for entry in self.log:  # what each body's signal showed when it settled, in order
             if entry[0] == "body_settle":
+                settled += 1
                 signal = {"at": "settle", "aborted": bool(entry[1])}
                 if entry[1]:
                     signal["reason"] = classify_reason(entry[2])
                 out.append(line("body_signal", **signal))
+            elif entry[0] in ("abort", "timer"):  # the sources the harness aborted, in order
+                source = "budget" if entry[0] == "timer" else entry[1]
+                which = {"wrapper": entry[3]} if source == "wrapper" else {}
+                aborts.append(line("signal_aborted", source=source, **which,
+                                   bodies_settled=settled))
+        out += aborts
         if self.approval_signal is not None:
             out.append(line("approval_signal", signal=self.approval_signal))
         aborted = self._caller_aborted()

@@ -37,6 +37,9 @@ WRAPPERS: Final = (
     "outer_deadline",  # an enclosing call's deadline, same code as the timeout policy's, in
     # the slot; it expires (OUTER_MS) once the body runs: only under a budget (D13)
 )
+NESTED: Final = "outer_deadline"
+"""The wrapper that makes the call a nested budgeted call (D13): its deadline follows its
+upstream, so it does not cut an outer abort source off the body."""
 TIMEOUTS: Final = ("absent", "budget", "timer_first")
 BODIES: Final = (
     "success",

@@ -19,6 +19,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from ..oracle.scenario import BODIES, POSTS, TIMEOUTS, WRAPPERS, Observation, Scenario
+from ..oracle.scenario_language import NESTED
 from ..oracle.turncheck import MAX_CALLS as _TURN_MAX_CALLS
 
 # ------------------------------------------------------------------------------------------------
@@ -33,9 +34,8 @@ MAX_CALLS = _TURN_MAX_CALLS
 
 _REACH_BASE = frozenset(WRAPPERS) - {"short_success", "short_error", "throw_before"}
 
-NESTED = "outer_deadline"
-"""The wrapper that makes the call a nested budgeted call (D13): enumerated only as the
-innermost scenario wrapper, just outside the timeout policy, and only under a budget."""
+# the nested budgeted call's wrapper (NESTED, D13) is enumerated only as the innermost scenario
+# wrapper, just outside the timeout policy, and only under a budget
 
 _PRE_VARIANTS: tuple[dict[str, Any], ...] = (
     {"pre": "allow"},

@@ -17,10 +17,15 @@ registry through the scenario harness, and checks what happened (:func:`check`):
   signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
   post-execute received and what the caller then got, contexts (R29), which cancellation a
   result is (R17, R25, R41), a late success at body level (R18: the harness writes what each
-  body's signal showed when it settled, ``body_signal``), and what the pre-policy stage ends in
-  (R5, R13-R15, R42, R43: :mod:`toolcancel.oracle.judge_stage`).  Still written here, moving
-  into the judge: the body's fused signal (R21, R34, R35), and the registration checks (R32,
-  R40).
+  body's signal showed when it settled, ``body_signal``), what the pre-policy stage ends in
+  (R5, R13-R15, R42, R43: :mod:`toolcancel.oracle.judge_stage`), and which signal the first
+  body got (R21, R34, R35: the harness writes which sources it aborted, ``signal_aborted``;
+  :mod:`toolcancel.oracle.judge_fusion`).
+* **what no call shows**: the registry probed at registration and at a revised ``begin()``
+  without a caller signal (:func:`registration_record`), its record judged by
+  :mod:`toolcancel.oracle.judge_registration` (R32, R40).
+
+Exploration lives here; every judgement is the judge's.
 
 Violations come with a reproducer that runs as written.
 """
@@ -29,25 +34,25 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import math
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Final
 
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
-from ..oracle.judge import Want, environment_judgement, environment_record
+from ..oracle.judge import Record, Want, environment_judgement, environment_record
 from ..oracle.judge_calls import AFTER_THE_PATH
 from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
-from ..oracle.judge_setup import PRE_ABORTING
+from ..oracle.judge_record import env_line
+from ..oracle.judge_registration import REGISTRATION
 from ..oracle.scenario import (
     POSTS,
-    CallerReason,
     Harness,
     Observation,
     RegistryFactory,
     Scenario,
-    WrapperReason,
 )
 from ..oracle.turncheck import TurnTally, batch_kinds, verify_turns
 from ..runtime.registry import ToolRegistry
@@ -55,7 +60,6 @@ from ..runtime.virtual_time import VirtualClock, run
 from .space import (
     MAX_CALLS,
     MAX_WRAPPERS,
-    NESTED,
     Group,
     expand,
     group_size,
@@ -135,117 +139,7 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
     for found in failures:
         if found.step in AFTER_THE_PATH:
             out.fail(found.rule, s, found.why)
-    _check_fused_signal(obs, out)
     return out
-
-
-def _check_fused_signal(obs: Observation, out: Checked) -> None:
-    s = obs.scenario
-    log = obs.log
-    start = next((i for i, e in enumerate(log) if e[0] == "body_start"), None)
-    if start is None:
-        return
-    settle = next(i for i, e in enumerate(log) if e[0] == "body_settle")
-    stack = _stack_at_first_body(obs)
-    sources = [
-        e for e in log[:settle] if e[0] in ("abort", "timer") and _reaches_body(s, e, stack)
-    ]
-    if s.caller == "aborted" or s.cancel in PRE_ABORTING:
-        _check_born_aborted(obs, log[settle], stack, out)
-        return
-    if not sources:
-        return
-    out.rules.add("R21")
-    _, aborted, reason = log[settle]
-    if not aborted:
-        out.fail(
-            "R21",
-            s,
-            f"{sources[0][1] if sources[0][0] == 'abort' else 'the timer'} aborted "
-            "while the body ran, but the body's signal was not aborted",
-        )
-        return
-    first = sources[0]
-    source = "timer" if first[0] == "timer" else first[1]
-    if source == "caller":
-        right = isinstance(reason, CallerReason)
-    elif source == "wrapper" and s.wrappers[first[3]] == NESTED:
-        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"  # the outer deadline's own
-    elif source == "wrapper":
-        right = isinstance(reason, WrapperReason)
-    else:
-        right = getattr(reason, "code", None) == "TOOL_TIMEOUT"
-    if not right:
-        out.fail("R21", s, f"the {source} aborted first, but the body's signal carries {reason!r}")
-    if source == "caller" and s.timeout != "absent":
-        out.rules.add("R35")  # the deadline carried its upstream's (the caller's) reason
-    replaced = any(w in ("retry", "throw_after") for w in s.wrappers)  # outer wrappers own it
-    if first[0] == "timer" and s.timeout == "timer_first" and not replaced:
-        out.rules.add("R34")
-        post_in = next((e[1] for e in log if e[0] == "post_in"), None)
-        if post_in is not None and (post_in.error is None or post_in.error.code != "TOOL_TIMEOUT"):
-            out.fail(
-                "R34",
-                s,
-                "the deadline fired first, but the result is not TOOL_TIMEOUT "
-                f"({post_in.text!r}, code {post_in.error.code if post_in.error else None})",
-            )
-
-
-def _check_born_aborted(
-    obs: Observation, settle: tuple[Any, ...], stack: tuple[int, ...], out: Checked
-) -> None:
-    """A body of a pre-aborted entry (seed, R25) gets a fused signal born aborted (the caller
-    cannot be detached, R21), whose reason is the slot's when the slot already was aborted --
-    the wrapper's reason beats the caller's there -- and the caller's otherwise."""
-    s = obs.scenario
-    out.rules.add("R21")
-    _, aborted, reason = settle
-    setters = [j for j in stack if j < len(s.wrappers) and _sets_slot(s.wrappers[j])]
-    slot_aborted = bool(setters) and s.wrappers[setters[-1]] == "replace_aborted"
-    want, kind = (WrapperReason, "wrapper") if slot_aborted else (CallerReason, "caller")
-    if not aborted:
-        out.fail("R21", s, "the caller was aborted at entry, yet the body's signal was live")
-    elif not isinstance(reason, want):
-        out.fail("R21", s, f"the body's signal was born aborted; its reason must be the "
-                 f"{kind}'s (the slot's first when both are aborted), it carries {reason!r}")
-
-
-def _sets_slot(behaviour: str) -> bool:
-    return behaviour.startswith("replace") or behaviour == "remove"
-
-
-def _reaches_body(s: Scenario, entry: tuple[Any, ...], stack: tuple[int, ...]) -> bool:
-    """Whether an abort source feeds the first body's signal.  The caller always does (it cannot
-    be detached); a wrapper's signal, or the timeout policy's deadline (the innermost wrapper),
-    only if that wrapper was running around the body (``stack``) and no wrapper inside it there
-    replaced or removed the slot."""
-    if entry[0] == "abort" and entry[1] == "caller":
-        return True
-    i = len(s.wrappers) if entry[0] == "timer" else entry[3]
-    if i not in stack:
-        return False
-    inner = (s.wrappers[j] for j in stack if i < j < len(s.wrappers))
-    return not any(_sets_slot(w) for w in inner)
-
-
-def _stack_at_first_body(obs: Observation) -> tuple[int, ...]:
-    """The around wrappers (by index) running when the first body started, from the path.
-
-    Which wrapper a ``next()`` hands out depends on the retry behaviour (D11): a cursor hands
-    out each wrapper once, in order; otherwise the chain goes on from the delegating wrapper."""
-    cursor = obs.retry == "cursor"
-    stack: list[int] = []
-    handed = 0
-    for p in obs.path:
-        if p.event == "wrapper_enter":
-            stack.append(handed if cursor else (stack[-1] + 1 if stack else 0))
-            handed += 1
-        elif p.event in ("wrapper_returned", "wrapper_raise"):
-            stack.pop()
-        elif p.event == "base_dispatch" and p.dest in ("body", "draining"):
-            break
-    return tuple(stack)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -571,7 +465,7 @@ def verify(
     if not (stop_at_first and total.violation_count):
         if stop_at_first:
             total.merge(_turn_tally(verify_turns(revision, max_calls), revision))
-        _add_registration(total, revision)
+        _add_registration(total, revision, factory)
     return Report(
         revision,
         total,
@@ -601,48 +495,52 @@ def _turn_tally(turns: TurnTally, revision: str) -> Tally:
     return out
 
 
-def _add_registration(total: Tally, revision: str) -> None:
-    """The part of the contract no call shows: budget declaration (R32), and R40."""
-    for rule, why in check_registration(revision):
+def _add_registration(total: Tally, revision: str, factory: RegistryFactory) -> None:
+    """The part of the contract no call shows (budget declaration, a revised call without a
+    caller signal): the registry probed, its record judged."""
+    record = registration_record(revision, factory)
+    setup = Want(Scenario(revision=revision))
+    failures, could_fail = environment_judgement(record, setup, step=REGISTRATION)
+    for found in failures:
         total.violation_count += 1
-        total.violations.append(Violation(rule, Scenario(revision=revision), why))
-    total.rules.add("R32")
-    if revision == "revised":
-        total.rules.add("R40")
+        total.violations.append(Violation(found.rule, Scenario(revision=revision), found.why))
+    total.rules |= could_fail
 
 
-def check_registration(revision: str = "seed") -> list[tuple[str, str]]:
-    """R32: a declared budget that is not a positive finite number is refused at registration,
-    with the contract's message; a valid one is accepted.  R40 (revised): a call without a caller
-    signal is a usage error, raised before the call exists."""
+BUDGETS: Final = (0, -1, float("inf"), float("-inf"), float("nan"), True, 1.5)
+"""The budgets the probe declares: every kind R32 refuses (zero, negative, infinite, NaN, and a
+boolean, which is no number), then a positive finite one it must accept."""
+
+
+def registration_record(revision: str, factory: RegistryFactory = ToolRegistry) -> Record:
+    """Register a tool under each of :data:`BUDGETS` and, revised, begin a call without a
+    caller signal; what the registry did, as the environment's record (``registered``,
+    ``begun_without_caller``: :mod:`toolcancel.oracle.judge_registration` judges it)."""
 
     async def body(args: Any, view: Any) -> Any:
         return []
 
-    found = []
-    reg = ToolRegistry()
-    for bad in (0, -1, float("inf"), float("-inf"), float("nan"), True):
+    lines: list[dict[str, Any]] = []
+    registry = factory(revision=revision)
+    for budget in BUDGETS:
+        valid = not isinstance(budget, bool) and math.isfinite(budget) and budget > 0
+        seen: dict[str, Any] = {"accepted": True, "type_error": False}
         try:
-            reg.register("t", body, timeout_ms=bad)
-        except TypeError as exc:  # R32's type error; Python raises InvalidBudget, a ValueError too
-            prefix = 'tool "t" timeout_ms must be a positive finite number'
-            if not isinstance(exc, ValueError) or not str(exc).startswith(prefix):
-                found.append(("R32", f"timeout_ms={bad!r} was refused with {exc}"))
-        else:
-            found.append(("R32", f"timeout_ms={bad!r} was accepted"))
-    try:
-        reg.register("t", body, timeout_ms=1.5)
-    except TypeError as exc:
-        found.append(("R32", f"timeout_ms=1.5 was refused: {exc}"))
+            registry.register(f"t{len(lines)}", body, timeout_ms=budget)
+        except Exception as exc:  # what it refused with is the observation
+            seen = {"accepted": False, "type_error": isinstance(exc, TypeError),
+                    "error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+        lines.append(env_line("registration", "registered", timeout_ms=repr(budget),
+                              valid=valid, **seen))  # fmt: skip
     if revision == "revised":
-        revised = ToolRegistry(revision="revised")
         try:
-            revised.begin("t", {})
+            factory(revision=revision).begin("t0", {})
         except RegistryUsageError:
-            pass
+            refused = True
         else:
-            found.append(("R40", "the revised registry began a call without a caller signal"))
-    return found
+            refused = False
+        lines.append(env_line("registration", "begun_without_caller", refused=refused))
+    return Record(lines, revision, "none")
 
 
 def _worker(task: tuple[Job, RegistryFactory]) -> Tally:
