@@ -25,9 +25,6 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # module: (at most this many rule-id literals, why they are still there)
     "machine/selfcheck/mutants.py": (24, "each broken registry names the rule its kill "
                                      "must cite: the expected answer, not a restatement"),
-    "machine/teaching/explain.py": (1, "the outcome precedence table's own rule (R39): "
-                                    "contract.toml's [[precedence]] rows name the rules each "
-                                    "row decides, none names the table's"),
 }
 
 

@@ -200,6 +200,9 @@ class Contract:
     transitions: tuple[Transition, ...]
     precedence: tuple[PrecedenceRow, ...]
     rules: tuple[Rule, ...]
+    precedence_rule: str
+    """The rule that states the outcome precedence table (each row names the rules it decides;
+    the table as a whole is this rule's)."""
     deviations: tuple[Deviation, ...] = ()
     capabilities: tuple[Capability, ...] = ()
     _by_revision: dict[str, RevisionContract] = field(
@@ -601,6 +604,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         transitions=tuple(transitions),
         precedence=precedence,
         rules=rules,
+        precedence_rule=_need(head, "precedence_rule", str, f"{source} [contract]"),
         deviations=tuple(deviations),
         capabilities=capabilities,
     )
@@ -623,6 +627,8 @@ def _check_references(c: Contract) -> None:
     guards = unique("guard", [g.name for g in c.guards])
     outcomes = unique("outcome", [o.name for o in c.outcomes])
     rules = unique("rule", [r.id for r in c.rules])
+    if c.precedence_rule not in rules:
+        raise ContractError(f"{c.source}: precedence_rule {c.precedence_rule!r} is not a rule")
     if c.default_revision not in c.revisions:
         raise ContractError(f"{c.source}: default_revision {c.default_revision!r} is not listed")
     unique("deviation", [d.name for d in c.deviations])

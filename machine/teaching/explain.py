@@ -61,7 +61,7 @@ class Explanation:
             seen.setdefault(STAGE_ORDER, None)
         decided = self.deciding()
         if decided is not None and decided[1] is not None:
-            seen.setdefault("R39", None)  # the precedence table's own rule: no data names it
+            seen.setdefault(contract.precedence_rule, None)  # the table's own rule
             for r in decided[1].rules:
                 seen.setdefault(r, None)
         return tuple(seen)
