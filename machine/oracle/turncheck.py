@@ -42,6 +42,9 @@ from .judge_calls import no_late_start_or_success
 from .judge_turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
 from .scenario import _idle, quiet_failures
 
+LATE_START: Final = rule_of(no_late_start_or_success)
+"""The call check a turn shows (no late start or success once the turn signal aborted)."""
+
 if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (conform) does not
     from ..runtime.registry import ToolRegistry
     from ..runtime.scheduler import ToolCallRequest
@@ -217,21 +220,27 @@ class TurnHarness:
         self.obs.log = [thaw(e.to_data()) for e in log]
 
 
-def check_turn(obs: TurnObservation) -> list[tuple[str, str]]:
+def check_turn(obs: TurnObservation) -> tuple[list[tuple[str, str]], set[str]]:
     """The R31/R36/R37/R38/R9 checks of the module docstring, then each started call's record
     asked the call check a turn shows (:func:`toolcancel.oracle.judge_turns.turn_call_record`:
     no body starts, and no success is published, after the turn signal -- the call's caller
-    signal -- aborted); (rule, explanation) pairs."""
+    signal -- aborted): (rule, explanation) pairs, and the rules whose checks could have failed
+    on the turn (the turn checks, which read every turn; the call check where a call's caller
+    signal aborted)."""
     record = TurnRecord(
         len(obs.turn.kinds), obs.events, obs.log, obs.returned, obs.skipped, obs.hung
     )
     found = turn_problems(record)
+    could = set(TURN_RULES)
     for i in range(len(obs.turn.kinds)):
         call = turn_call_record(f"c{i}", obs.events, obs.turn.revision)
-        late = no_late_start_or_success(call, None) if call.has("caller_aborted") else None
+        if not call.has("caller_aborted"):
+            continue
+        could.add(LATE_START)
+        late = no_late_start_or_success(call, None)
         if late is not None:
             found.append((late.rule, f"c{i}: {late.why}"))
-    return found
+    return found, could
 
 
 @dataclass
@@ -250,13 +259,12 @@ async def _run_turns(revision: str, kinds: Iterable[tuple[str, ...]]) -> TurnTal
         for turn in turns_of(revision, batch):
             obs = await TurnHarness(turn).run()
             tally.schedules += 1
-            found = check_turn(obs)
+            found, could = check_turn(obs)
+            tally.rules |= could
             tally.violation_count += len(found)
             tally.violations.extend(
                 (r, why, turn) for r, why in found[: max(0, 20 - len(tally.violations))]
             )
-    if tally.schedules:
-        tally.rules = set(TURN_RULES) | {rule_of(no_late_start_or_success)}
     return tally
 
 
