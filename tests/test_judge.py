@@ -18,7 +18,7 @@ from support import shipped_vectors
 from toolcancel import load_contract
 from toolcancel.contract.trace import ENVIRONMENT, vocabulary
 from toolcancel.contract.trace_reader import parse_lines, validate
-from toolcancel.oracle.judge import rule_status
+from toolcancel.oracle.judge import VERIFY_ONLY, rule_status
 from toolcancel.oracle.judge_record import (
     BOTH,
     CHECKS,
@@ -179,6 +179,10 @@ def test_a_rule_no_vector_of_a_run_exercised_says_so_and_not_that_nothing_decide
     assert rule_status("R39", "trace", checked=0, consequence=0, seen=nothing) == (
         "none",
         "no check of the judge reads it and no transition carries it",
+    )
+    # a rule whose checks judge only what verify probes itself says so (R32: registration)
+    assert rule_status("R32", "trace", checked=0, consequence=0, seen=nothing) == (
+        "none", VERIFY_ONLY
     )
 
 

@@ -340,7 +340,15 @@ def static_why(rule: str, level: str) -> str:
     levels = registered_levels(rule)
     if levels:
         return f"its checks read what only the {' and '.join(sorted(levels))} level reports"
+    if CHECKS.get(rule):  # every check of it reads what verify set up, never a vector's answer
+        return VERIFY_ONLY
     return "no check of the judge reads it and no transition carries it"
+
+
+VERIFY_ONLY: Final = (
+    "decided by `toolcancel verify` only: its checks read what verify sets up and observes "
+    "itself (the registry probed before any call), which no vector asks of an adapter"
+)
 
 
 _WORDS: Final = {CHECKED: "checked", OUTCOME: "outcome level only", NONE: "not checked"}
