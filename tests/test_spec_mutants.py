@@ -144,3 +144,51 @@ def test_an_open_survivor_is_now_killed(
     table = load_contract().revision(revision)
     assert (verdict.status, verdict.rule) == ("killed", rule), (p.describe(table), verdict)
     assert rule in p.rules(), f"{p.describe(table)} declares {p.rules()}"  # its own rule first
+
+
+def _row_in(revision: str, source: str, event: str, *guards: str) -> int:
+    """:func:`_row`, for an event several states take: the row that leaves ``source``."""
+    rows = [
+        t.index
+        for t in load_contract().revision(revision).transitions
+        if event in t.events and source in t.sources and not t.alternative
+        and sorted(("!" if not holds else "") + name for name, holds in t.guards) == sorted(guards)
+    ]
+    assert len(rows) == 1, rows
+    return rows[0]
+
+
+ATTRIBUTED = [
+    # (revision, kind, (source, event, exact guards), change, verdict, rule) -- a kill cites a
+    # rule the changed rows declare (Perturbation.rules), whatever the kind of change
+    ("seed", "delete", ("pre_policy", "pre_raise", "cancelled_after_entry"), {}, "killed",
+     "R14"),  # a pre-stage exception after the caller cancelled is C1' (row 3), not C1
+    ("seed", "guard", ("around_before", "base_dispatch", "listeners_done", "!aborted_at_entry",
+                       "fused_aborted"), {"guard": "fused_aborted"}, "killed",
+     "R21"),  # a cancellation nothing caused, at base dispatch: the fused signal's predicate
+    ("revised", "guard", ("guards", "guards_pass", "caller_aborted"),
+     {"guard": "caller_aborted"}, "killed", "R43"),  # ... before dispatch: the caller's
+    ("revised", "outcome", ("around_before", "base_dispatch", "listeners_done", "fused_aborted"),
+     {"outcome": "aborted"}, "killed", "R41"),  # the outcome the row no longer gives
+    ("seed", "delete", ("body", "caller_abort"), {}, "killed",
+     "R18"),  # no draining: the late success kept (R18.4's row)
+    ("seed", "delete", ("pre_policy", "pre_allow"), {}, "stopped",
+     None),  # the registry's own machine refuses: no rule is read off the intact table
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("revision", "kind", "row", "change", "status", "rule"), ATTRIBUTED)
+def test_a_kill_cites_a_rule_the_changed_rows_declare(
+    revision: str,
+    kind: str,
+    row: tuple[str, ...],
+    change: dict[str, Any],
+    status: str,
+    rule: str | None,
+) -> None:
+    p = Perturbation(revision, kind, _row_in(revision, *row), **change)
+    verdict = judge(p, max_wrappers=0)
+    table = load_contract().revision(revision)
+    assert verdict.status == status, (p.describe(table), verdict)
+    if rule is not None:
+        assert verdict.rule == rule and rule in p.rules(), (p.describe(table), p.rules(), verdict)

@@ -233,6 +233,31 @@ def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool
     return BODY_SUCCESS, BODY_TEXT, False
 
 
+_CALLER_PREDICATE: Final = {"seed": "cancelled_after_entry", "revised": "caller_aborted"}
+"""The guard C1, C3 and C4 read (and the revised entry): the caller cancelled."""
+
+
+def _imposed(record: Record, want: Want | None, got: Mapping[str, Any] | None) -> str | None:
+    """Where a call nothing cancelled shows a result only the registry authors -- a
+    cancellation, or the unknown tool's error for a known tool -- the rule of the predicate that
+    wrongly held: the fused signal's at base dispatch when no body started past it (C2), else
+    the caller's (entry, C1, C3, C4); the unknown tool's outcome's own rule.  None: another
+    result, the body's rule's to judge.  A cancellation after the body ran reads the same
+    whether the body's settle or C3 imposed it; the caller's predicate is cited."""
+    assert want is not None
+    if not want.scenario.tool_known:
+        return None  # the lookup's outcome is what the call must end with: R6's own
+    table = revision_table(record.revision)
+    said = text(got)
+    if same_text(table.texts["unknown_tool"].format(name=ANY_NAME), said):
+        return table.contract.outcome("unknown_tool").rule
+    if said not in _cancellations(record.revision):
+        return None
+    at_dispatch = record.has("base_dispatch") and not record.starts()
+    guard = "fused_aborted" if at_dispatch else _CALLER_PREDICATE[record.revision]
+    return next(g.rule for g in table.contract.guards if g.name == guard)
+
+
 @check(
     "R2",
     "post_received",
@@ -243,18 +268,21 @@ def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool
 )
 def uncancelled_call_ends_as_its_body_says(record: Record, want: Want | None) -> Failure | None:
     """A call nothing cancels, with no wrapper, hands post-execute what its body said: its
-    success (R2), its error (R3), or the unknown tool's error (R6)."""
+    success (R2), its error (R3), or the unknown tool's error (R6).  A result only the registry
+    authors there is the predicate's that wrongly held (:func:`_imposed`)."""
     if not _untouched(record, want):
         return None
     rule, body, error = _body_says(record, want)
     i, got = received(record)
     if got is None:
-        return Failure(rule, i, "post_received",
+        returned = record.of("returned")
+        shown = returned[0]["result"] if returned else None
+        return Failure(_imposed(record, want, shown) or rule, i, "post_received",
                        "nothing cancelled the call, yet post-execute did not run",
                        "post-execute runs", "it did not")  # fmt: skip
     if error != is_error(got) or (body is not None and not same_text(body, text(got))):
         return Failure(
-            rule,
+            _imposed(record, want, got) or rule,
             i,
             "post_received",
             f"nothing cancelled the call, yet post-execute received {text(got)!r} "

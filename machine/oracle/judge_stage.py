@@ -114,8 +114,8 @@ def _plan(record: Record, want: Want) -> Plan | None:
             denial = texts[f"approval_{answer}"].format(name=ANY_NAME)
     guards = not raised and denial is None and (s.pre == "allow" or answer == "approved")
     if record.revision == "seed":
-        if before(decisive):
-            rule, expect, guards = "R13", texts["aborted"], False  # C1 beats all (rows 2, 3)
+        if before(decisive):  # C1 beats all (row 2); C1' a pre-stage exception (row 3)
+            rule, expect, guards = "R14" if raised else "R13", texts["aborted"], False
         elif raised:
             rule, expect = "R14", FINAL
         elif denial is not None:

@@ -14,8 +14,9 @@ A perturbation is
 
 * **killed** when a table-independent check finds a violation in some run;
 * **stopped** when the perturbed table has no applying candidate for an event the registry
-  offers, so a call fails (``ContractViolation``): the machine's own totality notices, not an
-  RFC-derived check -- reported apart, and counted as noticed;
+  offers, so a call fails (``ContractViolation``), or sends the registry where its own code
+  asserts it cannot be: the implementation notices, not an RFC-derived check -- reported apart,
+  and counted as noticed;
 * **unreached** when it touches only transitions no run takes within the bound (a wrapper's
   transitions at ``--max-wrappers 0``): it says nothing either way;
 * **surviving** otherwise: the table can be changed there and no independent check would know.
@@ -37,11 +38,9 @@ from typing import Any
 
 from ..contract.errors import ContractViolation
 from ..contract.loader import Contract, RevisionContract, Transition, load_contract
-from ..oracle.judge import rule_of
-from ..oracle.judge_calls import returns_a_result
 from ..runtime.registry import ToolRegistry
 from .space import MAX_WRAPPERS, expand
-from .verifier import Tally, plan, run_batch
+from .verifier import NO_RESULT, Tally, plan, run_batch
 
 KINDS = ("delete", "outcome", "guard", "swap")
 
@@ -72,8 +71,9 @@ class Perturbation:
 
     def rules(self, contract: Contract | None = None) -> tuple[str, ...]:
         """The rules this change breaks, as the contract data declares them: the changed row's
-        (for a swap, both rows'); for a dropped guard, the guard's own first, and then the
-        rules of the rows the unguarded one now takes the event from.  A failure it causes must
+        (for a swap, both rows'); for a changed outcome, also the rule of the outcome the row
+        gave; for a dropped guard, the guard's own first, and then the rules of the rows the
+        unguarded one now takes the event from.  A failure it causes must
         cite one of them first (tests/test_spec_mutants.py)."""
         c = contract or load_contract()
         table = c.revision(self.revision)
@@ -83,6 +83,9 @@ class Perturbation:
             found += [g.rule for g in c.guards if g.name == self.guard]
         for i in self.touches():
             found += rows[i].rules
+        taken = rows[self.index].outcome
+        if self.kind == "outcome" and taken is not None:
+            found.append(c.outcome(taken).rule)  # the outcome the row no longer gives
         if self.guard is not None:
             for candidates in table.candidates.values():
                 if any(t.index == self.index for t in candidates):
@@ -180,9 +183,9 @@ def judge(p: Perturbation, max_wrappers: int = 1, contract: Contract | None = No
         logging.disable(logging.NOTSET)
 
 
-NO_RESULT = rule_of(returns_a_result)
-"""The rule verify cites for a call that raised instead of publishing a result (the judge's
-check of it): a perturbed table whose registry's own machine refused a step stopped there."""
+_REFUSED = ("the registry's machine refused", "ContractViolation", "raised AssertionError")
+"""How a call the registry itself refused to take further reads: its machine found no applying
+candidate (a ContractViolation), or its code an impossible state (an assertion)."""
 
 
 def _judge(p: Perturbation, max_wrappers: int, contract: Contract | None) -> Verdict:
@@ -210,7 +213,7 @@ def _judge(p: Perturbation, max_wrappers: int, contract: Contract | None) -> Ver
     v = Verdict(p, "surviving", schedules=total.schedules)
     first = total.violations[0] if total.violations else None
     if first is not None:
-        stopped = "ContractViolation" in first.explanation and first.rule == NO_RESULT
+        stopped = first.rule == NO_RESULT and any(w in first.explanation for w in _REFUSED)
         v.status = "stopped" if stopped else "killed"
         v.rule, v.explanation = first.rule, first.explanation
     elif not (set(p.touches()) & taken) and p.kind != "delete":
@@ -285,6 +288,9 @@ class Summary:
             "seconds": round(self.seconds, 1),
             "total": len(self.verdicts),
             "counts": self.counts,
+            "killed_under_a_declared_rule": sum(
+                v.status == "killed" and v.rule in v.perturbation.rules() for v in self.verdicts
+            ),
             "perturbations": [
                 {
                     "revision": v.perturbation.revision,
@@ -292,6 +298,7 @@ class Summary:
                     "what": v.perturbation.describe(tables[v.perturbation.revision]),
                     "status": v.status,
                     "rule": v.rule,
+                    "declared": list(v.perturbation.rules()),
                     "explanation": v.explanation,
                     "schedules": v.schedules,
                 }

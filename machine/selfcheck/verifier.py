@@ -42,8 +42,8 @@ from typing import Any, Final
 
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
-from ..oracle.judge import Record, Want, environment_judgement, environment_record
-from ..oracle.judge_calls import AFTER_THE_PATH
+from ..oracle.judge import Record, Want, environment_judgement, environment_record, rule_of
+from ..oracle.judge_calls import AFTER_THE_PATH, returns_a_result
 from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
 from ..oracle.judge_record import env_line
 from ..oracle.judge_registration import REGISTRATION
@@ -71,6 +71,9 @@ from .space import (
 # ------------------------------------------------------------------------------------------------
 # Checking one run
 # ------------------------------------------------------------------------------------------------
+
+NO_RESULT = rule_of(returns_a_result)
+"""The rule of a call that published no result (the judge's check of it)."""
 
 
 @dataclass(frozen=True)
@@ -104,8 +107,8 @@ class Checked:
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
     """Every check of the module docstring, for one observed run (recorded with its trace):
     first what the judge's record checks find before the path, then the path replayed, then
-    what a departure from it led to (:data:`~toolcancel.oracle.judge_calls.AFTER_THE_PATH`), then
-    the checks still written here.  ``replay=False`` leaves out everything that reads the
+    what a departure from it led to (:data:`~toolcancel.oracle.judge_calls.AFTER_THE_PATH`).
+    ``replay=False`` leaves out everything that reads the
     contract's machine -- the replay and the checks that read what it makes of the record
     (``verify --spec-mutants`` judges a registry driven by a perturbed table with the others)."""
     out = Checked(retry=obs.retry)
@@ -121,8 +124,11 @@ def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> 
         # then the step its own machine refused, then the missing result
         waited = next((f for f in failures if f.step == "quiescence"), None)
         if waited is None and isinstance(obs.error, ContractViolation):
+            # which guard the step lacked is the contract's machine's to say: without the
+            # replay, the call simply published no result
             why = f"the registry's machine refused: {obs.error}"
-            out.fail(refused_rule(table, obs.error), s, why)
+            rule = refused_rule(table, obs.error) if replay else NO_RESULT
+            out.fail(rule, s, why)
             return out
         found = waited or next((f for f in failures if f.step == "result"), failures[0])
         out.fail(found.rule, s, found.why)

@@ -250,13 +250,20 @@ def _spec_mutants(args: argparse.Namespace) -> int:
         )
         print(
             f"  perturbations {data['total']}: killed {c['killed']}, stopped {c['stopped']} "
-            f"(no applying candidate), unreached {c['unreached']}, surviving {c['surviving']}, "
+            f"(the registry refused), unreached {c['unreached']}, surviving {c['surviving']}, "
             f"crashed {c['crashed']}"
             f"   ({data['seconds']:.0f} s on {args.workers} worker(s))"
+        )
+        print(
+            f"  killed under a rule the changed rows declare: "
+            f"{data['killed_under_a_declared_rule']} of {c['killed']}"
         )
         for row in data["perturbations"]:
             if row["status"] in ("surviving", "unreached", "crashed"):
                 print(f"  {row['status'].upper():<9} {row['revision']:<7} {row['what']}")
+            elif row["status"] == "killed" and row["rule"] not in row["declared"]:
+                print(f"  CITES {row['rule']:<4} {row['revision']:<7} {row['what']} "
+                      f"(declares {', '.join(row['declared'])})")
     return 1 if data["counts"]["surviving"] or data["counts"]["crashed"] else 0
 
 
