@@ -273,6 +273,30 @@ def canonical_json(value: Any) -> str:
     return "".join(parts)
 
 
+def same_json(a: Any, b: Any) -> bool:
+    """Whether two JSON values have the same canonical JSON text, without writing either (a
+    judge compares every logged result with the published one): ``true`` is not ``1``, ``1`` is
+    ``1.0``, keys in any order."""
+    if a is None or b is None or isinstance(a, bool) or isinstance(b, bool):
+        return a is b  # None, True and False are singletons; a bool is no number here
+    if isinstance(a, str):
+        return isinstance(b, str) and a == b
+    if isinstance(a, (int, float)):
+        if not isinstance(b, (int, float)):
+            return False
+        x, y = float(a), float(b)  # as JavaScript holds them (js_number: ints past 2**53 too)
+        return x == y or (x != x and y != y)
+    if isinstance(a, Mapping):
+        return (
+            isinstance(b, Mapping)
+            and len(a) == len(b)
+            and all(k in b and same_json(v, b[k]) for k, v in a.items())
+        )
+    if isinstance(a, (list, tuple)):
+        return isinstance(b, (list, tuple)) and len(a) == len(b) and all(map(same_json, a, b))
+    raise NotSerializable("$", f"a {type(a).__name__} is not JSON")
+
+
 def _emit(v: Any, out: list[str]) -> None:
     if v is None:
         out.append("null")

@@ -224,12 +224,7 @@ def environment_judgement(
     its own checks alone)."""
     found: list[Failure] = []
     rules: set[str] = set()
-    present = record.events()
-    for c in _record_checks():
-        if step is not None and c.step != step:
-            continue
-        if not c.reads <= present or (c.needs_setup and setup is None):
-            continue
+    for c in _applicable(record.events(), step, setup is not None):
         if not c.antecedent(record, setup):
             continue  # it could not have failed
         rules.add(c.rule)
@@ -251,6 +246,25 @@ def _record_checks() -> tuple[Check, ...]:
 
 
 _RECORD_CHECKS: dict[int, tuple[Check, ...]] = {}
+
+
+def _applicable(present: frozenset[str], step: str | None, setup: bool) -> tuple[Check, ...]:
+    """The record checks whose events are all ``present`` (of ``step``, and reading the setup
+    only if there is one), in order: worked out once per kind of record (verify judges
+    thousands of records of a few dozen kinds)."""
+    key = (len(_REGISTERED), present, step, setup)
+    found = _APPLICABLE.get(key)
+    if found is None:
+        found = _APPLICABLE[key] = tuple(
+            c for c in _record_checks()
+            if (step is None or c.step == step)
+            and c.reads <= present
+            and (setup or not c.needs_setup)
+        )
+    return found
+
+
+_APPLICABLE: dict[tuple[int, frozenset[str], str | None, bool], tuple[Check, ...]] = {}
 
 
 # ------------------------------------------------------------------------------------------------

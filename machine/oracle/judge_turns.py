@@ -4,11 +4,12 @@ registered once under its rule id (the one judge's turn side, beside
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..contract.results import canonical_json
+from ..contract.results import canonical_json, same_json
 from .judge_record import Record, env_line
 
 # ------------------------------------------------------------------------------------------------
@@ -41,8 +42,12 @@ class TurnRecord:
     def ids(self) -> list[str]:
         return [f"c{i}" for i in range(self.n)]
 
-    def first(self) -> dict[str, tuple[int, str]]:
+    def first(self) -> Mapping[str, tuple[int, str]]:
         """Each call's first event (index, name): a call started once any of it ran."""
+        return self._first
+
+    @functools.cached_property
+    def _first(self) -> Mapping[str, tuple[int, str]]:  # every turn check asks: worked out once
         out: dict[str, tuple[int, str]] = {}
         for i, e in enumerate(self.events):
             if "call" in e:
@@ -51,6 +56,10 @@ class TurnRecord:
 
     def paired(self) -> bool:
         """Whether the log has one ``tool/call`` and one ``tool/result`` per model call."""
+        return self._paired
+
+    @functools.cached_property
+    def _paired(self) -> bool:
         calls = sorted(e["callId"] for e in self.log if e["kind"] == "tool/call")
         results = sorted(e["callId"] for e in self.log if e["kind"] == "tool/result")
         return calls == self.ids and results == self.ids
@@ -207,11 +216,11 @@ def _notified(turn: TurnRecord) -> dict[str, list[Mapping[str, Any]]]:
 @turn_check("R9", paired=True)
 def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
     """A call that never started gets the revision's synthetic result."""
-    started, skipped = turn.first(), canonical_json(turn.skipped)
+    started = turn.first()
     return [
         (9 + k / 1000, f"{c} never started but its result is {r['payload']}")
         for k, c, r in _results(turn)
-        if c not in started and canonical_json(r["payload"]) != skipped
+        if c not in started and not same_json(r["payload"], turn.skipped)
     ]
 
 
@@ -232,27 +241,28 @@ def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
     committed results' contexts are logged, in commit order."""
     started, notified = turn.first(), _notified(turn)
     out: list[tuple[float, str]] = []
-    wanted: list[tuple[str, str]] = []
+    wanted: list[tuple[str, Any]] = []
     for k, c, r in _results(turn):
         seen = notified.get(c, [])
         if c not in started or len(seen) != 1:
             continue
         published = dict(seen[0])
         contexts = published.pop("additionalContexts", [])
-        if canonical_json(r["payload"]) != canonical_json(published):
+        if not same_json(r["payload"], published):
             out.append(
                 (9 + k / 1000, f"{c}'s tool/result entry {canonical_json(r['payload'])} is not "
                  f"the result its observer received without contexts, "
                  f"{canonical_json(published)}")
             )
-        wanted += [(c, canonical_json(x)) for x in contexts]
-    logged = [
-        (e["callId"], canonical_json(e["payload"])) for e in turn.log if e["kind"] == "context"
-    ]
-    if logged != wanted:
+        wanted += [(c, x) for x in contexts]
+    logged = [(e["callId"], e["payload"]) for e in turn.log if e["kind"] == "context"]
+    if len(logged) != len(wanted) or not all(
+        c == d and same_json(x, y) for (c, x), (d, y) in zip(logged, wanted, strict=True)
+    ):
+        shown = [[(c, canonical_json(x)) for c, x in pairs] for pairs in (logged, wanted)]
         out.append(
-            (10.0, f"the log's contexts {logged} are not the committed results' contexts in "
-             f"commit order {wanted}")
+            (10.0, f"the log's contexts {shown[0]} are not the committed results' contexts in "
+             f"commit order {shown[1]}")
         )
     return out
 
