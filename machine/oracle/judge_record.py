@@ -41,7 +41,7 @@ class Record:
     ``revision`` and ``caller`` (the caller signal at entry: none, live or aborted) come from the
     ``call_entry`` line when the record has one, else from what the harness ran."""
 
-    __slots__ = ("_at", "caller", "derived", "lines", "revision")
+    __slots__ = ("_at", "_events", "caller", "derived", "lines", "revision")
 
     def __init__(self, lines: Sequence[Mapping[str, Any]], revision: str, caller: str) -> None:
         self.lines = list(lines)
@@ -53,13 +53,14 @@ class Record:
         self._at: dict[str, list[int]] = {}
         for i, line in enumerate(self.lines):
             self._at.setdefault(line["event"], []).append(i)
+        self._events = frozenset(self._at)
 
     def has(self, event: str) -> bool:
         return event in self._at
 
     def events(self) -> frozenset[str]:
         """The events the record holds."""
-        return frozenset(self._at)
+        return self._events
 
     def at(self, event: str) -> list[int]:
         """Indices of the ``event`` lines, in order."""
@@ -349,10 +350,10 @@ def first_failure(
     the checks asked then (:attr:`Check.phase`); ``departs``: rules not asked, those a declared
     deviation breaks on purpose (its own expectation is what the answer is compared with)."""
     best: Failure | None = None
-    for c in _asked(level, phase):
-        if c.rule in departs:
+    for c in _reading(level, phase, record.events()):
+        if c.rule in departs or not c.answerable(want):
             continue
-        found = c(record, want)
+        found = c.judge(record, want)
         if found is not None and (best is None or found.at < best.at):
             best = found
     return best
@@ -360,7 +361,24 @@ def first_failure(
 
 def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:
     """The rules some check of which could have failed on ``record`` at ``level``."""
-    return frozenset(c.rule for c in _asked(level, None) if c.could_fail(record, want, level))
+    return frozenset(
+        c.rule
+        for c in _reading(level, None, record.events())
+        if c.answerable(want) and c.antecedent(record, want)
+    )
+
+
+_READING: dict[tuple[str, str | None, int, frozenset[str]], tuple[Check, ...]] = {}
+
+
+def _reading(level: str, phase: str | None, present: frozenset[str]) -> tuple[Check, ...]:
+    """:func:`_asked`, of those whose events are all ``present``: worked out once per kind of
+    record (conform judges thousands of answers of a few dozen kinds)."""
+    key = (level, phase, len(_REGISTERED), present)
+    found = _READING.get(key)
+    if found is None:
+        found = _READING[key] = tuple(c for c in _asked(level, phase) if c.reads <= present)
+    return found
 
 
 _ASKED: dict[tuple[str, str | None, int], tuple[Check, ...]] = {}
