@@ -92,9 +92,11 @@ def test_the_pre_stage_check_holds_for_the_real_registry_and_reads_no_table() ->
         assert check(obs, load_contract().revision(revision), replay=False).violations == []
 
 
-def _row(revision: str, event: str, *guards: str, outcome: str | None = None) -> int:
+def _row(
+    revision: str, event: str, *guards: str, outcome: str | None = None, source: str | None = None
+) -> int:
     """The non-alternative row of ``revision`` for ``event`` whose guards are exactly
-    ``guards`` (and whose outcome is ``outcome``, when given)."""
+    ``guards`` (and whose outcome is ``outcome``, and which leaves ``source``, when given)."""
     rows = [
         t.index
         for t in load_contract().revision(revision).transitions
@@ -103,6 +105,7 @@ def _row(revision: str, event: str, *guards: str, outcome: str | None = None) ->
         and sorted(("!" if not holds else "") + name for name, holds in t.guards)
         == sorted(guards)
         and (outcome is None or t.outcome == outcome)
+        and (source is None or source in t.sources)
     ]
     assert len(rows) == 1, rows
     return rows[0]
@@ -146,18 +149,6 @@ def test_an_open_survivor_is_now_killed(
     assert rule in p.rules(), f"{p.describe(table)} declares {p.rules()}"  # its own rule first
 
 
-def _row_in(revision: str, source: str, event: str, *guards: str) -> int:
-    """:func:`_row`, for an event several states take: the row that leaves ``source``."""
-    rows = [
-        t.index
-        for t in load_contract().revision(revision).transitions
-        if event in t.events and source in t.sources and not t.alternative
-        and sorted(("!" if not holds else "") + name for name, holds in t.guards) == sorted(guards)
-    ]
-    assert len(rows) == 1, rows
-    return rows[0]
-
-
 ATTRIBUTED = [
     # (revision, kind, (source, event, exact guards), change, verdict, rule) -- a kill cites a
     # rule the changed rows declare (Perturbation.rules), whatever the kind of change
@@ -186,7 +177,8 @@ def test_a_kill_cites_a_rule_the_changed_rows_declare(
     status: str,
     rule: str | None,
 ) -> None:
-    p = Perturbation(revision, kind, _row_in(revision, *row), **change)
+    source, event, *guards = row
+    p = Perturbation(revision, kind, _row(revision, event, *guards, source=source), **change)
     verdict = judge(p, max_wrappers=0)
     table = load_contract().revision(revision)
     assert verdict.status == status, (p.describe(table), verdict)
