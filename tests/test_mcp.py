@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import random
 import signal
@@ -619,13 +620,71 @@ def test_arguments_are_checked_against_the_input_schema_before_the_registry(back
             "invalid arguments for tool 'echo' at $.text: 3 is not of type 'string'"
         )
         [line] = [c["text"] for c in wire(broken)["content"]]
-        assert line.startswith("tool 'broken' has an input_schema that is not a JSON Schema: ")
+        assert line.startswith("tool 'broken': its input_schema is not a JSON Schema: ")
         assert "\n" not in line and broken.is_error
         assert wire(fine)["content"] == text("hi")
         assert bodies == [{"text": "hi"}]  # no body started, and the registry never entered:
         assert len(rig.entered) == len(rig.published) == 1  # nothing published for them
 
     run(backend, main)
+
+
+@pytest.mark.parametrize(
+    ("schema", "why"),
+    [
+        (
+            {"type": "array"},
+            'MCP needs an object schema at the top of its input_schema ("type": '
+            '"object"), not "type": "array"',
+        ),
+        (
+            {"properties": {}},
+            'MCP needs an object schema at the top of its input_schema ("type": '
+            '"object"), not "type": null',
+        ),
+        ({"type": "object", "required": "text"}, "its input_schema is not a JSON Schema: "),
+    ],
+)
+def test_a_schema_mcp_cannot_list_is_refused_when_the_server_is_built(
+    schema: dict[str, Any], why: str
+) -> None:
+    registry = ToolRegistry()
+    registry.register("fine", echo_body, input_schema={"type": "object"})
+    registry.register("odd", echo_body, input_schema=schema)
+    with pytest.raises(ValueError) as refused:
+        build_server(registry)
+    [line] = str(refused.value).splitlines()
+    assert line.startswith(f"tool 'odd': {why}"), line
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_tools_list_works_whatever_a_later_tool_s_schema_is(
+    backend: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def main() -> None:
+        rig = Rig()  # built first: the tools come after, where build_server cannot see them
+        rig.registry.register("fine", echo_body, input_schema={"type": "object"})
+        rig.registry.register("odd", echo_body, input_schema={"type": "array"})
+        with caplog.at_level(logging.WARNING, logger="toolcancel.runtime.mcp"):
+            async with Client(rig.server) as client:
+                first = [t.name for t in (await client.list_tools()).tools]
+                again = [t.name for t in (await client.list_tools()).tools]
+                odd = await client.call_tool("odd", {"text": "x"})
+                fine = await client.call_tool("fine", {"text": "hi"})
+        assert first == again == ["fine"]
+        assert [r.getMessage() for r in caplog.records] == [
+            "tools/list leaves out tool 'odd': MCP needs an object schema at the top of its "
+            'input_schema ("type": "object"), not "type": "array"'
+        ]
+        assert odd.is_error and wire(odd)["content"][0]["text"].startswith("tool 'odd': MCP needs")
+        assert wire(fine)["content"] == text("hi")
+        assert len(rig.published) == 1  # the refused call never entered the registry
+
+    run(backend, main)
+
+
+async def echo_body(arguments: Any, view: Execution) -> list[dict[str, str]]:
+    return text(arguments["text"])
 
 
 def test_server_info_names_the_package_version() -> None:

@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import codecs
 import itertools
+import json
 import logging
 import os
 import signal
@@ -119,8 +120,13 @@ def build_server(
     Installs the registry's timeout policy (one server per registry: installing it twice would
     wrap every call in two deadlines).
     """
+    for definition in registry.definitions(agent):
+        refused = _schema_refusal(definition)
+        if refused is not None:
+            raise ValueError(refused)
     install_timeout_policy(registry)
     validators: dict[str, tuple[Mapping[str, Any], Any]] = {}  # tool -> (its schema, a validator)
+    left_out: set[tuple[str, int]] = set()  # tools listed without, each logged once
 
     def invalid(name: str, arguments: Mapping[str, Any]) -> str | None:
         """Why ``arguments`` do not fit tool ``name``'s ``input_schema``, if they do not."""
@@ -130,12 +136,10 @@ def build_server(
         schema = definition.input_schema
         known = validators.get(name)
         if known is None or known[0] is not schema:
-            cls = jsonschema.validators.validator_for(schema)
-            try:
-                cls.check_schema(schema)
-            except jsonschema.SchemaError as bad:
-                return f"tool {name!r} has an input_schema that is not a JSON Schema: {bad.message}"
-            known = validators[name] = (schema, cls(schema))
+            refused = _schema_refusal(definition)
+            if refused is not None:
+                return refused
+            known = validators[name] = (schema, jsonschema.validators.validator_for(schema)(schema))
         error = jsonschema.exceptions.best_match(known[1].iter_errors(arguments))
         if error is None:
             return None
@@ -144,7 +148,15 @@ def build_server(
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=[_tool(d) for d in registry.definitions(agent)])
+        tools = []
+        for definition in registry.definitions(agent):
+            refused = _schema_refusal(definition)
+            if refused is None:
+                tools.append(_tool(definition))
+            elif (definition.name, id(definition)) not in left_out:  # registered after the build
+                left_out.add((definition.name, id(definition)))
+                log.warning("tools/list leaves out %s", refused)
+        return types.ListToolsResult(tools=tools)
 
     async def call_tool(
         ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
@@ -340,6 +352,28 @@ def to_call_tool_result(result: ToolResult) -> types.CallToolResult:
     if meta:
         wire["_meta"] = meta
     return types.CallToolResult.model_validate(wire)
+
+
+def _schema_refusal(definition: ToolDefinition) -> str | None:
+    """Why MCP cannot list ``definition``'s tool, if it cannot: its ``input_schema`` is not a JSON
+    Schema, or its top level is not an object schema (``"type": "object"``, which MCP's
+    ``Tool.inputSchema`` requires).  One line naming the tool."""
+    schema = definition.input_schema
+    if schema is None:
+        return None
+    try:
+        jsonschema.validators.validator_for(schema).check_schema(schema)
+    except jsonschema.SchemaError as bad:
+        return (
+            f"tool {definition.name!r}: its input_schema is not a JSON Schema: "
+            f"{' '.join(bad.message.split())}"
+        )
+    if schema.get("type") != "object":
+        return (
+            f"tool {definition.name!r}: MCP needs an object schema at the top of its input_schema "
+            f'("type": "object"), not "type": {json.dumps(schema.get("type"))}'
+        )
+    return None
 
 
 def _tool(definition: ToolDefinition) -> types.Tool:
