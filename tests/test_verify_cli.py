@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import re
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -133,3 +135,47 @@ def test_the_harness_holds_an_uncooperative_body_a_day_and_sees_a_grace_period(
     found = check(broken, table).violations
     assert found and found[0].rule == "R27", found
     assert "86,400 s" in found[0].explanation
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(300, method="signal")  # raises in a stuck readline: `finally` still reaps
+def test_ctrl_c_during_a_verify_with_two_workers_is_one_line_and_status_130() -> None:
+    """Ctrl-C reaches the terminal's whole foreground process group: the workers too.  They leave
+    it to the parent (toolcancel.selfcheck.workers), which says one line and exits 130."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "toolcancel.cli.main", "verify", "--workers", "2"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
+        env={**os.environ, "TOOLCANCEL_PROGRESS": "1"},  # the suite turns it off
+        start_new_session=True,  # its own process group, as a terminal's foreground job
+        # as a terminal starts it, even when the suite runs as a background job (SIGINT ignored)
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )  # fmt: skip
+    try:
+        # the gate: the first progress line (two seconds in), written as the workers run jobs;
+        # the full bound takes minutes, so the run is still going when the signal arrives
+        assert proc.stderr is not None
+        first = proc.stderr.readline()
+        assert first.startswith("toolcancel verify: ") and "configurations" in first, first
+        os.killpg(proc.pid, signal.SIGINT)
+        out, err = proc.communicate(timeout=120)  # a bound that fails the test, not a wait
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert (proc.returncode, err, out) == (130, "toolcancel verify: interrupted\n", "")
+
+
+def test_the_self_checks_workers_ignore_sigint_from_their_first_instruction() -> None:
+    """What makes the one line above certain rather than likely: whenever Ctrl-C lands, a worker
+    (verify's, the spec mutants', the vectors' generator's) takes no KeyboardInterrupt."""
+    from toolcancel.selfcheck.workers import pool
+
+    parent = signal.getsignal(signal.SIGINT)
+    with pool(2) as workers:
+        seen = workers.map(_sigint_disposition, range(4), chunksize=1)
+    assert seen == [int(signal.SIG_IGN)] * 4
+    assert signal.getsignal(signal.SIGINT) is parent  # the parent's own is left as it was
+
+
+def _sigint_disposition(_: int) -> int:
+    return int(signal.getsignal(signal.SIGINT))

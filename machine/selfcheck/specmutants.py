@@ -263,9 +263,9 @@ def run_all(
             if progress:
                 progress(i, len(tasks))
     else:
-        import multiprocessing
+        from .workers import pool as worker_pool
 
-        with multiprocessing.get_context("fork").Pool(workers) as pool:
+        with worker_pool(workers) as pool:
             for i, v in enumerate(pool.imap_unordered(_judge_task, tasks, chunksize=1), 1):
                 verdicts[v.perturbation] = v
                 if progress:

@@ -310,9 +310,9 @@ def generate(
     if workers <= 1 or len(batches) <= 1:
         results: Iterable[list[dict[str, Any]]] = map(_run_batch, batches)
         return _number(revision, counted(results))
-    import multiprocessing
+    from .workers import pool as worker_pool
 
-    with multiprocessing.get_context("fork").Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         return _number(revision, counted(pool.imap(_run_batch, batches)))
 
 

@@ -337,10 +337,9 @@ def run_jobs(
         for job in jobs:
             yield job.run(factory)
         return
-    import multiprocessing
+    from .workers import pool as worker_pool
 
-    ctx = multiprocessing.get_context("fork")
-    with ctx.Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         # One job per task: a job is a few tenths of a second, so the tail is short and the
         # pickling is small (a job names its configurations; the factory pickles by reference).
         yield from pool.imap_unordered(_worker, [(job, factory) for job in jobs], chunksize=1)
