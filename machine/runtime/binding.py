@@ -40,17 +40,38 @@ def _own_task(
         call.task_cancelled(_message_of(cancelled))
     loop = asyncio.get_running_loop()
     if _EAGER is not None:
-        return _EAGER(loop, call.run(False), name=call.call_id), None
+        return _EAGER(loop, _owned(call, None), name=call.call_id), None
     ended: asyncio.Future[None] = loop.create_future()
-    return loop.create_task(_waking(call, ended), name=call.call_id), ended
+    return loop.create_task(_owned(call, ended), name=call.call_id), ended
 
 
-async def _waking(call: _Call, ended: asyncio.Future[None]) -> ToolResult:
-    """``call``'s pipeline, setting ``ended`` as it ends however it ends."""
+async def _owned(call: _Call, ended: asyncio.Future[None] | None) -> ToolResult:
+    """``call``'s pipeline as its task's coroutine, setting ``ended`` (if any) as it ends.
+
+    It holds the pipeline rather than being it, so that the ways out of the contract end the
+    task quietly: abandoned (P7), the pipeline is closed under it (:func:`_abandon`) and the task
+    ends cancelled, not with a closed coroutine's ``RuntimeError`` for asyncio's runner to
+    report; closed with its loop (the loop closed while the call still ran), one WARNING line
+    names the call instead of the garbage collector's "Exception ignored" traceback."""
     try:
         return await call.run(False)
+    except RuntimeError:
+        if call.abandoned:  # its pipeline was closed: nothing more of it runs
+            raise asyncio.CancelledError from None
+        raise
+    except GeneratorExit:
+        if not call.abandoned:
+            log.warning(
+                "call %s (%s): its event loop was closed in state %s: the call was not awaited "
+                "to quiescence and no result was published",
+                call.call_id,
+                call.name,
+                call.state,
+            )
+        raise
     finally:
-        _wake(ended, None)
+        if ended is not None and not ended.get_loop().is_closed():
+            _wake(ended, None)
 
 
 _EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
@@ -147,12 +168,13 @@ def _abandon(call: _Call, task: asyncio.Task[Any], interrupt: BaseException) -> 
     """A second interrupt (P7): abandon ``call`` and close its task's pipeline, not awaited."""
     call.abandon(interrupt)
     coro: Any = task.get_coro()  # None only for a task already done (3.12+)
+    pipeline: Any = None if coro is None else coro.cr_await  # what _owned awaits
     try:
-        if coro is not None:
-            coro.close()
+        if pipeline is not None:
+            pipeline.close()
     except RuntimeError as closing:  # a body that ignores GeneratorExit too
         log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
-    task.cancel()  # its coroutine is closed: the task ends cancelled, nothing more runs
+    task.cancel()  # its pipeline is closed: the task ends cancelled (_owned), nothing more runs
 
 
 def _message_of(cancelled: asyncio.CancelledError) -> str | None:
