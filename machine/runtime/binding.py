@@ -29,23 +29,27 @@ from .stepping import _interrupt_of, log
 
 def _own_task(
     call: _Call, cancelled: asyncio.CancelledError | None = None
-) -> tuple[asyncio.Task[Any], asyncio.Future[None] | None]:
+) -> tuple[asyncio.Task[Any], asyncio.Future[None] | None, Coroutine[Any, Any, ToolResult]]:
     """Start ``call``'s pipeline in a task of its own: eagerly where asyncio offers it (3.12+),
     so a call whose user code never suspends runs to its end right here, with no turn of the
     loop.  Before 3.12 the task is scheduled, and also returned is a future its pipeline sets
     as it ends: awaited, it wakes the awaiting task a turn sooner than the task's done callback.
     ``cancelled`` is a cancellation that reached the awaiting task before it first ran the
-    call: the call starts aborted (P2)."""
+    call: the call starts aborted (P2).  Also returned: the pipeline the task holds, which only
+    :func:`_abandon` closes."""
     if cancelled is not None:
         call.task_cancelled(_message_of(cancelled))
     loop = asyncio.get_running_loop()
+    pipeline = call.run(False)
     if _EAGER is not None:
-        return _EAGER(loop, _owned(call, None), name=call.call_id), None
+        return _EAGER(loop, _owned(call, pipeline, None), name=call.call_id), None, pipeline
     ended: asyncio.Future[None] = loop.create_future()
-    return loop.create_task(_owned(call, ended), name=call.call_id), ended
+    return loop.create_task(_owned(call, pipeline, ended), name=call.call_id), ended, pipeline
 
 
-async def _owned(call: _Call, ended: asyncio.Future[None] | None) -> ToolResult:
+async def _owned(
+    call: _Call, pipeline: Coroutine[Any, Any, ToolResult], ended: asyncio.Future[None] | None
+) -> ToolResult:
     """``call``'s pipeline as its task's coroutine, setting ``ended`` (if any) as it ends.
 
     It holds the pipeline rather than being it, so that the ways out of the contract end the
@@ -54,7 +58,7 @@ async def _owned(call: _Call, ended: asyncio.Future[None] | None) -> ToolResult:
     report; closed with its loop (the loop closed while the call still ran), one WARNING line
     names the call instead of the garbage collector's "Exception ignored" traceback."""
     try:
-        return await call.run(False)
+        return await pipeline
     except RuntimeError:
         if call.abandoned:  # its pipeline was closed: nothing more of it runs
             raise asyncio.CancelledError from None
@@ -89,9 +93,10 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
     raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
     """
-    task, ended = _own_task(call, cancelled)
+    task, ended, pipeline = _own_task(call, cancelled)
     if not task.done():
-        caught = await drain(task, call.task_cancelled, partial(_abandon, call, task), ended)
+        abandon = partial(_abandon, call, task, pipeline)
+        caught = await drain(task, call.task_cancelled, abandon, ended)
         cancelled = cancelled or caught
     if task.cancelled() and call.state == "materialized":
         result = call.result  # the call's own task cancelled itself after publishing
@@ -164,14 +169,16 @@ def _anyio_scope_cancelled() -> bool:
     return anyio is not None and anyio.current_effective_deadline() == -math.inf
 
 
-def _abandon(call: _Call, task: asyncio.Task[Any], interrupt: BaseException) -> None:
+def _abandon(
+    call: _Call,
+    task: asyncio.Task[Any],
+    pipeline: Coroutine[Any, Any, ToolResult],
+    interrupt: BaseException,
+) -> None:
     """A second interrupt (P7): abandon ``call`` and close its task's pipeline, not awaited."""
     call.abandon(interrupt)
-    coro: Any = task.get_coro()  # None only for a task already done (3.12+)
-    pipeline: Any = None if coro is None else coro.cr_await  # what _owned awaits
     try:
-        if pipeline is not None:
-            pipeline.close()
+        pipeline.close()
     except RuntimeError as closing:  # a body that ignores GeneratorExit too
         log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
     task.cancel()  # its pipeline is closed: the task ends cancelled (_owned), nothing more runs
