@@ -270,7 +270,7 @@ def test_progress_in_a_log_is_a_plain_line_every_ten_seconds_after_a_quiet_start
         progress.update(done, 6000, "seed")
     progress.close()
     assert log.getvalue().splitlines() == [
-        "toolcancel vectors: seed: 200/6,000 configurations (3 s, about 1 min 27 s left)",
+        "toolcancel vectors: seed: 200/6,000 configurations (3 s)",  # too little done to guess
         "toolcancel vectors: seed: 1,000/6,000 configurations (14 s, about 1 min 10 s left)",
         "toolcancel vectors: seed: 3,000/6,000 configurations (40 s, about 40 s left)",
     ]
@@ -314,6 +314,28 @@ def test_a_new_phase_restarts_the_estimate_a_new_label_alone_does_not(
     assert log.getvalue().splitlines()[-1] == (
         "toolcancel verify --mutants: d: 3/4 mutants (40 s, about 13 s left)"
     )
+
+
+def test_no_estimate_before_a_share_of_the_work_is_done_and_a_few_seconds_have_passed(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TOOLCANCEL_PROGRESS", raising=False)
+    clock, log = Clock(), io.StringIO()
+    progress = Progress("conform", "vectors", stream=log, clock=clock, every=0)
+    for t, done in [(2, 1), (2.5, 800), (4, 800), (7.5, 9000)]:
+        clock.now = 100.0 + t
+        progress.update(done, 10_000)
+    assert log.getvalue().splitlines() == [
+        "toolcancel conform: 1/10,000 vectors (2 s)",  # once: "about 5 h 33 min left"
+        "toolcancel conform: 800/10,000 vectors (2 s)",  # a share done, too soon
+        "toolcancel conform: 800/10,000 vectors (4 s, about 46 s left)",
+        "toolcancel conform: 9,000/10,000 vectors (7 s, about 0 s left)",
+    ]
+    assert progress.elapsed() == 7.5  # what the summary prints: the lines' own clock
+    slow = Progress("conform", "vectors", stream=log, clock=clock, every=0)
+    clock.now += 60
+    slow.update(100, 10_000)  # long enough, too little done
+    assert log.getvalue().splitlines()[-1] == "toolcancel conform: 100/10,000 vectors (1 min 00 s)"
 
 
 @pytest.mark.parametrize("off", ["env", "flag"])

@@ -22,7 +22,7 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
 
@@ -118,8 +118,8 @@ class Progress:
         now = self._clock()
         what = f"{label}: " if label else ""
         eta = ""
-        if 0 < done < total:
-            spent = now - self._label_start
+        spent = now - self._label_start
+        if 0 < done < total and done >= ESTIMATE_SHARE * total and spent >= ESTIMATE_AFTER:
             eta = f", about {_duration(spent * (total - done) / done)} left"
         if self.tty:
             width = 24
@@ -128,6 +128,11 @@ class Progress:
         else:
             head = f"toolcancel {self.command}: "
         return f"{head}{what}{done:,}/{total:,} {self.unit} ({_duration(now - self.start)}{eta})"
+
+    def elapsed(self) -> float:
+        """Seconds since the display began, on the clock of its lines: the time a command's
+        summary prints, so that it and the last progress line agree."""
+        return self._clock() - self.start
 
     def update(self, done: int, total: int, label: str | None = None) -> None:
         if not self.enabled:
@@ -149,6 +154,13 @@ class Progress:
         self._shown = now
         self._drawn = True
         self.stream.flush()
+
+
+ESTIMATE_SHARE: Final = 0.05
+ESTIMATE_AFTER: Final = 3.0
+"""A progress line estimates the time left only once this share of the phase's work is done and
+these seconds of it have passed: before, a rate read off the first few items (the slowest, or a
+lucky few) says "about 5 h left" for a run of seconds."""
 
 
 def _duration(seconds: float) -> str:

@@ -126,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             only=args.only or (),
             progress=progress.update,
         )
+        report.seconds = progress.elapsed()  # the progress line's clock, from the same moment
     if report.strays:  # one line: the adapter's business, but its user should know
         print(
             f"toolcancel conform: note: the adapter started {report.strays} process"
