@@ -88,7 +88,8 @@ def connect(address: str) -> Any:
         from distributed.comm.addressing import get_address_host_port
     except ImportError:
         raise ClusterError(
-            "--cluster needs Dask distributed: pip install 'toolcancel[cluster]'"
+            "--cluster needs Dask distributed: pip install './toolcancel[cluster]', where "
+            "./toolcancel is your clone of toolcancel"
         ) from None
     try:  # a malformed address is refused before a client exists (one that failed lingers)
         get_address_host_port(address)

@@ -54,7 +54,7 @@ try:
 except ModuleNotFoundError as exc:  # not a run-time dependency: only this module needs it
     raise ModuleNotFoundError(
         "toolcancel.teaching.statechart needs the statechart extra: "
-        "pip install 'toolcancel[statechart]'",
+        "pip install './toolcancel[statechart]', where ./toolcancel is your clone of toolcancel",
         name=exc.name,
     ) from exc
 

@@ -227,7 +227,6 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _spec_mutants(args: argparse.Namespace) -> int:
-
     from ...selfcheck.specmutants import run_all, summarize
 
     bound = args.max_wrappers
