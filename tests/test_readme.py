@@ -192,6 +192,13 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
         "test_mcp.py", "test_a_stop_signal_drains_publishes_once_and_exits_0")),
     (r"with status (128) \+ the signal's number", lambda m: "code == 128 + signal.SIGINT"
      in (ROOT / "tests/test_mcp.py").read_text("utf-8")),
+    (r"stdio client \(mcp (2\.3)\), on\s+leaving, closes the server's stdin, sends SIGTERM to its "
+     r"process group (2) s later and SIGKILL (2) s\s+after that, so a body draining longer than "
+     r"about (4) s", lambda m: (
+         (stdio := __import__("mcp.client.stdio").client.stdio).PROCESS_TERMINATION_TIMEOUT,
+         stdio.FORCE_KILL_TIMEOUT) == (n(m.group(2)), n(m.group(3)))
+     and n(m.group(2)) + n(m.group(3)) == n(m.group(4))
+     and f"mcp=={m.group(1)}." in str(pyproject()["project"]["optional-dependencies"]["mcp"])),
     (r"mcp (2\.3\.0) has", lambda m: f"mcp=={m.group(1)}"
      in pyproject()["project"]["optional-dependencies"]["mcp"]),  # type: ignore[index]
     (r"shows the (seven) stages, every state and every transition number on one (16):(9)",
