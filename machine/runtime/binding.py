@@ -271,27 +271,30 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             return
         self._driver.close()
 
-    def _drop(self) -> None:
+    def _drop(self, logged: bool = True) -> None:
         call = self._call
         if call.state != "materialized" and call in call.registry._in_flight:
             call.registry._in_flight.pop(call, None)
             call.detach()
-            log.warning(
-                "call %s (%s) entered but was never awaited: nothing ran, nothing was published",
-                call.call_id,
-                call.name,
-            )
+            if logged:  # else the RuntimeWarning of __del__ is its one report
+                log.warning(
+                    "call %s (%s) entered but was never awaited: nothing ran, nothing was "
+                    "published",
+                    call.call_id,
+                    call.name,
+                )
 
     def __del__(self) -> None:
         if self._driver is None and not self._closed:
             call = self._call
             warnings.warn(
-                f"call {call.call_id} ({call.name!r}) was entered by execute() but never awaited",
+                f"call {call.call_id} ({call.name!r}) was entered by execute() but never awaited: "
+                "nothing ran, nothing was published",
                 RuntimeWarning,
                 stacklevel=2,
                 source=self,
             )
-            self._drop()
+            self._drop(logged=False)
 
     def __repr__(self) -> str:
         return f"<PendingCall {self._call.call_id} {self._call.name!r} in {self._call.state}>"
