@@ -144,7 +144,9 @@ woken would hang CI.  The bound is far above what any of their tests takes on a 
 (the slowest, the MCP soak, takes seconds), so reaching it means a test is stuck, not slow.  A
 test may declare its own ``@pytest.mark.timeout``.
 
-The ``thread`` method: it prints every thread's stack and ends the run.  The ``signal`` method
+The ``thread`` method: it prints every thread's stack and ends its process -- under xdist, as
+scripts/test runs every pytest (``-n``), one worker, which xdist reports as that test's failure
+and replaces, so the run goes on to its summary.  The ``signal`` method
 raises inside the stuck loop instead, whose teardown then waits for the very calls that are stuck
 (a cancelled call is awaited to quiescence), so the test would hang all the same."""
 
