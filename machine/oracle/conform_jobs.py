@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -81,6 +82,8 @@ def run_jobs(
     conns: list[Connection] = []
     answers: dict[int, tuple[str, Any]] = {}
     start = time.perf_counter()
+    gc.freeze()  # the jobs' collections leave the inherited objects (the vectors) unscanned:
+    # untouched, their pages stay shared instead of being copied into every job
     with reaper.subreaper():
         try:
             with _no_interrupt():  # a Ctrl-C now would reach a job before it ignores them
@@ -113,6 +116,7 @@ def run_jobs(
                 if progress is not None and shared[_TOTAL]:
                     progress(shared[_JUDGED], shared[_TOTAL])
         finally:
+            gc.unfreeze()
             _stop(procs)
             for conn in conns:
                 conn.close()
