@@ -15,6 +15,8 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 * memory per in-flight call (tracemalloc);
 * ``toolcancel check`` events/s and ``toolcancel conform --self`` vectors/s (wall clock: what a
   user waits for);
+* ``conform`` through the JavaScript example's adapter on 1 job and on one per CPU (``--jobs``),
+  alternating, with the speed-up judged on quiet pairs;
 * the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
   processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
@@ -38,6 +40,7 @@ import json
 import math
 import os
 import resource
+import shutil
 import statistics
 import subprocess
 import sys
@@ -335,6 +338,56 @@ def timed(fn: Callable[[], Any]) -> tuple[Any, dict[str, float]]:
                     "cpu_seconds": cpu + children, "others_cores": others}
 
 
+def conform_scaling(quick: bool) -> dict[str, Any]:
+    """``conform`` through the JavaScript example's adapter (every seed vector, call and turn)
+    on 1 job and on one per CPU, alternating: wall seconds of the whole command (loading the
+    vectors, starting adapters, judging), CPU, and the cores other processes kept busy.  The
+    speed-up is judged on the pairs where both runs had the cores to themselves."""
+    from toolcancel.oracle.conform import conform
+    from toolcancel.oracle.conform_jobs import available
+
+    jobs = available()
+    command = ["node", str(ROOT / "examples" / "js" / "adapter-trace.js")]
+    if shutil.which("node") is None:
+        return {"jobs": jobs, "skipped": "node is not installed"}
+    pairs = []
+    for _ in range(2 if quick else SPEEDUP_PAIRS):
+        pair = {}
+        for n in (1, jobs):
+            report, t = timed(lambda n=n: conform(command, "seed", jobs=n))
+            pair[n] = {**t, "vectors": len(report.judgements), "jobs": report.jobs,
+                       "failed": report.failed}
+        pairs.append(pair)
+    return {"jobs": jobs, "pairs": pairs}
+
+
+def print_conform(c: dict[str, Any]) -> None:
+    print(f"\nconform through the JS example's adapter (node, seed, call and turn vectors): 1 job "
+          f"and {c['jobs']}, alternating (wall clock of the whole command)")
+    if "skipped" in c:
+        print(f"  SKIPPED: {c['skipped']}")
+        return
+    quiet = []
+    for pair in c["pairs"]:
+        one, many = pair[1], pair[c["jobs"]]
+        speedup = one["seconds"] / many["seconds"]
+        calm = max(one["others_cores"], many["others_cores"]) < QUIET_CORES
+        if calm:
+            quiet.append(speedup)
+        print(f"  {one['vectors']:,} vectors: 1 job {one['seconds']:.2f} s "
+              f"({one['vectors'] / one['seconds']:,.0f}/s, CPU {one['cpu_seconds']:.2f} s), "
+              f"{many['jobs']} jobs {many['seconds']:.2f} s "
+              f"({many['vectors'] / many['seconds']:,.0f}/s, CPU {many['cpu_seconds']:.2f} s): "
+              f"{speedup:.2f}x; other processes kept {one['others_cores']:.1f} / "
+              f"{many['others_cores']:.1f} cores busy{'' if calm else ' (not quiet)'}")
+    if quiet:
+        print(f"  speed-up on quiet pairs: median {statistics.median(quiet):.2f}x  target >= "
+              f"{SPEEDUP_TARGET}x  {mark(statistics.median(quiet) >= SPEEDUP_TARGET)}")
+    else:
+        print(f"  speed-up: no quiet pair (target >= {SPEEDUP_TARGET}x on two idle cores: "
+              "not judged)")
+
+
 def product_of_bounds(revision: str, max_wrappers: int) -> int:
     """Configurations in the full cross product of the scenario dimensions within the bounds:
     callers x args x pre-execute x approval x agent x seam x guards x wrapper stacks x timeouts
@@ -498,6 +551,8 @@ def print_table(out: dict[str, Any]) -> None:
     print_interpreters(out["interpreters"])
     if "memory" in out:  # not with --calls
         print_rest(out)
+    if "conform" in out:
+        print_conform(out["conform"])
     if "verifier" in out:
         print_verifier(out["verifier"])
 
@@ -646,6 +701,8 @@ def main() -> int:
                         help="fewer rounds and a smaller trace (a smoke run, not a measurement)")
     parser.add_argument("--save", type=Path, metavar="PATH",
                         help="also write the JSON object to PATH")
+    parser.add_argument("--conform", action="store_true",
+                        help="with --calls: also conform through the JS adapter on 1 and N jobs")
     parser.add_argument("--calls", action="store_true",
                         help="only the per-call overhead, on every tested Python and build")
     ab = parser.add_argument_group(
@@ -682,6 +739,8 @@ def main() -> int:
         out["memory"] = in_flight_memory()
         out["throughput"] = throughput(args.quick)
         out["engines"] = engine_scaling(args.quick)
+    if not args.calls or args.conform:
+        out["conform"] = conform_scaling(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
     if args.save:

@@ -58,7 +58,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from . import reaper, turnvectors
+from . import conform_jobs, reaper, turnvectors
 from .capabilities import STAGE_OBSERVATIONS, needs
 from .conform_adapter import HELLO_TIMEOUT, Adapter
 from .conform_judge import Judge
@@ -131,9 +131,21 @@ async def _run_vectors(
     progress: Callable[[int, int], None] | None,
     turns: Sequence[TurnVector] = (),
     stageless: Sequence[Vector] = (),
+    claim: Callable[[int], Sequence[int]] | None = None,
+    indices: list[int] | None = None,
+    hello: dict[str, Any] | None = None,
 ) -> Report:
+    """The run on one adapter.  ``claim(total)`` hands out the indices of the run's items this
+    adapter is to judge, a few at a time, until it returns none (:mod:`.conform_jobs`: several
+    adapters share the items); without it, this adapter judges every item.  The report's
+    judgements are in item order either way; ``indices`` receives which items they are, and
+    ``hello`` the adapter's hello."""
+    if indices is None:
+        indices = []
     adapter = Adapter(command, timeout, hello_timeout)
     await adapter.start()
+    if hello is not None:
+        hello.update(adapter.hello)
     caps = adapter.capabilities
     if caps.declared and not caps.everything:  # one vector per scenario, not per path
         vectors = [*vectors, *stageless]
@@ -161,7 +173,13 @@ async def _run_vectors(
     declared = Declared(adapter.deviations, revision, adapter.retry)
     report.declared = tuple(d.name for d in declared.deviations)
     if declared:  # their models run once, off the loop, before the first answer is judged
-        await asyncio.to_thread(declared.prepare, [v for v in items if isinstance(v, Vector)])
+        try:
+            await asyncio.to_thread(
+                declared.prepare, [v for v in items if isinstance(v, Vector)]
+            )
+        except BaseException:  # cancelled (an interrupt): the adapter is stopped all the same
+            await adapter.stop()
+            raise
     ran_turns = adapter.turns and bool(turns)  # declared, and the run has turn vectors
     report.turns = ran_turns
     report.capabilities = caps
@@ -184,10 +202,22 @@ async def _run_vectors(
         else vector_message(v, adapter.protocol)
         for v in items
     ]
-    todo = collections.deque(range(len(items)))
+    if claim is None:
+        claim = _everything()
+    todo = collections.deque(claim(len(items)))
     pending: collections.deque[int] = collections.deque()
+    judged: list[tuple[int, Judgement]] = []
+    dead: str | None = None  # why the adapter could not be restarted: the rest fails so
     try:
         while todo or pending:
+            if dead is not None:
+                for j in todo:
+                    judged.append((j, _unrestarted(items[j].id, dead)))
+                todo.clear()
+                todo.extend(claim(len(items)))
+                continue
+            if len(pending) <= window // 2 and len(todo) < window:
+                todo.extend(claim(len(items)))
             if todo and len(pending) <= window // 2:  # top up in one write, not one per vector
                 batch = []
                 while todo and len(pending) < window:
@@ -203,13 +233,16 @@ async def _run_vectors(
                 answer = parse_answer(line, v.id, adapter.protocol)
             except AdapterDied as exc:
                 pending.popleft()
-                report.judgements.append(
-                    Judgement(
-                        v.id,
-                        False,
-                        rule=PROTOCOL_RULE,
-                        explanation=f"{v.id}: {exc}",
-                        step="adapter",
+                judged.append(
+                    (
+                        i,
+                        Judgement(
+                            v.id,
+                            False,
+                            rule=PROTOCOL_RULE,
+                            explanation=f"{v.id}: {exc}",
+                            step="adapter",
+                        ),
                     )
                 )
                 todo.extendleft(reversed(pending))
@@ -219,47 +252,72 @@ async def _run_vectors(
                 try:
                     await adapter.start()
                 except ConformError as exc2:
-                    for j in todo:
-                        report.judgements.append(
-                            Judgement(
-                                items[j].id,
-                                False,
-                                rule=PROTOCOL_RULE,
-                                explanation=f"{items[j].id}: the adapter could not be "
-                                f"restarted: {exc2}",
-                                step="adapter",
-                            )
-                        )
-                    todo.clear()
+                    dead = str(exc2)
                 continue
             pending.popleft()
             if answer.get("type") == "error":
-                report.judgements.append(
-                    Judgement(
-                        v.id,
-                        False,
-                        rule=PROTOCOL_RULE,
-                        explanation=f"{v.id}: the adapter could not run it: "
-                        f"{str(answer.get('message'))[:QUOTE]}",
-                        step="adapter",
+                judged.append(
+                    (
+                        i,
+                        Judgement(
+                            v.id,
+                            False,
+                            rule=PROTOCOL_RULE,
+                            explanation=f"{v.id}: the adapter could not run it: "
+                            f"{str(answer.get('message'))[:QUOTE]}",
+                            step="adapter",
+                        ),
                     )
                 )
                 continue
-            report.judgements.append(
-                judge.judge_turn(v, answer)
-                if isinstance(v, TurnVector)
-                else _judged(judge, declared, v, answer)
+            judged.append(
+                (
+                    i,
+                    judge.judge_turn(v, answer)
+                    if isinstance(v, TurnVector)
+                    else _judged(judge, declared, v, answer),
+                )
             )
             if progress is not None:
-                progress(len(report.judgements), len(items))
+                progress(len(judged), len(items))
+    except BaseException:  # failed or interrupted: no graceful exit to wait for
+        await adapter.stop()
+        raise
     finally:
-        await adapter.stop(graceful=True)
+        await adapter.stop(graceful=True)  # nothing left to do if stopped above
+    judged.sort(key=lambda ij: ij[0])
+    indices[:] = [i for i, _ in judged]
+    report.judgements = [j for _, j in judged]
     report.seconds = time.perf_counter() - start
     report.strays = adapter.strays
     # "turns" seen: the scheduler could be judged (the hello declares turns), whether or not this
     # run's vectors held any turn vector -- the coverage table says which of the two it was
     report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
+
+
+def _everything() -> Callable[[int], Sequence[int]]:
+    """A ``claim`` that hands out every item at its first call, then none."""
+    given = False
+
+    def claim(total: int) -> Sequence[int]:
+        nonlocal given
+        if given:
+            return ()
+        given = True
+        return range(total)
+
+    return claim
+
+
+def _unrestarted(vid: str, why: str) -> Judgement:
+    return Judgement(
+        vid,
+        False,
+        rule=PROTOCOL_RULE,
+        explanation=f"{vid}: the adapter could not be restarted: {why}",
+        step="adapter",
+    )
 
 
 def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, Any]) -> Judgement:
@@ -342,10 +400,12 @@ def conform(
     hello_timeout: float = HELLO_TIMEOUT,
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
+    jobs: int = 1,
 ) -> Report:
     """Run the vectors of ``revision`` (the committed ones, call and turn vectors and the
     stage-less family for a hello that lacks a capability, unless ``vectors_path`` names a call
-    vectors file), or only those ``only`` selects (:func:`select`)."""
+    vectors file), or only those ``only`` selects (:func:`select`), on ``jobs`` adapter
+    processes at once (:mod:`.conform_jobs`; as many as the vectors keep busy)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
     vectors = load_vectors(path)
     wrong = [v.id for v in vectors if v.revision != revision]
@@ -361,6 +421,21 @@ def conform(
         family = {v.id for v in stageless}
         vectors = [v for v in picked if v.id not in family]
         stageless = [v for v in picked if v.id in family]
+    jobs = conform_jobs.useful(jobs, len(vectors) + len(turns) + len(stageless))
+    if jobs > 1:
+        return conform_jobs.run_jobs(
+            jobs,
+            _run_vectors,
+            command,
+            vectors,
+            revision,
+            timeout=timeout,
+            window=WINDOW,
+            hello_timeout=hello_timeout,
+            progress=progress,
+            turns=turns,
+            stageless=stageless,
+        )
     return asyncio.run(
         run_vectors(
             command,

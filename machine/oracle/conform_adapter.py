@@ -129,6 +129,9 @@ class Adapter:
         except AdapterDied as exc:
             await self.stop()
             raise ConformError(f"the adapter sent no hello: {exc}") from None
+        except asyncio.CancelledError:  # an interrupted start leaves no adapter behind
+            await self.stop()
+            raise
         try:
             hello = json.loads(line)
         except (ValueError, RecursionError):

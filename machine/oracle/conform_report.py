@@ -88,6 +88,7 @@ class Report:
     judgements: list[Judgement] = field(default_factory=list)
     seconds: float = 0.0
     restarts: int = 0
+    jobs: int = 1  # adapter processes that ran at once, sharing the vectors (--jobs)
     titles: dict[str, str] = field(default_factory=dict)
     retry: str = ""  # the retry behaviour the adapter declared (D11)
     level: str = "trace"
@@ -312,6 +313,7 @@ class Report:
             ]
         data |= {
             "restarts": self.restarts,
+            "jobs": self.jobs,
             "seconds": round(self.seconds, 3),
             "vectors_per_second": round(len(self.judgements) / self.seconds)
             if self.seconds

@@ -11,6 +11,7 @@ from ...contract.fileio import check_destination
 from ...contract.loader import load_contract
 from ...oracle.conform import conform, self_command
 from ...oracle.conform_adapter import HELLO_TIMEOUT
+from ...oracle.conform_jobs import available
 from ...oracle.conform_protocol import LEVELS, PROTOCOL_RULE
 from ...oracle.conform_report import Report
 from ...oracle.judge import CHECKED, NONE, OUTCOME
@@ -76,6 +77,14 @@ def register(sub: Any) -> None:
         help="run only these vectors (ids) and the vectors that exercise these rules",
     )
     p.add_argument(
+        "--jobs",
+        type=int,
+        default=available(),
+        metavar="N",
+        help="run N adapter processes at once, sharing the vectors (default: the CPUs "
+        f"available, here {available()}); the report is the same as with --jobs 1",
+    )
+    p.add_argument(
         "--report",
         metavar="FILE",
         help="write one JSON line per vector (id, verdict, rule, failing step, expected and "
@@ -113,6 +122,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--retry is for --self; an adapter declares its retry behaviour itself")
     if args.adapter and args.level != "trace":
         raise UsageError("--level is for --self; an adapter declares its level in its hello")
+    if not args.jobs >= 1:
+        raise UsageError("--jobs must be at least 1")
     if args.report:
         check_destination(args.report)  # refused before the run, not after it
     command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
@@ -125,6 +136,7 @@ def run(args: argparse.Namespace) -> int:
             hello_timeout=args.hello_timeout,
             only=args.only or (),
             progress=progress.update,
+            jobs=args.jobs,
         )
         report.seconds = progress.elapsed()  # the progress line's clock, from the same moment
     if report.strays:  # one line: the adapter's business, but its user should know
@@ -172,6 +184,7 @@ def table(report: Report) -> str:
     lines.append(
         f"  {d['passed']:,} passed, {d['failed']:,} failed{deviated}; {unchecked} of {rules} "
         f"rules not checked  ({d['seconds']:.2f} s, {rate or 0:,} vectors/s, "
+        f"{report.jobs} adapter process{'es' if report.jobs != 1 else ''} at once, "
         f"{report.restarts} restart(s))"
     )
     if report.capabilities.declared:
