@@ -290,7 +290,7 @@ class Results {
   /** The later source's output stage (E7-meta, E7-value): the value is snapshotted when the body
    *  settles -- a value that is not lossless JSON is a tool error there, before the body-level
    *  abort check -- and kept beside the content.  The error's texts are this example's own: the
-   *  later source's are not recorded in this repository (E7-meta is judged "not verified"). */
+   *  later source's are not recorded in this repository (E7-meta's mask sets them aside). */
   output(value) {
     let kept;
     try {

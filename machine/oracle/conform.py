@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -264,16 +263,12 @@ async def _run_vectors(
 
 def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, Any]) -> Judgement:
     """The verdict on ``v``: the contract's; when that fails and the adapter declared
-    deviations touching ``v``, whether it deviates as declared (:meth:`Declared.rejudge`)."""
+    deviations touching ``v``, whether it deviates as declared or what they leave unexplained
+    (:meth:`Declared.rejudge`)."""
     verdict = judge.judge(v, answer)
     if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
         return verdict
-    found = declared.rejudge(
-        v, answer, lambda alt, ans, departs: judge.judge(alt, ans, departs).passed
-    )
-    if found is None:
-        return verdict
-    return dataclasses.replace(verdict, deviations=found.names, verified=found.verified)
+    return declared.rejudge(v, answer, verdict, judge.judge)
 
 
 def _wanting(

@@ -48,7 +48,6 @@ class Judgement:
     checked: frozenset[str] = frozenset()  # rules some check of which could have failed on it
     consequence: frozenset[str] = frozenset()  # ... only through the result it decides
     deviations: tuple[str, ...] = ()  # failed, and deviates as these declared deviations do
-    verified: bool = True  # ... judged against their alternative expectation (not: no model)
 
 
 @dataclass
@@ -119,12 +118,11 @@ class Report:
         return sum(bool(j.deviations) for j in self.judgements)
 
     def deviation_counts(self) -> dict[str, int]:
-        """Vectors per declared deviations they deviate as: ``D13``, ``D13, pre-R44-error``,
-        ``E7-meta, not verified`` (no model judged it)."""
+        """Vectors per declared deviations they deviate as: ``D13``, ``D13, pre-R44-error``."""
         found: collections.Counter[str] = collections.Counter()
         for j in self.judgements:
             if j.deviations:
-                found[", ".join(j.deviations) + ("" if j.verified else ", not verified")] += 1
+                found[", ".join(j.deviations)] += 1
         return dict(found)
 
     def by_rule(self) -> dict[str, RuleTally]:
@@ -226,7 +224,7 @@ class Report:
             verdict = "deviates" if j.deviations else "fail"
             data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else verdict}
             if j.deviations:
-                data |= {"deviations": list(j.deviations), "verified": j.verified}
+                data["deviations"] = list(j.deviations)
             if j.passed:
                 data["rules"] = sorted(j.rules, key=_rule_order)
             else:
@@ -306,7 +304,7 @@ class Report:
                 if not j.passed and not j.deviations
             ]
             data["deviated"] = [
-                {"id": j.id, "deviations": list(j.deviations), "verified": j.verified}
+                {"id": j.id, "deviations": list(j.deviations)}
                 for j in self.judgements
                 if j.deviations
             ]
