@@ -217,6 +217,7 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         {
             "id": bad,
             "rule": PROTOCOL_RULE,
+            "broken": [PROTOCOL_RULE],
             "step": "adapter",
             "expected": "",
             "observed": "",
@@ -231,6 +232,8 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         "first_failure": bad,
         "status": "checked",
         "why": "",
+        "state": "broken",
+        "broken_by": 0,
     }
 
 
@@ -334,6 +337,7 @@ def test_an_error_answer_fails_that_vector_without_a_restart(
         {
             "id": sample[1].id,
             "rule": PROTOCOL_RULE,
+            "broken": [PROTOCOL_RULE],
             "step": "adapter",
             "expected": "",
             "observed": "",

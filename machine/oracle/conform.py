@@ -233,16 +233,8 @@ async def _run_vectors(
                 continue
             pending.popleft()
             if answer.get("type") == "error":
-                report.judgements.append(
-                    Judgement(
-                        v.id,
-                        False,
-                        rule=PROTOCOL_RULE,
-                        explanation=f"{v.id}: the adapter could not run it: "
-                        f"{str(answer.get('message'))[:QUOTE]}",
-                        step="adapter",
-                    )
-                )
+                why = f"the adapter could not run it: {str(answer.get('message'))[:QUOTE]}"
+                report.judgements.append(judge.declined(v, why))
                 continue
             report.judgements.append(
                 judge.judge_turn(v, answer)

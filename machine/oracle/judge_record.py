@@ -359,6 +359,26 @@ def first_failure(
     return best
 
 
+def failures(
+    record: Record,
+    want: Want | None,
+    level: str,
+    *,
+    phase: str | None = None,
+    departs: frozenset[str] = frozenset(),
+) -> list[Failure]:
+    """Every broken rule's earliest failure, earliest evidence first (registration order
+    breaks ties): what :func:`first_failure` leads with, and every other rule the record breaks."""
+    found: dict[str, Failure] = {}
+    for c in _reading(level, phase, record.events()):
+        if c.rule in departs or not c.answerable(want):
+            continue
+        failure = c.judge(record, want)
+        if failure is not None and (c.rule not in found or failure.at < found[c.rule].at):
+            found[c.rule] = failure
+    return sorted(found.values(), key=lambda f: f.at)
+
+
 def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:
     """The rules some check of which could have failed on ``record`` at ``level``."""
     return frozenset(
