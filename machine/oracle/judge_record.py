@@ -211,14 +211,18 @@ class Want:
         return any("caller_abort" in p for e in self.expectations for p in e.paths)
 
     def aborted_before_dispatch(self) -> bool:
-        """Whether the caller aborted before the expected path's first base dispatch."""
+        """Whether the caller aborted before the expected path's first base dispatch: at
+        entry, or by a ``caller_abort`` before it.  A path that never dispatches and never
+        aborts (invalid arguments, a denial) is not one: a body started there is an extra start
+        (R18), not a late one."""
         assert self.expectation is not None
+        s = self.scenario
         for name in self.expectation.paths[0]:
             if name == "caller_abort":
                 return True
             if name == "base_dispatch":
                 return False
-        return True
+        return s.caller == "aborted" or s.cancel == "before_entry" or self.caller_aborts
 
 
 @dataclass(frozen=True)
