@@ -236,11 +236,7 @@ async def _run_vectors(
                 why = f"the adapter could not run it: {str(answer.get('message'))[:QUOTE]}"
                 report.judgements.append(judge.declined(v, why))
                 continue
-            report.judgements.append(
-                judge.judge_turn(v, answer)
-                if isinstance(v, TurnVector)
-                else _judged(judge, declared, v, answer)
-            )
+            report.judgements.append(_judged(judge, declared, v, answer))
             if progress is not None:
                 progress(len(report.judgements), len(items))
     finally:
@@ -253,10 +249,17 @@ async def _run_vectors(
     return report
 
 
-def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, Any]) -> Judgement:
-    """The verdict on ``v``: the contract's; when that fails and the adapter declared
-    deviations touching ``v``, whether it deviates as declared or what they leave unexplained
-    (:meth:`Declared.rejudge`)."""
+def _judged(
+    judge: Judge, declared: Declared, v: Vector | TurnVector, answer: Mapping[str, Any]
+) -> Judgement:
+    """The verdict on ``v``, a call or a turn vector: the contract's; when that fails and the
+    adapter declared deviations touching ``v``, whether it deviates as declared or what they
+    leave unexplained (:meth:`Declared.rejudge`, :meth:`Declared.rejudge_turn`)."""
+    if isinstance(v, TurnVector):
+        verdict = judge.judge_turn(v, answer)
+        if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
+            return verdict
+        return declared.rejudge_turn(v, answer, verdict, judge.judge_turn)
     verdict = judge.judge(v, answer)
     if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
         return verdict

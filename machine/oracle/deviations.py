@@ -42,6 +42,7 @@ from ..contract.loader import Deviation, load_contract
 from ..runtime.virtual_time import VirtualClock, run
 from .judge_calls import error_code
 from .scenario import Harness
+from .turnvectors import TurnTable, TurnVector
 from .vectors import Expectation, Vector, canonical, expectation, scenario_data
 
 if TYPE_CHECKING:  # conform_report imports the protocol, which checks a hello's deviations here
@@ -267,6 +268,66 @@ class Declared:
         if verdict.rule not in explained:
             return verdict
         return next((j for j in remaining if j.rule not in explained), verdict)
+
+
+    def rejudge_turn(
+        self,
+        v: TurnVector,
+        answer: Answer,
+        verdict: Judgement,
+        judge: Callable[[TurnVector, Answer], Judgement],
+    ) -> Judgement:
+        """:meth:`rejudge` for a turn vector, which failed the contract (``verdict``): a turn
+        has no scenario, so the deviations that reach it are those of every vector (no scope)
+        whose alternative rewrites results -- each started call's, and the synthetic result of
+        one that never started."""
+        reaching = [d for d in self.deviations if not d.scope and d.expects in _TURN_EXPECTS]
+        remaining: list[Judgement] = []
+        for k in range(1, len(reaching) + 1):
+            for combo in itertools.combinations(reaching, k):
+                alt_v, alt_answer = v, answer
+                for d in combo:
+                    alt_v, alt_answer = _turn_alternative(d, alt_v, alt_answer)
+                found = judge(alt_v, alt_answer)
+                if found.passed:
+                    return replace(verdict, deviations=tuple(d.name for d in combo))
+                remaining.append(found)
+        explained = {r for d in reaching for r in d.departs_from}
+        if verdict.rule not in explained:
+            return verdict
+        return next((j for j in remaining if j.rule not in explained), verdict)
+
+
+_TURN_EXPECTS: Final = ("seed_error_shape", "value_key")
+"""The alternatives a turn vector can take: they rewrite results, which a turn publishes."""
+
+
+def _turn_alternative(d: Deviation, v: TurnVector, answer: Answer) -> tuple[TurnVector, Answer]:
+    """What ``d`` makes of a turn vector and its answer (:data:`_TURN_EXPECTS`)."""
+    if d.expects == "seed_error_shape":
+        table = v.table
+        calls = {
+            call: {
+                kind: {
+                    phase: tuple({**x, "result": _seed_error(x["result"])} for x in variants)
+                    for phase, variants in phases.items()
+                }
+                for kind, phases in kinds.items()
+            }
+            for call, kinds in table.calls.items()
+        }
+        rewritten = TurnTable(table.revision, _seed_error(table.skipped), calls)
+        return replace(v, table=rewritten), answer
+    observed = dict(answer.get("observed") or {})
+    observed["events"] = [
+        {**e, "result": _without_value(e["result"])} if "result" in e else e
+        for e in observed.get("events") or ()
+    ]
+    log = [
+        {**e, "payload": _without_value(e["payload"])} if "payload" in e else e
+        for e in answer.get("log") or ()
+    ]
+    return v, {**answer, "observed": observed, "log": log}
 
 
 def _meets(kind: str, value: Any, raised: Any = None) -> bool:
