@@ -608,3 +608,17 @@ def test_a_stageless_runtimes_tool_exception_breaks_r3_not_only_the_rule_it_is_c
     assert plain.passed and plain.vacuous  # the empty post-execute step kept nothing
     report.judgements = [plain]
     assert all(report.states()[r] == "vacuous" for r in plain.vacuous)
+
+
+def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
+    """Every judging step conform can report -- its own, the turn vectors', and those of each
+    check it asks (a check may name a finer step than it registers under: R28's late start is
+    also a late success) -- has a row in spec/vectors/README.md's table of steps."""
+    from toolcancel.oracle.judge_record import checks
+
+    text = (Path(__file__).resolve().parent.parent / "spec/vectors/README.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z_]+)` \| ", text, flags=re.M))
+    own = {"adapter", "answer", "capabilities", "quiescence", "trace", "path", "result",
+           "turn", "turn_calls", "turn_result", "late_success"}  # fmt: skip
+    asked = {c.step for c in checks() if not c.needs_setup}
+    assert own | asked <= rows, sorted((own | asked) - rows)

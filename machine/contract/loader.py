@@ -82,10 +82,12 @@ class RetryBehaviour:
 @dataclass(frozen=True)
 class Measured:
     """A count measured outside the repository: vectors a registry faithful to ``source``
-    failed with the deviation undeclared."""
+    failed with the deviation undeclared, of the vector set named ``on`` (vectors are only ever
+    appended, so a count of an older set is quoted with it, never as today's)."""
 
     source: str
     vectors: int
+    on: str
 
 
 MASK_FIELDS: Final = ("result", "post_received")
@@ -516,7 +518,9 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
                 mask={k: _need(mask, k, str, f"{where} mask") for k in mask},
                 measured=tuple(
                     Measured(
-                        _need(m, "source", str, where), _need(m, "vectors", int, where)
+                        _need(m, "source", str, where),
+                        _need(m, "vectors", int, where),
+                        _need(m, "on", str, where),
                     )
                     for m in measured
                 ),

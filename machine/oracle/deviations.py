@@ -72,7 +72,7 @@ def problem(declared: Any) -> str | None:
 
 
 def _measured(d: Deviation) -> str:
-    return "; ".join(f"{m.source}: {m.vectors:,}" for m in d.measured) or "—"
+    return "; ".join(f"{m.source}: {m.vectors:,} (of {m.on})" for m in d.measured) or "—"
 
 
 def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
