@@ -61,6 +61,9 @@ class Capability:
     states: tuple[str, ...] = ()
     by_path: bool = False
     requires: str | None = None
+    optional: bool = False
+    """A hello may leave it out (it declares it had it): added after hellos that list every
+    other key, which stay valid."""
 
 
 @dataclass(frozen=True)
@@ -478,6 +481,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             states=_strs(e.get("states", []), f"{source} capability #{i + 1}"),
             by_path=_opt(e, "by_path", bool, False, f"{source} capability #{i + 1}"),
             requires=_opt(e, "requires", str, None, f"{source} capability #{i + 1}"),
+            optional=_opt(e, "optional", bool, False, f"{source} capability #{i + 1}"),
         )
         for i, e in enumerate(entries("capability"))
     )
