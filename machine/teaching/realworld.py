@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
+from ..oracle.capabilities import STAGES
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
@@ -246,7 +247,7 @@ def render(
         out += [f"## {name}: {first['implementation']}", ""]
         caps = first.get("capabilities")
         if isinstance(caps, dict):
-            has = [k for k, v in caps.items() if v is True]
+            has = [k for k in STAGES if caps.get(k) is True]  # the contract's order, not the file's
             out.append(f"Declared: {', '.join(has) or 'no stage'}; cancels by "
                        f"{', '.join(caps.get('cancel', [])) or 'nothing'}.")  # fmt: skip
             out.append("")
