@@ -306,7 +306,8 @@ def test_report_lines_json_and_families_of_a_broken_registry(
     # what a published table needs per family: the rule, one vector (its scenario, to
     # reproduce it), what the implementation did and what the contract wanted
     assert data["families"] == [
-        {"rule": "R31", "step": "notifications", "count": len(sample), "features": [],
+        {"rule": "R31", "step": "notifications", "broken": ["R31"], "count": len(sample),
+         "features": [],
          "first": sample[0].id, "title": "Exactly-once notification", "expected": "1",
          "observed": "2", "explanation": failed[0]["explanation"],
          "scenario": sample[0].scenario.to_data()}
@@ -622,3 +623,23 @@ def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
            "turn", "turn_calls", "turn_result", "late_success"}  # fmt: skip
     asked = {c.step for c in checks() if not c.needs_setup}
     assert own | asked <= rows, sorted((own | asked) - rows)
+
+
+def test_a_family_holds_one_cause() -> None:
+    """Failures cited under one rule at one step but breaking different sets of rules are two
+    causes, two families, each saying what else its records break."""
+    from toolcancel.oracle.conform_report import Judgement, Report
+
+    report = Report("seed", "x", ["x"])
+    report.judgements = [
+        Judgement("seed-1", False, rule="R31", step="result", explanation="seed-1: a"),
+        Judgement("seed-2", False, rule="R31", step="result", broken=("R31", "R30"),
+                  explanation="seed-2: b"),
+        Judgement("seed-3", False, rule="R31", step="result", explanation="seed-3: a"),
+    ]  # fmt: skip
+    families = report.families()
+    assert [(f.ids, f.broken) for f in families] == [
+        (("seed-1", "seed-3"), ("R31",)),
+        (("seed-2",), ("R31", "R30")),
+    ]
+    assert "also breaks R30" in families[1].line()

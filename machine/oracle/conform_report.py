@@ -98,12 +98,15 @@ class Family:
     example: str  # the first failure's explanation
     expected: str = ""  # the first failure's judging step: what the contract wanted, in brief
     observed: str = ""  # ... and what the implementation did
+    broken: tuple[str, ...] = ()  # every rule each of its records breaks: one cause, one family
 
     def line(self) -> str:
         shared = ", ".join(self.features) or "no distinctive feature"
         n = len(self.ids)
+        also = [r for r in self.broken if r != self.rule]
+        breaks = f"; also breaks {', '.join(also)}" if also else ""
         return (
-            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
+            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}{breaks}); "
             f"e.g. {self.example}"
         )
 
@@ -246,18 +249,19 @@ class Report:
         return [r for r, (status, _) in self.coverage().items() if status == NONE]
 
     def families(self) -> list[Family]:
-        """Failures grouped by (rule, judging step), largest first, with the scenario features
-        they share: thousands of failures of one mistake read as one line."""
-        groups: dict[tuple[str, str], list[Judgement]] = {}
-        for j in self.judgements:
+        """Failures grouped by cause -- the rule, the judging step and every rule the record
+        breaks -- largest first, with the scenario features they share: thousands of failures
+        of one mistake read as one line, and two mistakes never share one."""
+        groups: dict[tuple[str, str, tuple[str, ...]], list[Judgement]] = {}
+        for j in self.judgements:  # one cause a family: the rule, the step, every rule broken
             if not j.passed and not j.deviations:
-                groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
+                groups.setdefault((j.rule or PROTOCOL_RULE, j.step, j.breaks), []).append(j)
         share: collections.Counter[str] = collections.Counter()
         for data in self.scenarios.values():
             share.update(_features(data))
         total = max(1, len(self.scenarios))
         out = []
-        for (rule, step), js in groups.items():
+        for (rule, step, broken), js in groups.items():
             shared: set[str] | None = None
             for j in js:
                 mine = _features(self.scenarios.get(j.id, {}))
@@ -277,6 +281,7 @@ class Report:
                     first.explanation,
                     first.expected,
                     first.observed,
+                    broken,
                 )
             )
         out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
@@ -346,6 +351,7 @@ class Report:
                 {
                     "rule": f.rule,
                     "step": f.step,
+                    "broken": list(f.broken),
                     "count": len(f.ids),
                     "features": list(f.features),
                     "first": f.ids[0],

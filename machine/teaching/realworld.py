@@ -146,6 +146,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
             {
                 "rule": f["rule"],
                 "step": f["step"],
+                "broken": f["broken"],
                 "count": f["count"],
                 "features": f["features"],
                 "examples": _examples(root, revision, f, report["failures"]),
@@ -174,7 +175,8 @@ def _examples(
     scenarios = _scenarios(root, revision)
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for f in failures:
-        if (f["rule"], f["step"]) != (family["rule"], family["step"]):
+        if (f["rule"], f["step"], f["broken"]) != (family["rule"], family["step"],
+                                                    family["broken"]):
             continue
         s = scenarios[f["id"]]
         key = _behaviour(s)
