@@ -619,3 +619,26 @@ def test_a_caller_abort_seen_through_a_derived_slot_signal_may_be_named_fused_ab
     alone = copy.deepcopy(answer)
     alone["trace"][at] = fused
     assert _verdict(v, alone)[0] is False
+
+
+def test_an_optional_observation_that_contradicts_the_scenario_is_a_protocol_failure(
+    seed: list[Vector],
+) -> None:
+    """A deadline reported for a tool without a budget, or an ``outer`` that disagrees with the
+    scenario's wrappers, and a caller abort where no live caller is aborted after entry: values
+    the vector rules out, refused naming the field."""
+    plain = _find(seed, cancel="never", wrappers=(), timeout="absent", caller="none")
+    budget = _find(seed, timeout="budget", wrappers=())
+    for v, doctor, field in (
+        (plain, lambda o: o.update(deadline={"expired": False, "outer": False}),
+         "observed.deadline"),
+        (budget, lambda o: o.update(deadline={"expired": False, "outer": True}),
+         "observed.deadline.outer"),
+        (plain, lambda o: o.update(caller_aborted={"bodies_after": 0, "before_post": True}),
+         "observed.caller_aborted"),
+    ):  # fmt: skip
+        answer = copy.deepcopy(_answer(v))
+        doctor(answer["observed"])
+        passed, rule, why = _verdict(v, answer)
+        assert (passed, rule) == (False, PROTOCOL_RULE)
+        assert why.startswith(f"{v.id}: {field} "), why

@@ -195,6 +195,31 @@ class Judge:
         self.seen.update(e for e in ENVIRONMENT if record.has(e))
         return record
 
+    def contradiction(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
+        """A protocol failure if an optional observation contradicts the vector's scenario: a
+        deadline reported for a tool without a budget, or whose ``outer`` is not whether an
+        ``outer_deadline`` wrapper is there; a caller abort reported where the harness aborts no
+        live caller after entry."""
+        s = v.scenario
+        observed = answer["observed"]
+        deadline, aborted = observed.get("deadline"), observed.get("caller_aborted")
+        why = None
+        if deadline is not None and s.timeout == "absent":
+            why = "observed.deadline is given for a tool without a budget (timeout absent)"
+        elif deadline is not None and deadline["outer"] != ("outer_deadline" in s.wrappers):
+            why = (
+                f"observed.deadline.outer is {str(deadline['outer']).lower()}, but the scenario "
+                f"{'has' if 'outer_deadline' in s.wrappers else 'has no'} outer_deadline wrapper"
+            )
+        elif aborted is not None and not (
+            s.caller == "live" and (s.cancel == "after" or s.cancel.startswith("gate:"))
+        ):
+            why = (
+                "observed.caller_aborted is given, but the scenario aborts no live caller after "
+                "entry (cancel gate:<g> or after)"
+            )
+        return None if why is None else self.fail(v, PROTOCOL_RULE, why)
+
     def undeclared(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
         """A protocol failure if the answer shows a stage the hello did not declare at work
         (:func:`toolcancel.oracle.capabilities.undeclared`)."""
@@ -219,7 +244,7 @@ class Judge:
         shape = answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
-        cheat = self.undeclared(v, answer)
+        cheat = self.contradiction(v, answer) or self.undeclared(v, answer)
         if cheat is not None:
             return cheat
         trace: list[Any] = answer["trace"]
@@ -337,7 +362,7 @@ class Judge:
         shape = outcome_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
-        cheat = self.undeclared(v, answer)
+        cheat = self.contradiction(v, answer) or self.undeclared(v, answer)
         if cheat is not None:
             return cheat
         result = answer["result"]
