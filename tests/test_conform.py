@@ -217,6 +217,7 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         {
             "id": bad,
             "rule": PROTOCOL_RULE,
+            "broken": [PROTOCOL_RULE],
             "step": "adapter",
             "expected": "",
             "observed": "",
@@ -231,7 +232,27 @@ def test_a_misbehaving_adapter_fails_one_vector_and_the_run_goes_on(
         "first_failure": bad,
         "status": "checked",
         "why": "",
+        "state": "broken",
+        "broken_by": 0,
     }
+
+
+def test_an_answer_with_both_result_and_raised_is_a_protocol_failure_naming_the_field(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An adapter that reports a result and a raised error for one call: the protocol says one
+    of them is null, so the answer is refused -- never judged as if the call had returned."""
+    sample = seed[:3]
+    bad = sample[1].id
+    path = write_sample(tmp_path, sample)
+    code, data, _ = run_cli(
+        ["--vectors", str(path), "--json", "--adapter", sys.executable, FIXTURE, "both", bad],
+        capsys,
+    )
+    assert (code, data["passed"], data["failed"], data["restarts"]) == (1, 2, 1, 0)
+    [failure] = data["failures"]
+    assert (failure["id"], failure["rule"], failure["step"]) == (bad, PROTOCOL_RULE, "answer")
+    assert failure["explanation"].startswith(f"{bad}: observed.raised is given with a result")
 
 
 def test_an_adapter_without_hello_is_unusable(
@@ -316,6 +337,7 @@ def test_an_error_answer_fails_that_vector_without_a_restart(
         {
             "id": sample[1].id,
             "rule": PROTOCOL_RULE,
+            "broken": [PROTOCOL_RULE],
             "step": "adapter",
             "expected": "",
             "observed": "",
@@ -468,6 +490,63 @@ def test_a_malformed_answer_is_a_protocol_failure(seed: list[Vector]) -> None:
         assert (passed, rule) == (False, PROTOCOL_RULE)
 
 
+@pytest.mark.parametrize(
+    ("doctor", "field"),
+    [
+        (lambda a: a["observed"].update(raised="Error: boom"), "observed.raised"),
+        (lambda a: a["observed"].update(settled_at=None, settled=None), "observed.settled_at"),
+        (lambda a: a["observed"].update(settled_at=None), "observed.settled"),
+        (lambda a: a.update(result=None), "observed.settled_at"),
+        (lambda a: a["observed"].update(notifications=0, notified_same=False),
+         "observed.notified_same"),
+        (lambda a: a["observed"].update(notifications=0, frozen={"result": True, "view": True}),
+         "observed.frozen"),
+        (lambda a: a["observed"].update(listeners_left={"watched": 1, "leaks": 2}),
+         "observed.listeners_left.leaks"),
+        (lambda a: a["observed"].update(listeners_left={"watched": 1, "leaks": 0, "first": "x"}),
+         "observed.listeners_left.first"),
+        (lambda a: a["observed"].update(body_signals=[{"aborted": False, "reason": "caller"}]),
+         "observed.body_signals"),
+        (lambda a: a["observed"].update(body_signals=[{"aborted": True, "reason": None}]),
+         "observed.body_signals"),
+    ],
+)  # fmt: skip
+def test_fields_that_contradict_each_other_are_a_protocol_failure_naming_one(
+    seed: list[Vector], doctor: Any, field: str
+) -> None:
+    """Values no registry can make -- a result and a raised error, a settled call with neither,
+    a false ``notified_same`` without a notification, more leaks than watched signals, a live
+    signal with a reason -- are refused, naming the field, before any rule is judged."""
+    v = _find(seed, cancel="never", wrappers=(), body="success", post="accept")
+    answer = copy.deepcopy(_answer(v))
+    doctor(answer)
+    passed, rule, why = _verdict(v, answer)
+    assert (passed, rule) == (False, PROTOCOL_RULE)
+    assert why.startswith(f"{v.id}: {field}"), why
+
+
+def test_outcome_answers_that_contradict_themselves_are_a_protocol_failure(
+    seed: list[Vector],
+) -> None:
+    """At outcome level: a call reported settled with neither result nor raised, more bodies
+    settled than settle observations, more bodies started after the abort than bodies."""
+    v = _find(seed, caller="live", cancel="gate:body", wrappers=(), body="success", post="accept")
+    plain = adapter_answer(v, level="outcome")
+    assert plain["observed"]["caller_aborted"] is not None
+    for doctor, field in (
+        (lambda a: a.update(result=None), "observed.settled"),
+        (lambda a: a["observed"].update(settled=None), "observed.settled"),
+        (lambda a: a["observed"]["bodies"][0].update(settle=None), "observed.settled.bodies"),
+        (lambda a: a["observed"]["caller_aborted"].update(bodies_after=5),
+         "observed.caller_aborted.bodies_after"),
+    ):  # fmt: skip
+        answer = copy.deepcopy(plain)
+        doctor(answer)
+        j = Judge(v.revision, level="outcome").judge(v, answer)
+        assert (j.passed, j.rule) == (False, PROTOCOL_RULE)
+        assert j.explanation.startswith(f"{v.id}: {field}"), j.explanation
+
+
 def test_a_trace_the_checker_refuses_cites_the_checker_rule(seed: list[Vector]) -> None:
     v = _find(seed, cancel="never", wrappers=(), body="success", post="accept")
     answer = _answer(v)
@@ -540,3 +619,26 @@ def test_a_caller_abort_seen_through_a_derived_slot_signal_may_be_named_fused_ab
     alone = copy.deepcopy(answer)
     alone["trace"][at] = fused
     assert _verdict(v, alone)[0] is False
+
+
+def test_an_optional_observation_that_contradicts_the_scenario_is_a_protocol_failure(
+    seed: list[Vector],
+) -> None:
+    """A deadline reported for a tool without a budget, or an ``outer`` that disagrees with the
+    scenario's wrappers, and a caller abort where no live caller is aborted after entry: values
+    the vector rules out, refused naming the field."""
+    plain = _find(seed, cancel="never", wrappers=(), timeout="absent", caller="none")
+    budget = _find(seed, timeout="budget", wrappers=())
+    for v, doctor, field in (
+        (plain, lambda o: o.update(deadline={"expired": False, "outer": False}),
+         "observed.deadline"),
+        (budget, lambda o: o.update(deadline={"expired": False, "outer": True}),
+         "observed.deadline.outer"),
+        (plain, lambda o: o.update(caller_aborted={"bodies_after": 0, "before_post": True}),
+         "observed.caller_aborted"),
+    ):  # fmt: skip
+        answer = copy.deepcopy(_answer(v))
+        doctor(answer["observed"])
+        passed, rule, why = _verdict(v, answer)
+        assert (passed, rule) == (False, PROTOCOL_RULE)
+        assert why.startswith(f"{v.id}: {field} "), why

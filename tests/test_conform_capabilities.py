@@ -32,6 +32,7 @@ from toolcancel.oracle.capabilities import (
     CANCEL_ANY,
     CANCEL_SIGNAL,
     CANCELS,
+    OPTIONAL,
     STAGES,
     Capabilities,
     needs,
@@ -111,7 +112,8 @@ def test_a_missing_key_is_named() -> None:
     hello = _hello()
     del hello["capabilities"]["around"]
     assert hello_problem(hello) == (
-        "the adapter's hello: capabilities lacks around (every key is required)"
+        "the adapter's hello: capabilities lacks around (every key is required but "
+        "remove_signal, meta, raw_args, error_flag, which default to true)"
     )
     hello["capabilities"] = ["pre_policy"]
     assert "must be an object" in str(hello_problem(hello))
@@ -150,17 +152,22 @@ def test_needs_follow_the_scenario_one_stage_at_a_time(seed: list[Vector]) -> No
         v for v in seed
         if v.scenario == replace(v.scenario, caller="none", wrappers=(), cancel="never",
                                  pre="allow", guard="none", timeout="absent", post="accept",
-                                 observer="none")
+                                 observer="none", args="ok", body="success")
         and not any(b["aborted"] for e in v.expectations() for b in e.body_signals)
     )  # fmt: skip
     assert _needs(v) == frozenset()  # the plain call: any runtime runs it
-    assert _needs(v, pre="deny") == {"pre_policy"}
+    assert _needs(v, pre="deny") == {"pre_policy"}  # (the expectation stays the plain call's)
     assert _needs(v, guard="throw") == {"guards"}
     assert _needs(v, post="block") == {"post_policy"}
     assert _needs(v, observer="throws") == {"observers"}
     assert _needs(v, timeout="budget") == {"timeout_policy"}
     assert _needs(v, wrappers=("delegate",)) == {"around"}
     assert _needs(v, wrappers=("replace_live",)) == {"around", "replace_signal"}
+    assert _needs(v, wrappers=("remove",)) == {"around", "remove_signal"}
+    assert _needs(v, body="success_meta") == {"meta"}
+    assert _needs(v, args="not_serializable") == {"raw_args"}
+    failing = next(w for w in seed if w.scenario == replace(v.scenario, body="throw"))
+    assert failing.expected.result["isError"] and _needs(failing) == {"error_flag"}
     assert _needs(v, caller="live") == {CANCEL_ANY}
     assert _needs(v, caller="live", cancel="gate:pre") == {CANCEL_ANY, "pre_policy"}
     assert _needs(v, caller="live", cancel="gate:post") == {CANCEL_ANY, "post_policy"}
@@ -195,7 +202,7 @@ def test_lacking_a_way_to_cancel() -> None:
 
 
 WITHOUT = ("post_policy", "around", "approval")
-LACKS = (*WITHOUT, "replace_signal")  # no around wrapper, so none can replace the signal
+LACKS = (*WITHOUT, "replace_signal", "remove_signal")  # no around wrapper: none can write the slot
 
 
 def test_a_limited_runtime_runs_exactly_the_vectors_it_can_and_says_what_it_left(
@@ -407,8 +414,10 @@ def test_a_runtime_without_deferred_contexts_is_not_sent_them(
 # The stage-less family: kept per scenario, for a runtime that lacks a stage
 # ------------------------------------------------------------------------------------------------
 
-PLAIN = frozenset({"body_signal", "defer_context", CANCEL_ANY, CANCEL_SIGNAL})
-"""What a vector of the stage-less family may need: none of the pipeline's optional stages."""
+PLAIN = frozenset({"body_signal", "defer_context", "meta", "raw_args", "error_flag", CANCEL_ANY,
+                   CANCEL_SIGNAL})  # fmt: skip
+"""What a vector of the stage-less family may need: none of the pipeline's optional stages
+(the result's channels are not stages)."""
 
 
 @pytest.mark.parametrize("revision", REVISIONS)
@@ -439,3 +448,26 @@ def test_a_limited_hello_is_sent_the_stageless_family_and_a_full_one_is_not() ->
     assert [(j.id, j.passed) for j in limited.judgements] == [(vid, True)]
     full = conform(ours, "seed", only=[vid])
     assert full.judgements == []
+
+
+def test_a_registry_that_forbids_removing_the_signal_is_not_sent_those_vectors(
+    seed: list[Vector], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A registry whose types forbid an absent slot declares ``remove_signal: false``: the
+    vectors whose wrapper removes the signal are skipped and named like a missing stage --
+    never failed under a rule their crash would only be a consequence of -- and the rest run.
+    A hello from before the key existed declares it (absent: true)."""
+    removing = [v for v in seed if "remove" in v.scenario.wrappers][:6]
+    others = [v for v in seed if v.scenario.wrappers and "remove" not in v.scenario.wrappers][:6]
+    path = write_sample(tmp_path, [*removing, *others])
+    command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--level", "outcome",
+               "--without", "remove_signal"]  # fmt: skip
+    code, data, _ = run_cli(
+        ["--revision", "seed", "--vectors", str(path), "--quiet", "--json", "--adapter",
+         *command], capsys,
+    )  # fmt: skip
+    assert (code, data["failed"], data["vectors"]) == (0, 0, len(others))
+    assert data["skipped"] == {"vectors": len(removing), "by_capability": {"remove_signal": 6}}
+    assert data["capabilities"]["remove_signal"] is False
+    old = {k: x for k, x in EVERYTHING.items() if k not in OPTIONAL}
+    assert Capabilities.from_hello(old).everything

@@ -295,6 +295,7 @@ def test_report_lines_json_and_families_of_a_broken_registry(
         "id": sample[0].id,
         "verdict": "fail",
         "rule": "R31",
+        "broken": ["R31"],
         "step": "notifications",
         "expected": "1",
         "observed": "2",
@@ -305,7 +306,8 @@ def test_report_lines_json_and_families_of_a_broken_registry(
     # what a published table needs per family: the rule, one vector (its scenario, to
     # reproduce it), what the implementation did and what the contract wanted
     assert data["families"] == [
-        {"rule": "R31", "step": "notifications", "count": len(sample), "features": [],
+        {"rule": "R31", "step": "notifications", "broken": ["R31"], "count": len(sample),
+         "features": [],
          "first": sample[0].id, "title": "Exactly-once notification", "expected": "1",
          "observed": "2", "explanation": failed[0]["explanation"],
          "scenario": sample[0].scenario.to_data()}
@@ -544,3 +546,100 @@ def test_bad_new_options_are_one_line_and_exit_2_before_any_run(
 ) -> None:
     code, out, err = run_cli(args, capsys)
     assert (code, out, err) == (2, "", f"toolcancel conform: {message}\n")
+
+
+# ------------------------------------------------------------------------------------------------
+# Every broken rule, and what a run shows of each rule
+# ------------------------------------------------------------------------------------------------
+
+
+def test_each_coverage_state_holds_to_a_constructed_run() -> None:
+    """Kept (a vector on which it could fail was judged by it and passed), kept only vacuously
+    (exercised only by a stage the runtime lacks, or by declined vectors), broken (a record
+    breaks it, cited first or not), ran but masked by an earlier failure, not judged."""
+    from toolcancel.oracle.conform_report import Judgement, Report
+
+    report = Report("seed", "x", ["x"], titles={r: r for r in ("R1", "R2", "R3", "R4", "R5")})
+    report.judgements = [
+        Judgement("a", True, rules=frozenset({"R1", "R2"}), checked=frozenset({"R1", "R2"}),
+                  vacuous=frozenset({"R2"})),
+        Judgement("b", False, rule="R3", broken=("R3", "R1"), checked=frozenset({"R1", "R3"})),
+        Judgement("c", False, rule="R3", step="trace", checked=frozenset({"R3", "R4"}),
+                  masked=frozenset({"R4"})),
+    ]  # fmt: skip
+    states = report.states()
+    assert states == {"R1": "broken", "R2": "vacuous", "R3": "broken", "R4": "masked",
+                      "R5": "not judged"}  # fmt: skip
+    tally = report.by_rule()
+    assert (tally["R1"].passed, tally["R1"].failed, tally["R1"].first_failure) == (1, 1, "b")
+    assert "R2" not in tally  # kept only vacuously: no vector counts as having kept it
+    assert report.judgements[1].breaks == ("R3", "R1")
+    report.judgements = report.judgements[:1]
+    assert report.states()["R1"] == "kept"
+
+
+def test_a_stageless_runtimes_tool_exception_breaks_r3_not_only_the_rule_it_is_cited_under(
+    seed: list[Vector],
+) -> None:
+    """A runtime without the optional stages whose tool exception becomes its own text: the
+    vector is cited under the decision's rule and lists R3 among the rules it breaks, so the
+    coverage shows R3 broken -- not "not judged" -- and a stage's empty step is never "kept"."""
+    from toolcancel.oracle.capabilities import CANCELS, STAGES, Capabilities
+    from toolcancel.oracle.conform_protocol import vector_message
+    from toolcancel.oracle.conform_report import Report
+
+    lacks = frozenset(STAGES) - {"body_signal"}
+    bare = Capabilities(frozenset({"body_signal"}), frozenset(CANCELS), True)
+    v = _find(seed, body="throw", caller="none", pre="allow", post="accept", wrappers=(),
+              cancel="never", timeout="absent")  # fmt: skip
+    session = Session(ToolRegistry, ("seed",), level="outcome", lacks=lacks)
+    try:
+        plain_answer = session.answer(vector_message(v).decode())
+    finally:
+        session.close()
+    answer = copy.deepcopy(plain_answer)
+    answer["result"] = {"content": [{"type": "text", "text": "Error executing tool tool"}],
+                        "isError": True}  # fmt: skip
+    judge = Judge("seed", level="outcome", capabilities=bare)
+    j = judge.judge(v, answer)
+    assert not j.passed and "R3" in j.breaks, j
+    report = Report("seed", "x", ["x"], titles=judge.titles, judgements=[j])
+    assert report.states()["R3"] == "broken"
+    plain = judge.judge(v, plain_answer)
+    assert plain.passed and plain.vacuous  # the empty post-execute step kept nothing
+    report.judgements = [plain]
+    assert all(report.states()[r] == "vacuous" for r in plain.vacuous)
+
+
+def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
+    """Every judging step conform can report -- its own, the turn vectors', and those of each
+    check it asks (a check may name a finer step than it registers under: R28's late start is
+    also a late success) -- has a row in spec/vectors/README.md's table of steps."""
+    from toolcancel.oracle.judge_record import checks
+
+    text = (Path(__file__).resolve().parent.parent / "spec/vectors/README.md").read_text()
+    rows = set(re.findall(r"^\| `([a-z_]+)` \| ", text, flags=re.M))
+    own = {"adapter", "answer", "capabilities", "quiescence", "trace", "path", "result",
+           "turn", "turn_calls", "turn_result", "late_success"}  # fmt: skip
+    asked = {c.step for c in checks() if not c.needs_setup}
+    assert own | asked <= rows, sorted((own | asked) - rows)
+
+
+def test_a_family_holds_one_cause() -> None:
+    """Failures cited under one rule at one step but breaking different sets of rules are two
+    causes, two families, each saying what else its records break."""
+    from toolcancel.oracle.conform_report import Judgement, Report
+
+    report = Report("seed", "x", ["x"])
+    report.judgements = [
+        Judgement("seed-1", False, rule="R31", step="result", explanation="seed-1: a"),
+        Judgement("seed-2", False, rule="R31", step="result", broken=("R31", "R30"),
+                  explanation="seed-2: b"),
+        Judgement("seed-3", False, rule="R31", step="result", explanation="seed-3: a"),
+    ]  # fmt: skip
+    families = report.families()
+    assert [(f.ids, f.broken) for f in families] == [
+        (("seed-1", "seed-3"), ("R31",)),
+        (("seed-2",), ("R31", "R30")),
+    ]
+    assert "also breaks R30" in families[1].line()

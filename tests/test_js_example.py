@@ -73,3 +73,26 @@ def test_the_javascript_example_passes_every_vector(
     )
     assert report["level"] == level
     assert report["restarts"] == 0  # the adapter never hung, crashed or wrote garbage
+
+
+def test_the_first_revisions_error_shape_declared_deviates_on_turn_vectors_too(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``adapter-outcome.js --first-revision-errors`` keeps the seed's error shape in revised
+    calls and turns, as the first revised commit does, and declares ``pre-R44-error``: every
+    vector passes or deviates as declared -- turn vectors included, which publish the same
+    errors -- and undeclared, exactly those vectors fail."""
+    adapter = [node(), str(ADAPTER.with_name("adapter-outcome.js")), "--first-revision-errors"]
+    command = ["conform", "--revision", "revised", "--json", "--quiet", "--adapter", *adapter]
+    reports = []
+    for extra in ((), ("--undeclared",)):
+        code = main([*command, *extra])
+        reports.append((code, json.loads(capsys.readouterr().out)))
+    (code, declared), (strict_code, strict) = reports
+    assert (code, declared["failed"]) == (0, 0), declared["failures"][:3]
+    assert declared["deviations"]["deviated"].keys() == {"pre-R44-error"}
+    deviated = {d["id"] for d in declared["deviated"]}
+    turns = {t.id for t in load_turn_vectors(turn_file(shipped_dir(), "revised"))}
+    assert deviated & turns and deviated - turns  # turns and calls alike
+    assert strict_code == 1
+    assert {f["id"] for f in strict["failures"]} == deviated

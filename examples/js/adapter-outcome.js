@@ -3,7 +3,9 @@
 //   toolcancel conform --revision seed --adapter node examples/js/adapter-outcome.js
 // --classify-by-code: the timeout policy classifies as the original does (timeoutOf), declared in
 // the hello as deviation D13; --later-outputs: revised calls build outputs as the later source
-// does (outputs 'later'), declared as E7-meta and E7-value (--undeclared: the hello declares none).
+// does (outputs 'later'), declared as E7-meta and E7-value; --first-revision-errors: revised calls
+// and turns keep the seed's error shape, as the first revised commit does (errors 'seed'),
+// declared as pre-R44-error (--undeclared: the hello declares none).
 import * as readline from 'node:readline';
 import { getEventListeners } from 'node:events';
 import { REVISIONS, ToolRegistry, ToolError, deadline, installTimeoutPolicy } from './registry.js';
@@ -13,8 +15,11 @@ import { Probes } from './probes.js'; // observer writes, the approval's signal,
 
 const byCode = process.argv.includes('--classify-by-code');
 const later = process.argv.includes('--later-outputs');
+const firstErrors = process.argv.includes('--first-revision-errors');
+const errorsOf = (revision) => (firstErrors && revision === 'revised' ? 'seed' : 'contract');
 const deviations = process.argv.includes('--undeclared') ? []
-  : [...(byCode ? ['D13'] : []), ...(later ? ['E7-meta', 'E7-value'] : [])];
+  : [...(byCode ? ['D13'] : []), ...(firstErrors ? ['pre-R44-error'] : []),
+    ...(later ? ['E7-meta', 'E7-value'] : [])];
 const send = (m) => process.stdout.write(`${JSON.stringify({ protocol: 2, ...m })}\n`);
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
 const text = (t) => ({ type: 'text', text: t });
@@ -46,7 +51,8 @@ async function run(s) {
   const abortCaller = () => caller?.signal.aborted || caller?.abort(new CallerReason('cancelled'));
   if (s.caller === 'aborted' || s.cancel === 'before_entry') abortCaller();
   const outputs = later && s.revision === 'revised' ? 'later' : 'contract'; // E7: revised only
-  const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {}, outputs });
+  const reg = new ToolRegistry({ revision: s.revision, timers, log: () => {}, outputs,
+    errors: errorsOf(s.revision) });
   reg.hooks.on('tools/pre-execute', async (exec) => {
     probes.sawPre(exec);
     await gate('pre');
@@ -148,6 +154,6 @@ send({ type: 'hello', implementation: 'toolcancel examples/js registry.js (curso
   ...(deviations.length ? { deviations } : {}) });
 for await (const line of readline.createInterface({ input: process.stdin })) {
   const v = JSON.parse(line);
-  try { send({ type: 'outcome', id: v.id, ...(await (v.type === 'turn' ? runTurnVector(v.revision, v.turn) : run(v.scenario))) }); }
+  try { send({ type: 'outcome', id: v.id, ...(await (v.type === 'turn' ? runTurnVector(v.revision, v.turn, errorsOf(v.revision)) : run(v.scenario))) }); }
   catch (e) { send({ type: 'error', id: v.id, message: String(e?.message ?? e) }); }
 }

@@ -11,6 +11,8 @@
 //   const registry = new ToolRegistry({ revision, onTrace, timers, log, outputs })
 //     revision  "seed" (default) | "revised"
 //     outputs   "contract" (default) | "later": build a body's output as the later source does
+//     errors    "contract" (default) | "seed": revised error fields keep the seed's {name, code}
+//               shape, as the first revised commit does (declared deviation pre-R44-error)
 //                                (declared deviations E7-meta and E7-value, spec/CONTRACT.md):
 //                                a success keeps the body's value as `value`, and a value that
 //                                is not lossless JSON is INVALID_TOOL_OUTPUT at body settle
@@ -255,15 +257,16 @@ function messageOf(value) {
 }
 
 class Results {
-  constructor(revision, outputs = 'contract') {
+  constructor(revision, outputs = 'contract', errors = 'contract') {
     this.revision = revision;
     this.outputs = outputs;
+    this.errors = errors; // 'seed': revised errors keep the seed's {name, code} (pre-R44-error)
   }
 
   /** An error result: seed `error: {name, code}` only with a code; revised `{message, info?}`. */
   error(text, info, contexts) {
     const result = { content: [textBlock(text)], isError: true };
-    if (this.revision === 'seed') {
+    if (this.revision === 'seed' || this.errors === 'seed') {
       if (info) result.error = { name: info.name, code: info.code };
     } else {
       result.error = { message: withoutErrorPrefix(text) };
@@ -290,7 +293,7 @@ class Results {
   /** The later source's output stage (E7-meta, E7-value): the value is snapshotted when the body
    *  settles -- a value that is not lossless JSON is a tool error there, before the body-level
    *  abort check -- and kept beside the content.  The error's texts are this example's own: the
-   *  later source's are not recorded in this repository (E7-meta is judged "not verified"). */
+   *  later source's are not recorded in this repository (E7-meta's mask sets them aside). */
   output(value) {
     let kept;
     try {
@@ -345,7 +348,7 @@ class Results {
 
   blocked(feedback, contexts) {
     const result = { content: feedback, isError: true }; // R7: no error key (seed)
-    if (this.revision !== 'seed') {
+    if (this.revision !== 'seed' && this.errors !== 'seed') {
       // R44, as the original derives it: a line per feedback block, nothing stripped
       const lines = feedback.map((b) =>
         b?.type === 'text' && typeof b.text === 'string'
@@ -574,7 +577,7 @@ export class ToolRegistry {
   #approval = undefined;
 
   constructor({ revision = 'seed', onTrace, timers = globalThis, log = defaultLog,
-    outputs = 'contract' } = {}) {
+    outputs = 'contract', errors = 'contract' } = {}) {
     if (!REVISIONS.includes(revision)) {
       throw new RegistryUsageError(`revision must be one of ${REVISIONS.join(', ')}`);
     }
@@ -582,7 +585,10 @@ export class ToolRegistry {
       throw new RegistryUsageError(`outputs must be 'contract' or 'later', not ${String(outputs)}`);
     }
     this.revision = revision;
-    this.results = new Results(revision, outputs);
+    if (errors !== 'contract' && errors !== 'seed') {
+      throw new RegistryUsageError(`errors must be 'contract' or 'seed', not ${String(errors)}`);
+    }
+    this.results = new Results(revision, outputs, errors);
     this.onTrace = onTrace;
     this.timers = timers;
     this.log = log;

@@ -6,8 +6,9 @@ import { runTurn } from './scheduler.js';
 const settle = () => new Promise((r) => setImmediate(r)); // let every pending job run
 const text = (t) => ({ type: 'text', text: t });
 
-/** Run one turn message's batch through scheduler.js; return {log, observed: {events, returned}}. */
-export async function runTurnVector(revision, { calls, abort, release }) {
+/** Run one turn message's batch through scheduler.js; return {log, observed: {events, returned}}.
+ *  `errors`: the registry's error shape ('contract', or 'seed' for pre-R44-error). */
+export async function runTurnVector(revision, { calls, abort, release }, errors = 'contract') {
   const events = [], waiting = new Map(), turn = new AbortController();
   const record = (event, exec, extra = {}) => events.push({ event, call: exec.callId, ...extra });
   const index = (exec) => Number(exec.callId.slice(1));
@@ -17,7 +18,7 @@ export async function runTurnVector(revision, { calls, abort, release }) {
     events.push({ event: 'abort' });
     turn.abort(new Error('the turn was cancelled'));
   };
-  const reg = new ToolRegistry({ revision, log: () => {} });
+  const reg = new ToolRegistry({ revision, log: () => {}, errors });
   reg.hooks.on('tools/pre-execute', async (exec) => {
     record('pre', exec);
     await gate(`gate:${index(exec)}:pre`);

@@ -101,7 +101,9 @@ class PydanticAi(rt_driver.Runtime):
                     await agent.run("call the tool")
                 except BaseException as exc:
                     # The run raised (the tool's exception, or the caller's cancellation): the
-                    # call's result is what the run recorded for it in its history, if anything.
+                    # call's result is what the run recorded for it in its history -- published,
+                    # then the loop around it raised -- and only a call that recorded nothing
+                    # raised (the protocol's answer has one of result and raised, never both).
                     recorded = [
                         p
                         for m in history
@@ -110,10 +112,13 @@ class PydanticAi(rt_driver.Runtime):
                         if isinstance(p, ToolReturnPart | RetryPromptPart)
                         and p.tool_call_id == "c1"
                     ]
-                    call.outcome = rt_driver.Outcome(
-                        result=as_result(recorded[0]) if recorded else None,
-                        raised=f"Agent.run raised {type(exc).__name__}"
-                        + ("" if isinstance(exc, CancelledError) else f": {exc}"),
+                    call.outcome = (
+                        rt_driver.Outcome(result=as_result(recorded[0]))
+                        if recorded
+                        else rt_driver.Outcome(
+                            raised=f"Agent.run raised {type(exc).__name__}"
+                            + ("" if isinstance(exc, CancelledError) else f": {exc}")
+                        )
                     )
                     raise
             call.settled_at(box["settled"])

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 import anyio
-from toolcancel.oracle.capabilities import STAGES  # the hello's capability keys
+from toolcancel.oracle.capabilities import OPTIONAL, STAGES  # the hello's capability keys
 from toolcancel.runtime.virtual_time import VirtualClock
 
 HOLD_S = 86_400.0
@@ -228,7 +228,12 @@ class Runtime:
             "level": "outcome",
             "retry": "reenter",
             "capabilities": {
-                **{k: self.capabilities.get(k, False) for k in STAGES},
+                # a key added later (OPTIONAL) is left to its default unless the runtime sets it
+                **{
+                    k: self.capabilities.get(k, False)
+                    for k in STAGES
+                    if k not in OPTIONAL or k in self.capabilities
+                },
                 "cancel": self.cancel,
             },
         }

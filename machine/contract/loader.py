@@ -61,6 +61,9 @@ class Capability:
     states: tuple[str, ...] = ()
     by_path: bool = False
     requires: str | None = None
+    optional: bool = False
+    """A hello may leave it out (it declares it had it): added after hellos that list every
+    other key, which stay valid."""
 
 
 @dataclass(frozen=True)
@@ -82,10 +85,20 @@ class RetryBehaviour:
 @dataclass(frozen=True)
 class Measured:
     """A count measured outside the repository: vectors a registry faithful to ``source``
-    failed with the deviation undeclared."""
+    failed with the deviation undeclared, of the vector set named ``on`` (vectors are only ever
+    appended, so a count of an older set is quoted with it, never as today's)."""
 
     source: str
     vectors: int
+    on: str
+
+
+MASK_FIELDS: Final = ("result", "post_received")
+"""The answer fields a deviation's ``mask`` may set aside."""
+MASK_KINDS: Final = ("error", "skipped")
+"""What a masked field may become: an error result (for ``result``, a raised error too), or --
+for ``post_received`` -- nothing, post-execute never ran; ``error:CODE`` narrows an error to one
+code."""
 
 
 @dataclass(frozen=True)
@@ -105,8 +118,11 @@ class Deviation:
     measured: tuple[Measured, ...]
     expects: str | None = None
     """How a vector's alternative expectation is made
-    (:data:`toolcancel.oracle.deviations.EXPECTS`); None: the deviation is named, not modelled, and
-    judged unverified."""
+    (:data:`toolcancel.oracle.deviations.EXPECTS`); None: the deviation has a :attr:`mask`."""
+    mask: Mapping[str, str] = field(default_factory=dict)
+    """Answer field -> what the deviation may make of it (:data:`MASK_FIELDS`,
+    :data:`MASK_KINDS`): the parts of an observation it may change where the sources leave its
+    exact values open; every other part is judged as the contract's."""
 
     def touches(self, scenario: Mapping[str, Any]) -> bool:
         """Whether a vector of this scenario (its JSON data) is in the deviation's scope."""
@@ -465,6 +481,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             states=_strs(e.get("states", []), f"{source} capability #{i + 1}"),
             by_path=_opt(e, "by_path", bool, False, f"{source} capability #{i + 1}"),
             requires=_opt(e, "requires", str, None, f"{source} capability #{i + 1}"),
+            optional=_opt(e, "optional", bool, False, f"{source} capability #{i + 1}"),
         )
         for i, e in enumerate(entries("capability"))
     )
@@ -488,6 +505,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
     for i, e in enumerate(entries("deviation")):
         where = f"{source} deviation #{i + 1}"
         scope = _opt(e, "scope", dict, {}, where)
+        mask = _opt(e, "mask", dict, {}, where)
         measured = _opt(e, "measured", list, [], where)
         if not all(isinstance(m, dict) for m in measured):
             raise ContractError(f"{where}: measured must be an array of tables")
@@ -501,9 +519,12 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
                 scope={k: _strs(_need(scope, k, list, where), where) for k in scope},
                 model=_opt(e, "model", str, None, where),
                 expects=_opt(e, "expects", str, None, where),
+                mask={k: _need(mask, k, str, f"{where} mask") for k in mask},
                 measured=tuple(
                     Measured(
-                        _need(m, "source", str, where), _need(m, "vectors", int, where)
+                        _need(m, "source", str, where),
+                        _need(m, "vectors", int, where),
+                        _need(m, "on", str, where),
                     )
                     for m in measured
                 ),
@@ -637,6 +658,18 @@ def _check_references(c: Contract) -> None:
             if rule not in rules:
                 raise ContractError(
                     f"{c.source}: deviation {d.name!r} departs from unknown rule {rule!r}"
+                )
+        if (d.expects is None) == (not d.mask):
+            raise ContractError(
+                f"{c.source}: deviation {d.name!r} needs exactly one of expects and mask (what "
+                "a vector it touches is judged against)"
+            )
+        for key, kind in d.mask.items():
+            code = kind.removeprefix("error:")
+            if key not in MASK_FIELDS or not (kind in MASK_KINDS or (code != kind and code)):
+                raise ContractError(
+                    f"{c.source}: deviation {d.name!r} masks {key!r} as {kind!r}; a mask maps "
+                    f"{' or '.join(MASK_FIELDS)} to {', '.join(MASK_KINDS)} or error:CODE"
                 )
     retries = unique("retry behaviour", [r.name for r in c.retries])
     if c.default_retry not in retries:

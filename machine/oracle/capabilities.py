@@ -18,8 +18,11 @@ needs
   runtime without it has nothing to wait in;
 * the approval seam is needed when some allowed path asks it (an event of a transition leaving
   the contract's ``approval`` state), a wrapper that puts another signal in the slot
-  (:data:`toolcancel.oracle.judge.SLOT_WRAPPERS`) needs ``replace_signal``, and a body whose signal
-  must abort on some allowed outcome needs ``body_signal``;
+  (:data:`toolcancel.oracle.judge.SLOT_WRAPPERS`) needs ``replace_signal``, one that removes it
+  ``remove_signal``, a body whose signal must abort on some allowed outcome needs
+  ``body_signal``, and a vector some allowed result of which is an error needs ``error_flag``
+  (the channel: a result that can say it is one); the body's ``meta`` and arguments that are not
+  JSON text need ``meta`` and ``raw_args`` (:data:`FIELDS`);
 * the caller: no caller signal needs nothing; a caller aborted before ``execute()`` (``caller =
   aborted``, ``cancel = before_entry``) needs ``signal`` -- neither a task nor a protocol message
   can be cancelled before the call exists; any other caller needs some way to cancel
@@ -71,6 +74,12 @@ has shows the stage at work (a runtime without it writes only the empty stage's 
 pass, accept)."""
 BY_PATH: Final = tuple(k.name for k in _TABLE if k.by_path)
 """Stages a vector needs when some allowed path has an event of theirs."""
+OPTIONAL: Final = tuple(k.name for k in _TABLE if k.optional)
+"""Keys a hello may leave out, declaring it has them: added after hellos listing every other."""
+REMOVE_WRAPPER: Final = "remove"
+"""The wrapper behaviour that takes the signal out of the slot: it needs ``remove_signal``; every
+other of :data:`toolcancel.oracle.judge.SLOT_WRAPPERS` puts another signal there and needs
+``replace_signal``."""
 REQUIRES: Final = {k.name: k.requires for k in _TABLE if k.requires is not None}
 """Stage -> the stage without which it cannot be declared (replace_signal -> around)."""
 OBSERVATIONS: Final = {
@@ -148,9 +157,14 @@ class Capabilities:
                 f"{where} has an unknown key {unknown[0]!r}; the keys are "
                 f"{', '.join(STAGES)} and cancel"
             )
-        missing = [k for k in (*STAGES, "cancel") if k not in data]
+        missing = [k for k in (*STAGES, "cancel") if k not in data and k not in OPTIONAL]
         if missing:
-            raise CapabilityError(f"{where} lacks {', '.join(missing)} (every key is required)")
+            raise CapabilityError(
+                f"{where} lacks {', '.join(missing)} (every key is required but "
+                f"{', '.join(OPTIONAL)}, which default to true)"
+            )
+        # absent, an optional key is true -- unless the stage it needs is declared false
+        data = {**{k: data.get(REQUIRES.get(k, ""), True) is True for k in OPTIONAL}, **data}
         wrong = next((k for k in STAGES if type(data[k]) is not bool), None)
         if wrong is not None:
             raise CapabilityError(f"{where}.{wrong} must be true or false, not {data[wrong]!r}")
@@ -209,10 +223,14 @@ def needs(v: Vector, table: RevisionContract) -> frozenset[str]:
     for stage, names in events.items():
         if any(names & set(p) for e in exps for p in e.paths):
             out.add(stage)
-    if SLOT_WRAPPERS & set(s.wrappers):
+    if (SLOT_WRAPPERS - {REMOVE_WRAPPER}) & set(s.wrappers):
         out.add("replace_signal")
+    if REMOVE_WRAPPER in s.wrappers:
+        out.add("remove_signal")
     if any(b.get("aborted") for e in exps for b in e.body_signals):
         out.add("body_signal")
+    if any(e.result.get("isError") for e in exps):
+        out.add("error_flag")
     if s.caller == "aborted" or s.cancel == "before_entry":
         out.add(CANCEL_SIGNAL)
     elif s.caller != "none":

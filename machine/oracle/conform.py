@@ -51,7 +51,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import dataclasses
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -256,28 +255,10 @@ async def _run_vectors(
                 continue
             pending.popleft()
             if answer.get("type") == "error":
-                judged.append(
-                    (
-                        i,
-                        Judgement(
-                            v.id,
-                            False,
-                            rule=PROTOCOL_RULE,
-                            explanation=f"{v.id}: the adapter could not run it: "
-                            f"{str(answer.get('message'))[:QUOTE]}",
-                            step="adapter",
-                        ),
-                    )
-                )
+                why = f"the adapter could not run it: {str(answer.get('message'))[:QUOTE]}"
+                judged.append((i, judge.declined(v, why)))
                 continue
-            judged.append(
-                (
-                    i,
-                    judge.judge_turn(v, answer)
-                    if isinstance(v, TurnVector)
-                    else _judged(judge, declared, v, answer),
-                )
-            )
+            judged.append((i, _judged(judge, declared, v, answer)))
             if progress is not None:
                 progress(len(judged), len(items))
     except BaseException:  # failed or interrupted: no graceful exit to wait for
@@ -320,18 +301,21 @@ def _unrestarted(vid: str, why: str) -> Judgement:
     )
 
 
-def _judged(judge: Judge, declared: Declared, v: Vector, answer: Mapping[str, Any]) -> Judgement:
-    """The verdict on ``v``: the contract's; when that fails and the adapter declared
-    deviations touching ``v``, whether it deviates as declared (:meth:`Declared.rejudge`)."""
+def _judged(
+    judge: Judge, declared: Declared, v: Vector | TurnVector, answer: Mapping[str, Any]
+) -> Judgement:
+    """The verdict on ``v``, a call or a turn vector: the contract's; when that fails and the
+    adapter declared deviations touching ``v``, whether it deviates as declared or what they
+    leave unexplained (:meth:`Declared.rejudge`, :meth:`Declared.rejudge_turn`)."""
+    if isinstance(v, TurnVector):
+        verdict = judge.judge_turn(v, answer)
+        if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
+            return verdict
+        return declared.rejudge_turn(v, answer, verdict, judge.judge_turn)
     verdict = judge.judge(v, answer)
     if verdict.passed or not declared or verdict.rule == PROTOCOL_RULE:
         return verdict
-    found = declared.rejudge(
-        v, answer, lambda alt, ans, departs: judge.judge(alt, ans, departs).passed
-    )
-    if found is None:
-        return verdict
-    return dataclasses.replace(verdict, deviations=found.names, verified=found.verified)
+    return declared.rejudge(v, answer, verdict, judge.judge)
 
 
 def _wanting(

@@ -21,7 +21,7 @@ from ..contract.loader import RevisionContract, Transition
 from ..contract.trace import ENVIRONMENT
 from ..contract.trace_reader import TraceError
 from . import turnvectors
-from .capabilities import STAGE_OBSERVATIONS, Capabilities, undeclared
+from .capabilities import STAGE_OBSERVATIONS, STAGE_STATES, Capabilities, undeclared
 from .checker import Checker
 from .conform_protocol import PROTOCOL_RULE, QUOTE, answer_problem, outcome_problem
 from .conform_report import Judgement
@@ -48,7 +48,14 @@ from .judge import (
     quiescent,
     result_rules,
 )
-from .judge_record import Failure, Record, Want, answer_record, could_fail, first_failure
+from .judge_record import (
+    Failure,
+    Record,
+    Want,
+    answer_record,
+    could_fail,
+    failures,
+)
 from .scenario import Scenario
 from .turnvectors import TurnVector
 from .vectors import Expectation, Vector, entry_caller
@@ -96,6 +103,18 @@ class Judge:
         self.cancellations = frozenset(
             o.name for o in self.table.outcomes if o.code in ("ABORTED", "ABORTED_BEFORE_DISPATCH")
         )
+        lacking = {
+            state
+            for stage, states in STAGE_STATES.items()
+            if stage not in self.capabilities.stages
+            for state in states
+        }
+        inside = {r for t in self.table.transitions if set(t.sources) <= lacking for r in t.rules}
+        outside = {
+            r for t in self.table.transitions if not set(t.sources) <= lacking for r in t.rules
+        }
+        self._stageless = frozenset(inside - outside) if lacking else frozenset()
+        """Rules only transitions out of the states of stages the runtime lacks carry."""
 
     def start(self, s: Scenario) -> CallState:
         """The machine state a registry with the declared retry behaviour enters ``s`` in."""
@@ -124,7 +143,12 @@ class Judge:
         observed: Any = "",
         checked: frozenset[str] = frozenset(),
         consequence: frozenset[str] = frozenset(),
+        broken: Sequence[str] = (),
+        masked: frozenset[str] = frozenset(),
     ) -> Judgement:
+        """A failed verdict citing ``rule``; ``broken``: the other rules the record breaks;
+        ``masked``: rules that could have failed on it, not judged after this failure."""
+        lead = (rule, *(r for r in broken if r != rule))
         return Judgement(
             v.id,
             False,
@@ -135,7 +159,24 @@ class Judge:
             observed=_brief(observed),
             checked=checked,
             consequence=consequence,
+            broken=tuple(dict.fromkeys(lead)),
+            masked=masked - set(lead),
+            vacuous=self._vacuous_in(checked | consequence) - set(lead),
         )
+
+    def _vacuous_in(self, rules: frozenset[str]) -> frozenset[str]:
+        """Of ``rules``, those only a stage the runtime lacks carries: counted exercised by
+        the empty stage's step, which nothing could break."""
+        return rules & self._stageless
+
+    def declined(self, v: Vector | TurnVector, why: str) -> Judgement:
+        """The verdict on a vector the adapter could not run (an ``error`` answer): a protocol
+        failure, and the rules it would have exercised kept only vacuously by it."""
+        rules = v.rules if isinstance(v, TurnVector) else self.static_rules(v)
+        return Judgement(
+            v.id, False, rule=PROTOCOL_RULE, explanation=f"{v.id}: {why}", step="adapter",
+            broken=(PROTOCOL_RULE,), vacuous=frozenset(rules),
+        )  # fmt: skip
 
     def want(self, v: Vector, exp: Expectation) -> Want:
         return Want(
@@ -153,6 +194,31 @@ class Judge:
             record = Record(lines, record.revision, record.caller)
         self.seen.update(e for e in ENVIRONMENT if record.has(e))
         return record
+
+    def contradiction(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
+        """A protocol failure if an optional observation contradicts the vector's scenario: a
+        deadline reported for a tool without a budget, or whose ``outer`` is not whether an
+        ``outer_deadline`` wrapper is there; a caller abort reported where the harness aborts no
+        live caller after entry."""
+        s = v.scenario
+        observed = answer["observed"]
+        deadline, aborted = observed.get("deadline"), observed.get("caller_aborted")
+        why = None
+        if deadline is not None and s.timeout == "absent":
+            why = "observed.deadline is given for a tool without a budget (timeout absent)"
+        elif deadline is not None and deadline["outer"] != ("outer_deadline" in s.wrappers):
+            why = (
+                f"observed.deadline.outer is {str(deadline['outer']).lower()}, but the scenario "
+                f"{'has' if 'outer_deadline' in s.wrappers else 'has no'} outer_deadline wrapper"
+            )
+        elif aborted is not None and not (
+            s.caller == "live" and (s.cancel == "after" or s.cancel.startswith("gate:"))
+        ):
+            why = (
+                "observed.caller_aborted is given, but the scenario aborts no live caller after "
+                "entry (cancel gate:<g> or after)"
+            )
+        return None if why is None else self.fail(v, PROTOCOL_RULE, why)
 
     def undeclared(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
         """A protocol failure if the answer shows a stage the hello did not declare at work
@@ -178,13 +244,16 @@ class Judge:
         shape = answer_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
-        cheat = self.undeclared(v, answer)
+        cheat = self.contradiction(v, answer) or self.undeclared(v, answer)
         if cheat is not None:
             return cheat
         trace: list[Any] = answer["trace"]
         result = answer["result"]
         record = self.record(v, answer)
         self.seen.update(e for e in TRACE_READS.values() if any(x["event"] == e for x in trace))
+        starts = sum(1 for line in trace if line.get("event") == "body_start")
+        alone = failures(record, None, "trace", departs=departs)  # decided by the record alone
+        also = [f.rule for f in alone]
         early = quiescent(record, None)
         if early is None and result is None:
             stopped = self.stopped(v, trace)
@@ -196,10 +265,12 @@ class Judge:
                     step="path",
                     expected="a path the contract allows, to publication",
                     observed=" > ".join(stopped[2]) or "no contract event",
+                    broken=also,
+                    masked=self.static_rules(v),
                 )
-            early = first_failure(record, None, "trace", departs=departs)
+            early = alone[0] if alone else None
         if early is not None:
-            return self.failed(v, early)
+            return self.failed(v, early, broken=also, masked=self.static_rules(v))
         entry = trace[0] if trace and isinstance(trace[0], dict) else {}
         if entry.get("event") == "call_entry":
             declared = entry.get("retry", self.retry)
@@ -218,8 +289,8 @@ class Judge:
             calls = ", ".join(x.call_id for x in verdicts) or "none"
             return self.fail(v, PROTOCOL_RULE, f"the trace must hold one call, it holds: {calls}")
         verdict = verdicts[0]
-        starts = sum(1 for line in trace if line.get("event") == "body_start")
         if not verdict.conforming:
+            exercised = self.exercised(v, trace, starts)
             return self.fail(
                 v,
                 verdict.rule or PROTOCOL_RULE,
@@ -227,7 +298,9 @@ class Judge:
                 step="trace",
                 expected="a trace the contract accepts",
                 observed=f"event {verdict.event_index}: {verdict.seen}",
-                checked=self.exercised(v, trace, starts),
+                checked=exercised,
+                broken=also,
+                masked=self.static_rules(v) | exercised,
             )
         occurrences = _through_the_slot(
             [self.occurrence(x) for x in trace if x["event"] in self.events]
@@ -239,6 +312,7 @@ class Judge:
         if exp is None:
             rule, why = self.diverged(v, path)
             n = sum(len(e.paths) for e in self.expectations(v))
+            exercised = self.exercised(v, trace, starts)
             return self.fail(
                 v,
                 rule,
@@ -246,7 +320,9 @@ class Judge:
                 step="path",
                 expected=f"one of {n} allowed path(s)",
                 observed=" > ".join(path),
-                checked=self.exercised(v, trace, starts),
+                checked=exercised,
+                broken=also,
+                masked=self.static_rules(v) | exercised,
             )
         want = self.want(v, exp)
         checked = self.exercised(v, trace, starts) | could_fail(record, want, "trace")
@@ -262,9 +338,11 @@ class Judge:
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
         found = turnvectors.judge(v, answer)
+        rules = turnvectors.exercised(v, answer)
         if found is None:
-            return Judgement(v.id, True, rules=turnvectors.RULES, checked=turnvectors.RULES)
+            return Judgement(v.id, True, rules=rules, checked=rules)
         rule, step, why = found
+        hung = answer["observed"]["returned"] is None  # judged no further than that
         return self.fail(
             v,
             rule,
@@ -272,7 +350,9 @@ class Judge:
             step=step,
             expected="see the explanation",
             observed=why,
-            checked=turnvectors.RULES,
+            checked=rules,
+            broken=turnvectors.broken(v, answer),
+            masked=rules if hung else frozenset(),
         )
 
     def judge_outcome(
@@ -282,7 +362,7 @@ class Judge:
         shape = outcome_problem(answer)
         if shape is not None:
             return self.fail(v, PROTOCOL_RULE, shape)
-        cheat = self.undeclared(v, answer)
+        cheat = self.contradiction(v, answer) or self.undeclared(v, answer)
         if cheat is not None:
             return cheat
         result = answer["result"]
@@ -312,31 +392,43 @@ class Judge:
         (the body's signals, what post-execute received, the result: the earliest), then what
         else differs from the vector (earliest first).  ``departs``: rules not asked
         (:meth:`judge`)."""
-        found = first_failure(record, want, level, phase="record", departs=departs)
-        if found is not None:
-            return self.failed(v, found, checked, consequence)
+        broken = failures(record, want, level, phase="record", departs=departs)
+        later = failures(record, want, level, phase="outcome", departs=departs)
+        rest = failures(record, want, level, phase="vector", departs=departs)
         exp = want.expectation
         assert exp is not None, "conform judges against a vector's expectation"
-        found = first_failure(record, want, level, phase="outcome", departs=departs)
+        wrong = None  # the result's own difference: its rule, why, and every rule it breaks
         if result is not None and _canonical(result) != exp.result_json:
-            if found is None or record.at("returned")[0] < found.at:
-                rule, why = self.result_rule(v, exp, result)
-                return self.fail(
-                    v,
-                    rule,
-                    why,
-                    step="result",
-                    expected=exp.result_json,
-                    observed=_canonical(result),
-                    checked=checked,
-                    consequence=consequence,
-                )
-        if found is None:
-            found = first_failure(record, want, level, phase="vector", departs=departs)
+            wrong = self.result_rule(v, exp, result)
+        others = [f.rule for f in (*broken, *later)]
+        if wrong is not None:
+            others += wrong[2]
+        others += [f.rule for f in rest]
+        if broken:
+            return self.failed(v, broken[0], checked, consequence, broken=others)
+        found = later[0] if later else None
+        if wrong is not None and (found is None or record.at("returned")[0] < found.at):
+            rule, why, _ = wrong
+            return self.fail(
+                v,
+                rule,
+                why,
+                step="result",
+                expected=exp.result_json,
+                observed=_canonical(result),
+                checked=checked,
+                consequence=consequence,
+                broken=others,
+            )
+        if found is None and rest:
+            found = rest[0]
         if found is not None:
-            return self.failed(v, found, checked, consequence)
+            return self.failed(v, found, checked, consequence, broken=others)
         rules = checked | consequence
-        return Judgement(v.id, True, rules=rules, checked=checked, consequence=consequence)
+        return Judgement(
+            v.id, True, rules=rules, checked=checked, consequence=consequence,
+            vacuous=self._vacuous_in(rules),
+        )  # fmt: skip
 
     def failed(
         self,
@@ -344,6 +436,9 @@ class Judge:
         found: Failure,
         checked: frozenset[str] = frozenset(),
         consequence: frozenset[str] = frozenset(),
+        *,
+        broken: Sequence[str] = (),
+        masked: frozenset[str] = frozenset(),
     ) -> Judgement:
         return self.fail(
             v,
@@ -354,6 +449,8 @@ class Judge:
             observed=found.observed,
             checked=checked | {found.rule},
             consequence=consequence,
+            broken=broken,
+            masked=masked,
         )
 
     # -- allowed paths, up to when an abort is noticed ----------------------------------------
@@ -518,39 +615,48 @@ class Judge:
 
     def result_rule(
         self, v: Vector, exp: Expectation, result: Mapping[str, Any]
-    ) -> tuple[str, str]:
-        """The rule a wrong result breaks, as the model checker attributes the same mistake."""
+    ) -> tuple[str, str, tuple[str, ...]]:
+        """The rule a wrong result breaks, as the model checker attributes the same mistake, why,
+        and every rule it breaks: those of the contract's decision it departs from."""
         want, got = exp.result, result
         why = f"the result is {_canonical(got)}; the contract's is {exp.result_json}"
         can = self.result_attributions(v, exp)
         if LATE_SUCCESS in can and got.get("isError") is False:
-            return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4."
+            return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4.", ()
         rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
         rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
         if misclassified_deadline(v.scenario, got, want):
-            return DEADLINE_IDENTITY, f"{why} -- a wrapper's deadline classified by its code."
+            return DEADLINE_IDENTITY, f"{why} -- a wrapper's deadline classified by its code.", ()
         if _canonical(rest_w) == _canonical(rest_g):
-            return CONTEXTS, (
-                f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."
+            return (
+                CONTEXTS,
+                (f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."),
+                (),
             )
         if DEADLINE_FIRST in can:
-            return DEADLINE_FIRST, f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
+            first = f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
+            return DEADLINE_FIRST, first, ()
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = self.could_have_decided(taken, path, got)
         if k is not None:
             t = taken[k]
             rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
-            return rule, (
-                f"{why} (at {path[k]} the contract took {', '.join(t.rules)}; the result is "
-                "what another decision there gives)."
+            return (
+                rule,
+                (
+                    f"{why} (at {path[k]} the contract took {', '.join(t.rules)}; the result is "
+                    "what another decision there gives)."
+                ),
+                t.rules,
             )
         i = next((i for i in reversed(range(len(taken))) if taken[i].outcome is not None), None)
         if i is None:
-            return self.table.contract.outcome(exp.outcome).rule, f"{why}."
+            return self.table.contract.outcome(exp.outcome).rule, f"{why}.", ()
         t = taken[i]
         rule = next((r for r in t.rules if r not in self.shape_rules), t.rules[0])
-        return rule, f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+        decided = f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
+        return rule, decided, t.rules
 
     def result_attributions(self, v: Vector, exp: Expectation) -> frozenset[str]:
         """The rules the result comparison cites of itself for ``v`` (:meth:`result_rule`), where
@@ -582,7 +688,9 @@ class Judge:
             if t.outcome in outcomes:
                 return None  # the contract decided that very outcome here: not a departure
             if any(
-                u is not t and u.outcome in outcomes and path[k] in u.events
+                u is not t
+                and u.outcome in outcomes
+                and path[k] in u.events
                 and set(u.sources) & set(t.sources)
                 for u in self.table.transitions
             ):

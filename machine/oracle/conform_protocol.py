@@ -59,11 +59,14 @@ _REASONS: Final = (None, "caller", "wrapper", "timeout", "other")
 
 
 def _is_signal(b: Any) -> bool:
+    """Whether ``b`` is a signal observation: ``{aborted, reason}``, a reason exactly when it
+    aborted (a live signal has none; an aborted one always has one, ``other`` if unknown)."""
     return (
         isinstance(b, dict)
         and b.keys() == _SIGNAL_KEYS
         and isinstance(b["aborted"], bool)
         and b["reason"] in _REASONS
+        and (b["reason"] is None) is not b["aborted"]
     )
 
 
@@ -135,6 +138,54 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         and all(type(x) is bool for x in deadline.values())
     ):
         return "observed.deadline must be {expired, outer} booleans (or absent)"
+    return _contradiction(answer)
+
+
+def _contradiction(answer: Mapping[str, Any]) -> str | None:
+    """Which field of a well-shaped answer contradicts another, or None: each is a value no
+    registry can make, so a verdict built on it would judge what did not happen."""
+    observed = answer["observed"]
+    if answer["result"] is not None and observed["raised"] is not None:
+        return (
+            "observed.raised is given with a result: execute() either returned (raised null) "
+            "or raised (result null), never both"
+        )
+    if observed["notifications"] == 0 and observed.get("notified_same") is False:
+        return (
+            "observed.notified_same is false with no notification: it is true when there was none"
+        )
+    if observed["notifications"] == 0 and observed.get("frozen") is not None:
+        return (
+            "observed.frozen is given with no notification: an observer's first notification "
+            "reports it"
+        )
+    left = observed.get("listeners_left")
+    if left is not None and left["leaks"] > left["watched"]:
+        return (
+            "observed.listeners_left.leaks exceeds watched: only watched signals can keep a "
+            "listener"
+        )
+    if left is not None and "first" in left and left["leaks"] == 0:
+        return (
+            "observed.listeners_left.first is given with no leak: it names the first of the leaks"
+        )
+    return None
+
+
+def _settling(answer: Mapping[str, Any], settled: bool, field: str) -> str | None:
+    """Whether ``execute()`` settling (``settled``, from ``field``) agrees with the answer's
+    result and raised: it settled exactly when it returned a result or raised."""
+    ended = answer["result"] is not None or answer["observed"]["raised"] is not None
+    if settled and not ended:
+        return (
+            f"{field} says execute() settled, yet the answer has neither a result nor raised "
+            "(null both only when it never settled)"
+        )
+    if ended and not settled:
+        return (
+            f"{field} is null (execute() never settled), yet the answer has a "
+            f"{'result' if answer['result'] is not None else 'raised error'}"
+        )
     return None
 
 
@@ -169,6 +220,19 @@ def outcome_problem(answer: Mapping[str, Any]) -> str | None:
             "observed.settled must be {bodies_started, bodies_settled} when execute() settled "
             "(or null if it never did)"
         )
+    problem = _settling(answer, settled is not None, "observed.settled")
+    if problem is not None:
+        return problem
+    if settled is not None and settled["bodies_settled"] > sum(
+        b["settle"] is not None for b in bodies
+    ):
+        return (
+            "observed.settled.bodies_settled exceeds the bodies with a settle in observed.bodies: "
+            "a body that settled before execute() did has its settle observation"
+        )
+    aborted = observed.get("caller_aborted")
+    if aborted is not None and aborted["bodies_after"] > len(bodies):
+        return "observed.caller_aborted.bodies_after exceeds the bodies in observed.bodies"
     observed.setdefault("listeners", None)
     return None
 
@@ -195,6 +259,11 @@ def answer_problem(answer: Mapping[str, Any]) -> str | None:
             "observed.settled must be {bodies_started, bodies_settled} counts, no more settled "
             "than started (or absent)"
         )
+    if settled is not None and at is None:
+        return "observed.settled is given but observed.settled_at is null: execute() never settled"
+    problem = _settling(answer, at is not None, "observed.settled_at")
+    if problem is not None:
+        return problem
     held, held_at = observed.get("held"), observed.get("held_at")
     if (held is None) != (held_at is None):
         return "observed.held and observed.held_at come together (or both absent)"

@@ -22,6 +22,23 @@ from .capabilities import Capabilities
 from .conform_protocol import PROTOCOL_RULE
 from .judge import CHECKED, NONE, rule_status
 
+BROKEN: Final = "broken"
+KEPT: Final = "kept"
+MASKED: Final = "masked"
+VACUOUS: Final = "vacuous"
+NOT_JUDGED: Final = "not judged"
+STATES: Final = (BROKEN, KEPT, MASKED, VACUOUS, NOT_JUDGED)
+"""What a run shows of a rule (:meth:`Report.states`), strongest first: broken, kept (a vector
+that could have failed it was judged by it and passed), ran but masked by an earlier failure,
+kept only vacuously (no stage, or declined vectors only), not judged."""
+STATE_WORDS: Final = {
+    BROKEN: "BROKEN",
+    KEPT: "kept",
+    MASKED: "ran, masked by an earlier failure",
+    VACUOUS: "kept only vacuously",
+    NOT_JUDGED: "not judged",
+}
+
 FEATURE_SHARE: Final = 0.75
 """A family's shared scenario feature is shown when at most this share of the run has it."""
 FEATURES: Final = 4
@@ -48,7 +65,18 @@ class Judgement:
     checked: frozenset[str] = frozenset()  # rules some check of which could have failed on it
     consequence: frozenset[str] = frozenset()  # ... only through the result it decides
     deviations: tuple[str, ...] = ()  # failed, and deviates as these declared deviations do
-    verified: bool = True  # ... judged against their alternative expectation (not: no model)
+    broken: tuple[str, ...] = ()  # every rule its record breaks, ``rule`` first (failed)
+    masked: frozenset[str] = frozenset()  # could have failed, not judged: an earlier failure
+    vacuous: frozenset[str] = frozenset()  # exercised only where nothing could break it: a
+    # stage the runtime lacks (its empty stage's step), or a vector the adapter declined
+
+    @property
+    def breaks(self) -> tuple[str, ...]:
+        """Every rule the vector breaks, the one it is cited under first (none if it passed)."""
+        if self.passed:
+            return ()
+        lead = self.rule or PROTOCOL_RULE
+        return (lead, *(r for r in self.broken if r != lead))
 
 
 @dataclass
@@ -70,12 +98,15 @@ class Family:
     example: str  # the first failure's explanation
     expected: str = ""  # the first failure's judging step: what the contract wanted, in brief
     observed: str = ""  # ... and what the implementation did
+    broken: tuple[str, ...] = ()  # every rule each of its records breaks: one cause, one family
 
     def line(self) -> str:
         shared = ", ".join(self.features) or "no distinctive feature"
         n = len(self.ids)
+        also = [r for r in self.broken if r != self.rule]
+        breaks = f"; also breaks {', '.join(also)}" if also else ""
         return (
-            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}); "
+            f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}{breaks}); "
             f"e.g. {self.example}"
         )
 
@@ -120,28 +151,62 @@ class Report:
         return sum(bool(j.deviations) for j in self.judgements)
 
     def deviation_counts(self) -> dict[str, int]:
-        """Vectors per declared deviations they deviate as: ``D13``, ``D13, pre-R44-error``,
-        ``E7-meta, not verified`` (no model judged it)."""
+        """Vectors per declared deviations they deviate as: ``D13``, ``D13, pre-R44-error``."""
         found: collections.Counter[str] = collections.Counter()
         for j in self.judgements:
             if j.deviations:
-                found[", ".join(j.deviations) + ("" if j.verified else ", not verified")] += 1
+                found[", ".join(j.deviations)] += 1
         return dict(found)
 
     def by_rule(self) -> dict[str, RuleTally]:
+        """Per rule: the vectors it was kept on, and the failed vectors whose record breaks it
+        (every rule a record breaks, not only the one it is cited under)."""
         tally: dict[str, RuleTally] = {}
         for j in self.judgements:
             if j.deviations:
                 continue
             if j.passed:
-                for r in j.rules:
+                for r in j.rules - j.vacuous:
                     tally.setdefault(r, RuleTally()).passed += 1
             else:
-                t = tally.setdefault(j.rule or PROTOCOL_RULE, RuleTally())
-                t.failed += 1
-                if t.first_failure is None:
-                    t.first_failure = j.id
+                for r in j.breaks:
+                    t = tally.setdefault(r, RuleTally())
+                    t.failed += 1
+                    if t.first_failure is None:
+                        t.first_failure = j.id
         return dict(sorted(tally.items(), key=lambda kv: _rule_order(kv[0])))
+
+    def states(self) -> dict[str, str]:
+        """Every rule of the revision (and ``protocol`` if it failed): what this run shows of it
+        (:data:`STATES`).  ``broken``: a record breaks it; ``kept``: a vector on which a check of
+        it could have failed was judged by that check and kept it; ``masked``: vectors ran on
+        which it could have failed, each failing first under another rule before it was
+        judged; ``vacuous``: it was exercised only where nothing could break it (the empty step
+        of a stage the runtime lacks, or vectors the adapter declined); ``none``: no vector of
+        the run exercised it.  For call and turn vectors alike."""
+        broken: set[str] = set()
+        kept: set[str] = set()
+        masked: set[str] = set()
+        vacuous: set[str] = set()
+        for j in self.judgements:
+            if j.deviations:
+                continue
+            breaks = set(j.breaks)
+            broken |= breaks
+            judged = j.rules if j.passed else j.checked | j.consequence
+            kept |= judged - breaks - j.masked - j.vacuous
+            masked |= j.masked
+            vacuous |= j.vacuous
+        out = {}
+        for rule in sorted({*self.titles, *broken}, key=_rule_order):
+            if rule == PROTOCOL_RULE and rule not in broken:
+                continue
+            out[rule] = next(
+                (state for state, found in zip(STATES, (broken, kept, masked, vacuous),
+                                               strict=False) if rule in found),
+                NOT_JUDGED,
+            )  # fmt: skip
+        return out
 
     def coverage(self) -> dict[str, tuple[str, str]]:
         """Every rule of the revision (and ``protocol`` if it failed): its status in this run --
@@ -185,18 +250,19 @@ class Report:
         return [r for r, (status, _) in self.coverage().items() if status == NONE]
 
     def families(self) -> list[Family]:
-        """Failures grouped by (rule, judging step), largest first, with the scenario features
-        they share: thousands of failures of one mistake read as one line."""
-        groups: dict[tuple[str, str], list[Judgement]] = {}
-        for j in self.judgements:
+        """Failures grouped by cause -- the rule, the judging step and every rule the record
+        breaks -- largest first, with the scenario features they share: thousands of failures
+        of one mistake read as one line, and two mistakes never share one."""
+        groups: dict[tuple[str, str, tuple[str, ...]], list[Judgement]] = {}
+        for j in self.judgements:  # one cause a family: the rule, the step, every rule broken
             if not j.passed and not j.deviations:
-                groups.setdefault((j.rule or PROTOCOL_RULE, j.step), []).append(j)
+                groups.setdefault((j.rule or PROTOCOL_RULE, j.step, j.breaks), []).append(j)
         share: collections.Counter[str] = collections.Counter()
         for data in self.scenarios.values():
             share.update(_features(data))
         total = max(1, len(self.scenarios))
         out = []
-        for (rule, step), js in groups.items():
+        for (rule, step, broken), js in groups.items():
             shared: set[str] | None = None
             for j in js:
                 mine = _features(self.scenarios.get(j.id, {}))
@@ -216,6 +282,7 @@ class Report:
                     first.explanation,
                     first.expected,
                     first.observed,
+                    broken,
                 )
             )
         out.sort(key=lambda f: (-len(f.ids), _rule_order(f.rule), f.step))
@@ -227,12 +294,13 @@ class Report:
             verdict = "deviates" if j.deviations else "fail"
             data: dict[str, Any] = {"id": j.id, "verdict": "pass" if j.passed else verdict}
             if j.deviations:
-                data |= {"deviations": list(j.deviations), "verified": j.verified}
+                data["deviations"] = list(j.deviations)
             if j.passed:
                 data["rules"] = sorted(j.rules, key=_rule_order)
             else:
                 data |= {
                     "rule": j.rule or PROTOCOL_RULE,
+                    "broken": list(j.breaks),
                     "step": j.step or "answer",
                     "expected": j.expected,
                     "observed": j.observed,
@@ -249,6 +317,7 @@ class Report:
     def to_json(self) -> dict[str, Any]:
         tally = self.by_rule()
         coverage = self.coverage()
+        states = self.states()
         data: dict[str, Any] = {
             "revision": self.revision,
             "implementation": self.implementation,
@@ -268,6 +337,10 @@ class Report:
                     "first_failure": tally.get(r, RuleTally()).first_failure,
                     "status": status,
                     "why": why,
+                    "state": states.get(r, NOT_JUDGED),
+                    "broken_by": sum(
+                        r in j.broken[1:] for j in self.judgements if not j.deviations
+                    ),
                 }
                 for r, (status, why) in coverage.items()
             },
@@ -279,6 +352,7 @@ class Report:
                 {
                     "rule": f.rule,
                     "step": f.step,
+                    "broken": list(f.broken),
                     "count": len(f.ids),
                     "features": list(f.features),
                     "first": f.ids[0],
@@ -298,6 +372,7 @@ class Report:
                 {
                     "id": j.id,
                     "rule": j.rule,
+                    "broken": list(j.breaks),
                     "step": j.step or "answer",
                     "expected": j.expected,
                     "observed": j.observed,
@@ -307,7 +382,7 @@ class Report:
                 if not j.passed and not j.deviations
             ]
             data["deviated"] = [
-                {"id": j.id, "deviations": list(j.deviations), "verified": j.verified}
+                {"id": j.id, "deviations": list(j.deviations)}
                 for j in self.judgements
                 if j.deviations
             ]

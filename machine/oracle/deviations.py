@@ -8,17 +8,26 @@ reference registry can behave so, the mutant that models it.  An adapter declare
 registry has in its hello (``deviations``); this module checks that declaration, judges what it
 declares, and renders the contract's table of them, so CONTRACT.md states no count by hand.
 
-How a declared deviation is judged (:class:`Declared`): a vector first meets the contract's
-expectation through the one judge's checks.  Only when it fails there, and a declared deviation
-touches it, is it judged again against the deviation's **alternative expectation** -- the same
-checks, another expectation (``expects`` of the contract data, :data:`EXPECTS`): what our registry
-answers when it behaves so (D13: its timeout policy classifying by code), the contract's
-expectation rewritten as the deviation writes results (the seed's error shape), or the answer
-read as the contract's once the deviation's own addition is set aside (a success's ``value``).
-Several declared deviations may touch one vector; the fewest whose combined expectation the
-answer meets are named.  A vector judged so is "deviates as declared", never a pass.  A deviation
-with no model (``expects`` none) cannot be verified: a failure in its scope is reported as
-"deviates as declared, not verified".  Declaring nothing judges exactly as the contract does.
+How a declared deviation is judged (:meth:`Declared.rejudge`): a deviation is a mask, not an
+amnesty.  A vector first meets the contract's expectation through the one judge's checks.  Only
+when it fails there, and a declared deviation touches it, is it judged again with the
+deviation applied -- every check of the judge asked again:
+
+* a modelled deviation (``expects``, :data:`EXPECTS`) gives an **alternative expectation**: what
+  our registry answers when it behaves so (D13: its timeout policy classifying by code), the
+  contract's expectation rewritten as the deviation writes results (the seed's error shape), or
+  the answer read as the contract's once the deviation's own addition is set aside (a success's
+  ``value``);
+* a deviation whose exact observations the sources leave open has a **mask** instead
+  (``mask``): the answer fields it may change and what each may become (an error, an error of
+  one code, post-execute skipped).  Those fields are read as the contract's expectation when
+  they are what the mask allows, and everything else is judged as the contract's: a late
+  success inside its scope is still a late success.
+
+Several declared deviations may touch one vector; the fewest whose combined alternative the
+answer meets are named, and the vector "deviates as declared", never a pass.  Anything else is
+an undeclared failure, cited under the rule the remaining difference breaks.  Declaring nothing
+judges exactly as the contract does.
 """
 
 from __future__ import annotations
@@ -26,13 +35,18 @@ from __future__ import annotations
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Final
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any, Final
 
 from ..contract.loader import Deviation, load_contract
 from ..runtime.virtual_time import VirtualClock, run
+from .judge_calls import error_code
 from .scenario import Harness
-from .vectors import Expectation, Vector, expectation, scenario_data
+from .turnvectors import TurnTable, TurnVector
+from .vectors import Expectation, Vector, canonical, expectation, scenario_data
+
+if TYPE_CHECKING:  # conform_report imports the protocol, which checks a hello's deviations here
+    from .conform_report import Judgement
 
 
 def problem(declared: Any) -> str | None:
@@ -58,7 +72,7 @@ def problem(declared: Any) -> str | None:
 
 
 def _measured(d: Deviation) -> str:
-    return "; ".join(f"{m.source}: {m.vectors:,}" for m in d.measured) or "—"
+    return "; ".join(f"{m.source}: {m.vectors:,} (of {m.on})" for m in d.measured) or "—"
 
 
 def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
@@ -75,11 +89,7 @@ def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
     for d in contract.deviations if deviations is None else deviations:
         scope = "; ".join(f"`{k}`: {', '.join(f'`{v}`' for v in vs)}" for k, vs in d.scope.items())
         revisions = ", ".join(r for r in contract.revisions if r in d.revisions)
-        model = (
-            f"{EXPECTS[d.expects]} (`{d.expects}`)"
-            if d.expects
-            else "nothing: not modelled, a failure in its scope is named \"not verified\""
-        )
+        model = f"{EXPECTS[d.expects]} (`{d.expects}`)" if d.expects else _mask_words(d.mask)
         if d.model:
             model += f"; mutant `{d.model}` behaves so"
         rows.append(
@@ -87,6 +97,16 @@ def markdown_table(deviations: Sequence[Deviation] | None = None) -> str:
             f"| {scope or 'every vector'} | {_measured(d)} | {model} |"
         )
     return "\n".join(rows)
+
+
+def _mask_words(mask: Mapping[str, str]) -> str:
+    """A mask in words, for the table: each field and what it may become."""
+    kinds = {"error": "an error", "skipped": "null (post-execute skipped)"}
+    parts = [
+        f"`{k}` may be {kinds.get(x) or 'an error with code `' + x.removeprefix('error:') + '`'}"
+        for k, x in mask.items()
+    ]
+    return "the contract's expectation, masked: " + "; ".join(parts) + "; all else judged"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -159,14 +179,6 @@ EXPECTS: Final[Mapping[str, str]] = {
 """The kinds of alternative expectation a deviation's ``expects`` may name, in words."""
 
 
-@dataclass(frozen=True)
-class Verdict:
-    """Which declared deviations explain a failed vector, and whether a model verified it."""
-
-    names: tuple[str, ...]
-    verified: bool
-
-
 class Declared:
     """The deviations an adapter declared, for one run: each vector they touch gets its
     alternative expectations, and a failed vector is judged again against them."""
@@ -204,37 +216,149 @@ class Declared:
         the contract (after :meth:`prepare`): the vectors it can be seen to deviate on."""
         return frozenset(vid for n, vid in self._models if n == name)
 
-    def _alternative(self, d: Deviation, v: Vector, answer: Answer) -> tuple[Vector, Answer]:
+    def _alternatives(self, d: Deviation, v: Vector, answer: Answer) -> list[tuple[Vector, Answer]]:
+        """What ``d`` makes of ``v`` and ``answer``: its modelled alternative, or each way its
+        mask reads the answer as one of the vector's expectations; none where it changes
+        nothing (the vector's failure is not of its making)."""
         if d.expects == "timeout_by_code":
-            return self._models.get((d.name, v.id), v), answer
-        if d.expects == "seed_error_shape":
-            return _seed_error_shape(v), answer
-        if d.expects == "value_key":
-            return v, _value_key(answer)
-        raise AssertionError(f"deviation {d.name}: no alternative for expects {d.expects!r}")
+            found = [(self._models.get((d.name, v.id), v), answer)]
+        elif d.expects == "seed_error_shape":
+            found = [(_seed_error_shape(v), answer)]
+        elif d.expects == "value_key":
+            found = [(v, _value_key(answer))]
+        elif d.mask:
+            found = [
+                (replace(v, expected=e, alternatives=()), masked)
+                for e in v.expectations()
+                if (masked := _masked(d.mask, e, answer)) is not None
+            ]
+        else:
+            raise AssertionError(f"deviation {d.name}: neither expects nor mask")
+        return [(w, a) for w, a in found if w is not v or a is not answer]
 
     def rejudge(
         self,
         v: Vector,
         answer: Answer,
-        passes: Callable[[Vector, Answer, frozenset[str]], bool],
-    ) -> Verdict | None:
-        """The fewest declared deviations whose combined alternative expectation ``answer``
-        meets (``passes``: the one judge's verdict on a vector and answer, not asking the checks
-        of the rules the deviations depart from: what the environment saw of them -- a
-        deadline's identity, D13 -- is their behaviour), or -- when none does
-        -- the unmodelled deviations whose scope holds ``v``; None: an ordinary failure."""
+        verdict: Judgement,
+        judge: Callable[[Vector, Answer, frozenset[str]], Judgement],
+    ) -> Judgement:
+        """The verdict on ``v``, which failed the contract (``verdict``), with the declared
+        deviations that touch it applied.  The fewest whose combined alternatives ``answer``
+        meets -- every check of the judge passing (``judge``: its verdict on a vector and an
+        answer, not asking the checks of the rules a modelled deviation departs from: what the
+        environment saw of them is its behaviour) -- are named: the vector deviates as declared.
+        Else it is an undeclared failure: the contract's, unless that cites a rule the touching
+        deviations depart from -- then the first remaining difference under them, which is the
+        one they do not explain (a relay's leak under D13 is R22, not D13's R35)."""
         touching = self.touching(v)
-        modelled = [d for d in touching if d.expects is not None]
-        for k in range(1, len(modelled) + 1):
-            for combo in itertools.combinations(modelled, k):
+        remaining: list[Judgement] = []
+        for k in range(1, len(touching) + 1):
+            for combo in itertools.combinations(touching, k):
+                options = [(v, answer)]
+                for d in combo:
+                    options = [o for w, a in options for o in self._alternatives(d, w, a)]
+                departs = frozenset(r for d in combo if d.expects for r in d.departs_from)
+                for alt_v, alt_answer in options:
+                    found = judge(alt_v, alt_answer, departs)
+                    if found.passed:
+                        return replace(verdict, deviations=tuple(d.name for d in combo))
+                    remaining.append(found)
+        explained = {r for d in touching for r in d.departs_from}
+        if verdict.rule not in explained:
+            return verdict
+        return next((j for j in remaining if j.rule not in explained), verdict)
+
+
+    def rejudge_turn(
+        self,
+        v: TurnVector,
+        answer: Answer,
+        verdict: Judgement,
+        judge: Callable[[TurnVector, Answer], Judgement],
+    ) -> Judgement:
+        """:meth:`rejudge` for a turn vector, which failed the contract (``verdict``): a turn
+        has no scenario, so the deviations that reach it are those of every vector (no scope)
+        whose alternative rewrites results -- each started call's, and the synthetic result of
+        one that never started."""
+        reaching = [d for d in self.deviations if not d.scope and d.expects in _TURN_EXPECTS]
+        remaining: list[Judgement] = []
+        for k in range(1, len(reaching) + 1):
+            for combo in itertools.combinations(reaching, k):
                 alt_v, alt_answer = v, answer
                 for d in combo:
-                    alt_v, alt_answer = self._alternative(d, alt_v, alt_answer)
-                if alt_v is v and alt_answer is answer:
-                    continue
-                departs = frozenset(r for d in combo for r in d.departs_from)
-                if passes(alt_v, alt_answer, departs):
-                    return Verdict(tuple(d.name for d in combo), True)
-        unmodelled = tuple(d.name for d in touching if d.expects is None)
-        return Verdict(unmodelled, False) if unmodelled else None
+                    alt_v, alt_answer = _turn_alternative(d, alt_v, alt_answer)
+                found = judge(alt_v, alt_answer)
+                if found.passed:
+                    return replace(verdict, deviations=tuple(d.name for d in combo))
+                remaining.append(found)
+        explained = {r for d in reaching for r in d.departs_from}
+        if verdict.rule not in explained:
+            return verdict
+        return next((j for j in remaining if j.rule not in explained), verdict)
+
+
+_TURN_EXPECTS: Final = ("seed_error_shape", "value_key")
+"""The alternatives a turn vector can take: they rewrite results, which a turn publishes."""
+
+
+def _turn_alternative(d: Deviation, v: TurnVector, answer: Answer) -> tuple[TurnVector, Answer]:
+    """What ``d`` makes of a turn vector and its answer (:data:`_TURN_EXPECTS`)."""
+    if d.expects == "seed_error_shape":
+        table = v.table
+        calls = {
+            call: {
+                kind: {
+                    phase: tuple({**x, "result": _seed_error(x["result"])} for x in variants)
+                    for phase, variants in phases.items()
+                }
+                for kind, phases in kinds.items()
+            }
+            for call, kinds in table.calls.items()
+        }
+        rewritten = TurnTable(table.revision, _seed_error(table.skipped), calls)
+        return replace(v, table=rewritten), answer
+    observed = dict(answer.get("observed") or {})
+    observed["events"] = [
+        {**e, "result": _without_value(e["result"])} if "result" in e else e
+        for e in observed.get("events") or ()
+    ]
+    log = [
+        {**e, "payload": _without_value(e["payload"])} if "payload" in e else e
+        for e in answer.get("log") or ()
+    ]
+    return v, {**answer, "observed": observed, "log": log}
+
+
+def _meets(kind: str, value: Any, raised: Any = None) -> bool:
+    """Whether ``value`` (and, for a result, the error ``raised``) is what a mask of ``kind``
+    lets an answer field become (:data:`toolcancel.contract.loader.MASK_KINDS`)."""
+    if kind == "skipped":
+        return value is None
+    if value is None:
+        return kind == "error" and raised is not None
+    if not isinstance(value, Mapping) or value.get("isError") is not True:
+        return False
+    return kind == "error" or error_code(value) == kind.removeprefix("error:")
+
+
+def _masked(mask: Mapping[str, str], exp: Expectation, answer: Answer) -> Answer | None:
+    """``answer`` with each field of ``mask`` that differs from ``exp`` read as ``exp``'s, or
+    None when one differs otherwise than the mask allows (a late success is never an error)."""
+    observed = dict(answer.get("observed") or {})
+    out = dict(answer)
+    if "result" in mask and canonical(answer.get("result")) != exp.result_json:
+        if not _meets(mask["result"], answer.get("result"), observed.get("raised")):
+            return None
+        out["result"] = exp.result
+        observed["raised"] = None
+    received = observed.get("post_received", ...)
+    want = exp.post_received
+    if "post_received" in mask and received is not ... and want is not ...:
+        if canonical(received) != canonical(want):
+            if not _meets(mask["post_received"], received):
+                return None
+            observed["post_received"] = want
+    out["observed"] = observed
+    return out if out != answer else None
+

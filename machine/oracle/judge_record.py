@@ -211,14 +211,18 @@ class Want:
         return any("caller_abort" in p for e in self.expectations for p in e.paths)
 
     def aborted_before_dispatch(self) -> bool:
-        """Whether the caller aborted before the expected path's first base dispatch."""
+        """Whether the caller aborted before the expected path's first base dispatch: at
+        entry, or by a ``caller_abort`` before it.  A path that never dispatches and never
+        aborts (invalid arguments, a denial) is not one: a body started there is an extra start
+        (R18), not a late one."""
         assert self.expectation is not None
+        s = self.scenario
         for name in self.expectation.paths[0]:
             if name == "caller_abort":
                 return True
             if name == "base_dispatch":
                 return False
-        return True
+        return s.caller == "aborted" or s.cancel == "before_entry" or self.caller_aborts
 
 
 @dataclass(frozen=True)
@@ -357,6 +361,26 @@ def first_failure(
         if found is not None and (best is None or found.at < best.at):
             best = found
     return best
+
+
+def failures(
+    record: Record,
+    want: Want | None,
+    level: str,
+    *,
+    phase: str | None = None,
+    departs: frozenset[str] = frozenset(),
+) -> list[Failure]:
+    """Every broken rule's earliest failure, earliest evidence first (registration order
+    breaks ties): what :func:`first_failure` leads with, and every other rule the record breaks."""
+    found: dict[str, Failure] = {}
+    for c in _reading(level, phase, record.events()):
+        if c.rule in departs or not c.answerable(want):
+            continue
+        failure = c.judge(record, want)
+        if failure is not None and (c.rule not in found or failure.at < found[c.rule].at):
+            found[c.rule] = failure
+    return sorted(found.values(), key=lambda f: f.at)
 
 
 def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:

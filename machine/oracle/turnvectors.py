@@ -326,6 +326,31 @@ def _is_event(e: Any, ids: set[str]) -> bool:
     return e.keys() == {"event", "call"} and e["call"] in ids
 
 
+SKIPPED_RULE: Final = "R9"
+"""The synthetic result of a call that never started: a turn exercises it only with one."""
+
+
+def _record(v: TurnVector, answer: Mapping[str, Any]) -> TurnRecord:
+    observed = answer["observed"]
+    return TurnRecord(
+        len(v.turn.kinds), observed["events"], answer["log"], observed["returned"],
+        v.table.skipped,
+    )  # fmt: skip
+
+
+def exercised(v: TurnVector, answer: Mapping[str, Any]) -> frozenset[str]:
+    """The turn rules a well-formed ``answer`` could have failed: every one, but R9 only where
+    a call never started (its synthetic result is then what R9 judges)."""
+    started = _record(v, answer).first()
+    never = any(f"c{i}" not in started for i in range(len(v.turn.kinds)))
+    return RULES if never else RULES - {SKIPPED_RULE}
+
+
+def broken(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, ...]:
+    """Every rule the turn's own checks find broken in ``answer``, in the order they show."""
+    return tuple(dict.fromkeys(rule for rule, _ in turn_problems(_record(v, answer))))
+
+
 def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """The first problem of a well-formed answer: (rule, step, explanation), or None.  Each
     started call is a record of the call checks (:func:`toolcancel.oracle.judge_turns.
@@ -333,9 +358,8 @@ def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | No
     signal, aborted is the late-start check's; another path is the scheduler's (where it ran
     post-execute: its hooks' rule; else what it started after the abort), another result the
     rule of the outcome the contract gives."""
-    events, log = answer["observed"]["events"], answer["log"]
-    returned = answer["observed"]["returned"]
-    found = turn_problems(TurnRecord(len(v.turn.kinds), events, log, returned, v.table.skipped))
+    events = answer["observed"]["events"]
+    found = turn_problems(_record(v, answer))
     if found:
         return found[0][0], "turn", found[0][1]
     for i, kind in enumerate(v.turn.kinds):

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
+from ..oracle.capabilities import STAGES
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
@@ -130,12 +131,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
     report = json.loads(done.stdout)
     rules = {}
     for rule, row in report["by_rule"].items():
-        if row["failed"]:
-            verdict = "broken"
-        elif row["passed"] and row["status"] != "none":
-            verdict = "kept"
-        else:
-            verdict = "not judged"
+        verdict = row["state"]  # conform's own: broken, kept, masked, vacuous or not judged
         rules[rule] = {"title": row["title"], "verdict": verdict, "passed": row["passed"],
                        "failed": row["failed"]}  # fmt: skip
     return {
@@ -150,6 +146,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
             {
                 "rule": f["rule"],
                 "step": f["step"],
+                "broken": f["broken"],
                 "count": f["count"],
                 "features": f["features"],
                 "examples": _examples(root, revision, f, report["failures"]),
@@ -178,7 +175,8 @@ def _examples(
     scenarios = _scenarios(root, revision)
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for f in failures:
-        if (f["rule"], f["step"]) != (family["rule"], family["step"]):
+        if (f["rule"], f["step"], f["broken"]) != (family["rule"], family["step"],
+                                                    family["broken"]):
             continue
         s = scenarios[f["id"]]
         key = _behaviour(s)
@@ -235,9 +233,12 @@ def render(
         "pinned in the `runtimes` extra. A runtime "
         "declares the stages it has (`capabilities` in its hello); conform sends it only the "
         "vectors those stages can run, and a rule no such vector decides is **not judged** "
-        "(not kept). A rule is **kept** when every vector that exercised it passed; where the "
-        "runtime lacks the stage a rule governs (R7 without a post-execute stage), keeping it "
-        "only says the runtime behaves as that stage's default would. Every failure family "
+        "(not kept). A rule is **broken** when some vector's record breaks it (cited first or "
+        "not), **kept** when a vector on which it could have failed was judged by it and "
+        "passed, **masked** when the vectors that could have judged it all failed first under "
+        "another rule, and **kept only vacuously** when only the empty step of a stage the "
+        "runtime lacks exercised it (R7 without a post-execute stage): that says only that the "
+        "runtime behaves as the stage's default would. Every failure family "
         "below was confirmed once outside the adapter by the "
         "reproduction it names: a self-contained script a maintainer can paste into their own "
         "issue tracker (`python examples/runtimes/repro_<runtime>.py <name>` runs one).",
@@ -248,7 +249,7 @@ def render(
         out += [f"## {name}: {first['implementation']}", ""]
         caps = first.get("capabilities")
         if isinstance(caps, dict):
-            has = [k for k, v in caps.items() if v is True]
+            has = [k for k in STAGES if caps.get(k) is True]  # the contract's order, not the file's
             out.append(f"Declared: {', '.join(has) or 'no stage'}; cancels by "
                        f"{', '.join(caps.get('cancel', [])) or 'nothing'}.")  # fmt: skip
             out.append("")
@@ -262,6 +263,14 @@ def render(
             out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
+        for state, words in (("masked", "Ran but masked by an earlier failure"),
+                             ("vacuous", "Kept only vacuously (a stage the runtime lacks)")):
+            said = [f"{rev}: {', '.join(rs)}" for rev in REVISIONS
+                    if (rs := [r for r, row in sorted(by_rev[rev]["rules"].items(),
+                               key=lambda item: _rule_number(item[0]))
+                               if row["verdict"] == state])]  # fmt: skip
+            if said:
+                out += [f"{words}: {'; '.join(said)}.", ""]
         unjudged = sorted(
             set.intersection(*({r for r, row in m["rules"].items()
                                 if row["verdict"] == "not judged"} for m in by_rev.values())),

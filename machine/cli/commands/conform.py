@@ -13,7 +13,7 @@ from ...oracle.conform import conform, self_command
 from ...oracle.conform_adapter import HELLO_TIMEOUT
 from ...oracle.conform_jobs import available
 from ...oracle.conform_protocol import LEVELS, PROTOCOL_RULE
-from ...oracle.conform_report import Report
+from ...oracle.conform_report import NOT_JUDGED, STATE_WORDS, Report
 from ...oracle.judge import CHECKED, NONE, OUTCOME
 from ...oracle.turnvectors import RULES as TURN_RULES
 from ..main import Progress, UsageError, clip, revision_option
@@ -161,6 +161,7 @@ def table(report: Report) -> str:
     d = report.to_json()
     tally = report.by_rule()
     coverage = report.coverage()
+    states = report.states()
     lines = [
         f"toolcancel conform — {report.revision} contract, {d['vectors']:,} vectors, "
         f"{report.level} level",
@@ -173,7 +174,8 @@ def table(report: Report) -> str:
         title = clip(report.titles.get(rule, ""), 38)
         t = tally.get(rule)
         passed, failed = (t.passed, t.failed) if t else (0, 0)
-        said = STATUS[status] + (f" ({why})" if why else "")
+        said = STATE_WORDS[states.get(rule, NOT_JUDGED)] + "; " + STATUS[status]
+        said += f" ({why})" if why else ""
         if rule in unjudged:
             said = f"NOT JUDGED: needs {' or '.join(unjudged[rule])} (the hello lacks it)"
         lines.append(f"  {rule:<9} {title:<38} {passed:>7,} {failed:>7,}  {said}")
