@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import json
 import os
@@ -66,6 +67,29 @@ def test_verify_mutants_kills_every_mutant_and_names_its_own_rule() -> None:
     assert data["killed"] == data["total"] == sum("seed" in m.revisions for m in shipped) == 18
     for row in data["mutants"]:  # ground truth: each mutant declares the rule it breaks
         assert row["killed"] and row["rule"] == row["expected_rule"], row
+
+
+def test_verify_mutants_fails_a_mutant_killed_under_another_rule_than_it_declares(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a real mutant (races the body: R27) declared as breaking R28: killed, but under R27, so the
+    # run must fail -- a check citing the wrong rule would otherwise pass unnoticed
+    from toolcancel.cli.main import main
+
+    shipped, races = mutants(), mutant("races_body")
+    wrong = dataclasses.replace(races, rule="R28")
+    monkeypatch.setattr(shipped, "MUTANTS", (wrong,))
+    argv = ["verify", "--mutants", "--max-wrappers", "0", "--max-calls", "1", "--no-deep",
+            "--workers", "1", "--json"]  # fmt: skip
+    assert main(argv) == 1
+    data = json.loads(capsys.readouterr().out)
+    (row,) = data["mutants"]
+    assert row["killed"] and row["rule"] == "R27" and not row["as_declared"], row
+    assert data["killed_under_another_rule"] == 1
+    # the same mutant under the rule it does break passes
+    monkeypatch.setattr(shipped, "MUTANTS", (races,))
+    assert main(argv) == 0
+    assert json.loads(capsys.readouterr().out)["killed_under_another_rule"] == 0
 
 
 def test_unknown_revision_is_one_line_and_exit_2() -> None:

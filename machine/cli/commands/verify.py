@@ -201,16 +201,26 @@ def _mutants(args: argparse.Namespace) -> int:
                 "killed": first is not None,
                 "rule": first.rule if first else None,
                 "expected_rule": mutant.rule,
+                "as_declared": first is not None and first.rule == mutant.rule,
                 "schedules": report.tally.schedules,
                 "explanation": first.explanation if first else None,
             }
         )
     progress.close()
     killed = sum(r["killed"] for r in rows)
+    # A mutant killed under another rule than the one it breaks shows a check that cites the
+    # wrong rule (or a mutant that breaks more than it says): either is a failure of the oracle.
+    astray = [r for r in rows if r["killed"] and not r["as_declared"]]
     if args.json:
         print(
             json.dumps(
-                {"revision": args.revision, "mutants": rows, "killed": killed, "total": len(rows)},
+                {
+                    "revision": args.revision,
+                    "mutants": rows,
+                    "killed": killed,
+                    "killed_under_another_rule": len(astray),
+                    "total": len(rows),
+                },
                 indent=2,
             )
         )
@@ -223,7 +233,9 @@ def _mutants(args: argparse.Namespace) -> int:
                 f"{r['rule'] or '-':<6} {r['expected_rule']:<9} {r['schedules']:,}"
             )
         print(f"  killed {killed} of {len(rows)}")
-    return 0 if killed == len(rows) else 1
+        for r in astray:
+            print(f"  {r['name']}: killed under {r['rule']}, but it declares {r['expected_rule']}")
+    return 0 if killed == len(rows) and not astray else 1
 
 
 def _spec_mutants(args: argparse.Namespace) -> int:
