@@ -108,7 +108,7 @@ class GraphvizMissing(ToolcancelError):
 
 def edge_id(t: Transition, source: str) -> str:
     """The stable identity of the edge drawing transition ``t`` out of ``source``."""
-    return f"t{t.index}-{source}"
+    return f"{t.id}-{source}"
 
 
 def _edges(table: RevisionContract) -> list[tuple[Transition, str]]:
@@ -189,9 +189,9 @@ def moot_guards(table: RevisionContract) -> dict[int, frozenset[tuple[str, bool]
 
 
 def _label_lines(t: Transition, table: RevisionContract) -> list[str]:
-    """The label of ``t`` as lines: ``tN events``, ``[guards]``, ``/ effects (rule ids)``; a
+    """The label of ``t`` as lines: ``id events``, ``[guards]``, ``/ effects (rule ids)``; a
     guard that cannot matter in this revision (:func:`moot_guards`) is left out."""
-    head = f"t{t.index} " + ", ".join(t.events)
+    head = f"{t.id} " + ", ".join(t.events)
     if t.alternative:
         head = "MAY " + head
     lines = textwrap.wrap(head, LABEL_WIDTH, break_long_words=False, subsequent_indent="  ")
@@ -236,11 +236,13 @@ def resolve_path(
         index = item.transition if isinstance(item, PathStep) else item
         t = by_index.get(index)
         if t is None:
-            raise ValueError(f"step {n}: t{index} is not a transition of revision {table.name}")
+            raise ValueError(
+                f"step {n}: transition #{index} is not a transition of revision {table.name}"
+            )
         source = item.source if isinstance(item, PathStep) else state
         if source not in t.sources:
             raise ValueError(
-                f"step {n}: t{index} leaves {'/'.join(t.sources)}, not {source} "
+                f"step {n}: {t.id} leaves {'/'.join(t.sources)}, not {source} "
                 "(the path does not follow the machine)"
             )
         out.append((t, source))
