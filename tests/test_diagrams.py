@@ -156,8 +156,8 @@ def test_dot_edges_are_exactly_the_contract_transitions(revision: str) -> None:
         transitions = [known[m] for m in members]
         for t, source in transitions:
             assert (tail, head) == (source, source if t.dest is None else t.dest)
-            head = rf"(^|\\n|>)(MAY )?{t.id}(?![a-z0-9_])"
-            assert re.search(head, attrs["label"]), attrs["label"]
+            starts = rf"(^|\\n|>)(MAY )?{t.id}(?![a-z0-9_])"
+            assert re.search(starts, attrs["label"]), attrs["label"]
             for rule in t.rules:
                 assert rule in attrs["label"]
         if len(members) > 1:

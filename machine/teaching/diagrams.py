@@ -563,25 +563,28 @@ def overview_dot(table: RevisionContract, *, slide: bool = False, comment: str =
                 if spec.initial:
                     attrs["penwidth"] = "2"
                 c.node(s, **attrs)
-    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    groups: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
     weighty: set[tuple[str, str, str]] = set()
     for t in table.transitions:
         for source in t.sources:
             dest = source if t.dest is None else t.dest
             key = (source, dest, _kind(table, t))
             label = " ".join(_label_lines(t, table))
-            groups.setdefault(key, []).append((edge_id(t, source), label))
+            # the cell shows the id's initials (c2_aborted: c2a) to fit a slide; the full id is
+            # the cell's id and leads its tooltip.  Never a position: an insertion renames nothing
+            short = "".join(p if any(c.isdigit() for c in p) else p[0] for p in t.id.split("_"))
+            groups.setdefault(key, []).append((edge_id(t, source), label, short))
             if key[2] == "plain" and _is_success_flow(table, t):
                 weighty.add(key)  # a step of a successful call: laid out short and straight
     for key, members in groups.items():
         source, dest, kind = key
-        ids = [i for i, _ in members]
+        ids = [i for i, _, _ in members]
         rows = [members[i : i + CELLS_PER_ROW] for i in range(0, len(members), CELLS_PER_ROW)]
         cells = "".join(
             "<tr>"
             + "".join(
-                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{i.split("-")[0]}</td>'
-                for i, tip in row
+                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{shown}</td>'
+                for i, tip, shown in row
             )
             + "</tr>"
             for row in rows
