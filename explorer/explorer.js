@@ -48,16 +48,18 @@
   for (const r of REVISIONS) {
     const info = D.revisions[r];
     const byIndex = new Map();
+    const byId = new Map();
     const candidates = new Map();
     for (const t of info.transitions) {
       byIndex.set(t.i, t);
+      byId.set(t.id, t);
       for (const src of t.sources) for (const ev of t.events) {
         const key = src + "|" + ev;
         if (!candidates.has(key)) candidates.set(key, []);
         candidates.get(key).push(t);
       }
     }
-    TABLES[r] = { info, byIndex, candidates };
+    TABLES[r] = { info, byIndex, byId, candidates };
   }
   const stateInfo = Object.fromEntries(D.states.map((s) => [s.name, s]));
 
@@ -241,7 +243,7 @@
     if (code) out.push("code:" + code);
     for (const f of FIELDS) out.push(f + "=" + (f === "wrappers" ? sc.wrappers.join(",") || "none" : sc[f]));
     for (const rule of rulesOfPath(v.revision, steps)) out.push(rule);
-    for (const st of steps) out.push("t" + st.t.i, st.event);
+    for (const st of steps) out.push(st.t.id, st.event);
     v.text = " " + out.join(" ").toLowerCase() + " ";
     return v.text;
   }
@@ -251,7 +253,7 @@
     if (!words.length) return all;
     return all.filter((v) => {
       const text = searchText(v);
-      return words.every((w) => (/^r\d+$/.test(w) || /^t\d+$/.test(w) ? text.includes(" " + w + " ") : text.includes(w)));
+      return words.every((w) => (/^r\d+$/.test(w) || TABLES[r].byId.has(w) ? text.includes(" " + w + " ") : text.includes(w)));
     });
   }
 
@@ -372,7 +374,7 @@
       el.classList.remove("onpath", "current", "violated", "selected", "row-current");
     }
   }
-  const edgeKey = (st) => "t" + st.t.i + "-" + st.source;
+  const edgeKey = (st) => st.t.id + "-" + st.source;
 
   // ---------------------------------------------------------------------------------------------
   // Panels
@@ -395,7 +397,7 @@
   // A transition's guards as the drawing labels them: without those that cannot fail here.
   const shownGuards = (t) => t.guards.filter(([g]) => !t.moot.includes(g)).map(([g, w]) => (w ? "" : "not ") + g).join(" and ");
   function transitionTitle(t) {
-    return "t" + t.i + " " + t.events.join(", ");
+    return t.id + " " + t.events.join(", ");
   }
   function transitionHtml(t) {
     const r = ui.rev;
@@ -428,9 +430,9 @@
   }
   const backToSteps = () => (ui.steps ? "<p><a id='back-to-steps'>← back to the steps</a></p>" : "");
   function selectTransition(key) {
-    const m = /^t(\d+)-(.+)$/.exec(key);
+    const m = /^([a-z0-9_]+)-(.+)$/.exec(key);
     if (!m) return;
-    const t = TABLES[ui.rev].byIndex.get(Number(m[1]));
+    const t = TABLES[ui.rev].byId.get(m[1]);
     if (!t) return;
     if (ui.view === "overview") setView("machine", true);
     if (!ui.steps) clearMarks();
@@ -459,7 +461,7 @@
     h += "</p>";
     const out = D.revisions[r].transitions.filter((t) => t.sources.includes(name));
     const inc = D.revisions[r].transitions.filter((t) => t.dest === name && !t.sources.includes(name));
-    const li = (t, src) => "<li><a data-transition='t" + t.i + "-" + esc(src) + "'>" + esc(transitionTitle(t)) + "</a>" +
+    const li = (t, src) => "<li><a data-transition='" + t.id + "-" + esc(src) + "'>" + esc(transitionTitle(t)) + "</a>" +
       (shownGuards(t) ? " <span class='muted'>[" + esc(shownGuards(t)) + "]</span>" : "") +
       " → " + esc(t.dest || "same") + (t.outcome ? " / " + esc(t.outcome) : "") + "</li>";
     h += "<h3>Leaving it (tried in this order)</h3><ul>" + out.map((t) => li(t, name)).join("") + "</ul>";
@@ -473,18 +475,17 @@
   function machinePanel() {
     const r = ui.rev;
     let h = "<h2>" + esc(D.revisions[r].title) + "</h2>";
-    h += "<p>One tool call runs through seven stages (R10). Click any state or transition (a <code>tN</code> label) for its guards, outcome, rule texts and precedence row. Drag to pan, wheel or +/− to zoom.</p><ol>";
+    h += "<p>One tool call runs through seven stages (R10). Click any state or transition (labelled with its id, e.g. <code>c2_aborted</code>) for its guards, outcome, rule texts and precedence row. Drag to pan, wheel or +/− to zoom.</p><ol>";
     D.stages.forEach((s, k) => {
       const n = D.revisions[r].transitions.filter((t) => t.sources.some((x) => s.states.includes(x))).length;
       h += "<li><a data-stage='" + k + "'><b>" + esc(s.titles[r]) + "</b></a> <span class='muted'>" + esc(s.states.join(", ")) + " · " + n + " transitions leave it · " + esc(s.rule) + "</span></li>";
     });
-    const own = D.revisions[r].transitions.map((t) => t.i);
-    const all = new Set(REVISIONS.flatMap((x) => D.revisions[x].transitions.map((t) => t.i)));
-    const others = [...all].filter((i) => !own.includes(i));
+    const own = D.revisions[r].transitions.map((t) => t.id);
+    const all = new Set(REVISIONS.flatMap((x) => D.revisions[x].transitions.map((t) => t.id)));
+    const others = [...all].filter((id) => !own.includes(id));
     h += "</ol><p class='muted' id='numbering'>" + own.length + " transitions in this revision, " + vectorsOf(r).list.length +
-      " vectors. <b>tN</b> is the Nth transition of contract.toml (from t0), one numbering for both revisions: the " + all.size +
-      " transitions run from t0 to t" + Math.max(...all) + ", and the numbers missing here (" + others.map((i) => "t" + i).join(" ") +
-      ") are transitions of the other revision only. Shaded states wait on foreign code (cancellation can arrive there); dashed red edges are cancellation events; dotted purple ones are MAY (allowed, not taken by the reference).</p>";
+      " vectors. A transition is named by its id in contract.toml, one name in both revisions; of the " + all.size +
+      " transitions, these belong to the other revision only: " + others.join(" ") + ". Shaded states wait on foreign code (cancellation can arrive there); dashed red edges are cancellation events; dotted purple ones are MAY (allowed, not taken by the reference).</p>";
     h += "<p class='muted'>" + esc(D.generated) + ".</p>";
     panel().innerHTML = h;
   }
@@ -559,7 +560,7 @@
     h += "<h3>Path</h3><ol class='steps'>";
     steps.forEach((st, k) => {
       const cls = k + 1 === n ? "now" : k + 1 < n ? "done" : "todo";
-      h += "<li class='" + cls + "' data-step='" + (k + 1) + "'>" + esc(st.event + " → " + st.dest) + " <span class='mono'>t" + st.t.i + "</span></li>";
+      h += "<li class='" + cls + "' data-step='" + (k + 1) + "'>" + esc(st.event + " → " + st.dest) + " <span class='mono'>" + esc(st.t.id) + "</span></li>";
     });
     if (info.violation) h += "<li class='" + (violating ? "violation" : "todo") + "' data-step='" + (steps.length + 1) + "'>✗ " + esc(info.violation.seen) + ": not allowed</li>";
     h += "</ol>";
@@ -580,9 +581,9 @@
       h += "<h3>Published result</h3><pre id='step-result'>" + esc(JSON.stringify(info.result, null, 1)) + "</pre>";
       if (decided && decided.t.precedence !== null) {
         const p = precedenceRow(r, decided.t.precedence);
-        h += "<div>Decided by precedence row " + p.row + " (t" + decided.t.i + "): " + esc(p.situation) + " → " + esc(p.outcome) + "; beats " + esc(p.beats) + "</div>";
+        h += "<div>Decided by precedence row " + p.row + " (" + decided.t.id + "): " + esc(p.situation) + " → " + esc(p.outcome) + "; beats " + esc(p.beats) + "</div>";
       } else if (decided) {
-        h += "<div class='muted'>Set by t" + decided.t.i + "; no competing situation (no precedence row applies).</div>";
+        h += "<div class='muted'>Set by " + decided.t.id + "; no competing situation (no precedence row applies).</div>";
       }
     }
     if (info.footer) h += info.footer;
@@ -615,7 +616,7 @@
     const r = ui.rev;
     const q = query || "";
     const found = searchVectors(r, q);
-    let h = "<h2>Vectors of " + esc(r) + "</h2><input id='vector-search' type='search' placeholder='id, rule (R21), outcome:aborted, code:TOOL_TIMEOUT, cancel=gate:body, wrappers=retry, t12' value='" + esc(q) + "'>";
+    let h = "<h2>Vectors of " + esc(r) + "</h2><input id='vector-search' type='search' placeholder='id, rule (R21), outcome:aborted, code:TOOL_TIMEOUT, cancel=gate:body, wrappers=retry, c2_aborted' value='" + esc(q) + "'>";
     h += "<p class='muted'>" + found.length + " of " + vectorsOf(r).list.length + " match" + (found.length > 200 ? "; the first 200 are listed" : "") + ". Every word must match: an id, a rule or transition cited on the path, outcome:, code:, or a scenario feature (field=value).</p>";
     h += "<ul class='list' id='vector-list'>" + found.slice(0, 200).map((v) => {
       const steps = pathOf(v);
@@ -689,7 +690,7 @@
     for (const p of D.revisions[r].precedence) {
       h += "<tr" + (p.row === highlight ? " style='background:#fff4cc'" : "") + " data-row='" + p.row + "'><td>" + p.row + "</td><td>" + esc(p.situation) + "</td><td>" + esc(p.outcome) + "</td><td>" + esc(p.beats) + "</td><td>" +
         p.rules.map((x) => "<a data-rule-open='" + x + "'>" + x + "</a>").join(" ") + "</td><td>" +
-        p.deciders.map((i) => { const t = TABLES[r].byIndex.get(i); return "<a data-transition='t" + i + "-" + esc(t.sources[0]) + "'>t" + i + "</a>"; }).join(" ") + "</td><td>" +
+        p.deciders.map((i) => { const t = TABLES[r].byIndex.get(i); return "<a data-transition='" + t.id + "-" + esc(t.sources[0]) + "'>" + t.id + "</a>"; }).join(" ") + "</td><td>" +
         (p.vector ? "<a data-vector='" + p.vector + "'>" + p.vector + "</a>" : "<span class='muted'>none</span>") + "</td></tr>";
     }
     h += "</table><p class='muted'>Click a row to mark its transitions on the machine.</p><div id='rule-text'></div>";
@@ -706,7 +707,7 @@
     for (const i of p.deciders) {
       const t = TABLES[ui.rev].byIndex.get(i);
       for (const src of t.sources) {
-        const g = ui.edges.get("t" + i + "-" + src);
+        const g = ui.edges.get(t.id + "-" + src);
         if (g) g.classList.add("onpath", "selected");
         for (const st of [src, t.dest || src]) ui.nodes.get(st) && ui.nodes.get(st).classList.add("onpath");
       }

@@ -156,7 +156,8 @@ def test_dot_edges_are_exactly_the_contract_transitions(revision: str) -> None:
         transitions = [known[m] for m in members]
         for t, source in transitions:
             assert (tail, head) == (source, source if t.dest is None else t.dest)
-            assert re.search(rf"(^|\\n|>)(MAY )?t{t.index} ", attrs["label"]), attrs["label"]
+            starts = rf"(^|\\n|>)(MAY )?{t.id}(?![a-z0-9_])"
+            assert re.search(starts, attrs["label"]), attrs["label"]
             for rule in t.rules:
                 assert rule in attrs["label"]
         if len(members) > 1:
@@ -187,7 +188,7 @@ def test_dot_styles_cancellation_and_may_edges(revision: str) -> None:
         if t.alternative:
             seen["may"] += 1
             assert (style, attrs["color"]) == ("dotted", MAY_COLOUR)
-            assert attrs["label"].startswith(f"MAY t{t.index} ")
+            assert re.match(rf"MAY {t.id}(?![a-z0-9_])", attrs["label"]), attrs["label"]
         elif set(t.events) & cancelling:
             seen["cancel"] += 1
             assert (style, attrs["color"]) == ("dashed", CANCEL_COLOUR)
@@ -260,14 +261,16 @@ def test_mermaid_transitions_are_exactly_the_contract_transitions(revision: str)
     table = CONTRACT.revision(revision)
     text = draw(table).mermaid
     assert text.splitlines()[3] == "stateDiagram-v2"
-    known = {t.index: t for t in table.transitions}
+    known = {t.id: t for t in table.transitions}
     drawn: Counter[str] = Counter()
     for line in text.splitlines():
         m = _MMD_EDGE.match(line)
         if not m:
             continue
         source, dest, label = m.groups()
-        t = known[int(re.search(r"\bt(\d+)\b", label).group(1))]  # type: ignore[union-attr]
+        name = re.sub(r"^(STEP [0-9, ]+<br>)?(CANCEL )?(MAY )?", "", label)
+        name = re.split(r"[ <]", name, maxsplit=1)[0]
+        t = known[name]
         drawn[edge_id(t, source)] += 1
         assert dest == (source if t.dest is None else t.dest)
         assert label.startswith("CANCEL ") == bool({"caller_abort", "fused_abort"} & set(t.events))
@@ -347,12 +350,12 @@ def _a_long_seed_path() -> CallMachine:
         Occurrence("pre_ask"),
         Occurrence("approval_approved"),
         Occurrence("guards_pass"),
-        Occurrence("wrapper_enter"),  # t25 self-loop, taken twice
+        Occurrence("wrapper_enter"),  # wrapper_enter's self-loop, taken twice
         Occurrence("wrapper_enter"),
         Occurrence("base_dispatch"),
         Occurrence("body_ok"),
         Occurrence("wrapper_returned", passthrough=True),  # a merged loop member
-        Occurrence("caller_abort"),  # t56, the cancellation loop on around_after
+        Occurrence("caller_abort"),  # abort_recorded, the cancellation loop on around_after
         Occurrence("wrapper_returned", is_error=True),
         Occurrence("around_settled"),
         Occurrence("post_accept"),
@@ -367,7 +370,8 @@ def test_highlighted_path_marks_exactly_its_edges_in_order() -> None:
     call = _a_long_seed_path()
     assert call.state == "materialized"
     want = [edge_id(t, s) for t, s in resolve_path(table, call.path)]
-    assert want == [f"t{p.transition}-{p.source}" for p in call.path]
+    ids = {t.index: t.id for t in table.transitions}
+    assert want == [f"{ids[p.transition]}-{p.source}" for p in call.path]
     drawing = draw(table, call.path)
     steps: dict[int, str] = {}
     for _, _, attrs in dot_edges(drawing.dot):
@@ -391,9 +395,9 @@ def test_highlighted_path_marks_exactly_its_edges_in_order() -> None:
     for line in drawing.mermaid.splitlines():
         if (m := _MMD_EDGE.match(line)) and m.group(3).startswith("STEP "):
             numbers_text, rest = m.group(3)[5:].split("<br>", 1)
-            index = re.search(r"\bt(\d+)\b", rest).group(1)  # type: ignore[union-attr]
+            name = re.split(r"[ <]", re.sub(r"^(CANCEL )?(MAY )?", "", rest), maxsplit=1)[0]
             for n in numbers_text.split(", "):
-                mm_steps[int(n)] = f"t{index}-{m.group(1)}"
+                mm_steps[int(n)] = f"{name}-{m.group(1)}"
     assert [mm_steps[n] for n in sorted(mm_steps)] == want
     visited = {p.source for p in call.path} | {p.dest for p in call.path}
     onpath = [line for line in drawing.mermaid.splitlines() if line.endswith(" onpath")]
@@ -404,10 +408,10 @@ def test_highlighted_path_marks_exactly_its_edges_in_order() -> None:
 
 def test_a_path_that_does_not_follow_the_machine_is_refused() -> None:
     table = CONTRACT.revision("seed")
-    with pytest.raises(ValueError, match="step 2: t2 leaves entry, not pre_policy"):
+    with pytest.raises(ValueError, match="step 2: args_valid leaves entry, not pre_policy"):
         draw(table, [2, 2])
     with pytest.raises(ValueError, match="not a transition of revision seed"):
-        draw(table, [1])  # t1 belongs to the revised contract only
+        draw(table, [1])  # entry_pre_aborted belongs to the revised contract only
 
 
 # ------------------------------------------------------------------------------------------------
@@ -435,16 +439,16 @@ def test_precedence_markdown_is_the_precedence_rows_of_each_revision() -> None:
             else:  # a row decided two ways (revised 12, 15: R41) says which transition gives which
                 assert cells[2].startswith(p.outcome + " (")
                 for t in deciding:
-                    assert re.search(rf"{t.outcome}: [t0-9, ]*\bt{t.index}\b", cells[2]), cells[2]
+                    assert re.search(rf"{t.outcome}: [a-z0-9_, ]*\b{t.id}\b", cells[2]), cells[2]
             assert cells[4] == ", ".join(p.rules)
-            assert cells[5] == ", ".join(f"t{t.index}" for t in deciding)
+            assert cells[5] == ", ".join(f"`{t.id}`" for t in deciding)
 
 
 def test_no_precedence_row_is_shown_with_one_outcome_where_its_transitions_give_two() -> None:
     text = precedence_markdown(CONTRACT).split("## Revised", 1)[1]
     for row in (12, 15):
         (line,) = [x for x in text.splitlines() if x.startswith(f"| {row} |")]
-        assert "aborted_before_dispatch: t" in line and "aborted: t" in line
+        assert "aborted_before_dispatch: c" in line and "aborted: c" in line
 
 
 def test_precedence_cells_escape_markdown_table_syntax(tmp_path: Path) -> None:
@@ -517,11 +521,14 @@ def test_check_is_fresh_after_generating_and_stale_after_editing_the_contract(
     assert run_cli(*args, "--check") == 0
     capsys.readouterr()
 
-    # Add a transition to the revised contract only: only its drawings go stale.
+    # Insert a transition for the revised contract only, before every other one: transitions
+    # are named by id, never by position, so only the revised drawings go stale.
+    first = head.index("[[transition]]\n")
     copy.write_text(
-        head
-        + '[[transition]]\nsource = ["draining"]\nevent = "fused_abort"\nrules = ["R27"]\n'
-        + 'revisions = ["revised"]\n\n'
+        head[:first]
+        + '[[transition]]\nid = "draining_refused"\nsource = ["draining"]\n'
+        + 'event = "fused_abort"\nrules = ["R27"]\nrevisions = ["revised"]\n\n'
+        + head[first:]
         + tail
     )
     assert run_cli(*args, "--check") == 1
@@ -654,13 +661,16 @@ def test_bad_input_is_one_line_and_exit_2(
 
 
 def test_a_guard_that_cannot_matter_in_a_revision_is_not_drawn() -> None:
-    """The revised contract ends a pre-aborted call at entry (R42), so t33's guard
+    """The revised contract ends a pre-aborted call at entry (R42), so late_success_aborted's guard
     ``not aborted_at_entry`` cannot fail there: drawing it would suggest a branch that is not
     (soundness for every guard: test_statechart.py)."""
     seed, revised = (draw(CONTRACT.revision(r)) for r in ("seed", "revised"))
-    t33 = [line for line in revised.mermaid.splitlines() if ": t33 " in line]
-    assert t33 and "aborted_at_entry" not in t33[0]
-    assert any(": t33 " in ln and "not aborted_at_entry" in ln for ln in seed.mermaid.splitlines())
+    late = [ln for ln in revised.mermaid.splitlines() if ": late_success_aborted " in ln]
+    assert late and "aborted_at_entry" not in late[0]
+    assert any(
+        ": late_success_aborted " in ln and "not aborted_at_entry" in ln
+        for ln in seed.mermaid.splitlines()
+    )
     assert "not aborted_at_entry" in seed.dot
 
 

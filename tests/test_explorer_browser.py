@@ -266,21 +266,20 @@ def test_a_malformed_pasted_trace_is_reported_where_the_user_is_looking(
         context.close()
 
 
-def test_the_numbering_of_transitions_is_explained(page: Page) -> None:
-    """``tN`` is a transition's place in contract.toml; both revisions share the numbering, so
-    the seed shows 50 transitions labelled up to t58: the page says so and names the gaps."""
+def test_the_naming_of_transitions_is_explained(page: Page) -> None:
+    """A transition is named by its id in contract.toml, one name in both revisions: the page
+    says so and names the other revision's transitions."""
     contract = load_contract()
     open_site(page, "#machine")
     for revision in contract.revisions:
         page.select_option("#revision", revision)
         text = page.locator("#numbering").inner_text()
-        own = {t.index for t in contract.revision(revision).transitions}
-        every = {t.index for r in contract.revisions for t in contract.revision(r).transitions}
+        own = [t.id for t in contract.revision(revision).transitions]
+        others = [t.id for t in contract.transitions if t.id not in own]
         assert f"{len(own)} transitions in this revision" in text
-        assert "one numbering for both revisions" in text
-        assert f"from t0 to t{max(every)}" in text
-        gaps = " ".join(f"t{i}" for i in sorted(every - own))
-        assert f"({gaps})" in text
+        assert "one name in both revisions" in text
+        assert f"of the {len(own) + len(others)} transitions" in text
+        assert f"other revision only: {' '.join(others)}." in text
 
 
 class _Quiet(SimpleHTTPRequestHandler):
@@ -305,12 +304,11 @@ def test_the_site_works_from_a_static_server_too(page: Page) -> None:
 
 def test_clicking_a_transition_shows_its_rules(page: Page) -> None:
     open_site(page, "#machine")
-    page.locator('[id="a_t30-around_before"]').click()
+    page.locator('[id="a_dispatch-around_before"]').click()
     panel = page.locator("#panel")
-    assert panel.locator("h2").inner_text() == "t30 base_dispatch"
+    assert panel.locator("h2").inner_text() == "dispatch base_dispatch"
     rules = panel.locator("details.rule").evaluate_all("els => els.map(e => e.dataset.rule)")
-    t30 = next(t for t in load_contract().revision("seed").transitions if t.index == 30)
-    assert rules == list(t30.rules)
+    assert rules == list(load_contract().transition("dispatch").rules)
     panel.locator("details.rule summary").first.click()
     assert "Body invocation" in panel.inner_text()  # R18's title and its CONTRACT.md text
 
@@ -424,13 +422,16 @@ def test_built_in_examples_show_checks_verdict(page: Page) -> None:
 
 
 def test_a_guard_that_cannot_fail_in_a_revision_is_said_so(page: Page) -> None:
-    """The drawings leave out revised t33's ``not aborted_at_entry`` (R42 ends such a call at
-    entry); the page still lists it, saying why it is not drawn, and the seed's is plain."""
+    """The drawings leave out revised late_success_aborted's ``not aborted_at_entry`` (R42 ends
+    such a call at entry); the page still lists it, saying why it is not drawn, and the seed's is
+    plain."""
     open_site(page, "#machine")
     for revision, moot in (("seed", False), ("revised", True)):
         page.select_option("#revision", revision)
-        page.evaluate("location.hash = '#transition=t33-draining'")
-        page.wait_for_function("document.querySelector('#panel h2').textContent.startsWith('t33')")
+        page.evaluate("location.hash = '#transition=late_success_aborted-draining'")
+        page.wait_for_function(
+            "document.querySelector('#panel h2').textContent.startsWith('late_success_aborted')"
+        )
         guards = page.locator("#panel").inner_text()
         assert "not aborted_at_entry" in guards
         assert ("cannot fail in this revision" in guards) == moot

@@ -100,11 +100,9 @@ def test_every_rule_open_point_row_and_transition_the_primer_cites_exists() -> N
     assert f"#### D{int(b) + 1} — " not in contract_md
     for revision, row in re.findall(r"\b(seed|revised) row (\d+)", PRIMER):
         contract.revision(revision).precedence_row(int(row))
-    seed = {t.index: t for t in contract.revision("seed").transitions}
-    for index in re.findall(r"\bt(\d+)\b", PRIMER):
-        assert int(index) in seed, f"t{index}"
-    for index, event in re.findall(r"\(t(\d+), `(\w+)`\)", PRIMER):
-        assert event in seed[int(index)].events, f"t{index} is not {event}"
+    seed = {t.id: t for t in contract.revision("seed").transitions}
+    for name, event in re.findall(r"\(`(\w+)` on `(\w+)`\)", PRIMER):
+        assert event in seed[name].events, f"{name} is not {event}"
 
 
 def test_the_worked_call_is_the_vectors_path_and_result() -> None:
@@ -113,7 +111,10 @@ def test_the_worked_call_is_the_vectors_path_and_result() -> None:
     v = vector(vid)
     obs = run_scenario(Scenario.from_data(v["scenario"]))
     taken = [step.transition for step in obs.path]
-    cited = [int(t) for t in re.findall(r"\(t(\d+)[,)]", part)]
+    names = {t.index: t.id for t in load_contract().transitions}
+    taken = [names[i] for i in taken]
+    ids = set(names.values())
+    cited = [t for t in re.findall(r"\(`([a-z0-9_]+)`[,) ]", part) if t in ids]
     assert cited == taken, "the steps cite the transitions of the run, in order"
     (shown,) = re.findall(r"`(\{\"additionalContexts\".*?)`", part)
     assert json.loads(shown) == v["expected"]["result"]

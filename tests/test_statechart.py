@@ -229,7 +229,7 @@ def test_every_transition_is_reachable(revision: str) -> None:
     taken = {index for index, _, _ in result.taken}
     unreachable = [t for t in table.transitions if t.index not in taken]
     listing = "\n".join(
-        f"  t{t.index}: {'/'.join(t.sources)} --{'/'.join(t.events)}--> {t.dest} [{t.guard_text}]"
+        f"  {t.id}: {'/'.join(t.sources)} --{'/'.join(t.events)}--> {t.dest} [{t.guard_text}]"
         for t in unreachable
     )
     print(f"\n[{revision}] {len(taken)}/{len(table.transitions)} transitions reachable")
@@ -276,12 +276,18 @@ def test_plain_offers_never_take_a_may_transition() -> None:
     call.offer(Occurrence("args_valid"))
     call.offer(Occurrence("caller_abort"))
     state = call.call
-    assert call.offer(Occurrence("pre_ask")).index == 14  # the reference still asks (D1)
+    assert call.offer(Occurrence("pre_ask")).id == "approval_wait"  # the reference asks (D1)
     chart.place(call, state)
-    taken = call.offer(Occurrence("pre_ask"), alternative=12)
-    assert (taken.index, taken.alternative, call.call.outcome) == (12, True, "aborted")
+    skip = load_contract().transition("c1_skips_approval").index
+    taken = call.offer(Occurrence("pre_ask"), alternative=skip)
+    assert (taken.id, taken.alternative, call.call.outcome) == (
+        "c1_skips_approval",
+        True,
+        "aborted",
+    )
+    accept = load_contract().transition("post_accept").index
     with pytest.raises(ValueError, match="not an alternative"):
-        call.offer(Occurrence("post_accept"), alternative=51)
+        call.offer(Occurrence("post_accept"), alternative=accept)
 
 
 def test_the_states_of_a_stage_do_not_share_their_transitions() -> None:
@@ -338,7 +344,9 @@ def test_a_guard_the_diagrams_leave_out_holds_wherever_it_is_tried(revision: str
                 if s.state in t.sources:
                     assert GUARDS[name](s, Occurrence(t.events[0]), table) is want, (t.index, s)
                     checked += 1
-    if revision == "revised":  # R42 ends a pre-aborted call at entry: t33's guard cannot fail
-        assert moot[33] == {("aborted_at_entry", False)} and checked > 0
+    # R42 ends a pre-aborted call at entry: late_success_aborted's guard cannot fail
+    if revision == "revised":
+        late = load_contract().transition("late_success_aborted").index
+        assert moot[late] == {("aborted_at_entry", False)} and checked > 0
     else:
         assert not any(moot.values())

@@ -9,6 +9,7 @@ restates the table.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -158,8 +159,11 @@ class Outcome:
 
 @dataclass(frozen=True)
 class Transition:
-    """One row of the table.  ``index`` is its position in the file (its stable identity)."""
+    """One row of the table.  ``id`` is its stable name, the one prose, diagrams, the explorer
+    and the spec mutants cite; ``index`` is its position in the file, which orders the candidates
+    and is display only (inserting a row shifts every later index, never an id)."""
 
+    id: str
     index: int
     sources: tuple[str, ...]
     events: tuple[str, ...]
@@ -258,6 +262,13 @@ class Contract:
 
     def rule(self, rule_id: str) -> Rule:
         return next(r for r in self.rules if r.id == rule_id)
+
+    def transition(self, transition_id: str) -> Transition:
+        """The transition named ``transition_id`` (KeyError when there is none)."""
+        for t in self.transitions:
+            if t.id == transition_id:
+                return t
+        raise KeyError(transition_id)
 
 
 class RevisionContract:
@@ -573,7 +584,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
     )
     transitions = []
     for i, e in enumerate(entries("transition")):
-        where = f"{source} transition t{i}"
+        where = f"{source} transition #{i + 1}"
         guard_list = []
         for g in _strs(e.get("guards", []), where):
             guard_list.append((g[1:], False) if g.startswith("!") else (g, True))
@@ -582,6 +593,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             raise ContractError(f"{where}: depth must be -1, 0 or 1, got {depth!r}")
         transitions.append(
             Transition(
+                id=_transition_id(_need(e, "id", str, where), where),
                 index=i,
                 sources=_strs(_need(e, "source", list, where), where),
                 events=_strs(_need(e, "event", (str, list), where), where),
@@ -634,6 +646,21 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
     return contract
 
 
+_TRANSITION_ID = re.compile(r"[a-z][a-z0-9_]*")
+_POSITIONAL = re.compile(r"t[0-9]+")
+
+
+def _transition_id(name: str, where: str) -> str:
+    """A transition id is a lower-case identifier that does not look like a position (``t23``),
+    so no text can confuse a stable name with a row number that shifts."""
+    if not _TRANSITION_ID.fullmatch(name) or _POSITIONAL.fullmatch(name):
+        raise ContractError(
+            f"{where}: id {name!r} must be a lower-case name such as 'c2_aborted' "
+            "(letters, digits, underscores; not a position like 't23')"
+        )
+    return name
+
+
 def _check_references(c: Contract) -> None:
     def unique(kind: str, names: list[str]) -> set[str]:
         seen: set[str] = set()
@@ -644,6 +671,7 @@ def _check_references(c: Contract) -> None:
         return seen
 
     states = unique("state", [s.name for s in c.states])
+    unique("transition id", [t.id for t in c.transitions])
     events = unique("event", [e.name for e in c.events])
     guards = unique("guard", [g.name for g in c.guards])
     outcomes = unique("outcome", [o.name for o in c.outcomes])
@@ -724,7 +752,7 @@ def _check_references(c: Contract) -> None:
                 raise ContractError(f"{c.source}: precedence row {p.row} cites unknown rule {r!r}")
     for t in c.transitions:
         arrow = f"{'/'.join(t.sources)} --{'/'.join(t.events)}-->"
-        where = f"{c.source}: transition t{t.index} ({arrow})"
+        where = f"{c.source}: transition {t.id} ({arrow})"
         for source in t.sources:
             if source not in states:
                 raise ContractError(f"{where}: unknown source state {source!r}")

@@ -58,13 +58,18 @@ class Perturbation:
 
     @property
     def name(self) -> str:
+        """The change in transition ids (the contract's, never positions), e.g. ``c2_aborted
+        without fused_aborted``."""
+        rows = _by_index(load_contract().revision(self.revision))
+        changed = rows[self.index].id
         if self.kind == "swap":
-            return f"swap t{self.index} t{self.other}"
+            assert self.other is not None
+            return f"swap {changed} {rows[self.other].id}"
         if self.kind == "guard":
-            return f"t{self.index} without {self.guard}"
+            return f"{changed} without {self.guard}"
         if self.kind == "outcome":
-            return f"t{self.index} outcome {self.outcome or 'kept'}"
-        return f"delete t{self.index}"
+            return f"{changed} outcome {self.outcome or 'kept'}"
+        return f"delete {changed}"
 
     def touches(self) -> tuple[int, ...]:
         return (self.index,) if self.other is None else (self.index, self.other)
@@ -97,14 +102,14 @@ class Perturbation:
         t = _by_index(table)[self.index]
         row = _row(t)
         if self.kind == "delete":
-            return f"delete t{t.index} ({row})"
+            return f"delete {t.id} ({row})"
         if self.kind == "outcome":
-            return f"t{t.index} ({row}) gives {self.outcome or 'no new outcome (keeps the result)'}"
+            return f"{t.id} ({row}) gives {self.outcome or 'no new outcome (keeps the result)'}"
         if self.kind == "guard":
-            return f"t{t.index} ({row}) without its guard {self.guard}"
+            return f"{t.id} ({row}) without its guard {self.guard}"
         assert self.other is not None
         u = _by_index(table)[self.other]
-        return f"try t{u.index} ({_row(u)}) before t{t.index} ({row})"
+        return f"try {u.id} ({_row(u)}) before {t.id} ({row})"
 
     def apply(self, contract: Contract) -> Contract:
         """The contract with this change made (transition indices, their identity, kept)."""

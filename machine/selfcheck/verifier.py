@@ -367,11 +367,12 @@ class Report:
         return "local processes" if self.cluster is None else f"dask.distributed at {self.cluster}"
 
     @property
-    def missing_transitions(self) -> list[int]:
+    def missing_transitions(self) -> list[str]:
+        """The ids of the reference's transitions no schedule took."""
         if self.table is None:
             return []
         return [
-            t.index
+            t.id
             for t in self.table.transitions
             if not t.alternative and t.index not in self.tally.transitions
         ]

@@ -108,7 +108,7 @@ class GraphvizMissing(ToolcancelError):
 
 def edge_id(t: Transition, source: str) -> str:
     """The stable identity of the edge drawing transition ``t`` out of ``source``."""
-    return f"t{t.index}-{source}"
+    return f"{t.id}-{source}"
 
 
 def _edges(table: RevisionContract) -> list[tuple[Transition, str]]:
@@ -189,9 +189,9 @@ def moot_guards(table: RevisionContract) -> dict[int, frozenset[tuple[str, bool]
 
 
 def _label_lines(t: Transition, table: RevisionContract) -> list[str]:
-    """The label of ``t`` as lines: ``tN events``, ``[guards]``, ``/ effects (rule ids)``; a
+    """The label of ``t`` as lines: ``id events``, ``[guards]``, ``/ effects (rule ids)``; a
     guard that cannot matter in this revision (:func:`moot_guards`) is left out."""
-    head = f"t{t.index} " + ", ".join(t.events)
+    head = f"{t.id} " + ", ".join(t.events)
     if t.alternative:
         head = "MAY " + head
     lines = textwrap.wrap(head, LABEL_WIDTH, break_long_words=False, subsequent_indent="  ")
@@ -236,11 +236,13 @@ def resolve_path(
         index = item.transition if isinstance(item, PathStep) else item
         t = by_index.get(index)
         if t is None:
-            raise ValueError(f"step {n}: t{index} is not a transition of revision {table.name}")
+            raise ValueError(
+                f"step {n}: transition #{index} is not a transition of revision {table.name}"
+            )
         source = item.source if isinstance(item, PathStep) else state
         if source not in t.sources:
             raise ValueError(
-                f"step {n}: t{index} leaves {'/'.join(t.sources)}, not {source} "
+                f"step {n}: {t.id} leaves {'/'.join(t.sources)}, not {source} "
                 "(the path does not follow the machine)"
             )
         out.append((t, source))
@@ -561,25 +563,28 @@ def overview_dot(table: RevisionContract, *, slide: bool = False, comment: str =
                 if spec.initial:
                     attrs["penwidth"] = "2"
                 c.node(s, **attrs)
-    groups: dict[tuple[str, str, str], list[tuple[str, str]]] = {}
+    groups: dict[tuple[str, str, str], list[tuple[str, str, str]]] = {}
     weighty: set[tuple[str, str, str]] = set()
     for t in table.transitions:
         for source in t.sources:
             dest = source if t.dest is None else t.dest
             key = (source, dest, _kind(table, t))
             label = " ".join(_label_lines(t, table))
-            groups.setdefault(key, []).append((edge_id(t, source), label))
+            # the cell shows the id's initials (c2_aborted: c2a) to fit a slide; the full id is
+            # the cell's id and leads its tooltip.  Never a position: an insertion renames nothing
+            short = "".join(p if any(c.isdigit() for c in p) else p[0] for p in t.id.split("_"))
+            groups.setdefault(key, []).append((edge_id(t, source), label, short))
             if key[2] == "plain" and _is_success_flow(table, t):
                 weighty.add(key)  # a step of a successful call: laid out short and straight
     for key, members in groups.items():
         source, dest, kind = key
-        ids = [i for i, _ in members]
+        ids = [i for i, _, _ in members]
         rows = [members[i : i + CELLS_PER_ROW] for i in range(0, len(members), CELLS_PER_ROW)]
         cells = "".join(
             "<tr>"
             + "".join(
-                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{i.split("-")[0]}</td>'
-                for i, tip in row
+                f'<td id="{i}" href="#{i}" tooltip="{html.escape(tip)}">{shown}</td>'
+                for i, tip, shown in row
             )
             + "</tr>"
             for row in rows

@@ -94,7 +94,7 @@ class Explanation:
                 extra.append(f"[{t.guard_text}]")
             if t.outcome:
                 extra.append(f"outcome {t.outcome}")
-            out.append(f"{n:>3}. {arrow:<{width}}  t{t.index} {' '.join(extra)}".rstrip())
+            out.append(f"{n:>3}. {arrow:<{width}}  {t.id} {' '.join(extra)}".rstrip())
             if rule_text:
                 for r in p.rules:
                     rule = contract.rule(r)
@@ -106,13 +106,13 @@ class Explanation:
             t, row = decided
             if row is None:
                 out.append(
-                    f"Outcome: {self.outcome}, set by t{t.index}; no competing situation "
+                    f"Outcome: {self.outcome}, set by {t.id}; no competing situation "
                     "(no precedence row applies)"
                 )
             else:
                 out.append(
                     f"Outcome: {self.outcome}, decided by precedence row {row.row} "
-                    f"(t{t.index}): {row.situation} -> {row.outcome}; beats {row.beats}"
+                    f"({t.id}): {row.situation} -> {row.outcome}; beats {row.beats}"
                 )
         if self.cooperative_stop(result):
             out.append(

@@ -409,6 +409,7 @@ def contract_data(contract: Contract, markdown: str) -> dict[str, Any]:
             "transitions": [
                 {
                     "i": t.index,
+                    "id": t.id,
                     "sources": list(t.sources),
                     "events": list(t.events),
                     "guards": [[g, want] for g, want in t.guards],

@@ -264,7 +264,9 @@ class Statechart:
         if alternative is not None and not any(
             t.index == alternative and t.alternative for t in self.table.transitions
         ):
-            raise ValueError(f"t{alternative} is not an alternative of revision {self.table.name}")
+            raise ValueError(
+                f"transition #{alternative} is not an alternative of revision {self.table.name}"
+            )
         before = model.call
         if model.state != before.state:
             raise AssertionError(f"model drifted: {model.state!r} vs {before.state!r}")

@@ -30,7 +30,7 @@ def _outcomes_by_decider(deciding: Sequence[Transition]) -> str:
     by: dict[str, list[str]] = {}
     for t in deciding:
         if t.outcome is not None:
-            by.setdefault(t.outcome, []).append(f"t{t.index}")
+            by.setdefault(t.outcome, []).append(t.id)
     if len(by) < 2:
         return ""
     return " (" + "; ".join(f"{o}: {', '.join(ts)}" for o, ts in by.items()) + ")"
@@ -79,7 +79,7 @@ def precedence_markdown(contract: Contract) -> str:
         ]
         for p in table.precedence:
             deciding = [t for t in table.transitions if t.precedence == p.row]
-            deciders = ", ".join(f"t{t.index}" for t in deciding)
+            deciders = ", ".join(f"`{t.id}`" for t in deciding)
             cells = [
                 str(p.row),
                 _md_cell(p.situation),

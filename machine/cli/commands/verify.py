@@ -159,7 +159,7 @@ def _table(report: Report) -> str:
     if report.missing_transitions:
         lines.append(
             "  transitions never taken: "
-            + ", ".join(f"t{i}" for i in report.missing_transitions)
+            + ", ".join(report.missing_transitions)
         )
     if report.missing_rules:
         lines.append("  rules never exercised: " + ", ".join(report.missing_rules))
