@@ -24,6 +24,7 @@ from ..contract.results import ToolResult
 from .driver import _Call
 from .eventloop import on_trio, shielded
 from .execution import Execution
+from .owning import owned, wake
 from .stepping import _interrupt_of, log
 
 
@@ -42,40 +43,9 @@ def _own_task(
     loop = asyncio.get_running_loop()
     pipeline = call.run(False)
     if _EAGER is not None:
-        return _EAGER(loop, _owned(call, pipeline, None), name=call.call_id), None, pipeline
+        return _EAGER(loop, owned(call, pipeline, None), name=call.call_id), None, pipeline
     ended: asyncio.Future[None] = loop.create_future()
-    return loop.create_task(_owned(call, pipeline, ended), name=call.call_id), ended, pipeline
-
-
-async def _owned(
-    call: _Call, pipeline: Coroutine[Any, Any, ToolResult], ended: asyncio.Future[None] | None
-) -> ToolResult:
-    """``call``'s pipeline as its task's coroutine, setting ``ended`` (if any) as it ends.
-
-    It holds the pipeline rather than being it, so that the ways out of the contract end the
-    task quietly: abandoned (P7), the pipeline is closed under it (:func:`_abandon`) and the task
-    ends cancelled, not with a closed coroutine's ``RuntimeError`` for asyncio's runner to
-    report; closed with its loop (the loop closed while the call still ran), one WARNING line
-    names the call instead of the garbage collector's "Exception ignored" traceback."""
-    try:
-        return await pipeline
-    except RuntimeError:
-        if call.abandoned:  # its pipeline was closed: nothing more of it runs
-            raise asyncio.CancelledError from None
-        raise
-    except GeneratorExit:
-        if not call.abandoned:
-            log.warning(
-                "call %s (%s): its event loop was closed in state %s: the call was not awaited "
-                "to quiescence and no result was published",
-                call.call_id,
-                call.name,
-                call.state,
-            )
-        raise
-    finally:
-        if ended is not None and not ended.get_loop().is_closed():
-            _wake(ended, None)
+    return loop.create_task(owned(call, pipeline, ended), name=call.call_id), ended, pipeline
 
 
 _EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
@@ -129,16 +99,16 @@ async def drain(
     shield: Any = None
     try:
         while not task.done():
-            wake: Callable[[object], None] | None = None
+            waker: Callable[[object], None] | None = None
             if ended is None or ended.done():
                 ended = task.get_loop().create_future()
-                wake = partial(_wake, ended)
-                task.add_done_callback(wake)
+                waker = partial(wake, ended)
+                task.add_done_callback(waker)
             try:
                 await ended
             except asyncio.CancelledError as exc:
-                if wake is not None:
-                    task.remove_done_callback(wake)
+                if waker is not None:
+                    task.remove_done_callback(waker)
                 interrupt = _interrupt_of(exc)
                 if interrupt is not None:
                     if not task.done():
@@ -154,11 +124,6 @@ async def drain(
         if shield is not None:
             shield.__exit__(None, None, None)
     return cancelled
-
-
-def _wake(waiter: asyncio.Future[None], _: object) -> None:
-    if not waiter.done():
-        waiter.set_result(None)
 
 
 def _anyio_scope_cancelled() -> bool:
@@ -181,7 +146,7 @@ def _abandon(
         pipeline.close()
     except RuntimeError as closing:  # a body that ignores GeneratorExit too
         log.error("call %s: closing the abandoned call: %r", call.call_id, closing)
-    task.cancel()  # its pipeline is closed: the task ends cancelled (_owned), nothing more runs
+    task.cancel()  # its pipeline is closed: the task ends cancelled (owning), nothing more runs
 
 
 def _message_of(cancelled: asyncio.CancelledError) -> str | None:
