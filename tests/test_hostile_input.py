@@ -519,6 +519,7 @@ def test_after_its_hello_an_adapter_printing_garbage_costs_that_vector_not_the_r
         {
             "id": vid,
             "rule": "protocol",
+            "broken": ["protocol"],
             "step": "adapter",
             "expected": "",
             "observed": "",

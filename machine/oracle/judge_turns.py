@@ -213,7 +213,11 @@ def _notified(turn: TurnRecord) -> dict[str, list[Mapping[str, Any]]]:
     return out
 
 
-@turn_check("R9", paired=True)
+SKIPPED_RULE: Final = "R9"
+"""The synthetic result of a call that never started: a turn exercises it only with one."""
+
+
+@turn_check(SKIPPED_RULE, paired=True)
 def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
     """A call that never started gets the revision's synthetic result."""
     started = turn.first()

@@ -38,6 +38,7 @@ from ..contract.results import canonical_json
 from ..runtime.virtual_time import VirtualClock, run
 from .judge_calls import error_code, no_late_start_or_success
 from .judge_turns import (
+    SKIPPED_RULE,
     TURN_HOOKS,
     TURN_RULES,
     TURN_STARTS,
@@ -324,10 +325,6 @@ def _is_event(e: Any, ids: set[str]) -> bool:
     if e["event"] == "notify":
         return e.keys() == {"event", "call", "result"} and isinstance(e["result"], dict)
     return e.keys() == {"event", "call"} and e["call"] in ids
-
-
-SKIPPED_RULE: Final = "R9"
-"""The synthetic result of a call that never started: a turn exercises it only with one."""
 
 
 def _record(v: TurnVector, answer: Mapping[str, Any]) -> TurnRecord:
