@@ -264,11 +264,7 @@ class Declared:
                     if found.passed:
                         return replace(verdict, deviations=tuple(d.name for d in combo))
                     remaining.append(found)
-        explained = {r for d in touching for r in d.departs_from}
-        if verdict.rule not in explained:
-            return verdict
-        return next((j for j in remaining if j.rule not in explained), verdict)
-
+        return _unexplained(verdict, touching, remaining)
 
     def rejudge_turn(
         self,
@@ -292,10 +288,19 @@ class Declared:
                 if found.passed:
                     return replace(verdict, deviations=tuple(d.name for d in combo))
                 remaining.append(found)
-        explained = {r for d in reaching for r in d.departs_from}
-        if verdict.rule not in explained:
-            return verdict
-        return next((j for j in remaining if j.rule not in explained), verdict)
+        return _unexplained(verdict, reaching, remaining)
+
+
+def _unexplained(
+    verdict: Judgement, applied: Sequence[Deviation], remaining: Sequence[Judgement]
+) -> Judgement:
+    """An undeclared failure: the contract's ``verdict``, unless it cites a rule the ``applied``
+    deviations depart from -- then the first ``remaining`` difference (a verdict with them
+    applied) under a rule they do not explain."""
+    explained = {r for d in applied for r in d.departs_from}
+    if verdict.rule not in explained:
+        return verdict
+    return next((j for j in remaining if j.rule not in explained), verdict)
 
 
 _TURN_EXPECTS: Final = ("seed_error_shape", "value_key")
