@@ -23,9 +23,8 @@ import asyncio
 import gc
 import logging
 import math
-import signal as os_signal
 import weakref
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -39,28 +38,7 @@ from toolcancel.runtime.signals import (
 )
 from toolcancel.runtime.virtual_time import VirtualClock, run
 
-
-class WallClockTimeout(Exception):
-    """A test waited on the real clock; virtual time should have been used."""
-
-
-@pytest.fixture(autouse=True)
-def _no_wall_clock_waits() -> Iterator[None]:
-    """Turn an accidental real wait into a failure instead of a hang."""
-    if not hasattr(os_signal, "setitimer"):
-        yield
-        return
-
-    def on_alarm(signum: int, frame: object) -> None:
-        raise WallClockTimeout("test waited on the wall clock")
-
-    previous = os_signal.signal(os_signal.SIGALRM, on_alarm)
-    os_signal.setitimer(os_signal.ITIMER_REAL, 10.0)
-    try:
-        yield
-    finally:
-        os_signal.setitimer(os_signal.ITIMER_REAL, 0)
-        os_signal.signal(os_signal.SIGALRM, previous)
+pytestmark = pytest.mark.usefixtures("no_real_waits")
 
 
 def recorder(log: list[Any], value: Any) -> Callable[[AbortSignal], None]:
