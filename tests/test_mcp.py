@@ -21,6 +21,7 @@ import ast
 import asyncio
 import json
 import logging
+import math
 import os
 import random
 import re
@@ -30,6 +31,7 @@ import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -47,6 +49,7 @@ from toolcancel.runtime.mcp import (
     DRAIN_REPORT,
     build_server,
     report_progress,
+    serve_stdio,
     to_call_tool_result,
 )
 from toolcancel.runtime.registry import DRAIN_WARNING
@@ -1024,7 +1027,12 @@ def test_every_timer_in_machine_is_found_by_the_held_drain() -> None:
     values = set(machine_timers().values())
     known = {DRAIN_WARNING, DRAIN_REPORT, HELLO_TIMEOUT, REAP_TIMEOUT, GRACE_S, DRAIN_CAP_S}
     assert known <= values, known - values
-    assert max(values) == GRACE_S
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, "30", True])
+def test_a_bad_drain_report_is_refused_before_serving(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"^drain_report is a positive number of seconds"):
+        anyio.run(partial(serve_stdio, ToolRegistry(), drain_report=bad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -218,7 +218,9 @@ async def serve_stdio(
     the client's messages) and fd 1 at stderr (the SDK's own guard for stdout).
     """
     if drain_report is not None and not (
-        isinstance(drain_report, (int, float)) and 0 < drain_report < math.inf
+        isinstance(drain_report, (int, float))
+        and not isinstance(drain_report, bool)
+        and 0 < drain_report < math.inf
     ):
         raise ValueError(
             f"drain_report is a positive number of seconds (or None), not {drain_report!r}"
