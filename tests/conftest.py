@@ -230,8 +230,10 @@ def reap(children: set[int]) -> set[int]:
                 pidfds[pid] = os.pidfd_open(pid)
                 signal.pidfd_send_signal(pidfds[pid], signal.SIGKILL)
     try:
-        for fd in pidfds.values():
-            select.select([fd], [], [], REAP_BOUND)
+        for fd in pidfds.values():  # readable once the process has exited
+            waiting = select.poll()
+            waiting.register(fd, select.POLLIN)
+            waiting.poll(REAP_BOUND * 1000)
     finally:
         for fd in pidfds.values():
             os.close(fd)
