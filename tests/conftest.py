@@ -24,13 +24,19 @@ nursery where :func:`support.spawn` starts tasks.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import os
+import re
+import select
 import selectors
+import signal
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
+from toolcancel.oracle.reaper import subreaper
 from toolcancel.runtime.virtual_time import VirtualClock
 
 DEADLOCK_AFTER = 1_000_000.0
@@ -137,8 +143,9 @@ def _run_on_trio(name: str, function: Any, arguments: dict[str, Any]) -> None:
     trio.run(main, clock=trio.testing.MockClock(autojump_threshold=0))
 
 
-WALL_CLOCK_BOUND = 300
-"""Real seconds after which a test of the suites in :data:`BOUNDED` fails (pytest-timeout).
+WALL_CLOCK_BOUND = float(os.environ.get("TOOLCANCEL_WALL_CLOCK_BOUND", "300"))
+"""Real seconds after which a test of the suites in :data:`BOUNDED` fails (pytest-timeout);
+``TOOLCANCEL_WALL_CLOCK_BOUND`` sets it (tests/test_harness.py makes a scratch run's short).
 
 Those suites wait on real event loops -- the MCP SDK's client and server, subprocesses, the
 binding's task machinery -- where virtual time cannot tell a deadlock: a wait that can never be
@@ -173,6 +180,110 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
         if bounded and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(WALL_CLOCK_BOUND, method="thread"))
+
+
+# -- processes a test starts end with it --------------------------------------------------------
+#
+# A test that starts processes must end them whether it passes or fails: a failing assertion
+# between a Popen and its cleanup, or a broken reaper under test (conform's), would otherwise
+# leave them running after the suite.  Every pytest process is the subreaper of what it starts
+# (PR_SET_CHILD_SUBREAPER, toolcancel.oracle.reaper.subreaper): a process that leaves its
+# parent's session and outlives it -- a setsid() child, a daemon's grandchild -- is reparented to
+# pytest, not to init.  So, after each test of a module that starts processes, every child of
+# pytest born during the test, and everything below it, is killed and reaped (:func:`reaped`);
+# and when pytest ends, so is every child it gained since it started -- the orphans of an xdist
+# worker that a stuck test's bound ended before its teardown could run.
+
+STARTS_PROCESSES = re.compile(
+    r"subprocess\.(?:Popen|run|call|check_call|check_output)\b|open_process\(|create_subprocess_"
+    r"|conform_process\(|interrupted\(|run_cli\("
+)
+"""What, in a test module's source, starts a process (directly, or through tests/support.py)."""
+
+REAP_BOUND = 60.0
+"""Real seconds to wait for a SIGKILLed process to exit (one stuck in the kernel), a bound."""
+
+_starts_processes: dict[str, bool] = {}
+
+
+def _children(pid: int) -> set[int]:
+    """The pids of ``pid``'s children, from each of its threads' ``children`` list (Linux)."""
+    found: set[int] = set()
+    with contextlib.suppress(OSError):
+        for task in os.listdir(f"/proc/{pid}/task"):
+            with contextlib.suppress(OSError):
+                listed = Path(f"/proc/{pid}/task/{task}/children").read_text()
+                found |= {int(child) for child in listed.split()}
+    return found
+
+
+def _subtrees(roots: set[int]) -> set[int]:
+    found, stack = set(roots), list(roots)
+    while stack:
+        for child in _children(stack.pop()) - found:
+            found.add(child)
+            stack.append(child)
+    return found
+
+
+def reap(children: set[int]) -> set[int]:
+    """SIGKILL pytest's ``children`` and every process below them, wait (bounded) until each has
+    exited, and collect the children's exit statuses, so no zombie is left; the pids killed."""
+    pidfds: dict[int, int] = {}
+    for _ in range(8):  # a process forked between a scan and its parent's kill: the next scan
+        new = _subtrees(children) - pidfds.keys()
+        if not new:
+            break
+        for pid in sorted(new):
+            with contextlib.suppress(OSError):
+                pidfds[pid] = os.pidfd_open(pid)
+                signal.pidfd_send_signal(pidfds[pid], signal.SIGKILL)
+    try:
+        for fd in pidfds.values():  # readable once the process has exited
+            waiting = select.poll()
+            waiting.register(fd, select.POLLIN)
+            waiting.poll(REAP_BOUND * 1000)
+    finally:
+        for fd in pidfds.values():
+            os.close(fd)
+    for pid in children:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+    return set(pidfds)
+
+
+@pytest.fixture(autouse=True)
+def reaped(request: pytest.FixtureRequest) -> Iterator[None]:
+    """After a test of a module that starts processes (:data:`STARTS_PROCESSES`), passed or
+    failed, what it started is gone (:func:`reap`)."""
+    path = str(request.path)
+    if path not in _starts_processes:
+        _starts_processes[path] = bool(STARTS_PROCESSES.search(request.path.read_text("utf-8")))
+    if not _starts_processes[path]:
+        yield
+        return
+    before = _children(os.getpid())
+    try:
+        yield
+    finally:
+        reap(_children(os.getpid()) - before)
+
+
+_session: dict[str, Any] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionstart(session: pytest.Session) -> None:
+    stack = contextlib.ExitStack()
+    stack.enter_context(subreaper())
+    _session.update(stack=stack, children=_children(os.getpid()))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if _session:
+        reap(_children(os.getpid()) - _session["children"])
+        _session.pop("stack").close()
 
 
 class WallClockWait(Exception):

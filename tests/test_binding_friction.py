@@ -358,6 +358,66 @@ def test_a_second_ctrl_c_gets_out_of_asyncio_run() -> None:
     assert line.startswith("call c1 (stubborn): abandoned in state draining"), done.stderr
 
 
+TRIO_RUNNER_SCRIPT = textwrap.dedent(
+    """
+    import logging, signal
+    import anyio, trio
+    from toolcancel import AbortController, ToolRegistry
+
+    signal.signal(signal.SIGINT, signal.default_int_handler)  # as RUNNER_SCRIPT says
+    logging.basicConfig(level=logging.ERROR, format="%(message)s")
+    registry = ToolRegistry()
+    ran = []
+
+    def ctrl_c():
+        signal.raise_signal(signal.SIGINT)
+
+    @registry.tool("stubborn")
+    async def stubborn(args, call):
+        ran.append("started")
+        token = trio.lowlevel.current_trio_token()
+        token.run_sync_soon(ctrl_c)  # two Ctrl-Cs while the body runs, delivered as a terminal's
+        token.run_sync_soon(ctrl_c)  # are: outside user code, to the run
+        while True:                  # ignores its signal
+            await trio.sleep(0)
+
+    registry.add_observer(lambda view, result: ran.append(("published", result.is_error)))
+
+    async def main():
+        try:
+            await registry.execute("stubborn", signal=AbortController().signal, call_id="c1")
+        finally:
+            ran.append(("in flight", len(registry.in_flight())))
+
+    try:
+        anyio.run(main, backend="trio")
+    except KeyboardInterrupt:
+        print("interrupted", ran)
+    """
+)
+
+
+@pytest.mark.slow
+def test_two_ctrl_cs_on_trio_end_a_stubborn_body_at_its_checkpoint_and_say_nothing() -> None:
+    """On trio an interrupt is not P7's (asyncio's alone): trio raises it at the main task's next
+    checkpoint, which is the running body's, so it is the body's failure (P4).  The call runs on
+    to its one published result, ``KeyboardInterrupt`` leaves the run (trio keeps one pending,
+    the second Ctrl-C adds nothing), nothing is left in flight, and nothing is printed at ERROR:
+    no traceback from toolcancel's tasks, nothing from the garbage collector."""
+    done = subprocess.run(
+        [sys.executable, "-c", TRIO_RUNNER_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_IGN),  # as the asyncio test
+    )
+    assert (done.stdout, done.stderr) == (
+        "interrupted ['started', ('published', True), ('in flight', 0)]\n",
+        "",
+    )
+
+
 LOOP_CLOSED_SCRIPT = textwrap.dedent(
     """
     import asyncio, gc, logging

@@ -21,7 +21,7 @@ from typing import Any
 import cloudpickle
 import pytest
 from distributed import Client, Event, LocalCluster, Variable
-from test_verify_cli import tc
+from test_verify_cli import interrupted, tc
 from toolcancel.oracle.vectors import render
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck import cluster as cluster_module
@@ -163,3 +163,15 @@ def test_a_bad_cluster_address_is_one_line_and_exit_2(args: list[str], says: str
     proc = tc(*args)
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1, proc.stderr
     assert says in proc.stderr and "Traceback" not in proc.stderr
+
+
+@pytest.mark.timeout(300, method="signal")  # raises in a stuck readline: `finally` still reaps
+def test_ctrl_c_during_a_verify_on_the_cluster_is_one_line_and_status_130(address: str) -> None:
+    """As a local run's (tests/test_verify_cli.py): SIGINT to the run's process group mid-run is
+    one line and status 130 -- the client cancels its jobs and closes, and neither Dask's client
+    nor its loop thread says a word -- and the cluster is left serving: a run after it equals a
+    local run."""
+    assert interrupted("--cluster", address) == (130, "toolcancel verify: interrupted\n", "")
+    local = verify("seed", workers=1, max_wrappers=0, max_calls=1, deep=False)
+    remote = verify("seed", cluster=address, max_wrappers=0, max_calls=1, deep=False)
+    _same(remote.tally, local.tally)

@@ -17,17 +17,21 @@ fail when it passes: a stuck server fails the test instead of hanging it.
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import json
 import logging
+import math
 import os
 import random
+import re
 import signal
 import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -41,7 +45,14 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp_types.version import LATEST_HANDSHAKE_VERSION
 from toolcancel import Allow, Execution, PathStep, ToolRegistry, ToolResult, __version__
 from toolcancel.runtime.cooperate import aborted
-from toolcancel.runtime.mcp import build_server, report_progress, to_call_tool_result
+from toolcancel.runtime.mcp import (
+    DRAIN_REPORT,
+    build_server,
+    report_progress,
+    serve_stdio,
+    to_call_tool_result,
+)
+from toolcancel.runtime.registry import DRAIN_WARNING
 
 ROOT = Path(__file__).resolve().parents[1]
 BACKENDS = ("asyncio", "trio")
@@ -757,7 +768,7 @@ class Served:
         with anyio.move_on_after(BOUND) as bound:
             while not ready():
                 await self.changed.wait()
-        assert not bound.cancelled_caught, f"no {what} within {BOUND:g} s: {self.errors}"
+        assert not bound.cancelled_caught, f"no {what} within {BOUND:g} s: {self.errors[-40:]}"
 
     def said(self, prefix: str) -> list[str]:
         return [line for line in self.errors if line.startswith(prefix)]
@@ -787,10 +798,11 @@ class Served:
 
 
 @asynccontextmanager
-async def served(backend: str) -> AsyncIterator[Served]:
-    """The gated server, initialized; killed on the way out if it is still running."""
+async def served(backend: str, *options: str) -> AsyncIterator[Served]:
+    """The gated server (given ``options`` of its own), initialized; killed on the way out if it
+    is still running."""
     gate, opener = os.pipe()
-    args = [sys.executable, str(ROOT / "tests" / "mcp_gated_server.py"), str(gate)]
+    args = [sys.executable, str(ROOT / "tests" / "mcp_gated_server.py"), str(gate), *options]
     process = await anyio.open_process(
         args + (["--trio"] if backend == "trio" else []), pass_fds=(gate,), start_new_session=True
     )
@@ -899,6 +911,128 @@ def test_a_second_signal_abandons_in_one_error_line(backend: str) -> None:
         assert not any("Traceback" in e for e in errors), errors
 
     anyio.run(main, backend=backend)
+
+
+def machine_timers() -> dict[str, float]:
+    """Every timer and timeout ``machine/`` declares, by where: a constant named for one
+    (``*TIMEOUT*``, ``*WARNING``, ``*GRACE*``, ``*POLL*``, ``*REPORT*``, ``*_S``, ``*CAP*``), a
+    parameter default named ``*timeout*``, a literal passed as ``timeout=``.  Not a limit on
+    what a user may ask for (``MAX_*``) nor a hold (``HOLD*``, a test harness's own gate)."""
+    named = re.compile(r"^(?!MAX_|HOLD).*(TIMEOUT|WARNING$|GRACE|POLL|REPORT|_S$|CAP)")
+    found: dict[str, float] = {}
+
+    def number(node: ast.AST | None) -> float | None:
+        if isinstance(node, ast.Constant) and type(node.value) in (int, float):
+            return float(node.value)
+        return None
+
+    for path in sorted((ROOT / "machine").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, (ast.Assign, ast.AnnAssign)):
+                targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                value = number(node.value)
+                for target in targets:
+                    if value is not None and isinstance(target, ast.Name):
+                        if named.search(target.id):
+                            found[f"{where} {target.id}"] = value
+            elif isinstance(node, ast.arguments):
+                params = [*node.posonlyargs, *node.args]
+                defaulted = params[len(params) - len(node.defaults) :]
+                pairs = [*zip(defaulted, node.defaults, strict=True)]
+                pairs += [*zip(node.kwonlyargs, node.kw_defaults, strict=True)]
+                for param, default in pairs:
+                    value = number(default)
+                    if value is not None and "timeout" in param.arg:
+                        found[f"{where} {param.arg}"] = value
+            elif isinstance(node, ast.keyword) and node.arg == "timeout":
+                value = number(node.value)
+                if value is not None:
+                    found[f"{where} timeout="] = value
+    return found
+
+
+REPORT = re.compile(r"WARNING toolcancel\.runtime\.mcp: SIGTERM: still draining call (\S+) "
+                    r"\(gated, (\w+) for (\d+)s\); a second signal abandons it")  # fmt: skip
+
+
+async def hold_past_every_timer(backend: str, *options: str) -> None:
+    """A stubborn body draining after SIGTERM, on the server's virtual clock, held until the
+    drain's own reports say it has drained twice as long as the longest timer in
+    ``machine/`` -- and only then released: the server must still be there, must publish the
+    body's result, and must exit 0 after that.  Raises AssertionError where it does not."""
+    timers = machine_timers()
+    longest = max(timers.values())
+    held = 2 * longest
+
+    def drained() -> float:
+        reports = (REPORT.fullmatch(e) for e in server.errors)
+        return max((float(m[3]) for m in reports if m and m[2] == "draining"), default=0)
+
+    async with served(backend, "--virtual-clock", *options) as server:
+        call = await server.call(2)
+        server.process.send_signal(signal.SIGTERM)
+        await server.until("drain", lambda: server.said(f"draining {call}") != [])
+        await server.until(
+            f"a report of {held:g} s drained", lambda: drained() >= held or server.ended == 2
+        )
+        early = server.ended != 0 or server.said("published") != []
+        reported = len(server.errors)
+        if not early:
+            server.open_gate()
+        code = await server.exit()
+        errors = list(server.errors)
+    assert not early, (
+        f"the server ended (status {code}) before its body was released, its drain reported "
+        f"up to {drained():g} s (the longest timer in machine/ is {longest:g} s): {errors[-5:]}"
+    )
+    assert code == 0, errors
+    assert published_by_call(server) == {call: [ABORTED]}
+    reports = [m for e in errors if (m := REPORT.fullmatch(e))]
+    assert reports and {m[1] for m in reports} == {call}  # one line per call, naming it
+    seconds = [int(m[3]) for m in reports if m[2] == "draining"]
+    assert seconds == sorted(set(seconds)), seconds  # one line a report
+    done = errors.index(f"body done {call}")
+    assert reported <= done < errors.index(next(e for e in errors if e.startswith("published")))
+    assert errors[-1] == "run ended" and not any("Traceback" in e for e in errors), errors
+    other = [e for e in server.log() if not REPORT.fullmatch(e)]
+    assert len(other) == 2, other  # the stop line, and the registry's one drain warning
+    assert other[0].startswith("WARNING toolcancel.runtime.mcp: SIGTERM: taking no more")
+    assert f"call {call} (gated): the body is still running {DRAIN_WARNING:g}s" in other[1]
+
+
+@pytest.mark.rules("R27")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_stop_signal_drains_past_every_timer_and_publishes_after_release(backend: str) -> None:
+    anyio.run(hold_past_every_timer, backend, backend=backend)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_server_whose_drain_gives_up_fails_the_held_drain(backend: str) -> None:
+    """The shipped mutant ``capped_drain`` (its reports real, its drain capped) fails the test
+    above: it ends before the body is released, its result never published."""
+    from toolcancel.selfcheck.mutants import DRAIN_CAP_S
+
+    with pytest.raises(AssertionError, match="before its body was released") as failed:
+        anyio.run(hold_past_every_timer, backend, "--mutant", "capped_drain", backend=backend)
+    assert "(status 0)" in str(failed.value) and DRAIN_CAP_S < DRAIN_REPORT
+
+
+def test_every_timer_in_machine_is_found_by_the_held_drain() -> None:
+    """What "longer than any timer" is measured against: the scan sees the timers we know of,
+    and the registry's drain warning and the server's report interval among them."""
+    from toolcancel.oracle.conform_adapter import HELLO_TIMEOUT, REAP_TIMEOUT
+    from toolcancel.selfcheck.mutants import DRAIN_CAP_S, GRACE_S
+
+    values = set(machine_timers().values())
+    known = {DRAIN_WARNING, DRAIN_REPORT, HELLO_TIMEOUT, REAP_TIMEOUT, GRACE_S, DRAIN_CAP_S}
+    assert known <= values, known - values
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, math.inf, math.nan, "30", True])
+def test_a_bad_drain_report_is_refused_before_serving(bad: Any) -> None:
+    with pytest.raises(ValueError, match=r"^drain_report is a positive number of seconds"):
+        anyio.run(partial(serve_stdio, ToolRegistry(), drain_report=bad))
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

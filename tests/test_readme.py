@@ -190,6 +190,8 @@ CHECKS: list[tuple[str, Callable[[re.Match[str]], bool]]] = [
      in (ROOT / "bench/run.py").read_text("utf-8")),
     (r"so the process exits (0)\.", lambda m: defines(
         "test_mcp.py", "test_a_stop_signal_drains_publishes_once_and_exits_0")),
+    (r"The drain has no bound of its own: every (30) s", lambda m: __import__(
+        "toolcancel.runtime.mcp").runtime.mcp.DRAIN_REPORT == n(m.group(1))),
     (r"with status (128) \+ the signal's number", lambda m: "code == 128 + signal.SIGINT"
      in (ROOT / "tests/test_mcp.py").read_text("utf-8")),
     (r"stdio client \(mcp (2\.3)\), on\s+leaving, closes the server's stdin, sends SIGTERM to its "

@@ -166,8 +166,14 @@ def test_the_harness_holds_an_uncooperative_body_a_day_and_sees_a_grace_period(
 def test_ctrl_c_during_a_verify_with_two_workers_is_one_line_and_status_130() -> None:
     """Ctrl-C reaches the terminal's whole foreground process group: the workers too.  They leave
     it to the parent (toolcancel.selfcheck.workers), which says one line and exits 130."""
+    assert interrupted("--workers", "2") == (130, "toolcancel verify: interrupted\n", "")
+
+
+def interrupted(*options: str) -> tuple[int, str, str]:
+    """``toolcancel verify OPTIONS`` (the full bound) given Ctrl-C mid-run, as a terminal gives
+    it: SIGINT to its process group.  Its status, stderr and stdout."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "toolcancel.cli.main", "verify", "--workers", "2"],
+        [sys.executable, "-m", "toolcancel.cli.main", "verify", *options],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=ROOT,
         env={**os.environ, "TOOLCANCEL_PROGRESS": "1"},  # the suite turns it off
         start_new_session=True,  # its own process group, as a terminal's foreground job
@@ -186,7 +192,7 @@ def test_ctrl_c_during_a_verify_with_two_workers_is_one_line_and_status_130() ->
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
-    assert (proc.returncode, err, out) == (130, "toolcancel verify: interrupted\n", "")
+    return proc.returncode, err, out
 
 
 def test_the_self_checks_workers_ignore_sigint_from_their_first_instruction() -> None:

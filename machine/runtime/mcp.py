@@ -25,10 +25,12 @@ body has settled.
 
 Stopping.  :func:`serve_stdio` stops on SIGINT or SIGTERM as on the client hanging up: no more
 requests are read, every call in flight is cancelled and drained, its result published, and the
-run returns (the process exits 0); that is logged as one line.  A second signal abandons the
-calls still running -- the one way out of quiescence, on request (the binding's P7) -- logging
-one ERROR line that names them, and ends the process at once with status 128 + the signal's
-number.
+run returns (the process exits 0); that is logged as one line.  The drain has no bound of its
+own: however long a body ignores its signal, the server waits for it (R27), and every
+``drain_report`` seconds logs one WARNING line for each call still in flight, naming it and how
+long it has been in its state.  A second signal abandons the calls still running -- the one way
+out of quiescence, on request (the binding's P7) -- logging one ERROR line that names them, and
+ends the process at once with status 128 + the signal's number.
 
 Progress.  A body reports progress with :func:`report_progress` and its execution view; it goes
 to the client only if the request asked for it (a progress token) and was not cancelled.
@@ -40,6 +42,7 @@ import codecs
 import itertools
 import json
 import logging
+import math
 import os
 import signal
 import sys
@@ -71,6 +74,7 @@ except ModuleNotFoundError as missing:
 
 __all__ = [
     "ANY_OBJECT",
+    "DRAIN_REPORT",
     "STOP_SIGNALS",
     "build_server",
     "report_progress",
@@ -83,6 +87,10 @@ ANY_OBJECT: Final[Mapping[str, Any]] = {"type": "object"}
 
 STOP_SIGNALS: Final = (signal.SIGINT, signal.SIGTERM)
 """The signals :func:`serve_stdio` stops on by default (Ctrl-C, and what process managers send)."""
+
+DRAIN_REPORT: Final = 30.0
+"""Default of ``serve_stdio(drain_report=...)``: seconds between the lines naming each call still
+draining after a stop signal (the registry's own drain warning, ``DRAIN_WARNING``, is once)."""
 
 _ERROR_META: Final = "toolcancel/error"
 _CONTEXTS_META: Final = "toolcancel/additionalContexts"
@@ -194,16 +202,29 @@ async def serve_stdio(
     registry: ToolRegistry,
     *,
     stop_signals: Collection[signal.Signals] = STOP_SIGNALS,
+    drain_report: float | None = DRAIN_REPORT,
     **options: Any,
 ) -> None:
     """Serve ``registry``'s tools on this process's stdin and stdout until the client leaves or
     one of ``stop_signals`` arrives (the module's "Stopping"; ``()``: no signal handling, as
     outside the main thread, where signals cannot be received).
 
+    ``drain_report`` is how many seconds apart, once a stop signal came, the calls still
+    draining are logged, one line each (``None``: never).  It only reports: the drain itself
+    waits for as long as the bodies run.
+
     ``options`` are :func:`build_server`'s.  Run it with ``anyio.run`` (asyncio or trio).
     While it serves, fd 0 points at the null device (a body or a child reading stdin cannot eat
     the client's messages) and fd 1 at stderr (the SDK's own guard for stdout).
     """
+    if drain_report is not None and not (
+        isinstance(drain_report, (int, float))
+        and not isinstance(drain_report, bool)
+        and 0 < drain_report < math.inf
+    ):
+        raise ValueError(
+            f"drain_report is a positive number of seconds (or None), not {drain_report!r}"
+        )
     server = build_server(registry, **options)
     with _Stdin() as stdin:
         # The SDK's own reader blocks a worker thread in readline(), which no cancellation
@@ -212,7 +233,7 @@ async def serve_stdio(
         async with stdio_server(stdin=cast("anyio.AsyncFile[str]", stdin)) as (read, write):
             async with anyio.create_task_group() as group:
                 if stop_signals:
-                    await group.start(_stop_on, stop_signals, registry, stdin)
+                    await group.start(_stop_on, stop_signals, registry, stdin, drain_report)
                 await server.run(read, write, server.create_initialization_options())
                 group.cancel_scope.cancel()
 
@@ -221,37 +242,60 @@ async def _stop_on(
     signals: Collection[signal.Signals],
     registry: ToolRegistry,
     stdin: _Stdin,
+    drain_report: float | None,
     *,
     task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
 ) -> None:
     """The first of ``signals`` ends stdin, as a client hanging up would (the server drains and
-    its run returns); a second one abandons whatever still runs and ends the process."""
+    its run returns) and starts the drain's reports; a second one abandons whatever still runs
+    and ends the process.  Cancelled when the run returns: every call has settled."""
     with anyio.open_signal_receiver(*signals) as received:
         task_status.started()
         first: str | None = None
-        async for number in received:
-            name = signal.Signals(number).name
-            calls = ", ".join(f"{c.call_id} ({c.name}, {c.state})" for c in registry.in_flight())
-            if first is None:
-                first = name
-                log.warning(
-                    "%s: taking no more requests; draining the calls in flight (%s); a second "
-                    "signal abandons them",
+        async with anyio.create_task_group() as reports:
+            async for number in received:
+                name = signal.Signals(number).name
+                calls = ", ".join(
+                    f"{c.call_id} ({c.name}, {c.state})" for c in registry.in_flight()
+                )
+                if first is None:
+                    first = name
+                    log.warning(
+                        "%s: taking no more requests; draining the calls in flight (%s); a "
+                        "second signal abandons them",
+                        name,
+                        calls or "none",
+                    )
+                    stdin.close()
+                    if drain_report is not None:
+                        reports.start_soon(_report_draining, registry, name, drain_report)
+                    continue
+                log.error(
+                    "%s after %s: abandoned the calls still in flight, not drained and their "
+                    "results not published: %s",
                     name,
+                    first,
                     calls or "none",
                 )
-                stdin.close()
-                continue
-            log.error(
-                "%s after %s: abandoned the calls still in flight, not drained and their results "
-                "not published: %s",
-                name,
-                first,
-                calls or "none",
+                logging.shutdown()  # flushes the log's handlers: nothing else runs after this
+                sys.stdout.flush()
+                os._exit(128 + number)
+
+
+async def _report_draining(registry: ToolRegistry, stop: str, every: float) -> None:
+    """Every ``every`` seconds, one WARNING line per call still in flight after the stop signal
+    ``stop``: the drain waits however long that is (no timer ends it), and says what for."""
+    while True:
+        await anyio.sleep(every)
+        for call in registry.in_flight():
+            log.warning(
+                "%s: still draining call %s (%s, %s for %.0fs); a second signal abandons it",
+                stop,
+                call.call_id,
+                call.name,
+                call.state,
+                call.seconds,
             )
-            logging.shutdown()  # flushes the log's handlers: nothing else runs after this
-            sys.stdout.flush()
-            os._exit(128 + number)
 
 
 class _Stdin:

@@ -562,6 +562,43 @@ OBSERVATION_MUTANTS: tuple[Mutant, ...] = (
            _late_success_reaches_post),
 )
 
+DRAIN_CAP_S = 10.0
+"""How long :func:`_capped_drain`'s server drains after a stop signal before it gives up."""
+
+
+@contextlib.contextmanager
+def _capped_drain() -> Iterator[None]:
+    """The MCP server's stop drains ``DRAIN_CAP_S`` seconds, then exits 0 with the bodies still
+    running, their results never published: the hidden bound R27 forbids (the drain lasts as
+    long as the bodies run; only a second signal abandons them).  Its drain reports are the
+    real ones until then, so only the bound tells it apart."""
+    import os
+    import sys
+
+    import anyio
+
+    from ..runtime import mcp as mcp_module  # needs the mcp extra, as the server it breaks does
+
+    real = mcp_module._report_draining
+
+    async def capped(*args: Any) -> None:
+        with anyio.move_on_after(DRAIN_CAP_S):
+            await real(*args)
+        sys.stderr.flush()
+        os._exit(0)
+
+    with mock.patch.object(mcp_module, "_report_draining", capped):
+        yield
+
+
+SERVER_MUTANTS: tuple[Mutant, ...] = (
+    # Broken servers (toolcancel.runtime.mcp): killed by tests/test_mcp.py's stop-signal tests,
+    # which run the server as a process; no single call's record shows them.
+    Mutant("capped_drain", "R27",
+           f"stops draining {DRAIN_CAP_S:g} s after a stop signal and exits 0 unpublished",
+           _capped_drain),
+)
+
 BLIND_TO_PROTOCOL: dict[str, str] = {
     # mutant: why conform's per-rule mutant tests (tests/test_conform.py) leave it out.  verify
     # sees each on the environment's own record.
