@@ -294,7 +294,10 @@ def generate(
     address of a Dask scheduler, runs the batches there instead of on ``workers`` processes
     (read back in order: the same vectors, :mod:`toolcancel.selfcheck.cluster`)."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
+    # A task caller's vectors are the live caller's, run by an adapter that cancels by task
+    # (its hello's capabilities.cancel): the vectors name no caller "task"
     space = list(configurations(revision, deep=True) if configs is None else configs)
+    space = [c for c in space if c.caller != "task"]
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
 
     def counted(results: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
