@@ -23,6 +23,11 @@ Cancellation points:
   transition except the caller aborts themselves): cancellation between any two transitions;
 * ``after`` -- abort once the result is published (it must change nothing).
 
+A ``task`` caller gives up by cancelling the task awaiting the call instead (``task.cancel()``;
+``after_call`` and ``gate:<name>`` only): the binding aborts the call signal when that task next
+runs (P2), and the caller's await raises ``CancelledError`` once the call published its result,
+which the observation keeps (``caller_cancelled``) for the judge to accept or not.
+
 :class:`Harness` interprets a scenario against a real :class:`~toolcancel.ToolRegistry` (or any
 factory that builds one, such as a deliberately broken mutant) and returns an
 :class:`Observation`: what the *environment* saw -- which hooks ran with what, when the harness

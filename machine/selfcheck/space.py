@@ -373,6 +373,11 @@ def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], in
     * an uncooperative body differs from a cooperative one only while something aborts during
       the body, so it keeps only ``gate:body`` (and its uncancelled run when a wrapper signal or
       the timer aborts during the body).
+
+    A ``task`` caller (it cancels the task awaiting the call) has ``after_call`` and a
+    ``gate:<name>`` for every gate reached: a cancelled task reaches the call only when it next
+    runs, so no ``step:<k>``; no task exists before entry; nothing is cancelled after the call
+    settled.
     """
     if config.caller == "task":  # where the call is suspended (scenario_language.CALLERS)
         gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
