@@ -51,7 +51,6 @@ from ..oracle.scenario import (
     APPROVALS,
     ARGS,
     BODIES,
-    CALLERS,
     Harness,
     Observation,
     RegistryFactory,
@@ -391,8 +390,8 @@ def stageless_configs(revision: str) -> Iterator[Scenario]:
     field at its default (no pre-execute or post-execute listener, guard, wrapper, timeout or
     observer), approval never asked -- over the dimensions left: the caller, the arguments,
     whether the tool is known, the body and whether it cooperates."""
-    callers = ("live", "aborted") if revision == "revised" else CALLERS
-    for caller in callers:
+    callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
+    for caller in callers:  # no "task": its vectors are the live caller's (generate())
         for args in ARGS:
             for tool_known in (True, False):
                 for body in BODIES:
