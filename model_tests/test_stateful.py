@@ -122,6 +122,8 @@ NOT_INTERLEAVED = {
     # value: why these runs do not draw it
     "outer_deadline": "its deadline expires when the scenario harness reaches the body's gate; "
     "this world moves the clock only for the timeout policy's own deadline (verify runs it)",
+    "task": "this world's caller aborts its signal (abort_caller); a caller that cancels the "
+    "task awaiting the call is verify's and conform --cancel task's",
 }
 
 for _name, _vocabulary, _weights in (

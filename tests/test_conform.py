@@ -100,6 +100,16 @@ def _retry(name: str) -> str | None:
     return next(m.retry for m in found if m.name == name)
 
 
+def _serving(name: str) -> list[str]:
+    """Our adapter's options that serve mutant ``name``: the retry behaviour its registry must
+    declare and how its caller must give up (``--cancel task``), where it needs them."""
+    from toolcancel.selfcheck.mutants import MUTANTS as found
+
+    m = next(m for m in found if m.name == name)
+    return [*(["--retry", m.retry] if m.retry else []),
+            *(["--cancel", m.cancel] if m.cancel != "signal" else [])]  # fmt: skip
+
+
 def _mutants(revision: str = "seed") -> list[tuple[str, str]]:
     """The mutants an adapter's answer can show (the others are verify's alone, for now) that
     break something in ``revision``."""
@@ -117,9 +127,7 @@ def _mutant_report(name: str, vectors: list[Vector], revision: str) -> Report:
     import asyncio
 
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", name]
-    retry = _retry(name)
-    if retry is not None:
-        command += ["--retry", retry]
+    command += _serving(name)
     return asyncio.run(run_vectors(command, vectors, revision, timeout=60))
 
 
@@ -151,6 +159,11 @@ KILLERS = {
         w.startswith("short_") and "retry" in s.wrappers[:k]
         and k + 1 < len(s.wrappers) + (s.timeout != "absent")
         for k, w in enumerate(s.wrappers)
+    ),
+    # served with --cancel task (Mutant.cancel): a live caller's abort at a gate cancels the task
+    "ignores_task_cancellation": lambda s: s.cancel == "gate:pre" and s.pre == "allow",
+    "keeps_late_success_without_signal": lambda s: (
+        s.cancel == "gate:post" or s.cancel.endswith("_after")
     ),
 }
 

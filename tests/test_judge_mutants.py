@@ -21,7 +21,7 @@ from toolcancel.oracle.vectors import Vector
 
 sys.path.insert(0, str(ROOT / "tests"))
 # the scenario shape each mutant shows in, and the retry behaviour a mutant's registry declares
-from test_conform import KILLERS, _retry
+from test_conform import KILLERS, _serving
 
 sys.path.pop(0)
 SAMPLE = 60
@@ -39,6 +39,12 @@ ELSEWHERE = {
         "transition, which C4 reports again -- the late success reaches post-execute (C3's rule) "
         "and never the caller, so R28 holds there (verify meets it at C4 first, R28)",
     ),
+    "keeps_late_success_without_signal": (  # the same break, in calls made without signal=
+        lambda s: s.cancel.endswith("_after"),
+        "R19",
+        "as keeps_late_success's: a wrapper waiting after next() lets C3 see the cancelled task "
+        "first, so the late success reaches post-execute (C3's rule), not the caller",
+    ),
 }
 UNDECIDABLE = {
     # (mutant, level): why its rule cannot be decided at that level; its failures are still
@@ -46,6 +52,9 @@ UNDECIDABLE = {
     ("cursor_skips_last", "outcome"): "its registry's own machine refuses the early hand-out "
     "and the call raises: a black box shows only that no result came (R31); which listener a "
     "next() handed out is in the trace alone (at trace level conform cites R16)",
+    ("ignores_task_cancellation", "outcome"): "a black box sees the body run and its success "
+    "reach post-execute, which C3 must have replaced (R19); that C1 missed the cancelled task "
+    "(R13) is in the trace alone",
 }
 
 
@@ -56,10 +65,7 @@ def _mutant_rules() -> dict[str, str]:
 def _cited(name: str, level: str, vectors: list[Vector]) -> list[tuple[Vector, str]]:
     """Each failing vector and the rule conform cites for it."""
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", "--mutant", name,
-               "--level", level]
-    retry = _retry(name)
-    if retry is not None:  # a mutant that breaks only one retry behaviour declares it
-        command += ["--retry", retry]
+               "--level", level, *_serving(name)]
     report = asyncio.run(run_vectors(command, vectors, "seed", timeout=60))
     by_id = {v.id: v for v in vectors}
     return [(by_id[j.id], j.rule or "protocol") for j in report.judgements if not j.passed]

@@ -105,7 +105,7 @@ def test_observation_lines_say_what_the_registry_did(revision: str) -> None:
             "trace": 1,
             "call": "c1",
             "event": "call_entry",
-            "caller": "aborted" if scenario.cancel == "before_entry" else scenario.caller,
+            "caller": "aborted" if scenario.cancel == "before_entry" else scenario.entry_caller,
             "agent": scenario.agent,
             "approval_seam": scenario.approval_seam,
             "revision": revision,

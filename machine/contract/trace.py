@@ -162,6 +162,13 @@ OBSERVATIONS: Final[Mapping[str, tuple[str, Mapping[str, Field]]]] = {
                 "The object execute() returned, as canonical result JSON.",
                 {"result": Field("object", doc="the result object")},
             ),
+            "caller_cancelled": (
+                "The caller gave up by cancelling the task awaiting execute(), and its await "
+                "raised CancelledError after the call published its one result: returned holds "
+                "that result, as the observers got it (R31: accepted only after exactly one "
+                "result, when the caller did cancel that task after entry).",
+                {},
+            ),
             "raised": (
                 "execute() raised instead of returning a result (R31).",
                 {"error": Field("string", doc="what it raised, as type: message")},
@@ -295,6 +302,7 @@ ENVIRONMENT: Final = frozenset(
         "settled",
         "returned",
         "raised",
+        "caller_cancelled",
         "notified",
         "listener_count",
         "post_received",

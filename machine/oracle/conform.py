@@ -434,9 +434,13 @@ def conform(
     )
 
 
-def self_command(retry: str | None = None, level: str = "trace") -> list[str]:
+def self_command(
+    retry: str | None = None, level: str = "trace", cancel: str = "signal"
+) -> list[str]:
     """The command of our own adapter (``--self``), running retry behaviour ``retry`` (default:
-    the contract's), at conformance level ``level``."""
+    the contract's), at conformance level ``level``, its caller giving up by ``cancel``."""
     retrying = ("--retry", retry) if retry else ()
     command = [sys.executable, "-m", "toolcancel.selfcheck.adapter", *retrying]
+    if cancel != "signal":
+        command += ["--cancel", cancel]
     return command if level == "trace" else [*command, "--level", level]

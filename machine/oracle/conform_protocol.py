@@ -131,6 +131,8 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         return (
             "observed.caller_aborted must be {bodies_after: count, before_post: bool} (or absent)"
         )
+    if type(observed.get("caller_cancelled", False)) is not bool:
+        return "observed.caller_cancelled must be true or false (or absent)"
     deadline = observed.get("deadline")
     if deadline is not None and not (
         isinstance(deadline, dict)
@@ -149,6 +151,11 @@ def _contradiction(answer: Mapping[str, Any]) -> str | None:
         return (
             "observed.raised is given with a result: execute() either returned (raised null) "
             "or raised (result null), never both"
+        )
+    if observed.get("caller_cancelled") and answer["result"] is None:
+        return (
+            "observed.caller_cancelled is true with no result: it says the caller got "
+            "CancelledError after the call published the answer's result"
         )
     if observed["notifications"] == 0 and observed.get("notified_same") is False:
         return (

@@ -205,7 +205,7 @@ def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
 def environment_record(obs: Observation) -> Record:
     """The record of one run of verify's harness: the registry's trace, if it was recorded,
     then the environment's observation events."""
-    return Record(obs.lines(), obs.scenario.revision, obs.scenario.caller)
+    return Record(obs.lines(), obs.scenario.revision, obs.scenario.entry_caller)
 
 
 def environment_failures(obs: Observation) -> list[Failure]:

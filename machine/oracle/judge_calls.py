@@ -95,6 +95,39 @@ def returns_a_result(record: Record, want: Want | None) -> Failure | None:
     )
 
 
+def cancels_awaiting_task(s: Scenario) -> bool:
+    """Whether the caller of ``s`` gives up after entry where a task can be cancelled -- right
+    after ``execute()`` returned, or while the call waits at a gate -- so that a caller which
+    cancels the task awaiting the call may see ``CancelledError`` there (Python binding P2)."""
+    return s.entry_caller == "live" and (s.cancel == "after_call" or s.cancel.startswith("gate:"))
+
+
+@check("R31", "result", reads=("caller_cancelled",))
+def cancelled_after_publication(record: Record, want: Want | None) -> Failure | None:
+    """A caller that cancelled the task awaiting the call may get ``CancelledError`` instead of
+    the result, but only once the call published exactly one result (``returned`` holds it, and
+    every other check judges it as the caller's abort it was), and only when it did cancel."""
+    (i,) = record.at("caller_cancelled")[:1]
+    notified = record.of("notified")
+    if want is not None and not cancels_awaiting_task(want.scenario):
+        why = "its caller never cancelled the task awaiting it after entry"
+    elif not record.has("returned"):
+        why = "no result was published before it"
+    elif notified and notified[0]["count"] != 1:
+        why = f"{notified[0]['count']} notifications were published, not exactly one"
+    else:
+        return None
+    return Failure(
+        "R31",
+        i,
+        "result",
+        f"execute() raised CancelledError to its caller, but {why}: a cancelled caller may see "
+        "CancelledError only after the call published exactly one result.",
+        "a result (or CancelledError after exactly one, to a caller that cancelled its task)",
+        f"CancelledError: {why}",
+    )
+
+
 def _not_seed_pre_aborted(record: Record, want: Want | None) -> bool:
     return not (record.caller == "aborted" and record.revision == "seed")
 
@@ -417,7 +450,7 @@ def relay_on_live_caller(s: Scenario, body_starts: int, caller_aborts: bool) -> 
     once-listener before anything counts it), and the registry put one there -- a relay of the
     caller's and another signal, built for a body while a wrapper or the timeout policy had put
     that other signal in the slot.  ``toolcancel vectors`` keeps such runs for it (R22)."""
-    if s.caller != "live" or s.cancel != "never" or caller_aborts:
+    if s.entry_caller != "live" or s.cancel != "never" or caller_aborts:
         return False
     return body_starts > 0 and (s.timeout != "absent" or bool(SLOT_WRAPPERS & set(s.wrappers)))
 

@@ -162,6 +162,8 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     result = answer.get("result")
     if result is not None:
         lines.append(env_line(call, "returned", result=result))
+        if observed.get("caller_cancelled"):  # the caller got CancelledError instead
+            lines.append(env_line(call, "caller_cancelled"))
     elif observed.get("raised") is not None:
         lines.append(env_line(call, "raised", error=observed["raised"]))
     notified = env_line(call, "notified", count=observed["notifications"])

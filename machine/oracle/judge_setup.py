@@ -211,7 +211,7 @@ def _untouched(record: Record, want: Want | None) -> bool:
     assert want is not None
     s = want.scenario
     return (
-        s.caller in ("none", "live")
+        s.entry_caller in ("none", "live")
         and s.cancel in ("never", "after")
         and not s.wrappers
         and s.timeout != "timer_first"
@@ -496,7 +496,7 @@ def _abort_known(record: Record, want: Want) -> bool:
     """Whether the record says when the caller aborted after entry, if it did: the setup aborts
     it never after entry, or the environment says when (``caller_aborted``)."""
     s = want.scenario
-    never = s.caller != "live" or s.cancel in ("never", "before_entry", "in_entry")
+    never = s.entry_caller != "live" or s.cancel in ("never", "before_entry", "in_entry")
     return never or record.has("caller_aborted")
 
 
@@ -681,7 +681,8 @@ def _aborted_before_dispatch(record: Record, want: Want | None) -> bool:
     """The environment aborted the caller after entry, before the call's first base dispatch
     (checkpoint C2 reads the fused signal there, before the tool is looked up)."""
     assert want is not None
-    if want.scenario.caller != "live" or pre_aborted(want) or not record.has("caller_aborted"):
+    s = want.scenario
+    if s.entry_caller != "live" or pre_aborted(want) or not record.has("caller_aborted"):
         return False
     at = record.of("caller_aborted")[0].get("steps")  # optional: an adapter may not count them
     dispatched = _dispatch_steps(record)

@@ -87,7 +87,7 @@ def _plan(record: Record, want: Want) -> Plan | None:
         return None  # the call stopped at entry (args_error)
     aborted = record.of("caller_aborted")
     at: int | None = None
-    if s.caller == "live" and not pre_aborted(want) and aborted:
+    if s.entry_caller == "live" and not pre_aborted(want) and aborted:
         at = aborted[0].get("steps")
         if at is None:
             return None  # an adapter that does not count transitions: when is unknown

@@ -23,6 +23,11 @@ Cancellation points:
   transition except the caller aborts themselves): cancellation between any two transitions;
 * ``after`` -- abort once the result is published (it must change nothing).
 
+A ``task`` caller gives up by cancelling the task awaiting the call instead (``task.cancel()``;
+``after_call`` and ``gate:<name>`` only): the binding aborts the call signal when that task next
+runs (P2), and the caller's await raises ``CancelledError`` once the call published its result,
+which the observation keeps (``caller_cancelled``) for the judge to accept or not.
+
 :class:`Harness` interprets a scenario against a real :class:`~toolcancel.ToolRegistry` (or any
 factory that builds one, such as a deliberately broken mutant) and returns an
 :class:`Observation`: what the *environment* saw -- which hooks ran with what, when the harness
@@ -41,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..contract.core import PathStep
-from ..contract.errors import ToolcancelError
+from ..contract.errors import TaskCancelled, ToolcancelError
 from ..contract.results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
 from ..contract.trace import FORMAT_VERSION
 from ..runtime.deadline import Deadline, deadline
@@ -109,7 +114,7 @@ def classify_reason(reason: Any) -> str:
     signal's; ``timeout``: the timeout policy's deadline (code ``TOOL_TIMEOUT``); ``other``:
     anything else -- which is a fusion bug (R21 says F carries the first source's reason).
     """
-    if isinstance(reason, CallerReason):
+    if isinstance(reason, (CallerReason, TaskCancelled)):  # the caller's abort, or its task's
         return "caller"
     if isinstance(reason, WrapperReason):
         return "wrapper"
@@ -152,6 +157,9 @@ class Observation:
     slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
     frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
     held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
+    # A task caller's await raised CancelledError after the call published its one result, the
+    # result in ``result`` (as the observers got it: the caller never sees it)
+    caller_cancelled: bool = False
     trace: list[dict[str, Any]] = field(default_factory=list)  # the registry's own trace lines
 
     @property
@@ -205,6 +213,8 @@ class Observation:
         out.append(line("post_received", **received))
         if self.result is not None:
             out.append(line("returned", result=self.result.to_data()))
+            if self.caller_cancelled:
+                out.append(line("caller_cancelled"))
         elif self.error is not None:
             out.append(line("raised", error=f"{type(self.error).__name__}: {self.error}"))
         same = all(r is self.result for r in self.notified)
@@ -225,7 +235,7 @@ class Observation:
         """When the harness aborted a live caller after entry: the transitions taken, the body
         starts at a later step, and whether post-execute was still to be called."""
         s = self.scenario
-        if s.caller != "live" or s.cancel in ("before_entry", "in_entry", "never"):
+        if s.caller not in ("live", "task") or s.cancel in ("before_entry", "in_entry", "never"):
             return None
         log = self.log
         at = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
@@ -277,6 +287,7 @@ class Harness:
         self.signals: list[tuple[str, AbortSignal]] = []
         self.task: asyncio.Task[ToolResult] | None = None
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
+        self.task_cancelled = False  # a task caller cancelled the task awaiting the call
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -284,10 +295,23 @@ class Harness:
         self.obs.log.append(entry)
 
     def abort_caller(self) -> None:
+        if self.s.caller == "task":  # the caller gives up by cancelling the awaiting task
+            if self.task is not None and not self.task.done() and not self.task_cancelled:
+                self.task_cancelled = True
+                self.task.cancel()
+                # The cancellation reaches the call only when the cancelled task next runs,
+                # after what was already ready to run (a body a wrapper's abort woke goes on
+                # first): logged right after that run, the abort is where a correct registry
+                # sees it.  Known from the loop's order alone, not from the registry.
+                asyncio.get_running_loop().call_soon(self.log_task_cancelled)
+            return
         c = self.caller
         if c is not None and not c.signal.aborted:
             self.log("abort", "caller", self.steps)
             c.abort(CallerReason("the caller cancelled"))
+
+    def log_task_cancelled(self) -> None:
+        self.log("abort", "caller", self.steps)
 
     def tap(self, view: Execution, step: PathStep) -> None:
         if step.event == "caller_abort":
@@ -525,8 +549,8 @@ class Harness:
 
     async def _run(self) -> Observation:
         s, obs = self.s, self.obs
-        if s.caller != "none":
-            self.caller = AbortController()
+        if s.caller != "none" and (s.caller != "task" or s.revision == "revised"):
+            self.caller = AbortController()  # a task caller's is never aborted (revised: R40)
             if s.caller == "aborted":
                 self.caller.abort(CallerReason("aborted before entry"))
             self.signals.append(("caller signal", self.caller.signal))
@@ -536,16 +560,22 @@ class Harness:
         args: Any = {"q": "x"} if s.args == "ok" else {"q": {1, 2}}
         if s.cancel == "in_entry":
             args = _AbortingArguments(args, self.abort_caller)
+        # A seed task caller passes no signal=: the call's own signal is C (Python binding P1)
+        given: dict[str, Any] = {} if s.caller == "task" and self.caller is None else {
+            "signal": None if self.caller is None else self.caller.signal
+        }
         call = reg.execute(
             TOOL_NAME if s.tool_known else "no_such_tool",
             args,
-            signal=None if self.caller is None else self.caller.signal,
             call_id="c1",
             agent="agent" if s.agent else None,
+            **given,
         )
-        if s.cancel == "after_call":
+        if s.cancel == "after_call" and s.caller != "task":
             self.abort_caller()
         self.task = asyncio.ensure_future(call)
+        if s.cancel == "after_call" and s.caller == "task":
+            self.abort_caller()  # before the task first ran the call
 
         def settled(_: Any) -> None:  # what had started and settled when execute() settled
             done = sum(1 for e in obs.log if e[0] == "body_settle")
@@ -567,7 +597,12 @@ class Harness:
             task.cancel()
             return obs
         if task.cancelled():
-            obs.error = asyncio.CancelledError()
+            if self.task_cancelled and len(obs.notified) == 1:
+                # what the call published, which its cancelled caller never sees (the judge
+                # decides whether that CancelledError was the caller's to get)
+                obs.result, obs.caller_cancelled = obs.notified[0], True
+            else:
+                obs.error = asyncio.CancelledError()
         elif task.exception() is not None:
             obs.error = task.exception()
         else:
@@ -603,6 +638,8 @@ class Harness:
                 await _idle()
         if s.cancel == f"gate:{name}":
             self.abort_caller()
+            if s.caller == "task":
+                await _idle()  # the cancelled task runs: only then does the call learn of it
         if name == "body" and self.obs.body_pending and not s.cooperative:
             await _idle()
             assert self.task is not None

@@ -16,7 +16,15 @@ from typing import Any, Final
 from ..contract.errors import ToolcancelError
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
-CALLERS: Final = ("none", "live", "aborted")
+CALLERS: Final = ("none", "live", "aborted", "task")
+"""The caller: no caller signal (``signal=None``, R26); a live signal it aborts; one aborted
+before entry; or ``task`` -- a caller that gives up by cancelling the task awaiting the call
+(``task.cancel()``), the other way a Python caller gives up.  Its call is made without
+``signal=`` in the seed (the call's own signal is C, and only the task's cancellation aborts it,
+Python binding P1/P2) and with a live signal it never aborts in the revised contract (R40
+requires one); to the contract's machine it is a live caller either way (:data:`ENTRY_CALLER`)."""
+ENTRY_CALLER: Final = {"none": "none", "live": "live", "aborted": "aborted", "task": "live"}
+"""The caller signal the contract sees at entry, per scenario caller."""
 ARGS: Final = ("ok", "not_serializable")
 PRE: Final = ("allow", "deny", "ask", "throw", "throw_structured")
 APPROVALS: Final = ("approved", "rejected", "cancelled", "unavailable", "throw")
@@ -132,7 +140,15 @@ class Scenario:
                                 "and needs timeout budget (D13)")
         if self.revision == "revised" and self.caller == "none":
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
-        _parse_cancel(self.cancel)
+        kind = _parse_cancel(self.cancel)[0]
+        if self.caller == "task" and self.cancel != "never" and kind not in ("after_call", "gate"):
+            raise ScenarioError(f"cancel: {_show(self.cancel)} -- a task caller cancels only "
+                                "after_call or at a gate:<name> (where the call is suspended)")
+
+    @property
+    def entry_caller(self) -> str:
+        """The caller signal at entry as the contract sees it (none, live or aborted)."""
+        return ENTRY_CALLER[self.caller]
 
     @property
     def around_count(self) -> int:

@@ -532,7 +532,7 @@ def schema() -> dict[str, Any]:
         ],
         "properties": {
             "revision": enum(REVISIONS),
-            "caller": enum(CALLERS),
+            "caller": enum(c for c in CALLERS if c != "task"),  # task: verify's alone
             "args": enum(ARGS),
             "agent": {"type": "boolean"},
             "approval_seam": {"type": "boolean"},

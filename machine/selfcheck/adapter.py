@@ -59,6 +59,7 @@ import contextlib
 import json
 import sys
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import replace
 from typing import IO, Any, Final, cast
 
 from ..contract.errors import RegistryUsageError, ToolcancelError
@@ -66,7 +67,9 @@ from ..contract.loader import load_contract
 from ..contract.results import ToolResult
 from ..contract.trace import TraceRecorder
 from ..oracle.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
+from ..oracle.judge_calls import cancels_awaiting_task
 from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
+from ..oracle.scenario_language import NESTED
 from ..oracle.turncheck import Turn, TurnHarness
 from ..oracle.turnvectors import parse_turn
 from ..oracle.vectors import REVISIONS, body_signals, post_received
@@ -112,13 +115,17 @@ class Session:
         retry: str | None = None,
         level: str = "trace",
         lacks: frozenset[str] = frozenset(),
+        cancel: str = "signal",
     ) -> None:
         if level not in LEVELS:
             raise AdapterError(f"level {level!r} is not one of {', '.join(LEVELS)}")
         unknown = sorted(lacks - set(STAGES))
         if unknown:
             raise AdapterError(f"--without {unknown[0]}: not one of {', '.join(STAGES)}")
+        if cancel not in ("signal", "task"):
+            raise AdapterError(f"--cancel {cancel!r}: not signal or task")
         self.lacks = lacks
+        self.cancel = cancel  # task: a caller that gives up after entry cancels its task
         self.factory = factory
         self.revisions = revisions
         self.retry = load_contract().default_retry if retry is None else retry
@@ -178,7 +185,7 @@ class Session:
                 answer = self.loop.run_until_complete(self.run_turn(vid, self.parse_turn(msg)))
                 answer["protocol"] = version
                 return answer
-            scenario = self.parse(msg)
+            scenario = self.by_task(self.parse(msg))
             run = self.run if self.level == "trace" else self.run_outcome
             answer = self.loop.run_until_complete(run(vid, scenario))
             answer["protocol"] = version
@@ -202,6 +209,22 @@ class Session:
             raise AdapterError("scenario.revision differs from the message's revision")
         if scenario.cancel.startswith("step:"):
             raise AdapterError("cancel step:<k> is not part of the portable language")
+        return scenario
+
+    def by_task(self, scenario: Scenario) -> Scenario:
+        """``scenario`` as this adapter's caller runs it: with ``--cancel task``, a live caller
+        that gives up while the call is suspended cancels the task awaiting it instead (caller
+        ``task``); an abort before entry or after the call settled has no task to cancel.  Nor
+        does it where another source aborts the body's signal at the same gate: a cooperative
+        body woken by that abort runs before the cancelled task does, so the cancellation lands
+        after the body settled, not where the vector's signal abort does (verify judges that
+        order on the environment's own record)."""
+        raced = scenario.cancel == "gate:body" and (
+            scenario.timeout == "timer_first"
+            or any(w in ("replace_aborting", NESTED) for w in scenario.wrappers)
+        )
+        if self.cancel == "task" and cancels_awaiting_task(scenario) and not raced:
+            return replace(scenario, caller="task")
         return scenario
 
     def parse_turn(self, msg: Mapping[str, Any]) -> Turn:
@@ -282,11 +305,18 @@ class Session:
                 "body_signals": body_signals(obs),
                 "settled_at": settled[0] if settled and not hung else None,
                 "raised": raised,
+                **_cancelled(obs),
                 **probes.observed(obs),
                 **_held(obs, held_at),
                 **_settled(obs),
             },
         }
+
+
+def _cancelled(obs: Any) -> dict[str, Any]:
+    """``caller_cancelled``: the caller cancelled the task awaiting the call, and its await
+    raised CancelledError after the call published the answer's result."""
+    return {"caller_cancelled": True} if obs.caller_cancelled else {}
 
 
 def _held(obs: Any, held_at: list[int]) -> dict[str, Any]:
@@ -367,6 +397,7 @@ async def _run_outcome(session: Session, vid: str, scenario: Scenario) -> dict[s
     at_settle = body_signals(obs)
     observed: dict[str, Any] = {
         "raised": raised,
+        **_cancelled(obs),
         "notifications": len(obs.notified),
         **probes.observed(obs),
         "bodies": [
@@ -579,6 +610,14 @@ def main(argv: list[str] | None = None) -> int:
         help="declare a runtime without this stage (hello capabilities; repeatable) and answer "
         "without observing it -- how a runtime that has only part of the pipeline is judged",
     )
+    parser.add_argument(
+        "--cancel",
+        choices=("signal", "task"),
+        default="signal",
+        help="how the caller gives up after entry: abort its signal (default), or cancel the "
+        "task awaiting the call where it is suspended (task.cancel(); answers with "
+        "observed.caller_cancelled)",
+    )
     args = parser.parse_args(argv)
     revisions = REVISIONS if args.revision == "all" else (args.revision,)
     try:
@@ -586,7 +625,9 @@ def main(argv: list[str] | None = None) -> int:
             factory: RegistryFactory = ToolRegistry
             if args.mutant:
                 factory = stack.enter_context(_mutant(args.mutant))
-            session = Session(factory, revisions, args.retry, args.level, frozenset(args.without))
+            session = Session(
+                factory, revisions, args.retry, args.level, frozenset(args.without), args.cancel
+            )
             stack.callback(session.close)
             serve(session, sys.stdin, sys.stdout)
     except AdapterError as exc:

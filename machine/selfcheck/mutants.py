@@ -24,7 +24,7 @@ import contextlib
 import dataclasses
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 from unittest import mock
 
 from ..contract.results import Results, ToolResult, thaw
@@ -66,12 +66,25 @@ class Mutant:
     """The retry behaviour (D11) the broken guarantee belongs to, if only one: a test that
     serves the mutant through a registry must declare it (None: the registry's default)."""
 
+    cancel: str = "signal"
+    """How the caller must give up for the broken guarantee to show: ``task`` -- cancelling the
+    task awaiting the call -- for a test that serves the mutant through our adapter
+    (``--cancel task``); verify's space has both callers."""
+
+    def rule_in(self, revision: str) -> str:
+        """The rule the mutant breaks in ``revision`` (:data:`REVISED_RULE`)."""
+        return REVISED_RULE.get(self.rule, self.rule) if revision == "revised" else self.rule
+
     @contextlib.contextmanager
     def active(self) -> Iterator[Factory]:
         """Patch the implementation; yield the registry factory to check."""
         with self.patch():
             yield ToolRegistry
 
+
+REVISED_RULE: Final = {"R13": "R43"}
+"""Where the revised contract restates a rule a mutant breaks: checkpoint C1 (R13, seed only)
+is R43's order there."""
 
 _Call: Any = driver_module._Call
 
@@ -190,19 +203,37 @@ def _no_recheck_before_body() -> contextlib.AbstractContextManager[None]:
 
 
 @contextlib.contextmanager
-def _keeps_late_success() -> Iterator[None]:
-    """Keeps a success that settles after the caller aborted (ignores C3 and C4)."""
+def _keeps_late_success(only: Callable[[Any], bool] = lambda call: True) -> Iterator[None]:
+    """Keeps a success that settles after the caller aborted (ignores C3 and C4), in the calls
+    ``only`` picks."""
     real = _Call.offer
 
     def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
         before = self.node.outcome
         outcome = real(self, key, caller_first)
         event = key if isinstance(key, str) else key.event
-        if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":
-            return before
-        return outcome
+        late = event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted"
+        return before if late and only(self) else outcome
 
     with mock.patch.object(_Call, "offer", offer):
+        yield
+
+
+def _keeps_late_success_without_signal() -> contextlib.AbstractContextManager[None]:
+    """Keeps a late success only in a call made without ``signal=``: its own call signal is C,
+    which only cancelling the awaiting task aborts (Python binding P1, P2)."""
+    return _keeps_late_success(lambda call: call.own_caller)
+
+
+@contextlib.contextmanager
+def _ignores_task_cancellation() -> Iterator[None]:
+    """Cancelling the task awaiting the call no longer aborts it (P2): the call runs on as if
+    its caller were still there, and its success reaches a caller who gave up."""
+
+    def task_cancelled(self: Any, message: str | None) -> None:
+        return None
+
+    with mock.patch.object(_Call, "task_cancelled", task_cancelled):
         yield
 
 
@@ -497,6 +528,13 @@ MUTANTS: tuple[Mutant, ...] = (
     Mutant("cursor_skips_last", "R16",
            "under cursor, a retried next() hands out the base one wrapper too early",
            _cursor_skips_last, retry="cursor"),
+    Mutant("ignores_task_cancellation", "R13",
+           "cancelling the task awaiting the call does not abort it",
+           _ignores_task_cancellation, cancel="task"),
+    Mutant("keeps_late_success_without_signal", "R28",
+           "keeps a late success in a call made without signal=",
+           _keeps_late_success_without_signal, revisions=("seed",),  # revised: R40 refuses one
+           cancel="task"),
 )
 
 

@@ -128,11 +128,37 @@ def groups(
             yield _replace(base, agent=False, post=post)
         for stack in _nested_stacks(max_wrappers):
             yield (Scenario(revision=revision, caller=caller), stack)
+    yield from _task_groups(revision, max_wrappers)
     if deep:
         for caller in callers:
             for stack, rest in deep_stacks(max_wrappers):
                 tag = DEEP_REST if rest else DEEP
                 yield (Scenario(revision=revision, caller=caller), stack, tag)
+
+
+TASK_WRAPPERS: Final = 1
+"""Bound on the wrappers of a ``task`` caller's configurations: one wrapper has every kind of
+gate (``w0_before``, ``w0_after``) and of slot a cancellation can meet there."""
+
+
+def _task_groups(revision: str, max_wrappers: int) -> Iterator[Group]:
+    """The configurations of a caller that gives up by cancelling the task awaiting the call
+    (``caller="task"``; its schedules: :func:`schedules`), last of the bounded space.
+
+    It differs from a live caller only in how C aborts -- the binding aborts it when the
+    cancelled task next runs (P2) -- and where: only where the call is suspended.  So the
+    caller dimension is added only where a cancellation reaches the call after entry at a
+    gate: every pre-execute variant with no guard (guards are synchronous: no gate), and the
+    dispatching ones up to :data:`TASK_WRAPPERS` wrappers; the live caller covers every
+    interleaving of the abort itself."""
+    for pre in _PRE_VARIANTS:
+        base = Scenario(revision=revision, caller="task", **pre)
+        if pre["pre"] != "allow":
+            for post in POSTS:
+                yield _replace(base, post=post)
+            continue
+        for stack in _wrapper_stacks(min(max_wrappers, TASK_WRAPPERS)):
+            yield (base, stack)
 
 
 def added_later(config: Scenario) -> int:
@@ -347,7 +373,18 @@ def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], in
     * an uncooperative body differs from a cooperative one only while something aborts during
       the body, so it keeps only ``gate:body`` (and its uncancelled run when a wrapper signal or
       the timer aborts during the body).
+
+    A ``task`` caller (it cancels the task awaiting the call) has ``after_call`` and a
+    ``gate:<name>`` for every gate reached: a cancelled task reaches the call only when it next
+    runs, so no ``step:<k>``; no task exists before entry; nothing is cancelled after the call
+    settled.
     """
+    if config.caller == "task":  # where the call is suspended (scenario_language.CALLERS)
+        gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
+        kept = ["after_call"] + [f"gate:{g}" for g in gates]
+        if not config.cooperative:  # as a live caller's: only an abort during the body differs
+            kept = ["gate:body"] if "body" in gates else []
+        return kept, 1 + len(gates) - len(kept)
     if config.caller != "live":
         return [], 0
     steps = sum(1 for p in uncancelled.path if p.event != "caller_abort")

@@ -51,7 +51,6 @@ from ..oracle.scenario import (
     APPROVALS,
     ARGS,
     BODIES,
-    CALLERS,
     Harness,
     Observation,
     RegistryFactory,
@@ -294,7 +293,10 @@ def generate(
     address of a Dask scheduler, runs the batches there instead of on ``workers`` processes
     (read back in order: the same vectors, :mod:`toolcancel.selfcheck.cluster`)."""
     load_contract().revision(revision)  # an unknown revision fails here, clearly
+    # A task caller's vectors are the live caller's, run by an adapter that cancels by task
+    # (its hello's capabilities.cancel): the vectors name no caller "task"
     space = list(configurations(revision, deep=True) if configs is None else configs)
+    space = [c for c in space if c.caller != "task"]
     batches = [(space[i : i + _BATCH], factory) for i in range(0, len(space), _BATCH)]
 
     def counted(results: Iterable[list[dict[str, Any]]]) -> Iterator[list[dict[str, Any]]]:
@@ -388,8 +390,8 @@ def stageless_configs(revision: str) -> Iterator[Scenario]:
     field at its default (no pre-execute or post-execute listener, guard, wrapper, timeout or
     observer), approval never asked -- over the dimensions left: the caller, the arguments,
     whether the tool is known, the body and whether it cooperates."""
-    callers = ("live", "aborted") if revision == "revised" else CALLERS
-    for caller in callers:
+    callers = ("live", "aborted") if revision == "revised" else ("none", "live", "aborted")
+    for caller in callers:  # no "task": its vectors are the live caller's (generate())
         for args in ARGS:
             for tool_known in (True, False):
                 for body in BODIES:

@@ -46,6 +46,14 @@ def register(sub: Any) -> None:
         "the contract's default)",
     )
     p.add_argument(
+        "--cancel",
+        choices=("signal", "task"),
+        default="signal",
+        help="with --self: how our caller gives up after entry -- abort its signal (default), or "
+        "cancel the task awaiting the call where it waits (answered with "
+        "observed.caller_cancelled)",
+    )
+    p.add_argument(
         "--vectors", metavar="FILE", help="a vectors file (- for stdin; default: the shipped ones)"
     )
     p.add_argument(
@@ -120,13 +128,17 @@ def run(args: argparse.Namespace) -> int:
             raise UsageError(f"{option} must be at most {MAX_TIMEOUT:,} seconds")
     if args.retry and not args.self_:
         raise UsageError("--retry is for --self; an adapter declares its retry behaviour itself")
+    if args.adapter and args.cancel != "signal":
+        raise UsageError("--cancel is for --self; an adapter cancels as its caller does")
     if args.adapter and args.level != "trace":
         raise UsageError("--level is for --self; an adapter declares its level in its hello")
     if not args.jobs >= 1:
         raise UsageError("--jobs must be at least 1")
     if args.report:
         check_destination(args.report)  # refused before the run, not after it
-    command = self_command(args.retry, args.level) if args.self_ else list(args.adapter)
+    command = (
+        self_command(args.retry, args.level, args.cancel) if args.self_ else list(args.adapter)
+    )
     with Progress("conform", "vectors", enabled=not (args.json or args.quiet)) as progress:
         report = conform(
             command,

@@ -194,14 +194,15 @@ def _mutants(args: argparse.Namespace) -> int:
                 deep=args.deep,
             )
         first = report.tally.violations[0] if report.tally.violations else None
+        rule = mutant.rule_in(args.revision)
         rows.append(
             {
                 "name": mutant.name,
                 "what": mutant.what,
                 "killed": first is not None,
                 "rule": first.rule if first else None,
-                "expected_rule": mutant.rule,
-                "as_declared": first is not None and first.rule == mutant.rule,
+                "expected_rule": rule,
+                "as_declared": first is not None and first.rule == rule,
                 "schedules": report.tally.schedules,
                 "explanation": first.explanation if first else None,
             }
