@@ -5,8 +5,8 @@ A point is a scenario (:data:`POINTS`: a plain call, :data:`PLAIN`, changed in a
 cell cites the shipped vector with exactly that scenario; the vectors keep one scenario per
 distinct run (:mod:`toolcancel.selfcheck.vectorgen`), so where the point's own scenario was not
 kept, the cell cites the closest shipped vector with the point's observable behaviour
-(:func:`~toolcancel.teaching.explain.equivalent_vector`, as SCENARIOS.md does), marked "same run".  A point that
-neither finds is an error: the matrix never shows a cell without a vector to step.
+(:func:`toolcancel.teaching.explain.equivalent_vector`, as SCENARIOS.md does), marked "same
+run".  A point that neither finds is an error: no cell is shown without a vector to step.
 """
 
 from __future__ import annotations

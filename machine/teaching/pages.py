@@ -26,7 +26,8 @@ __all__ = ["AFTER_VECTORS", "BLOCKS", "PageError", "fill", "refresh", "revisions
 Writer = Callable[[Contract], str]
 
 _BLOCK = re.compile(
-    r"(<!-- BEGIN GENERATED: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)(<!-- END GENERATED: (?P=name) -->)",
+    r"(<!-- BEGIN GENERATED: (?P<name>[\w.-]+) -->\n)(?P<body>.*?)"
+    r"(<!-- END GENERATED: (?P=name) -->)",
     re.S,
 )
 _ANY_BEGIN = re.compile(r"<!-- BEGIN GENERATED: ([\w.-]+) -->")
@@ -104,7 +105,9 @@ def fill(page: str, text: str, writers: Mapping[str, Writer], contract: Contract
     found = _ANY_BEGIN.findall(text)
     for name in found:
         if name not in writers:
-            raise PageError(f"{page}: block {name!r} is not one regen writes ({', '.join(writers)})")
+            raise PageError(
+                f"{page}: block {name!r} is not one regen writes ({', '.join(writers)})"
+            )
     for name in writers:
         if found.count(name) != 1:
             raise PageError(
