@@ -203,3 +203,25 @@ def test_the_vectors_guide_counts_are_the_shipped_files() -> None:
         assert said_all, f"the guide no longer says how many {revision} vectors ship"
         for said in said_all:
             assert int(said.replace(",", "")) == n, (revision, said, n)
+
+
+def test_r34s_two_allowed_forms_cite_vectors_of_each_order() -> None:
+    """R34 decides a deadline and a caller abort in one synchronous step as a MAY with both forms
+    allowed; the vectors it cites abort one source at a time, one set per allowed form."""
+    import json
+
+    r34 = CONTRACT_MD.split("### R34 — ", 1)[1].split("\n### ", 1)[0]
+    bullet = r34.split("**Both in one synchronous step**", 1)[1].split("\n* ", 1)[0]
+    bullet = " ".join(bullet.split())
+    assert "MAY" in bullet and "accepts both forms" in bullet
+    forms = {"timer first": ("timer_first", "tool_timeout"), "caller first": ("budget", "aborted")}
+    for form, (timeout, outcome) in forms.items():
+        cited = bullet.split(f"{form}: ", 1)[1].split(";")[0]
+        ids = re.findall(r"`((?:seed|revised)-\d{5})`", cited)
+        assert len(ids) == 2, form
+        for vid in ids:
+            revision = vid.split("-")[0]
+            with (ROOT / "spec" / "vectors" / f"{revision}.jsonl").open(encoding="utf-8") as f:
+                v = next(json.loads(line) for line in f if f'"id":"{vid}"' in line)
+            assert v["scenario"]["timeout"] == timeout and v["scenario"]["cancel"] == "gate:body"
+            assert v["expected"]["outcome"] == outcome, vid
