@@ -225,3 +225,27 @@ def test_r34s_two_allowed_forms_cite_vectors_of_each_order() -> None:
                 v = next(json.loads(line) for line in f if f'"id":"{vid}"' in line)
             assert v["scenario"]["timeout"] == timeout and v["scenario"]["cancel"] == "gate:body"
             assert v["expected"]["outcome"] == outcome, vid
+
+
+def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
+    """The guide's family boundary is the first shipped vector whose configuration (its scenario
+    without the cancellation point) is outside verify's bounded space; every later one is too."""
+    import json
+    from dataclasses import replace
+
+    from toolcancel.oracle.scenario import Scenario
+    from toolcancel.selfcheck.space import configurations
+
+    guide = " ".join((ROOT / "spec" / "vectors" / "README.md").read_text("utf-8").split())
+    said = re.search(r"seed from `(seed-\d{5})`, revised from `(revised-\d{5})`", guide)
+    assert said, "the guide no longer says where the deeper family starts"
+    for revision, first in zip(("seed", "revised"), said.groups(), strict=True):
+        bounded = set(configurations(revision))
+        path = ROOT / "spec" / "vectors" / f"{revision}.jsonl"
+        deep = [
+            (v["id"], replace(Scenario.from_data(v["scenario"]), cancel="never") not in bounded)
+            for v in map(json.loads, path.read_text("utf-8").splitlines())
+        ]
+        start = next(i for i, (_, outside) in enumerate(deep) if outside)
+        assert deep[start][0] == first, (revision, deep[start][0])
+        assert all(outside for _, outside in deep[start:]), revision
