@@ -56,7 +56,10 @@ def test_every_vector_the_docs_cite_is_shipped(page: str) -> None:
 def test_every_outcome_the_primer_states_for_a_vector_is_the_vectors() -> None:
     # "`seed-00887` (`aborted`)" in prose and tables
     pairs = re.findall(r"`((?:seed|revised)-\d{5})` \(`(\w+)`\)", PRIMER)
-    assert len(pairs) >= 20
+    # the abort matrix: "`aborted` (seed row 2): `seed-00887`"
+    pairs += [(v, o) for o, v in re.findall(
+        r"`(\w+)` \((?:seed|revised) row \d+\):(?: same run)? `((?:seed|revised)-\d{5})`", PRIMER)]
+    assert len(pairs) >= 40
     for vid, outcome in pairs:
         assert vector(vid)["expected"]["outcome"] == outcome, vid
 
@@ -159,3 +162,30 @@ def test_the_primers_counts_and_dates_are_the_contracts() -> None:
     assert "defers two contexts" in PRIMER and deferred == 2
     revised = {r.id for r in load_contract().rules if r.revisions == frozenset({"revised"})}
     assert revised == {f"R{n}" for n in range(40, 45)}  # "R40–R44" are the revised rules
+
+
+def test_the_abort_matrix_is_generated_and_each_cell_is_its_vectors_run() -> None:
+    """The matrix is what regen writes, and each cell's vector is the point's own scenario (or,
+    marked "same run", shows the point's run): its outcome, and the row that decides it."""
+    from toolcancel.teaching.abortmatrix import POINTS, matrix_markdown
+
+    contract = load_contract()
+    block = PRIMER.split("<!-- BEGIN GENERATED: abort-matrix -->\n", 1)[1]
+    block = block.split("<!-- END GENERATED: abort-matrix -->", 1)[0]
+    assert block == matrix_markdown(contract), "run toolcancel regen"
+    lines = block.splitlines()[2:]
+    assert len(lines) == len(POINTS) >= 20
+    for point, line in zip(POINTS, lines, strict=True):
+        cells = line.strip("|").split(" | ")[1:]
+        assert len(cells) == len(contract.revisions)
+        for revision, text in zip(contract.revisions, cells, strict=True):
+            ((outcome, row, same, vid),) = re.findall(
+                r"`(\w+)` \(\w+ row (\d+)\):( same run)? `([\w-]+)`", text)
+            scenario = point.scenario(revision)
+            v = vector(vid)
+            if not same:
+                assert Scenario.from_data(v["scenario"]) == scenario, (point.label, revision)
+            run = run_scenario(scenario)
+            assert run.path[-1].outcome == outcome == v["expected"]["outcome"], text
+            assert deciding_row(vid) == int(row), text
+            assert [p.event for p in run.path] in [list(p) for p in v["expected"]["paths"]], text

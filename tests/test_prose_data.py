@@ -125,3 +125,127 @@ def test_the_r39_text_that_contradicted_the_table_is_caught() -> None:
     found = problems(load_contract(), wrong)
     assert "revised row 3 exists" in found
     assert any(p.startswith("revised row 2 is not R43 (c)") for p in found), found
+
+
+# ------------------------------------------------------------------------------------------------
+# Every other precedence row the normative text cites, and the other data facts it states
+# ------------------------------------------------------------------------------------------------
+
+
+def row_citations(contract: Contract, text: str) -> list[str]:
+    """Each "row N" a rule's or an open point's section of CONTRACT.md cites that does not cite
+    that rule back: in a rule section ``### Rk``, row N must list Rk in some revision; in an open
+    point ``#### Dk``, one of the rules named in the same bullet (R39, which states the table
+    itself, is :func:`problems`' business; "R21's table" has rows of its own)."""
+    found: list[str] = []
+    tables = [contract.revision(r) for r in contract.revisions]
+    for section in re.split(r"\n(?=#{2,4} )", text):
+        head = re.match(r"#+ (R\d+|D\d+) ", section)
+        if head is None or head.group(1) == "R39":
+            continue
+        for bullet in re.split(r"\n(?=\s*[*\d]+[.)]? )", section):
+            flat = " ".join(bullet.split())
+            for m in re.finditer(r"\brows? ([\d, and–]+?)(?= of R21|[);.:]| \(|$)", flat):
+                if flat[m.end():].startswith(" of R21"):
+                    continue
+                named = {head.group(1)} if head.group(1).startswith("R") else set(
+                    re.findall(r"\bR\d+\b", flat))
+                for n in map(int, re.findall(r"\d+", m.group(1))):
+                    rules = {r for t in tables for p in t.precedence if p.row == n for r in p.rules}
+                    if not rules:
+                        found.append(f"{head.group(1)} cites row {n}, which no revision has")
+                    elif not rules & named:
+                        found.append(f"{head.group(1)} cites row {n}, whose rules are "
+                                     f"{sorted(rules)}")
+    return found
+
+
+def test_every_row_a_rule_cites_cites_that_rule() -> None:
+    assert row_citations(load_contract(), CONTRACT_MD) == []
+    assert len(re.findall(r"\brows? \d", CONTRACT_MD)) >= 30  # the check reads real citations
+
+
+def test_a_precedence_row_changed_in_a_scratch_contract_fails_the_prose(tmp_path: Path) -> None:
+    """The demonstration the issue asks for: a scratch copy of contract.toml whose row 9 now
+    cites R19 instead of R18 makes R18's "(row 9)" wrong, and this check says so."""
+    text = (ROOT / "spec" / "contract.toml").read_text("utf-8")
+    old = 'row = 9\nsituation = "Body succeeds but F aborted at settle"\noutcome = "aborted"\n' \
+          'beats = "the late success"\nrules = ["R18"]'
+    assert old in text
+    copy = tmp_path / "contract.toml"
+    copy.write_text(text.replace(old, old.replace('["R18"]', '["R19"]')), "utf-8")
+    assert "R18 cites row 9, whose rules are ['R19']" in row_citations(
+        load_contract_file(copy), CONTRACT_MD)
+
+
+def test_revision_names_and_dates_in_the_prose_are_the_contracts() -> None:
+    """Every date the learning and origin pages give is a date of a revision's title or of the
+    background decisions ORIGIN.md names; every revision name in backticks is one the data has."""
+    contract = load_contract()
+    titles = " ".join(contract.revision_info[r]["title"] for r in contract.revisions)
+    background = {"2026-07-06", "2026-07-07"}  # the deadline library's and timeout policy's RFCs
+    for page in ("spec/CONTRACT.md", "spec/PRIMER.md", "spec/ORIGIN.md", "README.md"):
+        text = (ROOT / page).read_text("utf-8")
+        for date in re.findall(r"\b20\d\d-\d\d-\d\d\b", text):
+            assert date in titles or date in background, f"{page}: {date}"
+        for name in re.findall(r"`(\w+)` \(the default\)", text):
+            assert name == contract.default_revision, page
+
+
+def test_the_vectors_guide_counts_are_the_shipped_files() -> None:
+    """spec/vectors/README.md's vector counts per revision are the shipped files' line counts
+    (rounded as the text rounds them), never "four to five thousand" again."""
+    guide = (ROOT / "spec" / "vectors" / "README.md").read_text("utf-8")
+    assert "four to five thousand" not in guide
+    for revision in ("seed", "revised"):
+        n = sum(1 for _ in (ROOT / "spec" / "vectors" / f"{revision}.jsonl").open("rb"))
+        said_all = re.findall(rf"([\d,]+) {revision} (?:call )?vectors", guide)
+        assert said_all, f"the guide no longer says how many {revision} vectors ship"
+        for said in said_all:
+            assert int(said.replace(",", "")) == n, (revision, said, n)
+
+
+def test_r34s_two_allowed_forms_cite_vectors_of_each_order() -> None:
+    """R34 decides a deadline and a caller abort in one synchronous step as a MAY with both forms
+    allowed; the vectors it cites abort one source at a time, one set per allowed form."""
+    import json
+
+    r34 = CONTRACT_MD.split("### R34 — ", 1)[1].split("\n### ", 1)[0]
+    bullet = r34.split("**Both in one synchronous step**", 1)[1].split("\n* ", 1)[0]
+    bullet = " ".join(bullet.split())
+    assert "MAY" in bullet and "accepts both forms" in bullet
+    forms = {"timer first": ("timer_first", "tool_timeout"), "caller first": ("budget", "aborted")}
+    for form, (timeout, outcome) in forms.items():
+        cited = bullet.split(f"{form}: ", 1)[1].split(";")[0]
+        ids = re.findall(r"`((?:seed|revised)-\d{5})`", cited)
+        assert len(ids) == 2, form
+        for vid in ids:
+            revision = vid.split("-")[0]
+            with (ROOT / "spec" / "vectors" / f"{revision}.jsonl").open(encoding="utf-8") as f:
+                v = next(json.loads(line) for line in f if f'"id":"{vid}"' in line)
+            assert v["scenario"]["timeout"] == timeout and v["scenario"]["cancel"] == "gate:body"
+            assert v["expected"]["outcome"] == outcome, vid
+
+
+def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
+    """The guide's family boundary is the first shipped vector whose configuration (its scenario
+    without the cancellation point) is outside verify's bounded space; every later one is too."""
+    import json
+    from dataclasses import replace
+
+    from toolcancel.oracle.scenario import Scenario
+    from toolcancel.selfcheck.space import configurations
+
+    guide = " ".join((ROOT / "spec" / "vectors" / "README.md").read_text("utf-8").split())
+    said = re.search(r"seed from `(seed-\d{5})`, revised from `(revised-\d{5})`", guide)
+    assert said, "the guide no longer says where the deeper family starts"
+    for revision, first in zip(("seed", "revised"), said.groups(), strict=True):
+        bounded = set(configurations(revision))
+        path = ROOT / "spec" / "vectors" / f"{revision}.jsonl"
+        deep = [
+            (v["id"], replace(Scenario.from_data(v["scenario"]), cancel="never") not in bounded)
+            for v in map(json.loads, path.read_text("utf-8").splitlines())
+        ]
+        start = next(i for i, (_, outside) in enumerate(deep) if outside)
+        assert deep[start][0] == first, (revision, deep[start][0])
+        assert all(outside for _, outside in deep[start:]), revision

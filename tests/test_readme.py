@@ -63,10 +63,15 @@ NUMBER_WORDS = re.compile(
     r"seventeen|eighteen|nineteen|twenty)\b", re.I)
 
 
+REFERENCE = (ROOT / "docs" / "REFERENCE.md").read_text("utf-8")
+"""The reference material the README links to (moved out of it): its numbers are held here too."""
+
+
 def prose() -> str:
-    """README without its fenced blocks, one line per line (blocks become blank lines)."""
-    return re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"), README,
-                  flags=re.S | re.M)
+    """README and docs/REFERENCE.md without their fenced blocks, one line per line (blocks
+    become blank lines)."""
+    return re.sub(r"^```.*?^```", lambda m: "\n" * m.group(0).count("\n"),
+                  README + "\n" + REFERENCE, flags=re.S | re.M)
 
 
 def lines_of(path: str) -> int:
@@ -238,3 +243,9 @@ def test_every_number_in_the_readme_prose_is_checked_and_true() -> None:
 def test_the_install_block_shows_the_packaged_version() -> None:
     shown = re.search(r"^\$ toolcancel --version\ntoolcancel (\S+)$", README, flags=re.M)
     assert shown and shown.group(1) == pyproject()["project"]["version"]  # type: ignore[index]
+
+
+def test_the_readme_is_a_users_page_of_at_most_500_lines() -> None:
+    """Reference material lives in docs/ (REFERENCE.md, ENGINEERING.md), linked from the end."""
+    assert README.count("\n") <= 500
+    assert "](docs/REFERENCE.md)" in README and "](docs/ENGINEERING.md)" in README

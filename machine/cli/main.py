@@ -27,7 +27,7 @@ from typing import Any, Final
 from ..contract.errors import ToolcancelError
 
 COMMANDS = (
-    "verify", "check", "vectors", "conform", "diagram", "explain", "explore", "regen",
+    "verify", "check", "vectors", "conform", "diagram", "explain", "explore", "regen", "where",
 )
 """Command modules, in the order ``--help`` lists them; a missing module is simply not offered."""
 

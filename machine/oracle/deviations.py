@@ -2,11 +2,12 @@
 
 A deviation is to a rule what a retry behaviour is to D11: a choice an implementation's author
 makes once and knows about (the original classifies deadlines by code, D13; the later source
-re-normalises what an around wrapper authored, E.7).  ``spec/contract.toml`` lists each one
-(``[[deviation]]``) with the rules it departs from, the vectors it can touch and, where our
-reference registry can behave so, the mutant that models it.  An adapter declares the ones its
-registry has in its hello (``deviations``); this module checks that declaration, judges what it
-declares, and renders the contract's table of them, so CONTRACT.md states no count by hand.
+re-normalises what an around wrapper authored, ORIGIN.md change 7, hence the ``E7-`` names).
+``spec/contract.toml`` lists each one (``[[deviation]]``) with the rules it departs from, the
+vectors it can touch and, where our reference registry can behave so, the mutant that models it.
+An adapter declares the ones its registry has in its hello (``deviations``); this module checks
+that declaration, judges what it declares, and renders the contract's table of them, so
+CONTRACT.md states no count by hand.
 
 How a declared deviation is judged (:meth:`Declared.rejudge`): a deviation is a mask, not an
 amnesty.  A vector first meets the contract's expectation through the one judge's checks.  Only

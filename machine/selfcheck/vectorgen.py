@@ -20,8 +20,8 @@ Where vectors come from, and why it is this way:
   signals, what post-execute received), the first in enumeration order, where the path counts as
   the machine took it: each event with its data and its transition (:func:`dedupe_key`).  Two
   scenarios alike in all of that exercise the same transitions, the same result builders and the
-  same signal fusion.  That keeps four to five thousand vectors per revision out of a few hundred
-  thousand runs.  An uncooperative
+  same signal fusion.  That keeps a few thousand vectors per revision (the line counts of the
+  shipped files) out of a few hundred thousand runs.  An uncooperative
   body only differs from a cooperative one while something aborts its signal at the body gate, so
   unless a wrapper signal or the timer does, it is run at ``gate:body`` only (its other runs equal
   its cooperative twin's, which comes first in the enumeration and would win the key anyway).

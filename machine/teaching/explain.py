@@ -13,10 +13,10 @@ from __future__ import annotations
 import functools
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 from ..contract.core import PathStep
 from ..contract.errors import ToolcancelError
@@ -166,6 +166,8 @@ class VectorRef:
 
     id: str
     differs: tuple[str, ...] = ()
+    note: str = ""
+    """Why no vector has the scenario itself, where that is not "same behaviour, one kept"."""
 
     def markdown(self) -> str:
         run = f"run it with `toolcancel explain {self.id}`."
@@ -174,8 +176,14 @@ class VectorRef:
         fields = ", ".join(f"`{f}`" for f in self.differs)
         return (
             f"Vector: `{self.id}`, the same observable behaviour (the vectors keep one scenario "
-            f"per behaviour; its scenario differs in {fields}) — {run}"
+            f"per behaviour; its scenario differs in {fields}{self.note}) — {run}"
         )
+
+
+AFTER_NOTE: Final = (
+    " -- no vector aborts after the result: such an abort changes no path and no result, so"
+    " its vector would be this one, which aborts nothing"
+)
 
 
 def scenarios_markdown(
@@ -229,7 +237,8 @@ def _scenario_code(revision: str, data: dict[str, Any]) -> str:
 
 def _anchor(table: RevisionContract, rule_id: str) -> str:
     title = table.contract.rule(rule_id).title.lower()
-    slug = "".join(ch for ch in f"{rule_id.lower()} — {title}" if ch.isalnum() or ch in " -")
+    # GitHub's heading anchor: word characters (underscore included), hyphens and spaces kept
+    slug = "".join(ch for ch in f"{rule_id.lower()} — {title}" if ch.isalnum() or ch in " -_")
     return slug.replace(" ", "-")
 
 
@@ -316,6 +325,8 @@ def build_scenarios_markdown() -> str:
                 raise RuntimeError(f"scenario {story.title!r} cites {cited}, not a shipped vector")
         found = find_vector(scenario.to_data(), scenario.revision)
         vector = VectorRef(found) if found else equivalent_vector(obs)
+        if vector is not None and scenario.cancel == "after":
+            vector = replace(vector, note=AFTER_NOTE)
         entries.append((story, Explanation(table, obs.path), obs.result.to_json(), vector))
     every = [r.id for r in contract.rules]
     return scenarios_markdown(entries, every)

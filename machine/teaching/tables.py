@@ -64,8 +64,8 @@ def precedence_markdown(contract: Contract) -> str:
         f"_{GENERATED} Change `contract.toml` and run `toolcancel diagram` instead._",
         "",
         "When situations meet in one call, the row decides which outcome the call ends with (rule "
-        "R39). Rows follow pipeline order; *Decided by* lists the transitions (tN = transition N "
-        "of contract.toml, 0-based) that cite the row.",
+        "R39). Rows follow pipeline order; *Decided by* lists the transitions (by their stable "
+        "ids in contract.toml; `toolcancel where ID` shows one) that cite the row.",
     ]
     for name in contract.revisions:
         table = contract.revision(name)

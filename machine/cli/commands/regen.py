@@ -86,7 +86,30 @@ def _real_world(check: bool) -> int:
     return 1 if check and changed else 0
 
 
+def _pages(after_vectors: bool) -> Callable[[bool], int]:
+    """The marked blocks of the hand-written pages (:mod:`toolcancel.teaching.pages`)."""
+
+    def run(check: bool) -> int:
+        from ...teaching.pages import AFTER_VECTORS, BLOCKS, PageError, refresh
+
+        try:
+            changed = refresh(AFTER_VECTORS if after_vectors else BLOCKS, check=check)
+        except PageError as e:
+            raise CliError(str(e)) from None
+        for name in changed if check else ():
+            print(f"stale: {name}")
+        return 1 if check and changed else 0
+
+    return run
+
+
 GENERATORS: tuple[Generator, ...] = (
+    Generator(
+        "contract tables",  # CONTRACT.md's marked blocks: revisions, deviations, stages
+        inputs=(),
+        outputs=("spec/CONTRACT.md",),
+        run=_pages(after_vectors=False),
+    ),
     Generator(
         "vectors",  # the calls' vectors (the reference registry's paths) and the turn vectors
         inputs=("spec/contract.toml",),
@@ -98,6 +121,12 @@ GENERATORS: tuple[Generator, ...] = (
         inputs=("spec/contract.toml",),
         outputs=("spec/trace.schema.json",),
         run=_trace_schema,
+    ),
+    Generator(
+        "primer matrix",  # PRIMER.md's abort matrix: reads the vectors (above)
+        inputs=(),
+        outputs=("spec/PRIMER.md",),
+        run=_pages(after_vectors=True),
     ),
     Generator(
         "diagrams",  # DOT, SVG, Mermaid, PRECEDENCE.md, SCENARIOS.md, README's Mermaid blocks
