@@ -238,8 +238,9 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
 
     def _drop(self, logged: bool = True) -> None:
         call = self._call
-        if call.state != "materialized" and call in call.registry._in_flight:
-            call.registry._in_flight.pop(call, None)
+        calls = call.plan.calls
+        if call.state != "materialized" and call in calls:
+            calls.leave(call)
             call.detach()
             if logged:  # else the RuntimeWarning of __del__ is its one report
                 log.warning(

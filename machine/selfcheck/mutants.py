@@ -195,11 +195,10 @@ def _keeps_late_success() -> Iterator[None]:
     real = _Call.offer
 
     def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
-        before = self.node.outcome
         outcome = real(self, key, caller_first)
         event = key if isinstance(key, str) else key.event
-        if event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted":
-            return before
+        if event in ("around_settled", "post_accept", "body_ok") and self.cancels == "aborted":
+            self.cancels = None  # the stage keeps the result it holds
         return outcome
 
     with mock.patch.object(_Call, "offer", offer):
@@ -256,7 +255,7 @@ def _notifies_twice() -> Iterator[None]:
 
     def publish(self: Any, result: ToolResult) -> ToolResult:
         frozen = real(self, result)
-        for observer in tuple(self.registry._observers):
+        for observer in self.plan.observers:
             observer(self.view, frozen)
         return frozen
 
@@ -452,7 +451,7 @@ def _cursor_skips_last() -> Iterator[None]:
 
     async def wrap(self: Any, i: int) -> ToolResult:
         handing = self.node.current.handing  # a retried next() has not handed anything out yet
-        if handing and self.registry._retry == "cursor" and i == len(self.wrappers) - 1:
+        if handing and self.plan.retry == "cursor" and i == len(self.wrappers) - 1:
             return await self.base_dispatch()
         return await real(self, i)
 
