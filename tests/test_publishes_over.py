@@ -23,6 +23,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -30,8 +31,6 @@ from toolcancel.contract.errors import ContractError
 from toolcancel.contract.loader import load_contract, parse_contract
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.signals import AbortController
-
-import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 CONTRACT = ROOT / "spec" / "contract.toml"

@@ -6,8 +6,7 @@ and the awaiting task only waits for it (:func:`drain`), so that cancelling the 
 never reaches user code: it aborts the call signal, and the call runs on to its one published
 result (Python binding P1, P2); a second interrupt abandons the call (P7).  On trio the call runs
 behind a shield whose cancellation is the caller's abort
-(:func:`toolcancel.runtime.eventloop.shielded`). Compiled with the driver in a
-``TOOLCANCEL_COMPILE=1`` build (``setup.py``).
+(:func:`toolcancel.runtime.eventloop.shielded`). In the compiled group (setup.py's ``COMPILED``).
 """
 
 from __future__ import annotations

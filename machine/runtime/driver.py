@@ -1,9 +1,6 @@
 """The tool registry's per-call driver: the pipeline a call runs, a thin driver of the call machine.
 
-Compiled with mypyc in a ``TOOLCANCEL_COMPILE=1`` build (``setup.py``), with the call it extends
-(:mod:`toolcancel.runtime.stepping`) and the binding that runs it in a task
-(:mod:`toolcancel.runtime.binding`);
-:class:`~toolcancel.ToolRegistry` (:mod:`toolcancel.runtime.toolregistry`) stays plain Python.
+In the compiled group (setup.py's ``COMPILED`` states what that asks of it).
 
 At every point where the contract decides something, a stage offers an event to the call's
 machine and does what the resulting state says: the registry observes and performs, the contract
@@ -311,8 +308,7 @@ class _Call(_Stepping):
         calls = 0
         # A next() of this wrapper is running: True, or once the wrapper settled and left it
         # running, the Waiter its end sets (R27).  One variable, so one closure serves.  Typed
-        # Any: next_() sees it change while it is suspended, which mypy's narrowing does not
-        # know, and the compiled registry would trust that narrowing (setup.py).
+        # Any: next_() sees it change while it is suspended (setup.py's COMPILED says why).
         running: Any = False
         last: ToolResult | None = None
 

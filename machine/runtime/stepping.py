@@ -4,8 +4,7 @@ What every stage of the pipeline (:mod:`toolcancel.runtime.driver`) shares: entr
 signal and what cancelling the awaiting task does to it (Python binding P1, P2, P7), the log lines
 of a failing component (P6) and of a body that does not cooperate (P5), stepping the compiled
 contract (:mod:`toolcancel.contract.compiled`) and the trace lines each step writes
-(:mod:`toolcancel.contract.trace`). Compiled with the driver in a ``TOOLCANCEL_COMPILE=1`` build
-(``setup.py``).
+(:mod:`toolcancel.contract.trace`). In the compiled group (setup.py's ``COMPILED``).
 """
 
 from __future__ import annotations
