@@ -317,7 +317,8 @@ class _Stepping:
     def offer(self, key: Occurrence | str, caller_first: bool = True) -> str | None:
         """Step the compiled machine on ``key`` -- an event's name, or an :class:`Occurrence`
         from a table made by :func:`_observed` -- after any caller abort not yet seen (unless
-        ``caller_first`` is false), do what the step's precomputed effect says; return the
+        ``caller_first`` is false), do what the step's precomputed effect says, note in
+        ``cancels`` the cancellation it publishes over the result held (if any); return the
         call's outcome."""
         if caller_first and self.unseen_abort:
             self.unseen_abort = False
