@@ -176,11 +176,10 @@ def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) 
     expected = expected_text(replay, outcome, b)
     text = only_text(res)
     if expected is not None and not b.free and (text is None or not expected[0](text)):
-        rule = published_over(replay, b) or kind.rule
         return Death(
-            rule,
-            f"A {outcome} result{produced_at(replay, b)} must read {expected[1]} ({rule}: "
-            f"{replay.summary(rule)}); it reads {quote(res)}.",
+            kind.rule,
+            f"A {outcome} result{produced_at(replay, b)} must read {expected[1]} ({kind.rule}: "
+            f"{replay.summary(kind.rule)}); it reads {quote(res)}.",
         )
     return None
 
