@@ -326,8 +326,9 @@ def _forgets_turn_contexts() -> Iterator[None]:
 def _post_sees_late_success() -> Iterator[None]:
     """Offers the right events but hands post-execute the body's own late success where the
     contract says ABORTED because a wrapper's signal aborted the body (the caller did not: a
-    caller abort it gets right); the machine's outcome then gives the caller ABORTED again, so
-    the published result is right and only what post-execute received is wrong."""
+    caller abort it gets right); then it gives the caller the ABORTED the machine's outcome
+    still says, so the published result is right and only what post-execute received is
+    wrong."""
     real_definition = ToolRegistry.definition
     real_post = _Call.post_policy
     late: dict[int, Any] = {}
@@ -352,6 +353,11 @@ def _post_sees_late_success() -> Iterator[None]:
             result.error is not None and result.error.code == "ABORTED"
         ):
             result = self.results.success(value).with_contexts(result.contexts)
+            decided = await real_post(self, result)
+            outcome = self.node.outcome
+            if not decided.is_error and outcome in self.plan.table.cancellations:
+                return self.results.cancellation(outcome, decided.contexts)
+            return decided
         return await real_post(self, result)
 
     with (
