@@ -95,11 +95,15 @@ def of_the_decided_kind(replay: Replay, b: Branch, res: Mapping[str, Any]) -> De
 
 def published_over(replay: Replay, b: Branch) -> str | None:
     """The contract's ``publishes_over_rule`` when the step that decided ``b``'s outcome
-    published a cancellation over a result the call held, and its transition carries that rule
-    (C3, C4: which results a cancellation replaces is that rule's data); else ``None``."""
+    published a cancellation over a failure the call held, and its transition carries that rule
+    (C3, C4 where a cancellation replaces any result: which results it replaces is that rule's
+    data, ``publishes_over``); else ``None``, and the result checks cite as they always did."""
     t = replay.transitions.get(b.decided)
     rule = replay.contract.publishes_over_rule
-    if t is None or b.decided_over is None or t.outcome not in replay.table.cancellations:
+    over = b.decided_over
+    if t is None or over is None or t.outcome not in replay.table.cancellations:
+        return None
+    if not replay.table.outcome_is_error.get(over, False):
         return None
     return rule if rule in t.rules else None
 
@@ -176,10 +180,11 @@ def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) 
     expected = expected_text(replay, outcome, b)
     text = only_text(res)
     if expected is not None and not b.free and (text is None or not expected[0](text)):
+        rule = published_over(replay, b) or kind.rule
         return Death(
-            kind.rule,
-            f"A {outcome} result{produced_at(replay, b)} must read {expected[1]} ({kind.rule}: "
-            f"{replay.summary(kind.rule)}); it reads {quote(res)}.",
+            rule,
+            f"A {outcome} result{produced_at(replay, b)} must read {expected[1]} ({rule}: "
+            f"{replay.summary(rule)}); it reads {quote(res)}.",
         )
     return None
 
