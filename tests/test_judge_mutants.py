@@ -32,12 +32,14 @@ ELSEWHERE = {
     # only, which its failures there must cite instead: the record shows that rule's breach and
     # nothing of the declared one
     "keeps_late_success": (
-        lambda s: s.cancel.endswith("_after"),
+        lambda s: s.cancel.endswith("_after") and s.post == "block",
         "R19",
         "the caller aborts while a wrapper waits after next(), between the body's settle and "
-        "checkpoint C3: the mutant ignores C3's ABORTED, but its machine has taken C3's "
-        "transition, which C4 reports again -- the late success reaches post-execute (C3's rule) "
-        "and never the caller, so R28 holds there (verify meets it at C4 first, R28)",
+        "checkpoint C3, and post-execute blocks: the mutant ignores C3's ABORTED, so the late "
+        "success reaches post-execute (C3's rule), whose block is what the caller gets -- R28 "
+        "holds for the caller there (when post-execute accepts, the caller gets the late "
+        "success too: the registry publishes only what a step decides, and C4 decides nothing "
+        "once C3's transition was taken, so those cite R28)",
     ),
     "keeps_late_success_without_signal": (  # the same break, in calls made without signal=
         lambda s: s.cancel.endswith("_after"),
