@@ -30,9 +30,21 @@ from setuptools.dist import Distribution
 COMPILE = os.environ.get("TOOLCANCEL_COMPILE", "") not in ("", "0")
 MYPY = "mypy==2.4.1"  # the version the dev extra pins: the one the driver is type-checked with
 COMPILED = ("stepping", "driver", "binding")
-"""The modules mypyc compiles, as one group: the registry's per-call driver, the call it extends
-and the binding that runs it in a task (``toolcancel.runtime.registry`` says which module does
-what)."""
+# The modules mypyc compiles, as one group: the registry's per-call driver, the call it extends
+# and the binding that runs it in a task (toolcancel.runtime.registry says which does what).
+# What compiling them asks of the code -- the one place it is written; the modules point here:
+#   * Types are trusted: mypyc checks each annotation at run time and trusts mypy's narrowing, so
+#     a variable another coroutine changes while this one is suspended is typed Any (driver's
+#     ``running``), and a value from user code is checked before it is narrowed.
+#   * Native classes: the group's classes have fixed __slots__, no property with a deleter (the
+#     view, runtime/execution.py, stays outside), and are patched by the mutants only in the pure
+#     build (selfcheck/mutants.py refuses a compiled one).
+#   * What must be interpreted stays outside: a coroutine the garbage collector must throw
+#     GeneratorExit into (runtime/owning.py: a compiled one is freed without it), and every class
+#     an embedder may subclass or patch on an instance (ToolRegistry, runtime/toolregistry.py;
+#     the call's plan, runtime/plan.py).
+#   * The group imports only the contract room and runtime modules outside it, never the reverse
+#     by type (plan.py, not toolregistry, is what the call knows of its registry).
 
 
 class CompiledDistribution(Distribution):

@@ -16,7 +16,8 @@ What is removed, all of it only ever doing something when a trace sink is set:
 * the ``emit``, ``emit_line`` and ``emit_listener`` methods, and ``if`` statements that do nothing
   but call them;
 * the assignments of the sink (``self._trace``, ``self.trace``), the ``trace`` keyword of
-  ``ToolRegistry``, and the imports from ``.trace``;
+  ``ToolRegistry``, and the imports from ``.trace``; the sink the registry hands each call's plan
+  (``CallPlan(..., self._trace, ...)``) becomes ``None``;
 * locals that only the removed blocks set (``owner``), with their initial constant and the
   ``if <local> is not None:`` blocks that only emit;
 * module-level tables built from names of ``.trace`` that nothing uses any more (``_LINES``,
@@ -68,6 +69,7 @@ EXPECTED = {
     "sink assignment (self._trace / self.trace = ...)": 2,
     "trace keyword of ToolRegistry.__init__": 1,
     "import from .trace": 1,
+    "sink handed to a call's plan": 1,
 }
 """Each pattern the stripper expects, with the fewest times it must be found (two sink
 assignments: the registry's ``_trace`` and each call's ``trace``)."""
@@ -316,6 +318,16 @@ class _FoldExpressions(ast.NodeTransformer):
         if isinstance(test, ast.Constant):
             return node.body if test.value else node.orelse
         node.test = test
+        return node
+
+    def visit_Call(self, node: ast.Call) -> Any:
+        """The registry hands its sink to each call's plan (``CallPlan(..., self._trace, ...)``):
+        with the sink gone, the plan gets ``None``."""
+        self.generic_visit(node)
+        for i, arg in enumerate(node.args):
+            if isinstance(arg, ast.Attribute) and arg.attr in SINK_ATTRS:
+                node.args[i] = ast.copy_location(ast.Constant(None), arg)
+                self.out.removed["sink handed to a call's plan"] += 1
         return node
 
 

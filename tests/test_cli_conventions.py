@@ -489,11 +489,11 @@ def test_a_contract_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
 
 def test_the_outcome_classes_the_code_uses_are_the_ones_the_contract_declares() -> None:
     from toolcancel.oracle.judge_results import _WRAPPER as _AUTHORED_BY_WRAPPERS
-    from toolcancel.runtime.driver import _CANCELLATIONS
 
     outcomes = load_contract().outcomes
-    assert _CANCELLATIONS == {o.name for o in outcomes if o.cancellation}
-    assert _CANCELLATIONS == {"aborted", "aborted_before_dispatch"}
+    cancellations = load_contract().revision("revised").cancellations
+    assert cancellations == {o.name for o in outcomes if o.cancellation}
+    assert cancellations == {"aborted", "aborted_before_dispatch"}
     assert _AUTHORED_BY_WRAPPERS == {o.name for o in outcomes if o.authored_by == "wrapper"}
     assert _AUTHORED_BY_WRAPPERS == {"wrapper_success", "wrapper_error"}
 

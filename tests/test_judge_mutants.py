@@ -28,22 +28,32 @@ SAMPLE = 60
 """Vectors per mutant and level, spread over the mutant's shape (its first ones all look alike)."""
 
 ELSEWHERE = {
-    # mutant: (where, rule, why) -- the vectors of its shape on which it breaks another rule
-    # only, which its failures there must cite instead: the record shows that rule's breach and
+    # mutant, or (mutant, level): (where, rule, why) -- the vectors of its shape on which it
+    # breaks another rule only, which its failures there must cite instead: the record shows that rule's breach and
     # nothing of the declared one
     "keeps_late_success": (
-        lambda s: s.cancel.endswith("_after"),
+        lambda s: s.cancel.endswith("_after") and s.post == "block",
         "R19",
         "the caller aborts while a wrapper waits after next(), between the body's settle and "
-        "checkpoint C3: the mutant ignores C3's ABORTED, but its machine has taken C3's "
-        "transition, which C4 reports again -- the late success reaches post-execute (C3's rule) "
-        "and never the caller, so R28 holds there (verify meets it at C4 first, R28)",
+        "checkpoint C3, and post-execute blocks: the mutant ignores C3's ABORTED, so the late "
+        "success reaches post-execute (C3's rule), whose block is what the caller gets -- R28 "
+        "holds for the caller there (when post-execute accepts, the caller gets the late "
+        "success too: the registry publishes only what a step decides, and C4 decides nothing "
+        "once C3's transition was taken, so those cite R28)",
     ),
     "keeps_late_success_without_signal": (  # the same break, in calls made without signal=
-        lambda s: s.cancel.endswith("_after"),
+        lambda s: s.cancel.endswith("_after") and s.post == "block",
         "R19",
         "as keeps_late_success's: a wrapper waiting after next() lets C3 see the cancelled task "
-        "first, so the late success reaches post-execute (C3's rule), not the caller",
+        "first, so the late success reaches post-execute (C3's rule), whose block is what the "
+        "caller gets; when post-execute accepts, the caller gets the late success (R28)",
+    ),
+    ("keeps_late_success_without_signal", "outcome"): (
+        lambda s: s.cancel.endswith("_after") and s.post in ("block", "accept_contexts"),
+        "R19",
+        "at outcome level, a post-execute that hands back what it received with contexts added "
+        "shows the late success it was handed (C3's rule) before what the caller got, which is "
+        "the same result: under the task caller R28 follows from R19 there",
     ),
 }
 UNDECIDABLE = {
@@ -86,7 +96,9 @@ def test_each_mutants_failures_cite_its_declared_rule_first(name: str, level: st
     assert "protocol" not in cited
     if (name, level) in UNDECIDABLE:
         return
-    where, other, _ = ELSEWHERE.get(name, (lambda s: False, declared, ""))
+    where, other, _ = ELSEWHERE.get(
+        (name, level), ELSEWHERE.get(name, (lambda s: False, declared, ""))
+    )
     wrong = collections.Counter(
         (v.id, rule) for v, rule in failed if rule != (other if where(v.scenario) else declared)
     )

@@ -62,6 +62,8 @@
 // "cursor").  Calling next() while the same wrapper's previous next() is still pending fails
 // (D11).  The trace's call_entry line records the behaviour and the call's wrapper count.
 
+import { PUBLISHES_OVER } from './outcomes.js';
+
 // ================================================================================================
 // 1. Model-visible texts (contract.toml [texts]; byte for byte)
 // ================================================================================================
@@ -720,6 +722,15 @@ class Call {
       : this.results.abortedBeforeDispatch(contexts);
   }
 
+  /** R28 at C3 and C4: whether the caller's cancellation replaces `result`.  Which results it
+   *  replaces is contract data (`publishes_over`, generated into outcomes.js): a success only,
+   *  or any result. */
+  cancels(result) {
+    if (!this.callerCancelled) return false;
+    const kind = !this.revised || this.bodyInvoked ? 'aborted' : 'aborted_before_dispatch';
+    return PUBLISHES_OVER[this.registry.revision][kind] === 'any' || !result.isError;
+  }
+
   // -- tracing ----------------------------------------------------------------------------------
 
   emit(event, fields) {
@@ -902,8 +913,8 @@ class Call {
       result = withContexts(result, [...this.deferred, ...(result.additionalContexts ?? [])]);
     }
     this.event('around_settled');
-    if (!result.isError && this.callerCancelled) {
-      result = this.cancellation(result.additionalContexts); // C3: only a success is replaced
+    if (this.cancels(result)) {
+      result = this.cancellation(result.additionalContexts); // C3
     }
     return post(result);
   }
@@ -1061,7 +1072,7 @@ class Call {
       );
     }
     this.event('post_accept');
-    if (!accepted.isError && this.callerCancelled) {
+    if (this.cancels(accepted)) {
       return this.cancellation(accepted.additionalContexts); // C4
     }
     return accepted;

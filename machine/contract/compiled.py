@@ -49,6 +49,10 @@ class Edge(NamedTuple):
     """The step's trace line (:func:`~toolcancel.contract.trace.line_template`, call id blank): the
     occurrence's ``event`` and the observations its event declares (``data`` in contract.toml).
     Built once; the registry copies it and fills in the call."""
+    cancels: str | None
+    """The cancellation outcome this step publishes over whatever result the call held (its
+    transition names one: which results it may replace is the table's, ``publishes_over``), or
+    ``None``.  The registry builds that outcome's result and decides nothing itself."""
 
 
 class Through(NamedTuple):
@@ -59,6 +63,7 @@ class Through(NamedTuple):
     records: tuple[PathStep, PathStep]
     moved: bool  # the call changed state: its clock restarts
     lines: tuple[dict[str, Any], dict[str, Any]]  # the two steps' trace lines (Edge.line)
+    cancels: str | None  # the cancellation either step publishes (Edge.cancels)
 
 
 class Node:
@@ -89,7 +94,8 @@ class Node:
         record = PathStep(self.state, o.event, after.state, t.index, t.rules, after.outcome, o)
         declared = next((e.data for e in table.events if e.name == o.event), ())
         line = line_template({"event": o.event, **{name: getattr(o, name) for name in declared}})
-        edge = Edge(t, nxt, record, _effect(self.state, after.state), line)
+        cancels = t.outcome if t.outcome in table.cancellations else None
+        edge = Edge(t, nxt, record, _effect(self.state, after.state), line, cancels)
         self.edges[o] = edge
         if o == Occurrence(o.event):
             self.edges[o.event] = edge  # a plain occurrence is also found by its name
@@ -113,7 +119,11 @@ class Node:
                 b = a.node.edges.get(second) or a.node.expand(table, second)
                 if b.effect in (0, MOVED) and a.node.outcome == b.node.outcome:
                     found = Through(
-                        b.node, (a.record, b.record), bool(a.effect or b.effect), (a.line, b.line)
+                        b.node,
+                        (a.record, b.record),
+                        bool(a.effect or b.effect),
+                        (a.line, b.line),
+                        b.cancels or a.cancels,
                     )
         except ContractViolation:  # stepping one by one, the driver meets it where it is
             pass

@@ -151,7 +151,12 @@ class Outcome:
     code: str | None = None
     revisions: frozenset[str] = frozenset()
     cancellation: bool = False
-    """The outcome is a cancellation: a success reaching it becomes this outcome's result."""
+    """The outcome is a cancellation: a checkpoint that reaches it publishes it over the result
+    the call held (``publishes_over`` says which results)."""
+    publishes_over: tuple[tuple[str, str], ...] = ()
+    """A cancellation's ``(revision, what)`` pairs: over which earlier result a checkpoint that
+    reaches it publishes it in that revision -- ``success`` (only failures survive it) or
+    ``any`` (:data:`PUBLISHES_OVER`; the rule is the contract's ``publishes_over_rule``)."""
     authored_by: str = "registry"
     """Who writes the result: ``registry`` (it builds or normalizes it) or ``wrapper`` (an
     around wrapper's own result, passed on as is)."""
@@ -223,6 +228,8 @@ class Contract:
     precedence_rule: str
     """The rule that states the outcome precedence table (each row names the rules it decides;
     the table as a whole is this rule's)."""
+    publishes_over_rule: str
+    """The rule that states what a cancellation outcome publishes over (``publishes_over``)."""
     deviations: tuple[Deviation, ...] = ()
     capabilities: tuple[Capability, ...] = ()
     _by_revision: dict[str, RevisionContract] = field(
@@ -305,6 +312,13 @@ class RevisionContract:
         }
         self.initial: str = next(s.name for s in contract.states if s.initial)
         self.outcome_is_error: Mapping[str, bool] = {o.name: o.is_error for o in self.outcomes}
+        # the cancellation outcomes, and over which earlier result each publishes (R28's data)
+        self.cancellations: frozenset[str] = frozenset(
+            o.name for o in self.outcomes if o.cancellation
+        )
+        self.publishes_over: Mapping[str, str] = {
+            o.name: what for o in self.outcomes for rev, what in o.publishes_over if rev == name
+        }
         # core.step's memo: (call state, occurrence) -> (transition, next state, path record)
         self.step_cache: dict[tuple[Any, Any], tuple[Any, ...]] = {}
         # compiled.initial_node's graphs: call shape -> initial node
@@ -367,6 +381,34 @@ def _titles(value: Mapping[str, Any], revisions: frozenset[str], where: str) -> 
         if not isinstance(title, str):
             raise ContractError(f"{where}: titles.{revision} must be a string, got {_show(title)}")
     return dict(value)
+
+
+PUBLISHES_OVER: Final = ("success", "any")
+"""What a cancellation outcome may publish over: only a success, or any result."""
+
+
+def _publishes_over(
+    entry: Mapping[str, Any], revisions: frozenset[str], where: str
+) -> tuple[tuple[str, str], ...]:
+    """An outcome's ``publishes_over``: one of :data:`PUBLISHES_OVER`, or a table giving one per
+    revision (every revision the outcome belongs to, and only those)."""
+    value = _opt(entry, "publishes_over", (str, dict), None, where)
+    if value is None:
+        return ()
+    own = revisions if "revisions" not in entry else frozenset(_strs(entry["revisions"], where))
+    by_revision = {r: value for r in own} if isinstance(value, str) else dict(value)
+    if set(by_revision) != own:
+        raise ContractError(
+            f"{where}: publishes_over names {', '.join(sorted(by_revision)) or 'no revision'}; "
+            f"it needs exactly the outcome's revisions ({', '.join(sorted(own))})"
+        )
+    for revision, what in by_revision.items():
+        if what not in PUBLISHES_OVER:
+            raise ContractError(
+                f"{where}: publishes_over{'' if isinstance(value, str) else '.' + revision} "
+                f"must be {' or '.join(map(repr, PUBLISHES_OVER))}, got {_show(what)}"
+            )
+    return tuple(sorted(by_revision.items()))
 
 
 def _opt(
@@ -559,6 +601,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
             revisions=revs(e, f"{source} outcome #{i + 1}"),
             cancellation=_opt(e, "cancellation", bool, False, f"{source} outcome #{i + 1}"),
             authored_by=_opt(e, "authored_by", str, "registry", f"{source} outcome #{i + 1}"),
+            publishes_over=_publishes_over(e, all_revs, f"{source} outcome #{i + 1}"),
         )
         for i, e in enumerate(entries("outcome"))
     )
@@ -638,12 +681,48 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         precedence=precedence,
         rules=rules,
         precedence_rule=_need(head, "precedence_rule", str, f"{source} [contract]"),
+        publishes_over_rule=_need(head, "publishes_over_rule", str, f"{source} [contract]"),
         deviations=tuple(deviations),
         capabilities=capabilities,
     )
     _check_references(contract)
     _refuse_unknown_keys(data, source)
     return contract
+
+
+def _check_publishes_over(c: Contract) -> None:
+    """Every cancellation outcome says what it publishes over, and only they do; and the rows
+    agree with it: a row that publishes a cancellation over ``success`` only keeps every failure
+    (``!result_is_error`` where it reads the result at all), one over ``any`` does not."""
+    for o in c.outcomes:
+        if o.cancellation != bool(o.publishes_over):
+            raise ContractError(
+                f"{c.source}: outcome {o.name!r}: "
+                + (
+                    "a cancellation says what it publishes over (publishes_over = "
+                    f"{' or '.join(map(repr, PUBLISHES_OVER))})"
+                    if o.cancellation
+                    else "publishes_over is for cancellation outcomes only"
+                )
+            )
+    over = {(o.name, rev): what for o in c.outcomes for rev, what in o.publishes_over}
+    for t in c.transitions:
+        guards = dict(t.guards)
+        if t.outcome is None or "result_is_error" not in guards:
+            continue
+        for rev in sorted(t.revisions):
+            what = over.get((t.outcome, rev))
+            keeps_failures = guards["result_is_error"] is False
+            if what is not None and keeps_failures != (what == "success"):
+                raise ContractError(
+                    f"{c.source}: transition {t.id!r} ({rev}) publishes {t.outcome!r}, which "
+                    f"publishes over {what!r}: "
+                    + (
+                        "drop its '!result_is_error' guard"
+                        if what == "any"
+                        else "it must keep every failure (guard '!result_is_error')"
+                    )
+                )
 
 
 _TRANSITION_ID = re.compile(r"[a-z][a-z0-9_]*")
@@ -678,6 +757,11 @@ def _check_references(c: Contract) -> None:
     rules = unique("rule", [r.id for r in c.rules])
     if c.precedence_rule not in rules:
         raise ContractError(f"{c.source}: precedence_rule {c.precedence_rule!r} is not a rule")
+    if c.publishes_over_rule not in rules:
+        raise ContractError(
+            f"{c.source}: publishes_over_rule {c.publishes_over_rule!r} is not a rule"
+        )
+    _check_publishes_over(c)
     if c.default_revision not in c.revisions:
         raise ContractError(f"{c.source}: default_revision {c.default_revision!r} is not listed")
     unique("deviation", [d.name for d in c.deviations])

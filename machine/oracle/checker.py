@@ -282,7 +282,13 @@ class Automaton(Replay):
             elif name in BODY_REPORTS:
                 nb = nb._replace(phase=IDLE)
             if t.outcome is not None:
-                nb = nb._replace(free=False, decided=t.index, decided_event=name)
+                nb = nb._replace(
+                    free=False,
+                    decided=t.index,
+                    decided_event=name,
+                    decided_in=b.cs.state,
+                    decided_over=b.cs.outcome,
+                )
             elif name == "post_accept":
                 nb = nb._replace(free=True)
             if t.dest is not None or name == "redelegate":

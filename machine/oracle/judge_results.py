@@ -79,10 +79,13 @@ def of_the_decided_kind(replay: Replay, b: Branch, res: Mapping[str, Any]) -> De
     seen_cancel = error_code(res, replay.revised) in CANCEL_CODES
     expected_cancel = kind.code in CANCEL_CODES
     seen_success = res.get("isError") is False
+    over = published_over(replay, b)
     rule = (
-        decisive_rule(replay, t, seen_cancel, expected_cancel, seen_success) if t else kind.rule
+        decisive_rule(replay, t, seen_cancel, expected_cancel, seen_success, over)
+        if t
+        else kind.rule
     )
-    where = f"decided at {b.decided_event}" if t else "the outcome"
+    where = f"decided at {b.decided_event}{produced_at(replay, b)}" if t else "the outcome"
     return Death(
         rule,
         f"The contract's outcome for this call is {describe_outcome(kind)}, {where} "
@@ -90,12 +93,43 @@ def of_the_decided_kind(replay: Replay, b: Branch, res: Mapping[str, Any]) -> De
     )
 
 
+def published_over(replay: Replay, b: Branch) -> str | None:
+    """The contract's ``publishes_over_rule`` when the step that decided ``b``'s outcome
+    published a cancellation over a failure the call held, and its transition carries that rule
+    (C3, C4 where a cancellation replaces any result: which results it replaces is that rule's
+    data, ``publishes_over``); else ``None``, and the result checks cite as they always did."""
+    t = replay.transitions.get(b.decided)
+    rule = replay.contract.publishes_over_rule
+    over = b.decided_over
+    if t is None or over is None or t.outcome not in replay.table.cancellations:
+        return None
+    if not replay.table.outcome_is_error.get(over, False):
+        return None
+    return rule if rule in t.rules else None
+
+
+def produced_at(replay: Replay, b: Branch) -> str:
+    """Where the step that decided ``b``'s outcome was taken: `` in the stage <title>``."""
+    for stage in replay.contract.stages:
+        if b.decided_in in stage.states:
+            return f" in the stage {stage.title(replay.table.name)!r}"
+    return ""
+
+
 def decisive_rule(
-    replay: Replay, t: Transition, seen_cancel: bool, expected_cancel: bool, seen_success: bool
+    replay: Replay,
+    t: Transition,
+    seen_cancel: bool,
+    expected_cancel: bool,
+    seen_success: bool,
+    over: str | None = None,
 ) -> str:
-    """The rule to cite when the result is of another kind than ``t`` decided."""
+    """The rule to cite when the result is of another kind than ``t`` decided (``over``: the
+    rule of a cancellation published over an earlier result, :func:`published_over`)."""
     if seen_cancel and expected_cancel:  # the right cancellation with the wrong code
         return "R41" if "R41" in replay.rule_ids else replay.first_rule(t)
+    if over is not None and not seen_cancel:
+        return over  # the result the cancellation had to replace was published instead
     row = replay.table.precedence_row(t.precedence) if t.precedence is not None else None
     if seen_cancel and row is not None:
         # A revision-specific rule of the row is the one that ranks this outcome above
@@ -103,8 +137,9 @@ def decisive_rule(
         for r in row.rules:
             if r in replay.specific and r in replay.rule_ids:
                 return r
-    if expected_cancel and seen_success and "R28" in t.rules:
-        return "R28"  # a success where cancellation had to prevent one: a late success
+    late = replay.contract.publishes_over_rule
+    if expected_cancel and seen_success and late in t.rules:
+        return late  # a success where cancellation had to prevent one: a late success
     if row is not None:
         for r in t.rules:
             if r in row.rules:
@@ -145,10 +180,11 @@ def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) 
     expected = expected_text(replay, outcome, b)
     text = only_text(res)
     if expected is not None and not b.free and (text is None or not expected[0](text)):
+        rule = published_over(replay, b) or kind.rule
         return Death(
-            kind.rule,
-            f"A {outcome} result must read {expected[1]} ({kind.rule}: "
-            f"{replay.summary(kind.rule)}); it reads {quote(res)}.",
+            rule,
+            f"A {outcome} result{produced_at(replay, b)} must read {expected[1]} ({rule}: "
+            f"{replay.summary(rule)}); it reads {quote(res)}.",
         )
     return None
 

@@ -450,17 +450,26 @@ def post_failure_reaches_the_caller(record: Record, want: Want | None) -> Failur
                    "Error: " + POST_FAILURE, text(got))  # fmt: skip
 
 
+def _c4_cancellation(record: Record) -> str:
+    """The cancellation outcome checkpoint C4 publishes: ABORTED once the body was invoked, else
+    (revised) ABORTED_BEFORE_DISPATCH."""
+    invoked = record.revision == "seed" or bool(record.starts())
+    return "aborted" if invoked else "aborted_before_dispatch"
+
+
 @_once
 def _c4(record: Record, want: Want | None) -> bool:
-    """The caller aborted after entry, before post-execute decided, on a success."""
+    """The caller aborted after entry, before post-execute decided, on a result the
+    cancellation publishes over (a success, or any: ``publishes_over`` in contract.toml)."""
     if not _decided(record, want) or not record.has("caller_aborted"):
         return False
     assert want is not None
     _, got = received(record)
+    over = revision_table(record.revision).publishes_over.get(_c4_cancellation(record))
     return (
         want.scenario.post not in ("block", "throw")
         and record.of("caller_aborted")[0]["before_post"]
-        and not is_error(got)
+        and (over == "any" or not is_error(got))
     )
 
 
@@ -478,16 +487,15 @@ def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failur
     ABORTED_BEFORE_DISPATCH."""
     if not _c4(record, want):
         return None
-    texts = revision_table(record.revision).texts
-    invoked = record.revision == "seed" or bool(record.starts())
-    expected = texts["aborted" if invoked else "aborted_before_dispatch"]
+    expected = revision_table(record.revision).texts[_c4_cancellation(record)]
     j = record.at("returned")[0]
     got = record.lines[j]["result"]
     if is_error(got) and text(got) == expected:
         return None
     return Failure(LATE_SUCCESS_RULE, j, "post_decision",
                    "the caller aborted before checkpoint C4 and post-execute accepted a "
-                   f"success: the caller must get {expected!r}, got {text(got)!r}",
+                   f"result the cancellation publishes over (stage 'post-execute · C4'): the "
+                   f"caller must get {expected!r}, got {text(got)!r}",
                    expected, text(got))  # fmt: skip
 
 

@@ -72,6 +72,8 @@ class Branch(NamedTuple):
     free: bool = False  # post-execute accepted since the outcome was set: content may differ
     decided: int = -1  # the transition that set the current outcome
     decided_event: str = ""
+    decided_in: str = ""  # the state that transition left: where the result was produced
+    decided_over: str | None = None  # the outcome the call held before it (None: no result)
     last: int = -1  # the last transition that changed the state
     before: CallState | None = None  # the state that transition left
     last_event: Occurrence | None = None

@@ -6,8 +6,7 @@ and the awaiting task only waits for it (:func:`drain`), so that cancelling the 
 never reaches user code: it aborts the call signal, and the call runs on to its one published
 result (Python binding P1, P2); a second interrupt abandons the call (P7).  On trio the call runs
 behind a shield whose cancellation is the caller's abort
-(:func:`toolcancel.runtime.eventloop.shielded`). Compiled with the driver in a
-``TOOLCANCEL_COMPILE=1`` build (``setup.py``).
+(:func:`toolcancel.runtime.eventloop.shielded`). In the compiled group (setup.py's ``COMPILED``).
 """
 
 from __future__ import annotations
@@ -238,8 +237,9 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
 
     def _drop(self, logged: bool = True) -> None:
         call = self._call
-        if call.state != "materialized" and call in call.registry._in_flight:
-            call.registry._in_flight.pop(call, None)
+        calls = call.plan.calls
+        if call.state != "materialized" and call in calls:
+            calls.leave(call)
             call.detach()
             if logged:  # else the RuntimeWarning of __del__ is its one report
                 log.warning(

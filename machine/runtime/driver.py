@@ -1,9 +1,6 @@
 """The tool registry's per-call driver: the pipeline a call runs, a thin driver of the call machine.
 
-Compiled with mypyc in a ``TOOLCANCEL_COMPILE=1`` build (``setup.py``), with the call it extends
-(:mod:`toolcancel.runtime.stepping`) and the binding that runs it in a task
-(:mod:`toolcancel.runtime.binding`);
-:class:`~toolcancel.ToolRegistry` (:mod:`toolcancel.runtime.toolregistry`) stays plain Python.
+In the compiled group (setup.py's ``COMPILED`` states what that asks of it).
 
 At every point where the contract decides something, a stage offers an event to the call's
 machine and does what the resulting state says: the registry observes and performs, the contract
@@ -21,7 +18,6 @@ from typing import Any, Final, Protocol
 
 from ..contract.core import Occurrence, PathStep
 from ..contract.errors import ContractViolation, NotSerializable, RegistryUsageError
-from ..contract.loader import load_contract
 from ..contract.results import ErrorInfo, ToolResult, canonical_json, snapshot
 from .eventloop import Waiter, clock, timers
 from .execution import Execution
@@ -47,10 +43,6 @@ def _waterfall(
     return listeners[i](*args, partial(_waterfall, listeners, args, base, i + 1))
 
 
-_CANCELLATIONS: Final = frozenset(o.name for o in load_contract().outcomes if o.cancellation)
-"""The outcomes contract.toml declares ``cancellation = true``."""
-
-
 class StagedCall(Protocol):
     """A call in flight, driven stage by stage: ``prepare()``, then ``dispatch()`` if it said
     so, then ``finalize()`` exactly once.  ``run()`` does all three."""
@@ -71,7 +63,11 @@ class _Call(_Stepping):
 
     Invariant: every decision below is read back from ``self.node`` -- the call's state in the
     contract compiled for its shape (:mod:`toolcancel.contract.compiled`) -- after an ``offer``; the
-    driver never decides an outcome itself.
+    driver never decides an outcome itself.  Where a checkpoint publishes a cancellation over the
+    result the call holds (C3, C4, a late success: ``self.cancels`` after the step), which results
+    it replaces is the table's (``publishes_over`` in contract.toml), never a test here.  What of
+    the registry a stage reads is the call's plan (:mod:`toolcancel.runtime.plan`), frozen at
+    entry.
     """
 
     __slots__ = ()
@@ -85,15 +81,16 @@ class _Call(_Stepping):
     async def run(self, raising: bool = True) -> ToolResult:
         """The whole pipeline.  ``raising``: re-raise an interrupt user code raised (P4) once
         the result is published; else the driver that awaits the call's task re-raises it."""
+        plan = self.plan
         if self.preparing():  # prepare(), one coroutine frame fewer
-            pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
+            pending = await self.pre_policy() if plan.pre else self.pre_decided(_ALLOW)
             if pending is not None:
                 self.result = pending
             elif self.wrappers:
-                self.result = await self.around(not self.registry._post)
+                self.result = await self.around(not plan.post)
             else:  # around(), one coroutine frame fewer
-                self.result = self.settled(await self.base_dispatch(), not self.registry._post)
-        if self.registry._post or self.registry._observers:
+                self.result = self.settled(await self.base_dispatch(), not plan.post)
+        if plan.post or plan.observers:
             return await self.finalize(raising)
         frozen = self.conclude()  # finalize(), one coroutine frame fewer
         if self.interrupt is not None and raising:
@@ -105,7 +102,7 @@ class _Call(_Stepping):
         goes on to dispatch."""
         if not self.preparing():
             return False
-        pending = await self.pre_policy() if self.registry._pre else self.pre_decided(_ALLOW)
+        pending = await self.pre_policy() if self.plan.pre else self.pre_decided(_ALLOW)
         if pending is None:
             return True
         self.result = pending
@@ -142,13 +139,13 @@ class _Call(_Stepping):
             raise RegistryUsageError(
                 f"call {self.call_id}: finalize() comes once, after prepare() (and dispatch())"
             )
-        if self.state == "post_policy" and self.registry._post:
+        if self.state == "post_policy" and self.plan.post:
             if self.trace is not None:
                 self.emit_line(_LINES["stage_enter", "post"])
             self.result = await self.post_policy(self.result)
         frozen = self.conclude()
         view = self.view
-        for observer in tuple(self.registry._observers):
+        for observer in self.plan.observers:
             try:
                 pending = observer(view, frozen)
                 if pending is not None and inspect.isawaitable(pending):
@@ -175,7 +172,7 @@ class _Call(_Stepping):
         :meth:`pre_decided`.  ``None`` means: go on to dispatch."""
         reason: str | None = None
         try:
-            decision = await _waterfall(self.registry._pre, (self.view,), _allow)
+            decision = await _waterfall(self.plan.pre, (self.view,), _allow)
             if isinstance(decision, Ask):
                 self.offer("pre_ask")
                 if self.state == "approval":
@@ -194,7 +191,7 @@ class _Call(_Stepping):
         try:
             if isinstance(decision, Allow):
                 reason = ""
-                if self.registry._guards:
+                if self.plan.guards:
                     self.offer("pre_allow")
                 else:  # no guard to run: the guards pass at once
                     self.offer_through(_ALLOWED_UNGUARDED, "guards")
@@ -202,7 +199,7 @@ class _Call(_Stepping):
                 reason = decision.reason
                 self.offer("pre_deny")
             elif isinstance(decision, Ask):
-                if reason is None and self.registry._approval is None:
+                if reason is None and self.plan.approval is None:
                     reason = decision.reason or r.text("ask_without_seam", name=self.name)
                 elif reason is None:
                     reason = r.text("ask_without_agent", name=self.name)
@@ -211,7 +208,7 @@ class _Call(_Stepping):
             if self.state == "guards":
                 if self.trace is not None:
                     self.emit_line(_LINES["stage_enter", "guards"])
-                denial = self.run_guards() if self.registry._guards else None
+                denial = self.run_guards() if self.plan.guards else None
                 if denial is None:
                     self.offer("guards_pass")
                 else:
@@ -238,7 +235,7 @@ class _Call(_Stepping):
 
     async def approval(self, decision: Ask) -> str:
         """Ask the seam; offer its answer; return the denial reason it implies."""
-        r, seam = self.results, self.registry._approval
+        r, seam = self.results, self.plan.approval
         assert seam is not None and self.agent is not None
         request = ApprovalRequest(
             self.call_id,
@@ -261,7 +258,7 @@ class _Call(_Stepping):
 
     def run_guards(self) -> str | None:
         """Global guards in registration order, then the calling agent's; first reason denies."""
-        guards = self.registry._guards
+        guards = self.plan.guards
         ordered = [g for a, g in guards if a is None]
         ordered += [g for a, g in guards if a is not None and a == self.agent]
         for guard in ordered:
@@ -298,11 +295,11 @@ class _Call(_Stepping):
         if self.deferred:
             result = result.with_contexts(tuple(self.deferred) + tuple(result.contexts))
         if accepting:
-            outcome = self.offer_through(_SETTLED_ACCEPTED, "post")
+            self.offer_through(_SETTLED_ACCEPTED, "post")
         else:
-            outcome = self.offer("around_settled")
-        if outcome in _CANCELLATIONS and not result.is_error:
-            return self.results.cancellation(outcome or "aborted", result.contexts)
+            self.offer("around_settled")
+        if self.cancels is not None:  # C3 (or C4) published a cancellation over it
+            return self.results.cancellation(self.cancels, result.contexts)
         return result
 
     async def wrap(self, i: int) -> ToolResult:
@@ -311,8 +308,7 @@ class _Call(_Stepping):
         calls = 0
         # A next() of this wrapper is running: True, or once the wrapper settled and left it
         # running, the Waiter its end sets (R27).  One variable, so one closure serves.  Typed
-        # Any: next_() sees it change while it is suspended, which mypy's narrowing does not
-        # know, and the compiled registry would trust that narrowing (setup.py).
+        # Any: next_() sees it change while it is suspended (setup.py's COMPILED says why).
         running: Any = False
         last: ToolResult | None = None
 
@@ -325,7 +321,7 @@ class _Call(_Stepping):
                 )
             if calls:
                 self.offer("redelegate")
-                if self.registry._retry == "reject":
+                if self.plan.retry == "reject":
                     raise RegistryUsageError(
                         "next() was called a second time; this registry rejects retries "
                         "(ToolRegistry(retry='reject')): delegate once per wrapper"
@@ -337,7 +333,7 @@ class _Call(_Stepping):
                 # The next wrapper, or past the last one the base dispatch.  Which one is next
                 # depends on the retry behaviour (D11): a cursor stands after the wrappers
                 # handed out so far (the machine counts them), otherwise it is ``i + 1``.
-                j = self.node.current.handed if self.registry._retry == "cursor" else i + 1
+                j = self.node.current.handed if self.plan.retry == "cursor" else i + 1
                 last = await (self.wrap(j) if j < len(self.wrappers) else self.base_dispatch())
                 return last
             finally:
@@ -351,7 +347,7 @@ class _Call(_Stepping):
             if running:
                 await (running := self.forgotten(i))
             if result is not last:
-                result = _wrapper_result(result, self.wrappers[i], i, self.registry.revision)
+                result = _wrapper_result(result, self.wrappers[i], i, self.plan.table.name)
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
@@ -378,9 +374,12 @@ class _Call(_Stepping):
         return Waiter()
 
     async def base_dispatch(self) -> ToolResult:
-        """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18)."""
+        """Checkpoint C2, then the body with the fused signal, awaited to quiescence (R17, R18).
+
+        The fused signal F is handed to the body as a value: the view's slot holds it while the
+        body runs and holds the wrapper's W again after it (R18.5), both by ``Execution.hold``."""
         r, view = self.results, self.view
-        w = view._slot
+        w = view.signal
         # No wrapper changed the slot: F is C itself (R21), nothing to relay or to trace.
         fusion = None if w is self.caller and self.trace is None else Fusion(self.caller, w)
         if self.trace is not None:
@@ -389,7 +388,7 @@ class _Call(_Stepping):
             if fusion.relaying:
                 self.emit_listener("caller", "add")
                 self.emit_listener("slot", "add")
-        tool = self.registry.definition(self.name, self.agent)
+        tool = self.plan.definition(self.name, self.agent)
         outcome = self.offer(_BASE_DISPATCH[w is not None and w.aborted, tool is not None])
         if self.state == "around_after":  # C2 aborted, or no such tool
             if fusion is not None:
@@ -416,10 +415,10 @@ class _Call(_Stepping):
                 owner = kind
                 self.emit_listener(owner, "add")
             self.emit_line(_LINES[("body_start",)])
-        view._slot = fused
+        view.hold(fused)
         try:
             try:
-                value = await tool.body(view._arguments, view)
+                value = await tool.body(view.arguments, view)
                 result, event = r.success(value), "body_ok"
             except GeneratorExit:
                 raise
@@ -436,10 +435,10 @@ class _Call(_Stepping):
                     self.emit_listener(owner, "remove")
             if fusion is not None:
                 fusion.dispose()
-            view._slot = w
-        outcome = self.offer(event)
-        if event == "body_ok" and outcome in _CANCELLATIONS:
-            return r.cancellation(outcome or "aborted")
+            view.hold(w)
+        self.offer(event)
+        if self.cancels is not None:  # a late success (R18)
+            return r.cancellation(self.cancels)
         return result
 
     def on_fused_abort(self, signal: AbortSignal) -> None:
@@ -453,7 +452,7 @@ class _Call(_Stepping):
     async def post_policy(self, result: ToolResult) -> ToolResult:
         """The post-execute waterfall (R7, R20); then :meth:`post_decided`."""
         try:
-            decision = await _waterfall(self.registry._post, (self.view, result), _accept)
+            decision = await _waterfall(self.plan.post, (self.view, result), _accept)
             if not isinstance(decision, (Accept, Block)):
                 raise TypeError(f"post-execute returned {decision!r}; expected Accept or Block")
         except (ContractViolation, GeneratorExit):
@@ -482,9 +481,9 @@ class _Call(_Stepping):
                 result.meta,
                 result.revision,
             )
-        outcome = self.offer("post_accept")
-        if outcome in _CANCELLATIONS and not accepted.is_error:
-            return r.cancellation(outcome or "aborted", accepted.contexts)
+        self.offer("post_accept")
+        if self.cancels is not None:  # C4 published a cancellation over it
+            return r.cancellation(self.cancels, accepted.contexts)
         return accepted
 
     # -- materialization and the single notification -----------------------------------------
@@ -503,7 +502,7 @@ class _Call(_Stepping):
         self.result = frozen
         self.view.ended(self)
         self.detach()
-        self.registry._in_flight.pop(self, None)
+        self.plan.calls.leave(self)
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
             self.emit_line(_LINES[("notify",)])

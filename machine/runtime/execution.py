@@ -92,6 +92,15 @@ class Execution:
         self._own: AbortController | None = None  # the call signal's controller, once ended
         self._ended_in = ""  # the call's state when it let go of this view
 
+    def entered(self, arguments: Any) -> None:
+        """Entry snapshotted the arguments (R11): the view shows them from now on."""
+        self._arguments = arguments
+
+    def hold(self, signal: AbortSignal | None) -> None:
+        """The registry's own write of the slot, which no wrapper sees as a replacement: C at
+        entry, the fused F handed to the body as it starts, W again once it settled (R18.5)."""
+        self._slot = signal
+
     def ended(self, call: _Call) -> None:
         """The call published its result: freeze the slot and let go of the call, keeping
         its final state and the controller of its call signal (``None``: it never made one)."""

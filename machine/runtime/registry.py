@@ -19,17 +19,15 @@ What the registry guarantees (see CONTRACT.md for the numbered rules):
 
 Where each part lives, one concern a module:
 
-* :mod:`toolcancel.runtime.toolregistry`: :class:`ToolRegistry` itself (tools, hooks, ``execute()``
-and
-  ``begin()``), plain Python;
+* :mod:`toolcancel.runtime.toolregistry`: :class:`ToolRegistry` itself (tools, hooks,
+  ``execute()`` and ``begin()``);
+* :mod:`toolcancel.runtime.plan`: what a call reads of its registry, frozen at entry;
 * :mod:`toolcancel.runtime.driver`: the pipeline a call runs, stage by stage;
 * :mod:`toolcancel.runtime.stepping`: a call's place in its compiled machine, its call signal and
-the
-  trace lines it writes;
+  the trace lines it writes;
 * :mod:`toolcancel.runtime.binding`: how a call runs in the task that awaits it (asyncio, trio);
-* :mod:`toolcancel.runtime.hooks` and :mod:`toolcancel.runtime.execution`: what hooks exchange with
-a call, and
-  the view of it they get.
+* :mod:`toolcancel.runtime.hooks` and :mod:`toolcancel.runtime.execution`: what hooks exchange
+  with a call, and the view of it they get.
 
 The driver, the call it extends and the binding are compiled with mypyc in a
 ``TOOLCANCEL_COMPILE=1`` build (``setup.py``); :func:`compiled` says whether this install's are.

@@ -4,8 +4,7 @@ What every stage of the pipeline (:mod:`toolcancel.runtime.driver`) shares: entr
 signal and what cancelling the awaiting task does to it (Python binding P1, P2, P7), the log lines
 of a failing component (P6) and of a body that does not cooperate (P5), stepping the compiled
 contract (:mod:`toolcancel.contract.compiled`) and the trace lines each step writes
-(:mod:`toolcancel.contract.trace`). Compiled with the driver in a ``TOOLCANCEL_COMPILE=1`` build
-(``setup.py``).
+(:mod:`toolcancel.contract.trace`). In the compiled group (setup.py's ``COMPILED``).
 """
 
 from __future__ import annotations
@@ -13,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from ..contract.compiled import DRAINING, MOVED, Node, initial_node
 from ..contract.core import CallerSignal, Occurrence, PathStep
@@ -23,10 +22,8 @@ from ..contract.trace import FORMAT_VERSION, line_templates, runs_code
 from .eventloop import Timer, clock, timers
 from .execution import Execution, drop_late_context
 from .hooks import InFlight
+from .plan import CallPlan
 from .signals import AbortController, AbortError, AbortSignal
-
-if TYPE_CHECKING:
-    from .toolregistry import ToolRegistry
 
 # every part of the registry logs as the registry
 log = logging.getLogger("toolcancel.runtime.registry")
@@ -48,6 +45,7 @@ class _Stepping:
         "call_id",
         "call_later",
         "caller",
+        "cancels",
         "clock",
         "controller",
         "deferred",
@@ -59,8 +57,8 @@ class _Stepping:
         "node",
         "own_caller",
         "path",
+        "plan",
         "raw_arguments",
-        "registry",
         "result",
         "results",
         "state",
@@ -76,7 +74,7 @@ class _Stepping:
 
     def __init__(
         self,
-        registry: ToolRegistry,
+        plan: CallPlan,
         name: str,
         arguments: Any,
         caller: AbortSignal | None,
@@ -85,8 +83,8 @@ class _Stepping:
         parent: str | None,
         own_caller: bool = False,
     ) -> None:
-        self.registry = registry
-        self.results = registry._results
+        self.plan = plan  # all the call reads of its registry, frozen at entry (plan.py)
+        self.results = plan.results
         self.name = name
         self.raw_arguments = arguments
         self.call_id = call_id
@@ -112,12 +110,15 @@ class _Stepping:
         self.deferred: list[Any] | None = None  # made by the first defer_context()
         self.merged = False  # True once deferred contexts can no longer attach (C3)
         self.result: ToolResult = _NO_RESULT  # the result the call holds between stages
-        self.wrappers = tuple(registry._around)  # the call's one list of around listeners
+        self.wrappers = plan.around  # the call's one list of around listeners
         self.node: Node  # set by enter(), once the caller signal is captured; offer() steps it
-        self.state: str = registry._table.initial  # always self.node.state (offer() sets both)
+        self.state: str = plan.table.initial  # always self.node.state (offer() sets both)
         self.path: list[PathStep] = []  # the steps taken: the call's explanation
-        self.trace = registry._trace  # the trace sink, or None (one test per emission point)
-        self.tap = registry._on_step  # told every step, before the trace sink
+        # The cancellation outcome the last step published over the result the call held
+        # (compiled.Edge.cancels), or None: the stage that took the step builds its result.
+        self.cancels: str | None = None
+        self.trace = plan.trace  # the trace sink, or None (one test per emission point)
+        self.tap = plan.on_step  # told every step, before the trace sink
         # Whether each step is offered on its own (no two taken as one, offer_through): when
         # code of anyone's runs between steps -- a tap, or a trace sink that is not a list's
         # append -- and could abort a signal there.
@@ -136,13 +137,13 @@ class _Stepping:
         and that step is taken without offering a caller abort first: one seen there is offered
         with the next event, after entry, as it happened after the capture.
         """
-        registry = self.registry
+        plan = self.plan
         try:
             arguments: Any = snapshot(self.raw_arguments, "$.arguments")
             invalid: BaseException | None = None
         except (NotSerializable, RecursionError) as exc:
             arguments, invalid = None, exc
-        self.view._arguments = arguments
+        self.view.entered(arguments)
         # The call signal (Python binding P1): follows the given signal, and aborts when the
         # task awaiting execute() is cancelled.  Captured here, out of wrappers' reach (R11).
         # The listener on the given signal is removed when the call materializes (R22).  No
@@ -159,34 +160,36 @@ class _Stepping:
             else:
                 captured = "live"
                 given.add_listener(self.follow)
-            self.caller = self.view._slot = own.signal
+            self.caller = own.signal
+            self.view.hold(own.signal)
         elif self.own_caller:  # C is the call signal itself: only task cancellation aborts it
             captured = "live"
             self.controller = own = AbortController()
-            self.caller = self.view._slot = own.signal
+            self.caller = own.signal
+            self.view.hold(own.signal)
         shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
             captured,
             self.agent is not None,
-            registry._approval is not None,
-            registry._retry,
+            plan.approval is not None,
+            plan.retry,
             len(self.wrappers),
         )
-        self.node = registry._table.compiled.get(shape) or initial_node(registry._table, shape)
+        self.node = plan.table.compiled.get(shape) or initial_node(plan.table, shape)
         try:
             self.clock = clock()  # read by the step out of ``entry``, just below
             self.call_later = timers()
         except RuntimeError:  # execute() called outside the loop that will await it
             self.clock = _no_loop  # until prepare() takes that loop's clock and timers (none
             # is set before: the one timer a call sets, the drain warning, comes with its body)
-        registry._in_flight[self] = None
+        plan.calls.enter(self)
         if self.trace is not None:
             self.emit(
                 "call_entry",
                 caller=captured,
                 agent=self.agent is not None,
                 approval_seam=self.node.current.approval_seam,
-                revision=registry.revision,
-                retry=registry._retry,
+                revision=plan.table.name,
+                retry=plan.retry,
                 wrappers=len(self.wrappers),
             )
         if invalid is not None:
@@ -244,7 +247,7 @@ class _Stepping:
         if self.abandoned:
             return
         self.abandoned = True
-        self.registry._in_flight.pop(self, None)
+        self.plan.calls.leave(self)
         self.detach()
         if self.watchdog is not None:
             self.watchdog.cancel()
@@ -258,7 +261,7 @@ class _Stepping:
         )
 
     def status(self, now: float) -> InFlight:
-        slot = self.view._slot
+        slot = self.view.signal
         own = self.controller
         aborted = (own is not None and own.signal.aborted) or (slot is not None and slot.aborted)
         seconds = now - self.entered if self.entered >= 0 else 0.0  # entered outside the loop
@@ -291,11 +294,11 @@ class _Stepping:
 
     def told_to_stop(self) -> bool:
         """Whether the call's signal (the slot: F during the body) or its call signal aborted."""
-        slot, own = self.view._slot, self.controller
+        slot, own = self.view.signal, self.controller
         return (slot is not None and slot.aborted) or (own is not None and own.signal.aborted)
 
     def watch_draining(self) -> None:
-        delay = self.registry._drain_warning
+        delay = self.plan.drain_warning
         if delay is not None and self.watchdog is None:
             self.watchdog = self.call_later(delay, self.warn_draining)
 
@@ -305,7 +308,7 @@ class _Stepping:
             "the registry keeps waiting for it (R27) -- make the body watch its signal",
             self.call_id,
             self.name,
-            self.registry._drain_warning,
+            self.plan.drain_warning,
             self.state,
         )
 
@@ -314,13 +317,14 @@ class _Stepping:
     def offer(self, key: Occurrence | str, caller_first: bool = True) -> str | None:
         """Step the compiled machine on ``key`` -- an event's name, or an :class:`Occurrence`
         from a table made by :func:`_observed` -- after any caller abort not yet seen (unless
-        ``caller_first`` is false), do what the step's precomputed effect says; return the
+        ``caller_first`` is false), do what the step's precomputed effect says, note in
+        ``cancels`` the cancellation it publishes over the result held (if any); return the
         call's outcome."""
         if caller_first and self.unseen_abort:
             self.unseen_abort = False
             self.offer("caller_abort", False)
-        edge = self.node.edges.get(key) or self.node.expand(self.registry._table, key)
-        _, node, record, effect, line = edge
+        edge = self.node.edges.get(key) or self.node.expand(self.plan.table, key)
+        _, node, record, effect, line, self.cancels = edge
         self.node = node
         self.state = node.state
         self.path.append(record)
@@ -348,10 +352,11 @@ class _Stepping:
         if self.unseen_abort or self.stepwise:
             return self.offer(key[0])
         node = self.node
-        through = node.throughs.get(key) or node.through(self.registry._table, key)
+        through = node.throughs.get(key) or node.through(self.plan.table, key)
         if through is None:
             return self.offer(key[0])
         node = self.node = through.node
+        self.cancels = through.cancels
         self.state = node.state
         self.path += through.records
         if through.moved:

@@ -1,10 +1,10 @@
 """The tool registry's public face: tools, hooks, ``execute()`` and ``begin()``.
 
-Plain Python, also when the per-call driver it hands each call to runs compiled (a
-``TOOLCANCEL_COMPILE=1`` build, ``setup.py``): a registry's methods keep their signatures, their
-own validation and messages, and can be replaced on an instance.  Each call is a
+Outside the compiled group (setup.py's ``COMPILED`` says why).  Each call is a
 :class:`toolcancel.runtime.driver._Call`, run in the task that awaits it by a
-:class:`toolcancel.runtime.binding.PendingCall`.
+:class:`toolcancel.runtime.binding.PendingCall`; what it reads of the registry is the
+:class:`~toolcancel.runtime.plan.CallPlan` the registry hands it at entry, made again only after
+a registration changed.
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from .hooks import (
     ToolBody,
     ToolDefinition,
 )
+from .plan import CallPlan, CallsInFlight
 from .signals import AbortSignal
 
 if TYPE_CHECKING:
@@ -78,8 +79,11 @@ class ToolRegistry:
     ``retry`` is what an around wrapper's second ``next()`` does (CONTRACT.md D11): ``"reenter"``
     (the default: the rest of the chain runs again, every inner wrapper included), ``"cursor"``
     (the original's: the next listener not yet handed out, else the base dispatch) or
-    ``"reject"`` (``next()`` raises :class:`RegistryUsageError`).  A call's around wrappers are
-    those registered when it entered.
+    ``"reject"`` (``next()`` raises :class:`RegistryUsageError`).
+
+    A call's hooks, guards, observers and approval seam are those registered when it entered: a
+    change while it runs applies to the calls that enter after it.  Tools are looked up when the
+    call reaches its body.
     """
 
     def __init__(
@@ -108,8 +112,7 @@ class ToolRegistry:
         self._drain_warning = drain_warning
         info = self._table.contract.revision_info[self._table.name]
         self._signal_required = info.get("caller_signal") == "required"  # R40
-        # calls between entry and materialization
-        self._in_flight: dict[Any, None] = {}
+        self._calls = CallsInFlight()  # between entry and publication
         self._on_step = on_step
         self._trace = None if trace is None else line_sink(trace)
         self._results = Results(self._table)
@@ -120,6 +123,7 @@ class ToolRegistry:
         self._guards: list[tuple[str | None, Guard]] = []
         self._observers: list[Observer] = []
         self._approval: ApprovalSeam | None = None
+        self._plan: CallPlan | None = None  # the plan calls enter under; None after a change
 
     @property
     def revision(self) -> str:
@@ -136,7 +140,7 @@ class ToolRegistry:
         Non-quiescence made visible: a call stuck in ``draining`` is a body ignoring its signal.
         """
         now = clock()()
-        return [call.status(now) for call in self._in_flight]
+        return [call.status(now) for call in self._calls]
 
     @property
     def contract(self) -> RevisionContract:
@@ -247,7 +251,7 @@ class ToolRegistry:
         after the last).  ``Ask`` goes to the approval seam, which needs a call with an agent
         (``execute(..., agent=...)``); without one it is a denial (R5).  Returns a function that
         removes the hook."""
-        return _add(self._pre, hook, prepend)
+        return self._add(self._pre, hook, prepend)
 
     def add_around(self, hook: AroundHook, *, prepend: bool = False) -> Callable[[], None]:
         """Add ``async around(call, next) -> ToolResult`` around the body (R16): ``await next()``
@@ -256,32 +260,33 @@ class ToolRegistry:
         or replace ``call.signal`` for what it wraps (a deadline).  A raise is a FINAL error.
         The first registered is outermost (``prepend``: the new outermost).  Returns a function
         that removes the hook."""
-        return _add(self._around, hook, prepend)
+        return self._add(self._around, hook, prepend)
 
     def add_post_execute(self, hook: PostHook, *, prepend: bool = False) -> Callable[[], None]:
         """Add ``async post(call, result, next) -> Accept(...) | Block(feedback)`` to the
         post-execute waterfall (R7, R20): it sees every post-route result, denials and ABORTED
         included, and decides itself or returns ``await next()`` (``Accept()`` after the last).
         A raise is a FINAL error.  Returns a function that removes the hook."""
-        return _add(self._post, hook, prepend)
+        return self._add(self._post, hook, prepend)
 
     def add_guard(self, guard: Guard, *, agent: str | None = None) -> Callable[[], None]:
         """Add ``guard(call) -> str | None``, synchronous, run only once pre-execute and any
         approval allowed the call (R15): a string denies with that reason, ``None`` passes.
         Global guards run first, in registration order, then those of the call's ``agent``.
         Returns a function that removes the guard."""
-        return _add(self._guards, (agent, guard), False)
+        return self._add(self._guards, (agent, guard), False)
 
     def add_observer(self, observer: Observer) -> Callable[[], None]:
         """Add ``observer(call, result)`` (plain or ``async``): called exactly once per call,
         after materialization, with the frozen result ``execute()`` returns (R31).  It cannot
         change the result; a failure is logged and contained.  Returns a function that removes
         the observer."""
-        return _add(self._observers, observer, False)
+        return self._add(self._observers, observer, False)
 
     def set_approval(self, seam: ApprovalSeam | None) -> None:
         """Mount (or with ``None`` unmount) the approval seam that answers ``Ask``."""
         self._approval = seam
+        self._plan = None
 
     # -- execution ---------------------------------------------------------------------------
 
@@ -355,7 +360,7 @@ class ToolRegistry:
                 "signal=AbortController().signal if the call is never cancelled"
             )
         call = _Call(
-            self,
+            self._plan or self._new_plan(),
             name,
             {} if arguments is None else arguments,
             signal,
@@ -367,16 +372,39 @@ class ToolRegistry:
         call.enter()
         return call
 
+    def _new_plan(self) -> CallPlan:
+        """The plan calls enter under until the next change of registration (plan.py)."""
+        self._plan = CallPlan(
+            self._table,
+            self._results,
+            tuple(self._pre),
+            tuple(self._around),
+            tuple(self._post),
+            tuple(self._guards),
+            tuple(self._observers),
+            self._approval,
+            self._retry,
+            self._trace,
+            self._on_step,
+            self._drain_warning,
+            self.definition,
+            self._calls,
+        )
+        return self._plan
 
-def _add(items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
-    if prepend:
-        items.insert(0, item)
-    else:
-        items.append(item)
+    def _add(self, items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
+        """Add ``item`` to ``items`` (a hook list); return the function that removes it.  Either
+        way the calls that enter next get a new plan."""
+        if prepend:
+            items.insert(0, item)
+        else:
+            items.append(item)
+        self._plan = None
 
-    def remove() -> None:
-        if item in items:
-            items.remove(item)
+        def remove() -> None:
+            if item in items:
+                items.remove(item)
+                self._plan = None
 
-    return remove
+        return remove
 

@@ -209,11 +209,15 @@ def _keeps_late_success(only: Callable[[Any], bool] = lambda call: True) -> Iter
     real = _Call.offer
 
     def offer(self: Any, key: Any, caller_first: bool = True) -> Any:
-        before = self.node.outcome
         outcome = real(self, key, caller_first)
         event = key if isinstance(key, str) else key.event
-        late = event in ("around_settled", "post_accept", "body_ok") and outcome == "aborted"
-        return before if late and only(self) else outcome
+        if (
+            event in ("around_settled", "post_accept", "body_ok")
+            and self.cancels == "aborted"
+            and only(self)
+        ):
+            self.cancels = None  # the stage keeps the result it holds
+        return outcome
 
     with mock.patch.object(_Call, "offer", offer):
         yield
@@ -287,7 +291,7 @@ def _notifies_twice() -> Iterator[None]:
 
     def publish(self: Any, result: ToolResult) -> ToolResult:
         frozen = real(self, result)
-        for observer in tuple(self.registry._observers):
+        for observer in self.plan.observers:
             observer(self.view, frozen)
         return frozen
 
@@ -358,8 +362,9 @@ def _forgets_turn_contexts() -> Iterator[None]:
 def _post_sees_late_success() -> Iterator[None]:
     """Offers the right events but hands post-execute the body's own late success where the
     contract says ABORTED because a wrapper's signal aborted the body (the caller did not: a
-    caller abort it gets right); the machine's outcome then gives the caller ABORTED again, so
-    the published result is right and only what post-execute received is wrong."""
+    caller abort it gets right); then it gives the caller the ABORTED the machine's outcome
+    still says, so the published result is right and only what post-execute received is
+    wrong."""
     real_definition = ToolRegistry.definition
     real_post = _Call.post_policy
     late: dict[int, Any] = {}
@@ -384,6 +389,11 @@ def _post_sees_late_success() -> Iterator[None]:
             result.error is not None and result.error.code == "ABORTED"
         ):
             result = self.results.success(value).with_contexts(result.contexts)
+            decided = await real_post(self, result)
+            outcome = self.node.outcome
+            if not decided.is_error and outcome in self.plan.table.cancellations:
+                return self.results.cancellation(outcome, decided.contexts)
+            return decided
         return await real_post(self, result)
 
     with (
@@ -483,7 +493,7 @@ def _cursor_skips_last() -> Iterator[None]:
 
     async def wrap(self: Any, i: int) -> ToolResult:
         handing = self.node.current.handing  # a retried next() has not handed anything out yet
-        if handing and self.registry._retry == "cursor" and i == len(self.wrappers) - 1:
+        if handing and self.plan.retry == "cursor" and i == len(self.wrappers) - 1:
             return await self.base_dispatch()
         return await real(self, i)
 

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ...contract.fileio import write_text
 from ..main import CliError
 
 STAMPS = Path("generated.json")
@@ -72,6 +73,53 @@ def _trace_schema(check: bool) -> int:
         return 0
     print(f"stale: {schema_path()}")
     return 1
+
+
+JS_OUTCOMES = Path("examples/js/outcomes.js")
+"""What examples/js reads of the contract's outcomes, generated (``publishes_over``, R28)."""
+
+
+def js_outcomes_text() -> str:
+    """``examples/js/outcomes.js``: each revision's cancellation outcomes and what each
+    publishes over an earlier result, as the JavaScript example reads them."""
+    from ...contract.loader import load_contract
+
+    contract = load_contract()
+    rows = []
+    for revision in contract.revisions:
+        over = contract.revision(revision).publishes_over
+        fields = ", ".join(f"{name}: '{over[name]}'" for name in sorted(over))
+        rows.append(f"  {revision}: Object.freeze({{ {fields} }}),")
+    rule = contract.publishes_over_rule
+    return "\n".join(
+        [
+            "// outcomes.js: made from spec/contract.toml by `toolcancel regen`; never edit it.",
+            "//",
+            f"// What each cancellation outcome publishes over the result a call held ({rule};",
+            "// `publishes_over` in contract.toml), per revision: 'success' (only failures survive",
+            "// the cancellation) or 'any' (it replaces every result).",
+            "",
+            "export const PUBLISHES_OVER = Object.freeze({",
+            *rows,
+            "});",
+            "",
+        ]
+    )
+
+
+def _js_outcomes(check: bool) -> int:
+    text = js_outcomes_text()
+    try:
+        current = JS_OUTCOMES.read_text("utf-8")
+    except OSError:
+        current = None
+    if current == text:
+        return 0
+    if check:
+        print(f"stale: {JS_OUTCOMES}")
+        return 1
+    write_text(JS_OUTCOMES, text)
+    return 0
 
 
 def _real_world(check: bool) -> int:
@@ -146,6 +194,12 @@ GENERATORS: tuple[Generator, ...] = (
         inputs=("spec/contract.toml", "spec/CONTRACT.md"),
         outputs=("explorer/*.html", "explorer/*.js", "explorer/*.css"),
         run=_command("explore", "--quiet"),
+    ),
+    Generator(
+        "js example's outcomes",  # what examples/js/registry.js reads of the contract
+        inputs=("spec/contract.toml",),
+        outputs=(str(JS_OUTCOMES),),
+        run=_js_outcomes,
     ),
     Generator(
         "real-world table",  # conform's recorded verdicts on examples/runtimes, and reproductions
