@@ -29,8 +29,8 @@ SAMPLE = 60
 
 ELSEWHERE = {
     # mutant, or (mutant, level): (where, rule, why) -- the vectors of its shape on which it
-    # breaks another rule only, which its failures there must cite instead: the record shows that rule's breach and
-    # nothing of the declared one
+    # breaks another rule only, which its failures there must cite instead: the record shows
+    # that rule's breach and nothing of the declared one
     "keeps_late_success": (
         lambda s: s.cancel.endswith("_after") and s.post == "block",
         "R19",
