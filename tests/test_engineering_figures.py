@@ -45,3 +45,14 @@ def test_the_schedules_verify_prints_are_the_table_s_bounded_run_and_its_deeper_
     family = row("then the deeper family: configurations / schedules (2026-12-02)")[0]
     deeper = int(family.split("/ +")[1].replace(",", ""))
     assert f"configurations and {bounded + deeper:,} schedules." in PAGE
+
+
+def test_the_mutant_counts_in_the_prose_are_the_shipped_lists() -> None:
+    from toolcancel.selfcheck import mutants
+
+    words = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
+    turn = re.search(r"and so do (\w+) broken schedulers\s+\(`TURN_MUTANTS`", PAGE)
+    observed = re.search(r"and (\w+) registries only the optional\s+observations show", PAGE)
+    assert turn and observed, "the conformance bullet no longer names the two counts"
+    assert words.index(turn.group(1)) == len(mutants.TURN_MUTANTS)
+    assert words.index(observed.group(1)) == len(mutants.OBSERVATION_MUTANTS)
