@@ -573,8 +573,9 @@ def _approval_gets_a_copy() -> Iterator[None]:
 
 @contextlib.contextmanager
 def _late_success_reaches_post() -> Iterator[None]:
-    """Hands post-execute the body's late success instead of C3's ABORTED; C4 still publishes
-    ABORTED, so the result, the path and the trace's events look right."""
+    """Hands post-execute the body's late success instead of C3's ABORTED, then gives the caller
+    the ABORTED the machine still says, so the result, the path and the trace's events look
+    right."""
     real_success, real_post = Results.success, _Call.post_policy
     last: dict[int, ToolResult] = {}
 
@@ -587,7 +588,13 @@ def _late_success_reaches_post() -> Iterator[None]:
         late = last.pop(id(self.results), None)
         code = None if result.error is None else result.error.code
         if late is not None and code in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
-            result = dataclasses.replace(late, contexts=result.contexts)
+            decided = await real_post(self, dataclasses.replace(late, contexts=result.contexts))
+            # the driver publishes what a step decides, and C4 decides nothing after C3's
+            # transition: give the caller the cancellation the machine's outcome still says
+            outcome = self.node.outcome
+            if not decided.is_error and outcome in self.plan.table.cancellations:
+                return self.results.cancellation(outcome, decided.contexts)
+            return decided
         return await real_post(self, result)
 
     with mock.patch.object(Results, "success", success), mock.patch.object(
