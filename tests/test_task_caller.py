@@ -219,7 +219,7 @@ def test_conform_with_a_task_cancelling_adapter_kills_each_task_mutant(
     assert failed and {j.rule for j in failed} == {rule}, [(j.id, j.rule) for j in failed]
 
 
-def test_caller_cancelled_is_optional_boolean_and_needs_a_result() -> None:
+def test_caller_cancelled_is_optional_boolean_and_needs_a_result_or_a_raise() -> None:
     from toolcancel.oracle.conform_protocol import outcome_problem
 
     observed = {"raised": None, "notifications": 1, "notified_same": True, "bodies": [],
@@ -231,5 +231,9 @@ def test_caller_cancelled_is_optional_boolean_and_needs_a_result() -> None:
     observed["caller_cancelled"] = "yes"
     assert outcome_problem(answer) == "observed.caller_cancelled must be true or false (or absent)"
     observed["caller_cancelled"], observed["raised"], answer["result"] = True, "Cancelled", None
+    assert outcome_problem(answer) is None  # the other form: the cancellation came back raised
+    observed["raised"] = None
     problem = outcome_problem(answer)
-    assert problem is not None and "observed.caller_cancelled is true with no result" in problem
+    assert problem is not None and "caller_cancelled is true with neither a result nor a raise" in (
+        problem
+    )

@@ -152,10 +152,11 @@ def _contradiction(answer: Mapping[str, Any]) -> str | None:
             "observed.raised is given with a result: execute() either returned (raised null) "
             "or raised (result null), never both"
         )
-    if observed.get("caller_cancelled") and answer["result"] is None:
+    if observed.get("caller_cancelled") and answer["result"] is None and observed["raised"] is None:
         return (
-            "observed.caller_cancelled is true with no result: it says the caller got "
-            "CancelledError after the call published the answer's result"
+            "observed.caller_cancelled is true with neither a result nor a raise: it says the "
+            "caller's own cancellation came back to it, after the result in `result` (what the "
+            "observers got) or as what execute() raised (`raised`)"
         )
     if observed["notifications"] == 0 and observed.get("notified_same") is False:
         return (

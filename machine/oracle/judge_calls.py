@@ -80,10 +80,21 @@ def settles(record: Record, want: Want | None) -> Failure | None:
 
 @check("R31", "result")
 def returns_a_result(record: Record, want: Want | None) -> Failure | None:
-    """Every call publishes a result: execute() returns it, never raises."""
+    """Every call publishes a result: execute() returns it, never raises -- unless what it
+    raised is the caller's own cancellation coming back to a caller that gave up while the call
+    ran (``observed.caller_cancelled`` with ``raised``: MCP never answers a request its caller
+    cancelled; a runtime re-raises in the task its caller cancelled).  No return is owed then;
+    the result the call published is judged where it shows (the notifications)."""
     if record.has("returned") or not record.has("settled"):
         return None  # no settle: that is settles' failure
     raised = record.of("raised")
+    if (
+        raised
+        and raised[0].get("cancellation")
+        and want is not None
+        and cancels_awaiting_task(want.scenario)
+    ):
+        return None
     what = raised[0]["error"] if raised else "nothing"
     return Failure(
         "R31",

@@ -164,8 +164,9 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
         lines.append(env_line(call, "returned", result=result))
         if observed.get("caller_cancelled"):  # the caller got CancelledError instead
             lines.append(env_line(call, "caller_cancelled"))
-    elif observed.get("raised") is not None:
-        lines.append(env_line(call, "raised", error=observed["raised"]))
+    elif observed.get("raised") is not None:  # with caller_cancelled: the caller's own
+        extra = {"cancellation": True} if observed.get("caller_cancelled") else {}
+        lines.append(env_line(call, "raised", error=observed["raised"], **extra))
     notified = env_line(call, "notified", count=observed["notifications"])
     if observed.get("notified_same") is not None:
         notified["same"] = observed["notified_same"]
