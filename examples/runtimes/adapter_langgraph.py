@@ -16,7 +16,8 @@ Capabilities: none of the contract's stages is declared.  ``ToolNode`` has one a
 (``awrap_tool_call``) and error handling (``handle_tool_errors``, left at its default here); this
 adapter drives neither, so it declares ``around`` absent and conform sends it only plain tool
 calls.  The tool gets no cancellation signal object; like every Python body it gets the
-cancellation of its task (``rt_driver.task_signal``), which is what ``body_signal`` declares.
+cancellation of its task (``toolcancel.runtimes.task_signal``), which is what ``body_signal``
+declares.
 """
 
 from __future__ import annotations
@@ -26,24 +27,24 @@ from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-import rt_driver
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from toolcancel import runtimes as kit
 
 
 def as_result(message: ToolMessage) -> dict[str, Any]:
     """The contract's result (R1's keys) for the ``ToolMessage`` the node returned."""
     content = message.content
-    blocks = [rt_driver.text(content)] if isinstance(content, str) else content
+    blocks = [kit.text(content)] if isinstance(content, str) else content
     result: dict[str, Any] = {"content": blocks, "isError": message.status == "error"}
     if message.artifact is not None:
         result["meta"] = message.artifact
     return result
 
 
-class LangGraph(rt_driver.Runtime):
+class LangGraph(kit.Runtime):
     implementation = (
         f"langgraph {version('langgraph')} ToolNode"
         f" (langgraph-prebuilt {version('langgraph-prebuilt')}, task cancel)"
@@ -52,10 +53,10 @@ class LangGraph(rt_driver.Runtime):
     cancel: ClassVar[list[str]] = ["task"]
 
     @asynccontextmanager
-    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+    async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         async def body(q: Any) -> tuple[Any, Any]:
             del q
-            value = await call.body(rt_driver.task_signal, None)
+            value = await call.body(kit.task_signal, None)
             if isinstance(value, dict):
                 return value["content"], value["meta"]
             return value, None
@@ -73,14 +74,14 @@ class LangGraph(rt_driver.Runtime):
         app = graph.compile()
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
 
-        async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
+        async def execute(args: dict[str, Any]) -> kit.Outcome:
             turn = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])
             out = await app.ainvoke({"messages": [turn]})
             message = out["messages"][-1]
-            return rt_driver.Outcome(result=as_result(message))
+            return kit.Outcome(result=as_result(message))
 
         yield execute
 
 
 if __name__ == "__main__":
-    rt_driver.serve(LangGraph())
+    kit.main(LangGraph(), kit.RegistryControl(LangGraph))

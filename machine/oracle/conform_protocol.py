@@ -90,6 +90,8 @@ def _common_problem(answer: Mapping[str, Any]) -> str | None:
         return "observed.raised must be a string or null"
     if type(observed.get("notified_same", True)) is not bool:
         return "observed.notified_same must be true or false"
+    if type(observed.get("raised_cancellation", False)) is not bool:
+        return "observed.raised_cancellation must be true or false (or absent)"
     listeners = observed.get("listeners")
     if listeners is not None and not (
         isinstance(listeners, dict)
@@ -149,6 +151,11 @@ def _contradiction(answer: Mapping[str, Any]) -> str | None:
         return (
             "observed.raised is given with a result: execute() either returned (raised null) "
             "or raised (result null), never both"
+        )
+    if observed.get("raised_cancellation") and observed["raised"] is None:
+        return (
+            "observed.raised_cancellation is true, yet observed.raised is null: it says what "
+            "execute() raised is the caller's own cancellation"
         )
     if observed["notifications"] == 0 and observed.get("notified_same") is False:
         return (

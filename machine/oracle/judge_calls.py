@@ -78,11 +78,29 @@ def settles(record: Record, want: Want | None) -> Failure | None:
     )
 
 
+def _cancellation_came_back(record: Record, want: Want | None) -> bool:
+    """execute() raised the caller's own cancellation (``observed.raised_cancellation``) after
+    the caller cancelled while the call ran: the Python binding's P2 re-raises
+    ``CancelledError`` in the task the caller cancelled once the call has published, and MCP
+    never answers a request its caller cancelled.  The caller withdrew; no return is owed."""
+    raised = record.of("raised")
+    return bool(
+        raised
+        and raised[0].get("cancellation")
+        and want is not None
+        and want.scenario.cancel.startswith("gate:")
+    )
+
+
 @check("R31", "result")
 def returns_a_result(record: Record, want: Want | None) -> Failure | None:
-    """Every call publishes a result: execute() returns it, never raises."""
+    """Every call publishes a result: execute() returns it, never raises -- unless what it
+    raised is the cancellation of a caller who withdrew while it ran (its result is then
+    judged where it is published: the notifications)."""
     if record.has("returned") or not record.has("settled"):
         return None  # no settle: that is settles' failure
+    if _cancellation_came_back(record, want):
+        return None
     raised = record.of("raised")
     what = raised[0]["error"] if raised else "nothing"
     return Failure(

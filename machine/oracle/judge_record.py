@@ -163,7 +163,8 @@ def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: s
     if result is not None:
         lines.append(env_line(call, "returned", result=result))
     elif observed.get("raised") is not None:
-        lines.append(env_line(call, "raised", error=observed["raised"]))
+        extra = {"cancellation": True} if observed.get("raised_cancellation") else {}
+        lines.append(env_line(call, "raised", error=observed["raised"], **extra))
     notified = env_line(call, "notified", count=observed["notifications"])
     if observed.get("notified_same") is not None:
         notified["same"] = observed["notified_same"]
