@@ -36,48 +36,17 @@ def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-async def ignored_cancel_late_success() -> bool:
-    """R4/R31 [cancelled=true, cooperative=false, body=success]: a run cancelled while its tool
-    finishes work that cannot stop half-way (a write) waits for the tool -- the run is quiescent
-    -- but when the tool then succeeds, its late result is dropped and no ToolMessage answers the
-    call: neither that result nor an aborted one."""
-    started, release = asyncio.Event(), asyncio.Event()
-    events: list[str] = []
-
-    @tool
-    async def write_file() -> str:
-        """Writes."""
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-            events.append("tool: the write is done")
-        return "written"
-
-    run = asyncio.ensure_future(tools_graph(write_file).ainvoke(calling("write_file", {})))
-    await started.wait()
-    run.cancel()
-    await asyncio.wait({run}, timeout=0.5)
-    events.append(f"run done before the write: {run.done()}")
-    release.set()
-    try:
-        await run
-    except asyncio.CancelledError:
-        events.append("ainvoke raised CancelledError; no ToolMessage")
-    print(" -> ".join(events))
-    return events == [
-        "run done before the write: False",
-        "tool: the write is done",
-        "ainvoke raised CancelledError; no ToolMessage",
-    ]
-
-
 async def ignored_cancel_late_failure() -> bool:
-    """R3/R31 [cancelled=true, cooperative=false, body=throw]: a run cancelled while its tool
+    """R3/R31 [cancelled=true, cooperative=false]: a run cancelled while its tool
     finishes work that cannot stop half-way waits for the tool, and when the tool then fails,
     the tool's exception leaves ``ainvoke`` in place of the cancellation: the caller that
-    cancelled sees a tool error, and no ToolMessage answers the call."""
+    cancelled sees a tool error, and no ToolMessage answers the call.
+
+    Kind: inherited -- a bare asyncio task whose coroutine ignores its cancellation and then
+    raises ends with that exception, not ``CancelledError``: Python's rule, which LangGraph's
+    ``ainvoke`` passes on as it is. Control: ``bare_task_late_failure``.
+    With ``ToolNode(..., handle_tool_errors=True)`` the node catches the tool's exception and
+    the cancelled ``ainvoke`` raises ``CancelledError``, as its caller expects."""
     started, release = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -106,36 +75,43 @@ async def ignored_cancel_late_failure() -> bool:
     return False
 
 
-async def cancelled_call_unanswered() -> bool:
-    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
-    (the tool is awaited first: the run is quiescent)."""
-    started = asyncio.Event()
-    finished: list[str] = []
+async def bare_task_late_failure() -> bool:
+    """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
+    a write that cannot stop half-way, then failing -- awaiting the task raises the body's
+    exception, not ``CancelledError``."""
+    started, release = asyncio.Event(), asyncio.Event()
 
-    @tool
-    async def slow() -> str:
-        """Waits."""
+    async def write_file() -> str:
         started.set()
         try:
-            await asyncio.Event().wait()
-        finally:
-            finished.append("tool settled")
-        return "done"
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
 
-    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
+    run = asyncio.ensure_future(write_file())
     await started.wait()
     run.cancel()
+    await asyncio.sleep(0)
+    release.set()
     try:
         await run
     except asyncio.CancelledError:
-        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
-        return finished == ["tool settled"]
+        print("the task raised CancelledError")
+        return False
+    except RuntimeError as exc:
+        print(f"the cancelled task raised {exc!r}")
+        return str(exc) == "disk full"
     return False
 
 
 async def unserializable_artifact() -> bool:
     """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
-    ToolMessage."""
+    ToolMessage.
+
+    Kind: design -- ``ToolMessage.artifact: Any``, "Artifact of the Tool execution which is not
+    meant to be sent to the model" (langchain_core/messages/tool.py): any Python value, never
+    serialized by the graph."""
 
     @tool(response_format="content_and_artifact")
     async def with_artifact() -> tuple[str, dict[str, Any]]:
@@ -150,7 +126,11 @@ async def unserializable_artifact() -> bool:
 
 async def tool_exception() -> bool:
     """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
-    ToolMessage answers the call."""
+    ToolMessage answers the call.
+
+    Kind: design -- ``_default_handle_tool_errors``: "If the tool is a tool invocation error,
+    return its message. Otherwise, raise the error." (langgraph/prebuilt/tool_node.py);
+    ``ToolNode(..., handle_tool_errors=True)`` answers the call with an error ToolMessage."""
 
     @tool
     async def failing() -> str:
@@ -166,7 +146,11 @@ async def tool_exception() -> bool:
 
 
 async def lossy_arguments() -> bool:
-    """R11: arguments that are not losslessly JSON (a set) reach the tool."""
+    """R11: arguments that are not losslessly JSON (a set) reach the tool.
+
+    Kind: runtime -- the tool call's ``args`` are validated against the tool's signature
+    (``q: Any`` takes anything); nothing checks that they are JSON, which a model's tool call
+    always is, so only a program building the ``AIMessage`` itself can send such arguments."""
     seen: list[object] = []
 
     @tool
@@ -181,7 +165,11 @@ async def lossy_arguments() -> bool:
 
 
 async def unknown_tool() -> bool:
-    """R6: an unknown tool is an error ToolMessage with LangGraph's own text, no error code."""
+    """R6: an unknown tool is an error ToolMessage with LangGraph's own text, no error code.
+
+    Kind: design -- ``INVALID_TOOL_NAME_ERROR_TEMPLATE = "Error: {requested_tool} is not a valid
+    tool, try one of [{available_tools}]."`` (langgraph/prebuilt/tool_node.py): the text the
+    model is meant to read, with no code field in a ToolMessage."""
 
     @tool
     async def echo() -> str:
@@ -197,9 +185,8 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
-        ignored_cancel_late_success,
         ignored_cancel_late_failure,
-        cancelled_call_unanswered,
+        bare_task_late_failure,
         unserializable_artifact,
         tool_exception,
         lossy_arguments,

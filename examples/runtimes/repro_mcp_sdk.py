@@ -21,8 +21,15 @@ from mcp_types import CallToolResult, TextContent
 
 
 async def quiescence() -> bool:
-    """R27: a cancelled ``call_tool`` returns to its caller while the tool is still running (the
-    server never says when the tool stopped: it answers no cancelled request)."""
+    """R27: a cancelled ``call_tool`` (in-memory ``mode="legacy"``; stdio the same) returns to its
+    caller while the tool is still running (the server never says when the tool stopped: it
+    answers no cancelled request).
+
+    Kind: mapping -- MCP: "Receivers of cancellation notifications SHOULD [...] Not send a
+    response for the cancelled request" (specification 2025-06-18, basic/utilities/cancellation):
+    no client can wait for a cancelled tool.  The server does await it (R27 holds where it is
+    kept: the adapter reads the call's end at the server); the SDK's default in-memory client,
+    ``mode="auto"``, waits for the tool."""
     events: list[str] = []
     started, release = anyio.Event(), anyio.Event()
     server = MCPServer("repro")
@@ -51,7 +58,11 @@ async def quiescence() -> bool:
 
 
 async def error_text() -> bool:
-    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's."""
+    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's.
+
+    Kind: design -- ``ToolError``: "Any other exception bar ``MCPError`` (a protocol error) is
+    treated as a crash: the model sees only ``Error executing tool <name>``"
+    (mcp/server/mcpserver/exceptions.py); raise ``ToolError`` for a message the model reads."""
     server = MCPServer("repro")
 
     @server.tool()
@@ -67,7 +78,11 @@ async def error_text() -> bool:
 
 
 async def lossy_arguments() -> bool:
-    """R11: arguments that are not losslessly JSON (a set) are sent anyway, as a list."""
+    """R11: arguments that are not losslessly JSON (a set) are sent anyway, as a list.
+
+    Kind: mapping -- the client serializes a call's arguments to JSON before the server sees
+    them: a server only ever receives JSON, so the adapter declares ``raw_args`` false and
+    conform sends it no such vector."""
     server = MCPServer("repro")
     seen: list[object] = []
 
@@ -83,7 +98,11 @@ async def lossy_arguments() -> bool:
 
 
 async def unknown_tool() -> bool:
-    """R6: an unknown tool is an error result with the SDK's own text and no error code."""
+    """R6: an unknown tool is an error result with the SDK's own text and no error code.
+
+    Kind: design -- "The SDK raises it [``ToolError``] too, for an unknown tool name"
+    (mcp/server/mcpserver/exceptions.py): an ``is_error`` result whose text the model reads; an
+    MCP tool result has no error-code field."""
     server = MCPServer("repro")
     async with Client(server, mode="legacy") as client:
         result = await client.call_tool("no_such_tool", {})
@@ -94,7 +113,12 @@ async def unknown_tool() -> bool:
 
 async def unserializable_meta() -> bool:
     """R31 [body=bad_meta]: a result whose ``_meta`` is not JSON never reaches the client as a
-    result: the client's ``call_tool`` raises the server's serialization error."""
+    result: the client's ``call_tool`` raises the server's serialization error.
+
+    Kind: runtime -- the SDK documents that "a return value that fails output conversion"
+    becomes an ``is_error`` result (``UnexpectedToolError``, mcp/server/mcpserver/exceptions.py);
+    this one fails later, when the response is serialized, and reaches the client as a
+    JSON-RPC error instead: the call gets no tool result at all."""
     server = MCPServer("repro")
 
     @server.tool()

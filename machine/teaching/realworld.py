@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import platform
 import re
 import subprocess
 import sys
@@ -47,6 +48,24 @@ _RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
 failures it reproduces, ``"R31 [body=throw]: ..."``."""
 
 
+KINDS: Final = {
+    "runtime": "the runtime's own behaviour",
+    "design": "documented design",
+    "inherited": "inherited from the language runtime",
+    "mapping": "a limit of the mapping (not a finding)",
+}
+"""How a reproduction classifies what it shows (its docstring's ``Kind: <kind> -- <why>``
+paragraph): only ``runtime`` is a defect a maintainer could act on as it stands; ``design``
+quotes the runtime's documentation or source; ``inherited`` names a bare-asyncio control
+(``Control: ``<function>``.``) that does the same without the runtime."""
+_KIND: Final = re.compile(r"^Kind: (\w+) -- (.*)$", re.S)
+_CONTROL_NAME: Final = re.compile(r"Control: ``(\w+)``")
+ROW_KINDS: Final = (*KINDS, "text", "shared")
+"""The order of a runtime's findings on the page: what a maintainer could act on first; a
+text-only difference (another message, no error code: the same behaviour) and a failure the
+control shares (the mapping's) last."""
+
+
 class RealWorldError(ToolcancelError):
     """The table cannot be made (the message names the runtime, file or family)."""
 
@@ -61,6 +80,9 @@ class Reproduction:
     summary: str
     source: str
     features: tuple[str, ...] = ()  # field=value the failure's scenario has (or cancelled=true)
+    kind: str = "runtime"  # one of KINDS
+    why: str = ""  # the classification's reason: a quote, the control, the configuration
+    control: str | None = None  # inherited: the bare-asyncio function doing the same
 
     def shows(self, rule: str, scenario: dict[str, Any] | None) -> bool:
         """Whether this reproduces a failure citing ``rule`` on ``scenario``."""
@@ -100,12 +122,46 @@ def setup(root: Path, name: str) -> str:
     return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
 
 
+def controls(root: Path, name: str) -> dict[str, tuple[str, str]]:
+    """The bare-asyncio controls of ``repro_<name>.py`` (docstring ``"Control: ..."``): the
+    same body and cancellation without the runtime; name -> (summary, source)."""
+    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    out = {}
+    for node in ast.parse(text).body:
+        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+        if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
+            summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
+            out[node.name] = (summary, ast.get_source_segment(text, node) or "")
+    return out
+
+
+def _classify(
+    path: Path, fn: str, doc: str, known: dict[str, tuple[str, str]]
+) -> tuple[str, str, str | None]:
+    """A reproduction's ``Kind: <kind> -- <why>`` paragraph: (kind, why, control)."""
+    found = [m for p in doc.split("\n\n") if (m := _KIND.match(p.strip()))]
+    if len(found) != 1 or found[0][1] not in KINDS:
+        raise RealWorldError(
+            f"{path}: {fn} needs one paragraph 'Kind: <{'|'.join(KINDS)}> -- <why>' in its "
+            "docstring: nothing is published unclassified"
+        )
+    kind, why = found[0][1], " ".join(found[0][2].split())
+    control = _CONTROL_NAME.search(why)
+    if kind == "inherited" and (control is None or control[1] not in known):
+        raise RealWorldError(
+            f"{path}: {fn} is classified inherited but names no bare-asyncio control "
+            "(Control: ``<function>``, a function whose docstring begins 'Control: ')"
+        )
+    return kind, why, control[1] if control is not None else None
+
+
 def reproductions(root: Path, name: str) -> list[Reproduction]:
     """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
     path = root / RUNTIMES_DIR / f"repro_{name}.py"
     if not path.is_file():
         raise RealWorldError(f"{path}: missing: every runtime's findings need reproductions")
     text = path.read_text(encoding="utf-8")
+    known = controls(root, name)
     out = []
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -115,20 +171,49 @@ def reproductions(root: Path, name: str) -> list[Reproduction]:
             source = ast.get_source_segment(text, node) or ""
             features = tuple(f.strip() for f in (match[2] or "").split(",") if f.strip())
             rules = tuple(match[1].split("/"))
-            out.append(Reproduction(node.name, rules, summary, source, features))
+            kind, why, control = _classify(path, node.name, doc, known)
+            out.append(
+                Reproduction(node.name, rules, summary, source, features, kind, why, control)
+            )
     return out
 
 
-def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
-    """Run ``name``'s adapter through conform for ``revision``; what the table needs of it."""
+def _conform(root: Path, name: str, revision: str, *, control: bool) -> dict[str, Any]:
+    """conform's JSON report of ``name``'s adapter (or, ``control``, of its control row)."""
     adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
     command = [sys.executable, "-m", "toolcancel", "conform", "--revision", revision, "--json",
-               "--quiet", "--adapter", sys.executable, str(adapter)]  # fmt: skip
+               "--quiet", "--adapter", sys.executable, str(adapter),
+               *(["--control"] if control else [])]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, check=False)
     if done.returncode not in (0, 1):
         last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise RealWorldError(f"{adapter}: conform could not run it ({revision}): {last}")
-    report = json.loads(done.stdout)
+        what = "its control" if control else "it"
+        raise RealWorldError(f"{adapter}: conform could not run {what} ({revision}): {last}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def measure_control(root: Path, name: str, revision: str) -> dict[str, Any]:
+    """The control row of ``name``'s mapping for ``revision``: toolcancel's registry through
+    the adapter's mapping (``--control``, :mod:`toolcancel.runtimes.control`), and every
+    vector it failed with the rule it broke -- a runtime failing one of them the same way has
+    shown a property of the mapping, not of itself."""
+    report = _conform(root, name, revision, control=True)
+    return {
+        "implementation": report["implementation"],
+        "vectors": report["vectors"],
+        "passed": report["passed"],
+        "failed": report["failed"],
+        "failures": [
+            {"id": f["id"], "rule": f["rule"], "step": f["step"]} for f in report["failures"]
+        ],
+    }
+
+
+def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
+    """Run ``name``'s adapter (and its control) through conform for ``revision``; what the
+    table needs of it."""
+    report = _conform(root, name, revision, control=False)
     rules = {}
     for rule, row in report["by_rule"].items():
         verdict = row["state"]  # conform's own: broken, kept, masked, vacuous or not judged
@@ -136,6 +221,8 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
                        "failed": row["failed"]}  # fmt: skip
     return {
         "implementation": report["implementation"],
+        "python": platform.python_version(),  # the adapter runs on this interpreter
+        "control": measure_control(root, name, revision),
         "capabilities": report.get("capabilities"),
         "vectors": report["vectors"],
         "passed": report["passed"],
@@ -175,8 +262,11 @@ def _examples(
     scenarios = _scenarios(root, revision)
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for f in failures:
-        if (f["rule"], f["step"], f["broken"]) != (family["rule"], family["step"],
-                                                    family["broken"]):
+        if (f["rule"], f["step"], f["broken"]) != (
+            family["rule"],
+            family["step"],
+            family["broken"],
+        ):
             continue
         s = scenarios[f["id"]]
         key = _behaviour(s)
@@ -216,11 +306,58 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_KIND_CELL: Final = {
+    "runtime": "**runtime**",
+    "design": "design",
+    "inherited": "inherited",
+    "mapping": "mapping",
+    "text": "text only",
+    "shared": "control fails too",
+}
+
+
+def text_only(expected: str, observed: str) -> bool:
+    """Whether a result differs from the contract's only in words: the same error flag and the
+    same shape, another message or no error code (R1's ``error`` left out) -- reported apart
+    from a difference in behaviour."""
+    try:
+        want, got = json.loads(expected), json.loads(observed)
+    except ValueError:
+        return False  # a raise, or no result: behaviour
+    if not (isinstance(want, dict) and isinstance(got, dict)):
+        return False
+
+    def shape(r: dict[str, Any]) -> tuple[Any, ...]:
+        blocks = tuple(b.get("type") for b in r.get("content", []) if isinstance(b, dict))
+        rest = {k: v for k, v in r.items() if k not in ("content", "error", "isError")}
+        return blocks, r.get("isError"), json.dumps(rest, sort_keys=True)
+
+    return bool(want.get("isError")) and shape(want) == shape(got)
+
+
+def _control_line(by_rev: dict[str, Any]) -> str:
+    """The control row: toolcancel's registry through the same mapping, per revision."""
+    said = []
+    for rev in REVISIONS:
+        c = by_rev[rev].get("control")
+        if c is None:
+            return "Control: not measured (run `realworld --run`)."
+        said.append(f"{rev} {c['passed']} of {c['vectors']} passed")
+    first = by_rev[REVISIONS[0]]["control"]["implementation"]
+    return (f"Control (`--control`: {first}): {'; '.join(said)}. A vector the control fails "
+            "too is the mapping's, listed as such, never as the runtime's.")  # fmt: skip
+
+
 def render(
-    data: dict[str, Any], repros: dict[str, list[Reproduction]], setups: dict[str, str]
+    data: dict[str, Any],
+    repros: dict[str, list[Reproduction]],
+    setups: dict[str, str],
+    control_sources: dict[str, dict[str, tuple[str, str]]] | None = None,
 ) -> str:
-    """The markdown table for the measurements ``data``, each runtime's reproductions and what
-    they stand on (:func:`setup`)."""
+    """The markdown table for the measurements ``data``, each runtime's reproductions (and the
+    bare-asyncio controls they name, ``control_sources``) and what they stand on
+    (:func:`setup`)."""
+    control_sources = control_sources or {}
     out = [
         "# Real-world tool runtimes against the contract",
         "",
@@ -243,6 +380,18 @@ def render(
         "reproduction it names: a self-contained script a maintainer can paste into their own "
         "issue tracker (`python examples/runtimes/repro_<runtime>.py <name>` runs one).",
         "",
+        "Before a failure is published as the runtime's, toolcancel's own registry goes "
+        "through the same mapping -- the same way to cancel, the same declared stages, the same "
+        "reading of the answer (the **control** row, `adapter_<runtime>.py --control`, "
+        "`toolcancel.runtimes.control`): a vector the control fails too is the mapping's. Each "
+        "finding then has a **kind**: **runtime** (the runtime's own behaviour: what a "
+        "maintainer could act on), *design* (documented: the reproduction quotes the "
+        "runtime's doc or source), *inherited* (the language runtime's rule: a bare-asyncio "
+        "control beside the reproduction does the same), *text only* (the same behaviour in "
+        "other words: another message, no error code) or *mapping* (a limit of the adapter, "
+        "not a finding). `python -m toolcancel.teaching.realworld --run` measures all of it "
+        "again, every runtime and its control, both revisions.",
+        "",
     ]
     for name, by_rev in data.items():
         first = by_rev[REVISIONS[0]]
@@ -251,8 +400,10 @@ def render(
         if isinstance(caps, dict):
             has = [k for k in STAGES if caps.get(k) is True]  # the contract's order, not the file's
             out.append(f"Declared: {', '.join(has) or 'no stage'}; cancels by "
-                       f"{', '.join(caps.get('cancel', [])) or 'nothing'}.")  # fmt: skip
+                       f"{', '.join(caps.get('cancel', [])) or 'nothing'}. Measured on Python "
+                       f"{first.get('python', '?')}.")  # fmt: skip
             out.append("")
+        out += [_control_line(by_rev), ""]
         out += ["| revision | vectors run | passed | failed | rules kept | rules broken |",
                 "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for rev in REVISIONS:
@@ -263,8 +414,10 @@ def render(
             out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
-        for state, words in (("masked", "Ran but masked by an earlier failure"),
-                             ("vacuous", "Kept only vacuously (a stage the runtime lacks)")):
+        for state, words in (
+            ("masked", "Ran but masked by an earlier failure"),
+            ("vacuous", "Kept only vacuously (a stage the runtime lacks)"),
+        ):
             said = [f"{rev}: {', '.join(rs)}" for rev in REVISIONS
                     if (rs := [r for r, row in sorted(by_rev[rev]["rules"].items(),
                                key=lambda item: _rule_number(item[0]))
@@ -290,27 +443,40 @@ def render(
         if not families:
             out += ["Every vector run passed.", ""]
             continue
-        out += ["| rule | step | vectors | e.g. | what the runtime did | the contract | "
-                "reproduction |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        rows: list[tuple[int, str]] = []  # (its kind's place in ROW_KINDS, the row)
         used: dict[str, Reproduction] = {}
+        actionable: dict[str, None] = {}  # the runtime's own, in behaviour: what to file
         for rev, f in families:
             title = by_rev[rev]["rules"].get(f["rule"], {}).get("title", "")
+            control = by_rev[rev].get("control", {}).get("failures", [])
+            failed = {(c["id"], c["rule"]) for c in control}
             for e in f["examples"]:
                 repro = next(
                     (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
                 )
-                if repro is None:
+                if (e["id"], f["rule"]) in failed:  # the control fails it too: the mapping's
+                    kind, link = "shared", "—"
+                elif repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
                         f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
                         f"whose docstring begins with '{f['rule']}: '"
                     )
-                used[repro.name] = repro
-                out.append(
-                    f"| {f['rule']} {_cell(title)} | {f['step']} | {f['count']} | `{e['id']}` | "
-                    f"{_cell(e['observed'])} | {_cell(e['expected'])} | "
-                    f"[`{repro.name}`](#{name}-{repro.name}) |"
-                )
+                else:
+                    used[repro.name] = repro
+                    kind = "text" if text_only(e["expected"], e["observed"]) else repro.kind
+                    link = f"[`{repro.name}`](#{name}-{repro.name})"
+                    if kind == "runtime":
+                        actionable[link] = None
+                rows.append((ROW_KINDS.index(kind),
+                             f"| {_KIND_CELL[kind]} | {f['rule']} {_cell(title)} | {f['step']} | "
+                             f"{f['count']} | `{e['id']}` | {_cell(e['observed'])} | "
+                             f"{_cell(e['expected'])} | {link} |"))  # fmt: skip
+        out += [f"What a maintainer could act on as it stands: "
+                f"{', '.join(actionable) or 'nothing'}.", ""]  # fmt: skip
+        out += ["| kind | rule | step | vectors | e.g. | what the runtime did | the contract | "
+                "reproduction |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        out += [line for _, line in sorted(rows, key=lambda row: row[0])]
         out += ["", f"The reproductions below stand on this set-up "
                 f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
@@ -320,11 +486,17 @@ def render(
                 f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
                 f"{repro.name}`.",
                 "",
+                f"*{KINDS[repro.kind]}*: {repro.why}",
+                "",
                 "```python",
                 repro.source,
                 "```",
                 "",
             ]
+            if repro.control is not None:
+                summary, source = control_sources[name][repro.control]
+                out += [f"The bare-asyncio control `{repro.control}`: {summary}", "",
+                        "```python", source, "```", ""]  # fmt: skip
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -345,7 +517,12 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
                 f"{data_path}: cannot read it ({exc}); measure with --run"
             ) from None
     repros = {name: reproductions(root, name) for name in data}
-    table = render(data, repros, {name: setup(root, name) for name in data})
+    table = render(
+        data,
+        repros,
+        {name: setup(root, name) for name in data},
+        {name: controls(root, name) for name in data},
+    )
     changed = []
     for path, text, old in (
         (data_path, _data_text(data), before),
