@@ -1,0 +1,178 @@
+"""The runtime adapter kit (toolcancel.runtimes): its rules, and the control row it gives every
+mapping.
+
+A toy runtime (tests/fixtures/toy_runtime_adapter.py, written as an outsider writes an adapter)
+stands in for a real one: the rules are the kit's, whatever runtime is behind it.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolcancel.oracle.conform_protocol import outcome_problem
+from toolcancel.runtime import virtual_time
+from toolcancel.runtime.virtual_time import VirtualClock
+from toolcancel.runtimes import (
+    AdapterError,
+    Call,
+    Execute,
+    Outcome,
+    RegistryControl,
+    Runtime,
+    Unsupported,
+    run_vector,
+    serve,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+TOY = ROOT / "tests" / "fixtures" / "toy_runtime_adapter.py"
+STAGELESS = ROOT / "spec" / "vectors" / "stageless-seed.jsonl"
+VECTORS = {v["id"]: v for v in map(json.loads, STAGELESS.read_text("utf-8").splitlines())}
+PLAIN = VECTORS["seed-s00001"]  # a success, never cancelled
+CANCELLED = VECTORS["seed-s00005"]  # cancelled while a cooperative body runs
+assert CANCELLED["scenario"]["cancel"] == "gate:body" and CANCELLED["scenario"]["cooperative"]
+
+
+def play(runtime: Runtime, vector: dict[str, Any]) -> dict[str, Any]:
+    clock = VirtualClock()
+    return virtual_time.run(
+        run_vector(runtime, clock, vector["scenario"], vector["revision"]), clock=clock
+    )
+
+
+class Raising(Runtime):
+    """A runtime whose execute() does what ``behave`` says instead of calling anything."""
+
+    capabilities = {"body_signal": True}  # noqa: RUF012 -- a test double's declaration
+    cancel = ["task"]  # noqa: RUF012
+
+    def __init__(self, behave: Any) -> None:
+        self.behave = behave
+
+    @asynccontextmanager
+    async def open(self, call: Call) -> AsyncIterator[Execute]:
+        async def execute(args: dict[str, Any]) -> Outcome:
+            return await self.behave(call)
+
+        yield execute
+
+
+def test_an_outcome_is_a_result_or_a_raise_never_both_never_neither() -> None:
+    with pytest.raises(ValueError, match="exactly one of result"):
+        Outcome(result={"content": [], "isError": False}, raised="boom")
+    with pytest.raises(ValueError, match="exactly one of result"):
+        Outcome()
+    with pytest.raises(ValueError, match="needs raised"):
+        Outcome(result={"content": [], "isError": False}, cancelled=True)
+
+
+def test_unsupported_inside_execute_is_refused_like_in_open_never_scored_as_a_raise() -> None:
+    async def refuse(call: Call) -> Outcome:
+        raise Unsupported("this runtime cannot express that")
+
+    with pytest.raises(Unsupported, match="cannot express"):
+        play(Raising(refuse), PLAIN)
+
+
+def test_serve_answers_a_refusal_with_a_protocol_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    async def refuse(call: Call) -> Outcome:
+        raise Unsupported("this runtime cannot express that")
+
+    line = json.dumps({"protocol": 2, "type": "vector", **PLAIN})
+    monkeypatch.setattr(sys, "stdin", io.StringIO(line + "\n"))
+    out = io.StringIO()
+    monkeypatch.setattr(sys, "stdout", out)
+    serve(Raising(refuse))
+    hello, answer = map(json.loads, out.getvalue().splitlines())
+    assert hello["type"] == "hello"
+    assert answer == {"protocol": 2, "type": "error", "id": PLAIN["id"],
+                      "message": "Unsupported: this runtime cannot express that"}  # fmt: skip
+
+
+def test_a_raised_call_answered_with_a_result_is_the_adapters_error() -> None:
+    async def contradict(call: Call) -> Outcome:
+        call.outcome = Outcome(result={"content": [], "isError": False})  # what a history kept
+        raise RuntimeError("the run failed")
+
+    with pytest.raises(AdapterError, match="answered with raised only"):
+        play(Raising(contradict), PLAIN)
+
+
+def test_a_raised_call_is_answered_with_raised_only() -> None:
+    async def fail(call: Call) -> Outcome:
+        raise RuntimeError("the run failed")
+
+    answer = play(Raising(fail), PLAIN)
+    assert answer["result"] is None
+    assert answer["observed"]["raised"] == "RuntimeError: the run failed"
+    assert "raised_cancellation" not in answer["observed"]
+
+
+def test_a_task_cancel_caller_sees_its_own_cancellation_come_back_and_says_so() -> None:
+    """Our registry through a task-cancel mapping: it publishes, then re-raises the caller's
+    CancelledError (the Python binding's P2): the answer flags the raise as the caller's."""
+
+    class Mapping(Runtime):
+        implementation = "a task-cancel mapping"
+        capabilities = {"body_signal": True}  # noqa: RUF012
+        cancel = ["task"]  # noqa: RUF012
+
+    answer = play(RegistryControl(Mapping), CANCELLED)
+    assert answer["result"] is None
+    assert answer["observed"]["raised"] == "CancelledError"
+    assert answer["observed"]["raised_cancellation"] is True
+    assert answer["observed"]["settled"] == {"bodies_started": 1, "bodies_settled": 1}
+
+
+def test_the_protocol_refuses_a_cancellation_flag_without_a_raise() -> None:
+    answer = {
+        "result": {"content": [], "isError": False},
+        "observed": {"raised": None, "raised_cancellation": True, "notifications": 0,
+                     "notified_same": True, "bodies": [],
+                     "settled": {"bodies_started": 0, "bodies_settled": 0}},
+    }  # fmt: skip
+    assert "raised_cancellation is true, yet observed.raised is null" in str(
+        outcome_problem(answer)
+    )
+    answer["observed"]["raised_cancellation"] = "yes"
+    assert "must be true or false" in str(outcome_problem(answer))
+
+
+def conform(*argv: str) -> dict[str, Any]:
+    """conform's JSON report of the toy adapter on the stage-less seed family."""
+    command = [sys.executable, "-m", "toolcancel", "conform", "--revision", "seed", "--quiet",
+               "--json", "--vectors", str(STAGELESS), "--adapter", sys.executable, str(TOY),
+               *argv]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode in (0, 1), done.stderr
+    data: dict[str, Any] = json.loads(done.stdout)
+    return data
+
+
+def test_the_control_passes_every_vector_and_a_planted_mapping_fault_fails_it() -> None:
+    """The control row (our registry through the toy's mapping) passes all it is sent; the same
+    control with a mapping that reads every result as a success fails, citing the rules that
+    fault breaks -- a control that could not fail would prove nothing."""
+    control = conform("--control")
+    assert control["vectors"] > 0 and control["failed"] == 0, control["families"]
+    faulty = conform("--control", "--faulty")
+    assert faulty["failed"] > 0
+    assert {f["rule"] for f in faulty["families"]} >= {"R6", "R18"}
+
+
+def test_a_runtime_raising_its_callers_cancellation_is_not_failed_for_it() -> None:
+    """The toy runtime, judged through the same mapping, is not failed for raising its
+    caller's cancellation (R31): what the control also does is not a finding."""
+    toy = conform()
+    cited = {(x["rule"], x["id"]) for x in toy["failures"]}
+    cancelled = {v["id"] for v in VECTORS.values() if v["scenario"]["cancel"] == "gate:body"}
+    assert not {i for rule, i in cited if rule == "R31"} & cancelled
+    assert toy["failed"] > 0  # the toy has real findings: it is judged, not excused
