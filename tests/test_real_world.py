@@ -26,6 +26,7 @@ from toolcancel.teaching.realworld import (
     render,
     reproductions,
     runtimes,
+    text_only,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -113,3 +114,57 @@ def test_the_measurement_is_fresh() -> None:
     assert generate_real_world(ROOT, run=True, check=True) == [], (
         "python -m toolcancel.teaching.realworld --run"
     )
+
+
+def test_every_published_control_row_passes_every_vector_it_was_sent() -> None:
+    """toolcancel's registry through each runtime's mapping (``--control``) fails nothing: a
+    verdict the reference earns through the same mapping would be the mapping's."""
+    for name, by_rev in PUBLISHED.items():
+        for rev in REVISIONS:
+            control = by_rev[rev]["control"]
+            assert control["vectors"] == by_rev[rev]["vectors"], (name, rev)
+            assert control["failed"] == 0 and control["failures"] == [], (name, rev)
+
+
+def test_a_failure_the_control_shares_is_published_as_the_mappings() -> None:
+    """Plant the control failing the vector of a runtime finding: the row moves to the
+    mapping's kind and out of what a maintainer could act on."""
+    data = json.loads(json.dumps({"mcp_sdk": PUBLISHED["mcp_sdk"]}))
+    repros = {"mcp_sdk": reproductions(ROOT, "mcp_sdk")}
+    before = render(data, repros, {})
+    assert "could act on as it stands: [`unserializable_meta`]" in before
+    for rev in REVISIONS:
+        for f in data["mcp_sdk"][rev]["families"]:
+            if f["rule"] == "R31":
+                data["mcp_sdk"][rev]["control"]["failures"] += [
+                    {"id": e["id"], "rule": "R31", "step": f["step"]} for e in f["examples"]
+                ]
+    after = render(data, repros, {})
+    assert "could act on as it stands: nothing." in after
+    assert "| control fails too | R31 " in after
+
+
+def test_a_reproduction_without_a_kind_stops_the_render(tmp_path: Path) -> None:
+    folder = tmp_path / RUNTIMES_DIR
+    folder.mkdir(parents=True)
+    (folder / "repro_x.py").write_text(
+        'async def late() -> bool:\n    """R27: a finding nobody classified."""\n    return True\n'
+    )
+    with pytest.raises(RealWorldError, match="late needs one paragraph 'Kind: <runtime"):
+        reproductions(tmp_path, "x")
+    (folder / "repro_x.py").write_text(
+        'async def late() -> bool:\n    """R27: inherited, it says.\n\n    Kind: inherited -- '
+        'asyncio does it too."""\n    return True\n'
+    )
+    with pytest.raises(RealWorldError, match="names no bare-asyncio control"):
+        reproductions(tmp_path, "x")
+
+
+def test_a_difference_in_words_only_is_told_apart_from_one_in_behaviour() -> None:
+    contract = (
+        '{"content":[{"text":"Error: unknown tool","type":"text"}],"error":{"code":"U"},'
+        '"isError":true}'
+    )
+    assert text_only(contract, '{"content":[{"text":"No such tool","type":"text"}],"isError":true}')
+    assert not text_only(contract, '{"content":[{"text":"done","type":"text"}],"isError":false}')
+    assert not text_only(contract, "raised RuntimeError: tool failed")
