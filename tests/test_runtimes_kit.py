@@ -17,7 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from toolcancel.oracle.capabilities import STAGES, Capabilities
+from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import outcome_problem
+from toolcancel.oracle.vectors import load_vectors
 from toolcancel.runtime import virtual_time
 from toolcancel.runtime.virtual_time import VirtualClock
 from toolcancel.runtimes import (
@@ -176,3 +179,33 @@ def test_a_runtime_raising_its_callers_cancellation_is_not_failed_for_it() -> No
     cancelled = {v["id"] for v in VECTORS.values() if v["scenario"]["cancel"] == "gate:body"}
     assert not {i for rule, i in cited if rule == "R31"} & cancelled
     assert toy["failed"] > 0  # the toy has real findings: it is judged, not excused
+
+
+def _judged(vector_id: str, answer: dict[str, Any]) -> tuple[bool, str | None]:
+    """The judge's verdict on ``answer`` for a stage-less vector, for a task-cancel runtime."""
+    (v,) = [v for v in load_vectors(STAGELESS) if v.id == vector_id]
+    caps = Capabilities.from_hello(
+        {**{k: False for k in STAGES}, "body_signal": True, "cancel": ["task"]}
+    )
+    verdict = Judge("seed", level="outcome", capabilities=caps).judge(v, answer)
+    return verdict.passed, verdict.rule
+
+
+def test_the_judge_excuses_a_raise_only_as_the_cancellation_of_a_caller_who_cancelled() -> None:
+    """A flagged raise on a vector whose caller cancelled while the call ran owes no return;
+    unflagged, it is R31's failure; flagged on a vector nobody cancelled, it excuses nothing."""
+
+    class Mapping(Runtime):
+        implementation = "a task-cancel mapping"
+        capabilities = {"body_signal": True}  # noqa: RUF012
+        cancel = ["task"]  # noqa: RUF012
+
+    cancelled = play(RegistryControl(Mapping), CANCELLED)
+    assert _judged(CANCELLED["id"], cancelled) == (True, None)
+    del cancelled["observed"]["raised_cancellation"]
+    assert _judged(CANCELLED["id"], cancelled) == (False, "R31")
+    plain = play(RegistryControl(Mapping), PLAIN)
+    assert _judged(PLAIN["id"], plain) == (True, None)
+    plain["result"] = None
+    plain["observed"].update(raised="CancelledError", raised_cancellation=True)
+    assert _judged(PLAIN["id"], plain) == (False, "R31")
