@@ -23,6 +23,7 @@ from toolcancel.teaching.realworld import (
     RealWorldError,
     Reproduction,
     generate_real_world,
+    measure,
     render,
     reproductions,
     runtimes,
@@ -168,3 +169,17 @@ def test_a_difference_in_words_only_is_told_apart_from_one_in_behaviour() -> Non
     assert text_only(contract, '{"content":[{"text":"No such tool","type":"text"}],"isError":true}')
     assert not text_only(contract, '{"content":[{"text":"done","type":"text"}],"isError":false}')
     assert not text_only(contract, "raised RuntimeError: tool failed")
+
+
+def test_an_adapter_without_a_control_stops_the_measurement(tmp_path: Path) -> None:
+    """An adapter that serves the runtime whatever its arguments would be its own control --
+    every finding then "shared" and published as the mapping's: the measurement refuses it."""
+    toy = (ROOT / "tests" / "fixtures" / "toy_runtime_adapter.py").read_text(encoding="utf-8")
+    head, _, _ = toy.partition('if __name__ == "__main__":')
+    folder = tmp_path / RUNTIMES_DIR
+    folder.mkdir(parents=True)
+    (folder / "adapter_toy.py").write_text(
+        head + 'if __name__ == "__main__":\n    kit.serve(Toy())\n', encoding="utf-8"
+    )
+    with pytest.raises(RealWorldError, match="--control served the runtime itself"):
+        measure(tmp_path, "toy", "seed")

@@ -214,6 +214,12 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
     """Run ``name``'s adapter (and its control) through conform for ``revision``; what the
     table needs of it."""
     report = _conform(root, name, revision, control=False)
+    control = measure_control(root, name, revision)
+    if control["implementation"] == report["implementation"]:  # --control ignored: no control
+        raise RealWorldError(
+            f"{RUNTIMES_DIR / f'adapter_{name}.py'}: --control served the runtime itself: end the "
+            "adapter with toolcancel.runtimes.main(TheRuntime(), RegistryControl(TheRuntime))"
+        )
     rules = {}
     for rule, row in report["by_rule"].items():
         verdict = row["state"]  # conform's own: broken, kept, masked, vacuous or not judged
@@ -222,7 +228,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
     return {
         "implementation": report["implementation"],
         "python": platform.python_version(),  # the adapter runs on this interpreter
-        "control": measure_control(root, name, revision),
+        "control": control,
         "capabilities": report.get("capabilities"),
         "vectors": report["vectors"],
         "passed": report["passed"],
