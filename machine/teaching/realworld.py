@@ -480,10 +480,18 @@ def render(
                              f"{_cell(e['expected'])} | {link} |"))  # fmt: skip
         out += [f"What a maintainer could act on as it stands: "
                 f"{', '.join(actionable) or 'nothing'}.", ""]  # fmt: skip
-        out += ["| kind | rule | step | vectors | e.g. | what the runtime did | the contract | "
-                "reproduction |", "| --- | --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
-        out += [line for _, line in sorted(rows, key=lambda row: row[0])]
-        out += ["", f"The reproductions below stand on this set-up "
+        for title, kinds in (("Behaviour", tuple(KINDS)),
+                             ("Text only: the same behaviour in other words (another message, "
+                              "no error code)", ("text",)),
+                             ("The mapping's (the control fails these too)",
+                              ("shared",))):  # fmt: skip
+            kept = [line for k, line in sorted(rows, key=lambda row: row[0])
+                    if ROW_KINDS[k] in kinds]  # fmt: skip
+            if kept:
+                out += [f"{title}:", "", "| kind | rule | step | vectors | e.g. | what the "
+                        "runtime did | the contract | reproduction |",
+                        "| --- | --- | --- | --- | --- | --- | --- | --- |", *kept, ""]  # fmt: skip
+        out += [f"The reproductions below stand on this set-up "
                 f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
         for repro in used.values():
