@@ -114,6 +114,7 @@ class Call:
     caller_aborted: bool = False
     outcome: Outcome | None = None  # set by an adapter that saw its call end in an exception
     settled: dict[str, int] | None = None  # set by an adapter whose call settles before it returns
+    aborters: list[Callable[[], None]] = field(default_factory=list)  # see on_abort
 
     def settled_now(self) -> dict[str, int]:
         """What had started and settled so far (``observed.settled``)."""
@@ -121,6 +122,15 @@ class Call:
             "bodies_started": len(self.bodies),
             "bodies_settled": sum(b.settle is not None for b in self.bodies),
         }
+
+    def on_abort(self, fire: Callable[[], None]) -> None:
+        """The runtime's own cancellation API is the caller's signal (``cancel = ["signal"]``):
+        ``fire`` (a token's ``cancel``) is called when the caller aborts -- at once if it already
+        has, as a caller passes an already-cancelled token."""
+        if self.caller_aborted:
+            fire()
+        else:
+            self.aborters.append(fire)
 
     def settled_at(self, snapshot: dict[str, int]) -> None:
         """The call settled earlier than ``execute`` returned: when ``snapshot`` was taken (an
@@ -251,11 +261,15 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
     scope = anyio.CancelScope()
     box: dict[str, Any] = {}
     by_task = runtime.cancel == ["task"]  # the caller cancels the task, once (Task.cancel())
+    by_signal = runtime.cancel == ["signal"]  # the runtime's own cancellation API (Call.on_abort)
 
     def abort() -> None:
         if not call.caller_aborted:
             call.caller_aborted = True
-            if by_task and "task" in box:
+            if by_signal:
+                for fire in call.aborters:
+                    fire()
+            elif by_task and "task" in box:
                 box["task"].cancel()
             else:
                 scope.cancel()

@@ -73,6 +73,12 @@ class Reproduction:
         )
 
 
+def runtime_of(name: str) -> str:
+    """The runtime a row runs: ``mcp_sdk__stdio`` (``adapter_mcp_sdk__stdio.py``, the MCP SDK in
+    another configuration) -> ``mcp_sdk``, whose ``repro_mcp_sdk.py`` its findings share."""
+    return name.split("__", 1)[0]
+
+
 def runtimes(root: Path) -> list[str]:
     """The runtimes with an adapter in ``examples/runtimes/``, sorted."""
     return sorted(
@@ -84,7 +90,7 @@ def setup(root: Path, name: str) -> str:
     """What every reproduction of ``repro_<name>.py`` stands on: the file's imports and helpers
     (every top-level statement before the first reproduction, the docstring and
     ``__future__`` aside), so that each can be pasted whole."""
-    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
     kept: list[ast.stmt] = []
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -102,7 +108,7 @@ def setup(root: Path, name: str) -> str:
 
 def reproductions(root: Path, name: str) -> list[Reproduction]:
     """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
-    path = root / RUNTIMES_DIR / f"repro_{name}.py"
+    path = root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py"
     if not path.is_file():
         raise RealWorldError(f"{path}: missing: every runtime's findings need reproductions")
     text = path.read_text(encoding="utf-8")
@@ -302,7 +308,7 @@ def render(
                 if repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
-                        f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
+                        f"has no reproduction: add a function to examples/runtimes/repro_{runtime_of(name)}.py "
                         f"whose docstring begins with '{f['rule']}: '"
                     )
                 used[repro.name] = repro
@@ -312,12 +318,12 @@ def render(
                     f"[`{repro.name}`](#{name}-{repro.name}) |"
                 )
         out += ["", f"The reproductions below stand on this set-up "
-                f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
+                f"(`examples/runtimes/repro_{runtime_of(name)}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
         for repro in used.values():
             out += [
                 f'<a id="{name}-{repro.name}"></a>**`{repro.name}`** ({"/".join(repro.rules)}): '
-                f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
+                f"{repro.summary} Run it: `python examples/runtimes/repro_{runtime_of(name)}.py "
                 f"{repro.name}`.",
                 "",
                 "```python",

@@ -1,0 +1,27 @@
+"""The OpenAI Agents SDK, the caller's signal its own run cancellation: ``cancel(mode="after_turn")``.
+
+    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_openai_agents__cancel_after_turn.py
+
+The run is ``Runner.run_streamed``; when the caller aborts, the adapter calls the run's
+``cancel(mode="after_turn")`` (``cancel: ["signal"]``).  Everything else is adapter_openai_agents.py's.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import ClassVar, Literal
+
+import rt_driver
+from adapter_openai_agents import OpenAiAgents
+
+
+class CancelRun(OpenAiAgents):
+    implementation = (
+        f"openai-agents {version('openai-agents')} (ScriptedModel, run_streamed cancel('after_turn'))"
+    )
+    cancel: ClassVar[list[str]] = ["signal"]
+    streamed: ClassVar[Literal["immediate", "after_turn"] | None] = "after_turn"
+
+
+if __name__ == "__main__":
+    rt_driver.serve(CancelRun())
