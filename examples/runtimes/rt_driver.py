@@ -45,6 +45,8 @@ from toolcancel.runtime.virtual_time import VirtualClock
 
 HOLD_S = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
+HANG = "execute() never settled: it waits for something nothing will do (the loop is idle)"
+"""What a call that hangs is reported as -- never as the cancellation the driver ends it with."""
 
 
 
@@ -287,8 +289,11 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
                     raised="the call was cancelled: it raised to its caller"
                 )
         except asyncio.CancelledError:  # its task was cancelled, and the call raised that
-            box["outcome"] = call.outcome or Outcome(
-                raised="the call was cancelled: it raised to its caller"
+            box["outcome"] = (
+                Outcome(raised=HANG)  # or the driver ended a call that waits for nothing
+                if "hung" in box
+                else call.outcome
+                or Outcome(raised="the call was cancelled: it raised to its caller")
             )
         except Exception as exc:  # the runtime let an exception out of the call
             box["outcome"] = call.outcome or Outcome(raised=f"{type(exc).__name__}: {exc}")
@@ -317,8 +322,9 @@ async def run_vector(runtime: Runtime, clock: VirtualClock, s: dict[str, Any]) -
             if g in call.gates:
                 call.gates[g].set()
         if "settled" not in box:
+            box["hung"] = True
             group.cancel_scope.cancel()  # it hangs: report it, and end the run
-    outcome: Outcome = box.get("outcome", Outcome(raised="execute() never settled"))
+    outcome: Outcome = box.get("outcome", Outcome(raised=HANG))
     if s["cancel"] == "after":
         abort()
     # A runtime without observers notifies nobody: conform judges notifications only where the
