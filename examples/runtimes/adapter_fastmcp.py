@@ -1,0 +1,92 @@
+"""FastMCP 4 (the ``fastmcp`` package, standalone) at outcome level: its ``Client`` in memory.
+
+    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_fastmcp.py
+
+Each vector registers the scenario's tool on a fresh ``FastMCP`` server with ``@server.tool()``
+(a ``ToolResult`` carries a body's ``meta`` as the result's ``_meta``, beside what FastMCP adds
+there under MCP's reserved prefix, see ``RESERVED``) and calls it with FastMCP's
+own ``Client`` connected to the server object -- its in-memory transport, what FastMCP's docs
+recommend for testing a server.  The call the contract calls ``execute()`` is
+``Client.call_tool``; the caller cancels it by cancelling its scope (``cancel: ["message"]``: the
+client sends ``notifications/cancelled``).  Its result is the ``CallToolResult`` it returns
+(``content``, ``isError`` its ``is_error``, ``meta`` its ``meta``).
+
+One row per way users read a call (``raise_on_error``):
+
+* this file: ``call_tool`` as called by default (``raise_on_error=True``): an error result is
+  raised to the caller as ``ToolError``;
+* ``adapter_fastmcp__no_raise.py``: ``call_tool(..., raise_on_error=False)``: the error result
+  is returned.
+
+Capabilities: none of the contract's stages is declared.  FastMCP has request middleware
+(``Middleware.on_call_tool``, around every tool call) and per-tool ``timeout``; this adapter
+drives neither yet, so conform sends it only plain tool calls.  The tool gets no signal object;
+it gets the cancellation of its task (``rt_driver.task_signal``), which ``body_signal`` declares.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Any, ClassVar
+
+import rt_driver
+from fastmcp import Client, FastMCP
+from fastmcp.tools import ToolResult
+from mcp_types import TextContent
+
+
+RESERVED = "io.modelcontextprotocol/"
+"""The ``_meta`` key prefix MCP reserves for the protocol itself: FastMCP puts its server's name
+and version there in every result (``io.modelcontextprotocol/serverInfo``).  That is the
+protocol's, not the tool's: the result's ``meta`` is the rest."""
+
+
+class FastMcp(rt_driver.Runtime):
+    implementation = f"fastmcp {version('fastmcp')} (in-memory Client, call_tool raises on error)"
+    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # its task's cancellation
+    cancel: ClassVar[list[str]] = ["message"]
+    raise_on_error: ClassVar[bool] = True
+
+    @asynccontextmanager
+    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+        server = FastMCP("toolcancel-vectors")
+        if call.scenario["tool_known"]:
+
+            @server.tool(name="tool")
+            async def tool(q: Any) -> ToolResult:
+                del q
+                value = await call.body(rt_driver.task_signal, None)
+                content = value["content"] if isinstance(value, dict) else value
+                meta = value.get("meta") if isinstance(value, dict) else None
+                return ToolResult(content=[TextContent(**c) for c in content], meta=meta)
+
+        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        async with Client(server) as client:
+
+            async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
+                got = await client.call_tool(name, args, raise_on_error=self.raise_on_error)
+                result: dict[str, Any] = {
+                    "content": [
+                        c.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        for c in got.content
+                    ],
+                    "isError": got.is_error,
+                }
+                meta = {
+                    k: v for k, v in (got.meta or {}).items() if not k.startswith(RESERVED)
+                }
+                if meta:
+                    result["meta"] = meta
+                return rt_driver.Outcome(result=result)
+
+            yield execute
+
+
+if __name__ == "__main__":
+    # The server logs every failing tool with its traceback; the answers carry what matters.
+    logging.getLogger("fastmcp").setLevel(logging.CRITICAL)
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
+    rt_driver.serve(FastMcp())
