@@ -4,7 +4,7 @@
 
 Each vector registers the scenario's tool on a fresh ``FastMCP`` server with ``@server.tool()``
 (a ``ToolResult`` carries a body's ``meta`` as the result's ``_meta``, beside what FastMCP adds
-there under MCP's reserved prefix, see ``RESERVED``) and calls it with FastMCP's
+there under MCP's reserved prefix, see ``adapter_mcp_sdk.RESERVED``) and calls it with FastMCP's
 own ``Client`` connected to the server object -- its in-memory transport, what FastMCP's docs
 recommend for testing a server.  The call the contract calls ``execute()`` is
 ``Client.call_tool``; the caller cancels it by cancelling its scope (``cancel: ["message"]``: the
@@ -33,15 +33,10 @@ from importlib.metadata import version
 from typing import Any, ClassVar
 
 import rt_driver
+from adapter_mcp_sdk import tool_meta
 from fastmcp import Client, FastMCP
 from fastmcp.tools import ToolResult
 from mcp_types import TextContent
-
-
-RESERVED = "io.modelcontextprotocol/"
-"""The ``_meta`` key prefix MCP reserves for the protocol itself: FastMCP puts its server's name
-and version there in every result (``io.modelcontextprotocol/serverInfo``).  That is the
-protocol's, not the tool's: the result's ``meta`` is the rest."""
 
 
 class FastMcp(rt_driver.Runtime):
@@ -75,9 +70,7 @@ class FastMcp(rt_driver.Runtime):
                     ],
                     "isError": got.is_error,
                 }
-                meta = {
-                    k: v for k, v in (got.meta or {}).items() if not k.startswith(RESERVED)
-                }
+                meta = tool_meta(got.meta)
                 if meta:
                     result["meta"] = meta
                 return rt_driver.Outcome(result=result)

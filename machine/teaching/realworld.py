@@ -44,7 +44,8 @@ PROTOCOL: Final = "protocol"
 scenario the runtime cannot express, listed as not run, not as the runtime's failure."""
 _RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
 """A reproduction's docstring head: its rules, and optionally the scenario features of the
-failures it reproduces, ``"R31 [body=throw]: ..."``."""
+failures it reproduces, ``"R31 [body=throw]: ..."`` -- and ``row=<name>`` for a reproduction of
+one configuration's row only (``row=mcp_sdk__auto``)."""
 
 
 class RealWorldError(ToolcancelError):
@@ -303,7 +304,9 @@ def render(
             title = by_rev[rev]["rules"].get(f["rule"], {}).get("title", "")
             for e in f["examples"]:
                 repro = next(
-                    (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
+                    (r for r in repros.get(name, [])
+                     if r.shows(f["rule"], {**e["scenario"], "row": name})),
+                    None,
                 )
                 if repro is None:
                     raise RealWorldError(

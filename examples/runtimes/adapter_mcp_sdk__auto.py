@@ -1,0 +1,27 @@
+"""The MCP Python SDK's ``MCPServer`` called by its in-memory ``Client`` in its default mode.
+
+    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_mcp_sdk__auto.py
+
+``Client(server)`` -- ``mode="auto"``, what a user gets without asking -- drives the server's
+modern per-request path, not the JSON-RPC stream loop ``mode="legacy"`` drives.  Everything else
+is adapter_mcp_sdk.py's.
+"""
+
+from __future__ import annotations
+
+import logging
+from importlib.metadata import version
+from typing import ClassVar
+
+import rt_driver
+from adapter_mcp_sdk import McpSdk
+
+
+class McpSdkAuto(McpSdk):
+    implementation = f"mcp {version('mcp')} MCPServer (in-memory Client, default mode='auto')"
+    mode: ClassVar[str] = "auto"
+
+
+if __name__ == "__main__":
+    logging.getLogger("mcp").setLevel(logging.CRITICAL)
+    rt_driver.serve(McpSdkAuto())
