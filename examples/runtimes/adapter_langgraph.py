@@ -12,10 +12,13 @@ tools node does with a model's turn; no model is needed.  The call the contract 
 as content blocks, ``isError`` its ``status == "error"``, ``meta`` its artifact).  The caller
 cancels by cancelling the task awaiting it (``cancel: ["task"]``).
 
+Error handling, a row each: ``handle_tool_errors`` at its default here (a tool's own exception
+leaves ``ainvoke``; only invalid arguments become an error ``ToolMessage``), ``True`` in
+``adapter_langgraph__handle_tool_errors.py`` (every tool exception becomes one).
+
 Capabilities: none of the contract's stages is declared.  ``ToolNode`` has one around seam
-(``awrap_tool_call``) and error handling (``handle_tool_errors``, left at its default here); this
-adapter drives neither, so it declares ``around`` absent and conform sends it only plain tool
-calls.  The tool gets no cancellation signal object; like every Python body it gets the
+(``awrap_tool_call``); this adapter does not drive it, so it declares ``around`` absent and
+conform sends it only plain tool calls.  The tool gets no cancellation signal object; like every Python body it gets the
 cancellation of its task (``rt_driver.task_signal``), which is what ``body_signal`` declares.
 """
 
@@ -50,6 +53,9 @@ class LangGraph(rt_driver.Runtime):
     )
     capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
     cancel: ClassVar[list[str]] = ["task"]
+    handle_tool_errors: ClassVar[bool | None] = None
+    """``ToolNode(handle_tool_errors=...)``: ``None`` leaves its default (a row each,
+    ``adapter_langgraph__handle_tool_errors.py``)."""
 
     @asynccontextmanager
     async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
@@ -67,7 +73,12 @@ class LangGraph(rt_driver.Runtime):
             response_format="content_and_artifact",
         )
         graph = StateGraph(MessagesState)
-        graph.add_node("tools", ToolNode([tool]))
+        node = (
+            ToolNode([tool])
+            if self.handle_tool_errors is None
+            else ToolNode([tool], handle_tool_errors=self.handle_tool_errors)
+        )
+        graph.add_node("tools", node)
         graph.add_edge(START, "tools")
         graph.add_edge("tools", END)
         app = graph.compile()

@@ -74,7 +74,8 @@ async def ignored_cancel_late_success() -> bool:
 
 
 async def ignored_cancel_late_failure() -> bool:
-    """R3/R31 [cancelled=true, cooperative=false, body=throw]: a run cancelled while its tool
+    """R3/R31 [cancelled=true, cooperative=false, body=throw, row=langgraph]: a run cancelled
+    while its tool
     finishes work that cannot stop half-way waits for the tool, and when the tool then fails,
     the tool's exception leaves ``ainvoke`` in place of the cancellation: the caller that
     cancelled sees a tool error, and no ToolMessage answers the call."""
@@ -104,6 +105,65 @@ async def ignored_cancel_late_failure() -> bool:
         print(f"the cancelled ainvoke raised {exc!r}")
         return str(exc) == "disk full"
     return False
+
+
+async def handled_late_failure() -> bool:
+    """R31 [cancelled=true, cooperative=false, body=throw, row=langgraph__handle_tool_errors]: with
+    ``ToolNode(handle_tool_errors=True)`` a run cancelled while its tool finishes work that cannot
+    stop half-way waits for the tool, and when the tool then fails, ``ainvoke`` raises the
+    cancellation: the tool's failure is dropped, and no ToolMessage answers the call."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([write_file], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    run = asyncio.ensure_future(graph.compile().ainvoke(calling("write_file", {})))
+    await started.wait()
+    run.cancel()
+    await asyncio.wait({run}, timeout=0.5)
+    waited = not run.done()
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke waited for the tool: {waited}; then raised CancelledError")
+        return waited
+    except RuntimeError as exc:
+        print(f"the cancelled ainvoke raised {exc!r}")
+    return False
+
+
+async def handled_tool_exception() -> bool:
+    """R3/R18 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` a
+    tool's exception becomes an error ToolMessage (right) whose text is the exception's ``repr``
+    and an instruction to the model, not the exception's message: a text-only difference."""
+
+    @tool
+    async def failing() -> str:
+        """Fails."""
+        raise RuntimeError("tool failed")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([failing], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    out = await graph.compile().ainvoke(calling("failing", {}))
+    message = out["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('tool failed')\n Please fix your mistakes."
+    )
 
 
 async def cancelled_call_unanswered() -> bool:
@@ -149,8 +209,8 @@ async def unserializable_artifact() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
-    ToolMessage answers the call."""
+    """R3/R31 [row=langgraph]: with the default ``handle_tool_errors`` a tool's exception ends the
+    graph run; no ToolMessage answers the call."""
 
     @tool
     async def failing() -> str:
@@ -199,6 +259,8 @@ REPRODUCTIONS = {
     for f in (
         ignored_cancel_late_success,
         ignored_cancel_late_failure,
+        handled_late_failure,
+        handled_tool_exception,
         cancelled_call_unanswered,
         unserializable_artifact,
         tool_exception,
