@@ -9,8 +9,11 @@ The call the contract calls ``execute()`` is that tool call, seen from the model
 the part the model receives next -- a ``ToolReturnPart`` (``content`` the tool's return value,
 ``meta`` its ``ToolReturn`` metadata, ``isError`` false) or a ``RetryPromptPart`` (the text
 pydantic-ai sends the model instead, ``isError`` true).  The call settles when that part reaches
-the model, or when ``Agent.run`` raises.  The caller cancels by cancelling the task that awaits
-``Agent.run`` (``cancel: ["task"]``).
+the model, or when ``Agent.run`` raises.  The caller's signal, a row each: here the caller cancels the task that
+awaits ``Agent.run`` (``cancel: ["task"]``); in ``adapter_pydantic_ai__cancellation_token.py`` it
+is pydantic-ai's own ``CancellationToken`` passed to ``Agent.run(..., cancellation_token=...)``,
+cancelled when the caller aborts -- already cancelled when it aborted before the call
+(``cancel: ["signal"]``; the run then raises ``RunCancelled``).
 
 Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
 execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool
@@ -31,7 +34,7 @@ from importlib.metadata import version
 from typing import Any, ClassVar
 
 import rt_driver
-from pydantic_ai import Agent, ToolReturn, capture_run_messages
+from pydantic_ai import Agent, CancellationToken, ToolReturn, capture_run_messages
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -64,6 +67,9 @@ class PydanticAi(rt_driver.Runtime):
     @asynccontextmanager
     async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        token = CancellationToken()
+        if self.cancel == ["signal"]:  # pydantic-ai's own: Agent.run(..., cancellation_token=)
+            call.on_abort(token.cancel)
         received: list[ToolReturnPart | RetryPromptPart] = []
         box: dict[str, Any] = {}
 
@@ -98,7 +104,7 @@ class PydanticAi(rt_driver.Runtime):
             box["args"] = args
             with capture_run_messages() as history:
                 try:
-                    await agent.run("call the tool")
+                    await agent.run("call the tool", cancellation_token=token)
                 except BaseException as exc:
                     # The run raised (the tool's exception, or the caller's cancellation): the
                     # call's result is what the run recorded for it in its history -- published,
