@@ -149,7 +149,7 @@ async def token_cancel_late_success() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R18/R3 [body=throw]: a tool that raises is answered with the exception's message alone
+    """R18/R3: a tool that raises is answered with the exception's message alone
     (``is_error=True``), without the contract's ``Error: `` prefix -- a text-only difference."""
 
     async def save() -> str:

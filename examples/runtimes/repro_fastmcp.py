@@ -95,7 +95,7 @@ async def error_raised() -> bool:
 
 
 async def error_text() -> bool:
-    """R3/R18 [body=throw]: a tool's exception reaches the client as "Error calling tool
+    """R3/R18: a tool's exception reaches the client as "Error calling tool
     '<name>': <message>", not the contract's "Error: <message>" -- a text-only difference."""
     server = FastMCP("repro")
 

@@ -99,6 +99,58 @@ async def _drain(events: Any) -> None:
         pass
 
 
+async def cancelled_call_unanswered() -> bool:
+    """R31 [cancel=gate:body]: a run cancelled while its tool runs -- ``Runner.run``'s task
+    cancelled, or a streamed run's ``cancel("immediate")`` -- stops the tool (it stops when told)
+    and answers the call with nothing: ``Runner.run`` raises ``CancelledError``, the streamed run
+    ends with no output item for the call; neither an aborted result nor an error."""
+    events: list[str] = []
+    for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
+        started = asyncio.Event()
+        stopped: list[str] = []
+
+        @function_tool
+        async def lookup() -> str:
+            """Looks up."""
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopped.append("stopped")
+            return "found"
+
+        agent = agent_calling(lookup)
+        if how.startswith("Runner.run"):
+            run: asyncio.Future[Any] = asyncio.ensure_future(
+                Runner.run(agent, "look up", run_config=NO_TRACES)
+            )
+            await started.wait()
+            run.cancel()
+            try:
+                await run
+                events.append(f"{how}: returned")
+            except asyncio.CancelledError:
+                events.append(f"{how}: raised CancelledError")
+        else:
+            streamed = Runner.run_streamed(agent, "look up", run_config=NO_TRACES)
+            stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+            await started.wait()
+            streamed.cancel("immediate")
+            await stream
+            outputs = [i for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+            events.append(f"{how}: ended, outputs for the call: {outputs}")
+        for _ in range(10):
+            await asyncio.sleep(0)
+        events.append(f"tool {stopped[0] if stopped else 'still running'}")
+    print(" -> ".join(events))
+    return events == [
+        "Runner.run, task cancelled: raised CancelledError",
+        "tool stopped",
+        'run_streamed, cancel("immediate"): ended, outputs for the call: []',
+        "tool stopped",
+    ]
+
+
 async def cancelled_before_start() -> bool:
     """R31 [caller=aborted]: a streamed run cancelled before it starts (the caller had already
     given up) never starts the tool -- right -- and ends without an exception and without any
@@ -152,7 +204,7 @@ async def after_turn_tool_not_told() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R18/R3 [body=throw]: a tool that raises is answered with the SDK's fixed text "An error
+    """R18/R3: a tool that raises is answered with the SDK's fixed text "An error
     occurred while running the tool. Please try again." -- the exception's own message is gone
     (documented: ``default_tool_error_function`` hides it; a ``failure_error_function`` can say
     more)."""
@@ -190,6 +242,7 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         ignored_cancel,
+        cancelled_call_unanswered,
         cancelled_before_start,
         after_turn_tool_not_told,
         tool_exception,
