@@ -1,6 +1,7 @@
 """AutoGen's ``AssistantAgent``, the caller's signal its own ``CancellationToken``.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_autogen__token.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_autogen__token.py
 
 The token passed to ``AssistantAgent.run(..., cancellation_token=...)`` is cancelled when the
 caller aborts, and is already cancelled when the caller had aborted before the call

@@ -1,6 +1,7 @@
 """FastMCP 4, a call read with ``call_tool(..., raise_on_error=False)``: an error result returned.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_fastmcp__no_raise.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_fastmcp__no_raise.py
 
 Everything else is adapter_fastmcp.py's.
 """

@@ -18,8 +18,9 @@ leaves ``ainvoke``; only invalid arguments become an error ``ToolMessage``), ``T
 
 Capabilities: none of the contract's stages is declared.  ``ToolNode`` has one around seam
 (``awrap_tool_call``); this adapter does not drive it, so it declares ``around`` absent and
-conform sends it only plain tool calls.  The tool gets no cancellation signal object; like every Python body it gets the
-cancellation of its task (``rt_driver.task_signal``), which is what ``body_signal`` declares.
+conform sends it only plain tool calls.  The tool gets no cancellation signal object; like every
+Python body it gets the cancellation of its task (``rt_driver.task_signal``), which is what
+``body_signal`` declares.
 """
 
 from __future__ import annotations

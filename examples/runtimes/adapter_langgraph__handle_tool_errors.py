@@ -1,6 +1,7 @@
 """LangGraph's ``ToolNode`` with ``handle_tool_errors=True``: every tool exception a ToolMessage.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_langgraph__handle_tool_errors.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_langgraph__handle_tool_errors.py
 
 Everything else is adapter_langgraph.py's.
 """

@@ -38,7 +38,6 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 
-
 RESERVED = "io.modelcontextprotocol/"
 """The ``_meta`` key prefix MCP reserves for the protocol itself: the SDK's modern path (and
 FastMCP) put the server's name and version there in every result

@@ -1,6 +1,7 @@
 """The MCP Python SDK's ``MCPServer`` called by its in-memory ``Client`` in its default mode.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_mcp_sdk__auto.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_mcp_sdk__auto.py
 
 ``Client(server)`` -- ``mode="auto"``, what a user gets without asking -- drives the server's
 modern per-request path, not the JSON-RPC stream loop ``mode="legacy"`` drives.  Everything else

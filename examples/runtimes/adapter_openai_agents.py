@@ -14,8 +14,8 @@ The caller's signal, one row each (``Variant``):
 
 * ``task`` (this file): the caller cancels the task awaiting ``Runner.run`` -- how an asyncio
   program cancels a run (``cancel: ["task"]``);
-* ``streamed`` (``adapter_openai_agents__cancel_immediate.py``, ``..._after_turn.py``): the SDK's own
-  run cancellation, ``Runner.run_streamed(...).cancel(mode)`` -- ``"immediate"`` or
+* ``streamed`` (``adapter_openai_agents__cancel_immediate.py``, ``..._after_turn.py``): the
+  SDK's own run cancellation, ``Runner.run_streamed(...).cancel(mode)`` -- ``"immediate"`` or
   ``"after_turn"`` -- fired when the caller aborts (``cancel: ["signal"]``).  A run the caller
   had cancelled before it began is handed over already cancelled.
 

@@ -1,9 +1,11 @@
-"""The OpenAI Agents SDK, the caller's signal its own run cancellation: ``cancel(mode="immediate")``.
+"""The OpenAI Agents SDK, the caller's signal its run's own ``cancel(mode="immediate")``.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_openai_agents__cancel_immediate.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_openai_agents__cancel_immediate.py
 
 The run is ``Runner.run_streamed``; when the caller aborts, the adapter calls the run's
-``cancel(mode="immediate")`` (``cancel: ["signal"]``).  Everything else is adapter_openai_agents.py's.
+``cancel(mode="immediate")`` (``cancel: ["signal"]``).  Everything else is
+adapter_openai_agents.py's.
 """
 
 from __future__ import annotations
@@ -17,7 +19,8 @@ from adapter_openai_agents import OpenAiAgents
 
 class CancelRun(OpenAiAgents):
     implementation = (
-        f"openai-agents {version('openai-agents')} (ScriptedModel, run_streamed cancel('immediate'))"
+        f"openai-agents {version('openai-agents')}"
+        f" (ScriptedModel, run_streamed cancel('immediate'))"
     )
     cancel: ClassVar[list[str]] = ["signal"]
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = "immediate"

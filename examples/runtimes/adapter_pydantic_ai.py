@@ -9,11 +9,12 @@ The call the contract calls ``execute()`` is that tool call, seen from the model
 the part the model receives next -- a ``ToolReturnPart`` (``content`` the tool's return value,
 ``meta`` its ``ToolReturn`` metadata, ``isError`` false) or a ``RetryPromptPart`` (the text
 pydantic-ai sends the model instead, ``isError`` true).  The call settles when that part reaches
-the model, or when ``Agent.run`` raises.  The caller's signal, a row each: here the caller cancels the task that
-awaits ``Agent.run`` (``cancel: ["task"]``); in ``adapter_pydantic_ai__cancellation_token.py`` it
-is pydantic-ai's own ``CancellationToken`` passed to ``Agent.run(..., cancellation_token=...)``,
-cancelled when the caller aborts -- already cancelled when it aborted before the call
-(``cancel: ["signal"]``; the run then raises ``RunCancelled``).
+the model, or when ``Agent.run`` raises.  The caller's signal, a row each: here the caller
+cancels the task that awaits ``Agent.run`` (``cancel: ["task"]``); in
+``adapter_pydantic_ai__cancellation_token.py`` it is pydantic-ai's own ``CancellationToken``
+passed to ``Agent.run(..., cancellation_token=...)``, cancelled when the caller aborts --
+already cancelled when it aborted before the call (``cancel: ["signal"]``; the run then raises
+``RunCancelled``).
 
 Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
 execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool

@@ -1,6 +1,7 @@
 """pydantic-ai's agent loop, the caller's signal its own ``CancellationToken``.
 
-    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_pydantic_ai__cancellation_token.py
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_pydantic_ai__cancellation_token.py
 
 The token passed to ``Agent.run(..., cancellation_token=...)`` is cancelled when the caller aborts,
 and is already cancelled when the caller had aborted before the call (``cancel: ["signal"]``).

@@ -94,7 +94,8 @@ async def token_cancel_hangs() -> bool:
     runs the tool calls dies with it before it ends the event stream, and ``run`` waits on that
     stream.  The call gets no result and the caller no answer (bounded here by a timeout)."""
     events: list[str] = []
-    for when in ("before the run", "while the tool runs"):
+
+    async def one(when: str) -> None:
         started, release = asyncio.Event(), asyncio.Event()
 
         async def lookup(cancellation_token: CancellationToken) -> str:
@@ -112,6 +113,9 @@ async def token_cancel_hangs() -> bool:
         await asyncio.wait({run}, timeout=0.5)
         events.append(f"{when}: run still waiting after 0.5 s: {not run.done()}")
         run.cancel()
+
+    for when in ("before the run", "while the tool runs"):
+        await one(when)
     print(" -> ".join(events))
     return events == [
         "before the run: run still waiting after 0.5 s: True",

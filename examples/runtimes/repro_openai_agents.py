@@ -105,7 +105,8 @@ async def cancelled_call_unanswered() -> bool:
     and answers the call with nothing: ``Runner.run`` raises ``CancelledError``, the streamed run
     ends with no output item for the call; neither an aborted result nor an error."""
     events: list[str] = []
-    for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
+
+    async def one(how: str) -> None:
         started = asyncio.Event()
         stopped: list[str] = []
 
@@ -142,6 +143,9 @@ async def cancelled_call_unanswered() -> bool:
         for _ in range(10):
             await asyncio.sleep(0)
         events.append(f"tool {stopped[0] if stopped else 'still running'}")
+
+    for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
+        await one(how)
     print(" -> ".join(events))
     return events == [
         "Runner.run, task cancelled: raised CancelledError",

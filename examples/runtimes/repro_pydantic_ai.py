@@ -59,7 +59,8 @@ async def token_cancelled_run() -> bool:
     late success is kept in ``exc.all_messages()`` (documented: so that a resumed run does not
     re-run it)."""
     events: list[str] = []
-    for when in ("before the run", "cooperative tool", "uncooperative tool"):
+
+    async def one(when: str) -> None:
         started, release = asyncio.Event(), asyncio.Event()
         agent = Agent(calls("write_file", {}))
 
@@ -91,6 +92,9 @@ async def token_cancelled_run() -> bool:
         except RunCancelled as exc:
             kept = [p.content for p in returned(exc.all_messages())]
             events.append(f"{when}: RunCancelled, tool started: {started.is_set()}, kept: {kept}")
+
+    for when in ("before the run", "cooperative tool", "uncooperative tool"):
+        await one(when)
     print(" -> ".join(events))
     return events == [
         "before the run: RunCancelled, tool started: False, kept: []",

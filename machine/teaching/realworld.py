@@ -311,7 +311,8 @@ def render(
                 if repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
-                        f"has no reproduction: add a function to examples/runtimes/repro_{runtime_of(name)}.py "
+                        f"has no reproduction: add a function to "
+                        f"examples/runtimes/repro_{runtime_of(name)}.py "
                         f"whose docstring begins with '{f['rule']}: '"
                     )
                 used[repro.name] = repro
