@@ -30,6 +30,15 @@ def tools_graph(*tools: Any) -> Any:
     return graph.compile()
 
 
+def wrapped_graph(tool: Any, wrapper: Any, **options: Any) -> Any:
+    """START -> a ToolNode over ``tool`` whose ``awrap_tool_call`` is ``wrapper`` -> END."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([tool], awrap_tool_call=wrapper, **options))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile()
+
+
 def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {
         "messages": [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])]
@@ -209,20 +218,53 @@ async def unserializable_artifact() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R3/R31 [row=langgraph]: with the default ``handle_tool_errors`` a tool's exception ends the
-    graph run; no ToolMessage answers the call."""
+    """R3/R31 [row=langgraph]: with the default ``handle_tool_errors`` an exception in the tools
+    node -- the tool's own, or an ``awrap_tool_call`` wrapper's -- ends the graph run; no
+    ToolMessage answers the call."""
 
     @tool
     async def failing() -> str:
         """Fails."""
         raise RuntimeError("tool failed")
 
-    try:
-        await tools_graph(failing).ainvoke(calling("failing", {}))
-    except RuntimeError as exc:
-        print(f"ainvoke raised {exc!r}")
-        return str(exc) == "tool failed"
-    return False
+    async def wrapper(request: Any, execute: Any) -> Any:
+        await execute(request)
+        raise RuntimeError("wrapper failed after delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    raised = []
+    for graph, name in ((tools_graph(failing), "failing"), (wrapped_graph(echo, wrapper), "echo")):
+        try:
+            await graph.ainvoke(calling(name, {}))
+        except RuntimeError as exc:
+            raised.append(str(exc))
+    print(f"ainvoke raised: {raised}")
+    return raised == ["tool failed", "wrapper failed after delegating"]
+
+
+async def handled_wrapper_exception() -> bool:
+    """R16 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` an
+    ``awrap_tool_call`` wrapper's exception becomes an error ToolMessage (right) whose text is the
+    exception's ``repr`` and an instruction to the model: a text-only difference."""
+
+    async def wrapper(request: Any, execute: Any) -> Any:
+        raise RuntimeError("wrapper failed before delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    graph = wrapped_graph(echo, wrapper, handle_tool_errors=True)
+    message = (await graph.ainvoke(calling("echo", {})))["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('wrapper failed before delegating')\n Please fix your mistakes."
+    )
 
 
 async def lossy_arguments() -> bool:
@@ -264,6 +306,7 @@ REPRODUCTIONS = {
         cancelled_call_unanswered,
         unserializable_artifact,
         tool_exception,
+        handled_wrapper_exception,
         lossy_arguments,
         unknown_tool,
     )
