@@ -12,10 +12,12 @@ from __future__ import annotations
 
 import logging
 import sys
+from typing import Any
 
 import anyio
 from fastmcp import Client, FastMCP
 from fastmcp.exceptions import ToolError
+from fastmcp.server.middleware import Middleware
 from fastmcp.tools import ToolResult
 from mcp.shared.exceptions import MCPError
 from mcp_types import TextContent
@@ -70,10 +72,94 @@ async def unserializable_meta() -> bool:
     return False
 
 
+async def cancelled_call_raises() -> bool:
+    """R31 [cancelled=true]: a ``call_tool`` cancelled while the call runs (in a middleware or in
+    the tool) raises the cancellation to its caller: MCP answers no cancelled request, so the call
+    has no result, not even an aborted one."""
+    started = anyio.Event()
+    server = FastMCP("repro")
+
+    @server.tool
+    async def lookup() -> str:
+        started.set()
+        await anyio.sleep_forever()
+        return "found"
+
+    outcome: list[str] = []
+    async with Client(server) as client, anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+
+            async def cancel_when_started() -> None:
+                await started.wait()
+                call.cancel()
+
+            group.start_soon(cancel_when_started)
+            try:
+                await client.call_tool("lookup", {}, raise_on_error=False)
+                outcome.append("returned")
+            except anyio.get_cancelled_exc_class():
+                outcome.append("raised the cancellation")
+                raise
+    print(f"call_tool {outcome[0]}")
+    return outcome == ["raised the cancellation"]
+
+
+async def middleware_exception() -> bool:
+    """R31 [row=fastmcp__no_raise]: a middleware's own exception is no error result: the request
+    fails with a JSON-RPC error, and ``call_tool(..., raise_on_error=False)`` raises ``MCPError``
+    "Internal server error" -- the caller gets neither the middleware's message nor a result."""
+
+    class Refusing(Middleware):
+        async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+            raise RuntimeError("middleware failed before delegating")
+
+    server = FastMCP("repro", middleware=[Refusing()])
+
+    @server.tool
+    async def echo() -> str:
+        return "done"
+
+    async with Client(server) as client:
+        try:
+            await client.call_tool("echo", {}, raise_on_error=False)
+        except MCPError as exc:
+            print(f"call_tool raised {type(exc).__name__}: {exc}")
+            return str(exc) == "Internal server error"
+    return False
+
+
+async def middleware_sees_tool_error_raised() -> bool:
+    """R16/R17/R19 [row=fastmcp__no_raise]: a tool's failure -- its exception, an unknown tool --
+    reaches a middleware as an exception out of ``call_next``, not as an error result: a middleware
+    that acts after delegating (retries, waits, checks, fails) never gets to; the tool's error ends
+    the chain and becomes the call's result."""
+    after: list[str] = []
+
+    class Retrying(Middleware):
+        async def on_call_tool(self, context: Any, call_next: Any) -> Any:
+            await call_next(context)
+            after.append("retrying")
+            return await call_next(context)
+
+    server = FastMCP("repro", middleware=[Retrying()])
+
+    @server.tool
+    async def failing() -> str:
+        raise RuntimeError("tool failed")
+
+    async with Client(server) as client:
+        result = await client.call_tool("failing", {}, raise_on_error=False)
+    texts = [c.model_dump()["text"] for c in result.content]
+    print(f"the middleware went on after call_next: {bool(after)}; isError={result.is_error} "
+          f"content={texts}")  # fmt: skip
+    expected = ["Error calling tool 'failing': tool failed"]
+    return not after and result.is_error and texts == expected
+
+
 async def error_raised() -> bool:
-    """R31: by default (``raise_on_error=True``) ``call_tool`` raises ``ToolError`` for an error
-    result -- a failing tool, an unknown tool: the caller gets an exception, not the result the
-    server sent (documented; ``raise_on_error=False`` returns it)."""
+    """R31 [row=fastmcp]: by default (``raise_on_error=True``) ``call_tool`` raises ``ToolError``
+    for an error result -- a failing tool, an unknown tool: the caller gets an exception, not the
+    result the server sent (documented; ``raise_on_error=False`` returns it)."""
     server = FastMCP("repro")
 
     @server.tool
@@ -142,6 +228,9 @@ REPRODUCTIONS = {
     for f in (
         quiescence,
         unserializable_meta,
+        cancelled_call_raises,
+        middleware_exception,
+        middleware_sees_tool_error_raised,
         error_raised,
         error_text,
         lossy_arguments,
