@@ -26,13 +26,29 @@ from toolcancel.teaching.realworld import (
     measure,
     render,
     reproductions,
+    runtime_of,
     runtimes,
     text_only,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIRES = {"mcp_sdk": "mcp", "pydantic_ai": "pydantic_ai", "langgraph": "langgraph"}
-"""Runtime -> the module its adapter needs (from the ``runtimes`` extra)."""
+REQUIRES = {
+    "mcp_sdk": "mcp",
+    "mcp_sdk__auto": "mcp",
+    "pydantic_ai": "pydantic_ai",
+    "pydantic_ai__cancellation_token": "pydantic_ai",
+    "langgraph": "langgraph",
+    "langgraph__handle_tool_errors": "langgraph",
+    "openai_agents": "agents",
+    "openai_agents__cancel_immediate": "agents",
+    "openai_agents__cancel_after_turn": "agents",
+    "autogen": "autogen_agentchat",
+    "autogen__token": "autogen_agentchat",
+    "fastmcp": "fastmcp",
+    "fastmcp__no_raise": "fastmcp",
+}
+"""Row (``adapter_<runtime>[__<configuration>].py``) -> the module its adapter needs (from the
+``runtimes`` extra)."""
 PUBLISHED = json.loads((ROOT / DATA).read_text(encoding="utf-8"))
 
 
@@ -58,8 +74,9 @@ def test_a_family_without_a_reproduction_stops_the_render() -> None:
         render(data, {"x": [unrelated]}, {})
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRES))
+@pytest.mark.parametrize("name", sorted({runtime_of(row) for row in REQUIRES}))
 def test_the_reproductions_still_reproduce(name: str) -> None:
+    """Once a runtime: its rows (configurations) share its reproductions."""
     needs_runtime(name)
     script = ROOT / RUNTIMES_DIR / f"repro_{name}.py"
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -108,8 +125,8 @@ def test_the_adapter_is_judged_as_published(
 
 @pytest.mark.slow
 def test_the_measurement_is_fresh() -> None:
-    """Every runtime, both revisions, every applicable vector, the stage-less family included
-    (46 s of CPU, 2 min wall on a loaded 2-core machine)."""
+    """Every runtime and row, both revisions, every applicable vector, the stage-less family
+    included (13 rows: 134 s of CPU, 5 min wall on a loaded 2-core machine)."""
     for name in REQUIRES:
         needs_runtime(name)
     assert generate_real_world(ROOT, run=True, check=True) == [], (

@@ -7,13 +7,19 @@
 
 Each vector registers the scenario's tool on a fresh ``MCPServer`` with ``@server.tool()`` and
 calls it with the SDK's own ``Client`` over in-memory streams (``mode="legacy"``: the JSON-RPC
-stream loop, where the client cancels a request by sending ``notifications/cancelled``; the
-SDK's default, ``mode="auto"``, is another configuration).  The call the contract calls
-``execute()`` is ``Client.call_tool``; the caller cancels it by cancelling its scope, and the
-SDK's client sends the cancellation.  MCP never answers a request its caller cancelled, so such
-a call settles, for the contract, when the *server* is done with the request (:class:`Handled`,
-a server middleware): the client returning early is the protocol's rule, not a finding.
-``--control`` puts toolcancel's own server (``build_server``) behind the same client.
+stream loop, where the client cancels a request by sending ``notifications/cancelled``).  The
+``Client``'s default, ``mode="auto"``, drives the server's modern per-request path instead, where
+a cancelled ``call_tool`` waits for the tool: it is a row of its own
+(``adapter_mcp_sdk__auto.py``).  Over stdio the server runs in another process, out of reach of
+the driver's gates and virtual clock: no row (not measured here).  The server's
+``peer_cancel_mode="signal"`` (the request's ``cancel_requested`` set, the handler left running)
+is a parameter of the SDK's ``JSONRPCDispatcher`` that neither ``MCPServer`` nor ``Client``
+exposes: no row.  The call the contract calls ``execute()`` is ``Client.call_tool``; the caller
+cancels it by cancelling its scope, and the SDK's client sends the cancellation.  MCP never
+answers a request its caller cancelled, so such a call settles, for the contract, when the
+*server* is done with the request (:class:`Handled`, a server middleware): the client returning
+early is the protocol's rule, not a finding.  ``--control`` puts toolcancel's own server
+(``build_server``) behind the same client.
 
 What it has (the hello's ``capabilities``): none of the contract's stages -- no pre-execute
 policy, approval, guards, timeout policy, post-execute stage or observers (its request middleware
@@ -29,7 +35,7 @@ message.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
@@ -39,6 +45,16 @@ from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
 from toolcancel import runtimes as kit
+
+RESERVED = "io.modelcontextprotocol/"
+"""The ``_meta`` key prefix MCP reserves for the protocol itself: the SDK's modern path (and
+FastMCP) put the server's name and version there in every result
+(``io.modelcontextprotocol/serverInfo``).  That is the protocol's, not the tool's."""
+
+
+def tool_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A result's ``meta`` as the contract means it: its ``_meta`` less the protocol's keys."""
+    return {k: v for k, v in (meta or {}).items() if not k.startswith(RESERVED)}
 
 
 class Handled:
@@ -58,26 +74,40 @@ class Handled:
     async def __call__(self, ctx: Any, call_next: Any) -> Any:
         if ctx.method != "tools/call":
             return await call_next(ctx)
+        return await self.around(call_next(ctx))
+
+    async def around(self, handling: Awaitable[Any]) -> Any:
+        """Await the server's handling of the ``tools/call`` request, noting when it ended."""
         self.began = True
         try:
-            return await call_next(ctx)
+            return await handling
         finally:
             self.snapshot = self.call.settled_now()
             self.done.set()
+
+    async def settle(self) -> None:
+        """The client's call ended in an exception: if the server has the request, the call
+        ends when the server is done with it."""
+        if self.began:
+            with anyio.CancelScope(shield=True):
+                await self.done.wait()
+            assert self.snapshot is not None
+            self.call.settled_at(self.snapshot)
 
 
 def as_result(got: CallToolResult) -> dict[str, Any]:
     """The contract's result (R1's keys) for what ``call_tool`` returned.  MCP has no error
     field: toolcancel's server carries R1's ``error`` in ``_meta["toolcancel/error"]`` (read
-    back here); another server shows none, a text-only difference."""
+    back here); another server shows none, a text-only difference.  The keys MCP reserves for
+    the protocol (:data:`RESERVED`) are not the tool's meta."""
     result: dict[str, Any] = {
         "content": [
             c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in got.content
         ],
         "isError": got.is_error,
     }
-    meta = dict(got.meta) if got.meta is not None else None
-    if meta is not None and "toolcancel/error" in meta:
+    meta = tool_meta(got.meta)
+    if "toolcancel/error" in meta:
         result["error"] = meta.pop("toolcancel/error")
     if meta:
         result["meta"] = meta
@@ -85,7 +115,8 @@ def as_result(got: CallToolResult) -> dict[str, Any]:
 
 
 class McpSdk(kit.Runtime):
-    mode: ClassVar[str] = "legacy"  # the in-memory Client's connection mode
+    mode: ClassVar[str] = "legacy"
+    """The in-memory ``Client``'s ``mode``: a row each (``adapter_mcp_sdk__auto.py``)."""
     implementation = (
         f"mcp {version('mcp')} MCPServer (in-memory Client mode={mode!r}, notifications/cancelled)"
     )
@@ -98,7 +129,7 @@ class McpSdk(kit.Runtime):
         self.control = control  # toolcancel's own server behind the same client
         if control:
             self.implementation = (  # type: ignore[misc]
-                f"toolcancel build_server, control of {McpSdk.implementation}"
+                f"toolcancel build_server, control of {type(self).implementation}"
             )
 
     def server(self, call: kit.Call) -> Any:
@@ -129,11 +160,7 @@ class McpSdk(kit.Runtime):
                 try:
                     got = await client.call_tool(name, args)
                 except BaseException:
-                    if handled.began:  # the server has the request: the call ends when it is done
-                        with anyio.CancelScope(shield=True):
-                            await handled.done.wait()
-                        assert handled.snapshot is not None
-                        call.settled_at(handled.snapshot)
+                    await handled.settle()
                     raise
                 return kit.Outcome(result=as_result(got))
 

@@ -9,8 +9,12 @@ The call the contract calls ``execute()`` is that tool call, seen from the model
 the part the model receives next -- a ``ToolReturnPart`` (``content`` the tool's return value,
 ``meta`` its ``ToolReturn`` metadata, ``isError`` false) or a ``RetryPromptPart`` (the text
 pydantic-ai sends the model instead, ``isError`` true).  The call settles when that part reaches
-the model, or when ``Agent.run`` raises.  The caller cancels by cancelling the task that awaits
-``Agent.run`` (``cancel: ["task"]``).
+the model, or when ``Agent.run`` raises.  The caller's signal, a row each: here the caller
+cancels the task that awaits ``Agent.run`` (``cancel: ["task"]``); in
+``adapter_pydantic_ai__cancellation_token.py`` it is pydantic-ai's own ``CancellationToken``
+passed to ``Agent.run(..., cancellation_token=...)``, cancelled when the caller aborts --
+already cancelled when it aborted before the call (``cancel: ["signal"]``; the run then raises
+``RunCancelled``).
 
 Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
 execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool
@@ -29,7 +33,7 @@ from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-from pydantic_ai import Agent, ToolReturn
+from pydantic_ai import Agent, CancellationToken, ToolReturn
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -63,6 +67,9 @@ class PydanticAi(kit.Runtime):
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        token = CancellationToken()
+        if self.cancel == ["signal"]:  # pydantic-ai's own: Agent.run(..., cancellation_token=)
+            call.on_abort(token.cancel)
         received: list[ToolReturnPart | RetryPromptPart] = []
         box: dict[str, Any] = {}
 
@@ -96,7 +103,7 @@ class PydanticAi(kit.Runtime):
         async def execute(args: dict[str, Any]) -> kit.Outcome:
             box["args"] = args
             try:
-                await agent.run("call the tool")
+                await agent.run("call the tool", cancellation_token=token)
             except Exception as exc:
                 # The run raised: that is the call's answer (a cancellation the kit reads
                 # itself).  What the run may have recorded for the call in its message history

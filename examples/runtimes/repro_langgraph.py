@@ -30,6 +30,15 @@ def tools_graph(*tools: Any) -> Any:
     return graph.compile()
 
 
+def wrapped_graph(tool: Any, wrapper: Any, **options: Any) -> Any:
+    """START -> a ToolNode over ``tool`` whose ``awrap_tool_call`` is ``wrapper`` -> END."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([tool], awrap_tool_call=wrapper, **options))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile()
+
+
 def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {
         "messages": [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])]
@@ -37,7 +46,8 @@ def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
 
 
 async def ignored_cancel_late_failure() -> bool:
-    """R3/R31 [cancelled=true, cooperative=false]: a run cancelled while its tool
+    """R3/R31 [cancelled=true, cooperative=false, body=throw, row=langgraph]: a run cancelled
+    while its tool
     finishes work that cannot stop half-way waits for the tool, and when the tool then fails,
     the tool's exception leaves ``ainvoke`` in place of the cancellation: the caller that
     cancelled sees a tool error, and no ToolMessage answers the call.
@@ -105,6 +115,104 @@ async def bare_task_late_failure() -> bool:
     return False
 
 
+async def handled_late_failure() -> bool:
+    """R31 [cancelled=true, cooperative=false, body=throw, row=langgraph__handle_tool_errors]: with
+    ``ToolNode(handle_tool_errors=True)`` a run cancelled while its tool finishes work that cannot
+    stop half-way waits for the tool, and when the tool then fails, ``ainvoke`` raises the
+    cancellation: the tool's failure is dropped, and no ToolMessage answers the call.
+
+    Kind: mapping -- what comes back is the caller's own cancellation
+    (``observed.raised_cancellation``); toolcancel's registry through the same mapping raises
+    ``CancelledError`` to the task its caller cancelled too (the Python binding's P2)."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([write_file], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    run = asyncio.ensure_future(graph.compile().ainvoke(calling("write_file", {})))
+    await started.wait()
+    run.cancel()
+    await asyncio.wait({run}, timeout=0.5)
+    waited = not run.done()
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke waited for the tool: {waited}; then raised CancelledError")
+        return waited
+    except RuntimeError as exc:
+        print(f"the cancelled ainvoke raised {exc!r}")
+    return False
+
+
+async def handled_tool_exception() -> bool:
+    """R3/R18 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` a
+    tool's exception becomes an error ToolMessage (right) whose text is the exception's ``repr``
+    and an instruction to the model, not the exception's message: a text-only difference.
+
+    Kind: design -- ``handle_tool_errors``: "``True``: Catch all errors and return a
+    ``ToolMessage`` with the default error template containing the exception details."
+    (langgraph/prebuilt/tool_node.py)."""
+
+    @tool
+    async def failing() -> str:
+        """Fails."""
+        raise RuntimeError("tool failed")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([failing], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    out = await graph.compile().ainvoke(calling("failing", {}))
+    message = out["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('tool failed')\n Please fix your mistakes."
+    )
+
+
+async def cancelled_call_unanswered() -> bool:
+    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
+    (the tool is awaited first: the run is quiescent).
+
+    Kind: mapping -- ``ainvoke`` raises ``CancelledError`` to the task its caller cancelled: the
+    caller's own cancellation coming back (``observed.raised_cancellation``), as toolcancel's
+    registry does through the same mapping (the Python binding's P2)."""
+    started = asyncio.Event()
+    finished: list[str] = []
+
+    @tool
+    async def slow() -> str:
+        """Waits."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        finally:
+            finished.append("tool settled")
+        return "done"
+
+    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
+    await started.wait()
+    run.cancel()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
+        return finished == ["tool settled"]
+    return False
+
+
 async def unserializable_artifact() -> bool:
     """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
     ToolMessage.
@@ -125,7 +233,8 @@ async def unserializable_artifact() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
+    """R3/R31 [row=langgraph]: with the default ``handle_tool_errors`` an exception in the tools
+    node -- the tool's own, or an ``awrap_tool_call`` wrapper's -- ends the graph run; no
     ToolMessage answers the call.
 
     Kind: design -- ``_default_handle_tool_errors``: "If the tool is a tool invocation error,
@@ -137,12 +246,48 @@ async def tool_exception() -> bool:
         """Fails."""
         raise RuntimeError("tool failed")
 
-    try:
-        await tools_graph(failing).ainvoke(calling("failing", {}))
-    except RuntimeError as exc:
-        print(f"ainvoke raised {exc!r}")
-        return str(exc) == "tool failed"
-    return False
+    async def wrapper(request: Any, execute: Any) -> Any:
+        await execute(request)
+        raise RuntimeError("wrapper failed after delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    raised = []
+    for graph, name in ((tools_graph(failing), "failing"), (wrapped_graph(echo, wrapper), "echo")):
+        try:
+            await graph.ainvoke(calling(name, {}))
+        except RuntimeError as exc:
+            raised.append(str(exc))
+    print(f"ainvoke raised: {raised}")
+    return raised == ["tool failed", "wrapper failed after delegating"]
+
+
+async def handled_wrapper_exception() -> bool:
+    """R16 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` an
+    ``awrap_tool_call`` wrapper's exception becomes an error ToolMessage (right) whose text is the
+    exception's ``repr`` and an instruction to the model: a text-only difference.
+
+    Kind: design -- ``handle_tool_errors``: "``True``: Catch all errors and return a
+    ``ToolMessage`` with the default error template containing the exception details."
+    (langgraph/prebuilt/tool_node.py)."""
+
+    async def wrapper(request: Any, execute: Any) -> Any:
+        raise RuntimeError("wrapper failed before delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    graph = wrapped_graph(echo, wrapper, handle_tool_errors=True)
+    message = (await graph.ainvoke(calling("echo", {})))["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('wrapper failed before delegating')\n Please fix your mistakes."
+    )
 
 
 async def lossy_arguments() -> bool:
@@ -187,8 +332,12 @@ REPRODUCTIONS = {
     for f in (
         ignored_cancel_late_failure,
         bare_task_late_failure,
+        handled_late_failure,
+        handled_tool_exception,
+        cancelled_call_unanswered,
         unserializable_artifact,
         tool_exception,
+        handled_wrapper_exception,
         lossy_arguments,
         unknown_tool,
     )

@@ -112,8 +112,8 @@ async def unknown_tool() -> bool:
 
 
 async def unserializable_meta() -> bool:
-    """R31 [body=bad_meta]: a result whose ``_meta`` is not JSON never reaches the client as a
-    result: the client's ``call_tool`` raises the server's serialization error.
+    """R31 [body=bad_meta, row=mcp_sdk]: a result whose ``_meta`` is not JSON never reaches the
+    client as a result: the client's ``call_tool`` raises the server's serialization error.
 
     Kind: runtime -- the SDK documents that "a return value that fails output conversion"
     becomes an ``is_error`` result (``UnexpectedToolError``, mcp/server/mcpserver/exceptions.py);
@@ -134,9 +134,115 @@ async def unserializable_meta() -> bool:
     return False
 
 
+async def auto_cancel_waits_then_raises() -> bool:
+    """R31 [cancelled=true, row=mcp_sdk__auto]: with the in-memory ``Client``'s default
+    ``mode="auto"`` a cancelled ``call_tool`` waits for the tool to stop -- quiescent, unlike
+    ``mode="legacy"`` -- and then raises the cancellation to its caller: the call has no result.
+
+    Kind: mapping -- MCP: "Receivers of cancellation notifications SHOULD [...] Not send a
+    response for the cancelled request"; what comes back is the caller's own cancel scope
+    (``observed.raised_cancellation``), which toolcancel's own server earns the same way."""
+    events: list[str] = []
+    started = anyio.Event()
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def lookup() -> str:
+        started.set()
+        try:
+            await anyio.sleep_forever()
+        finally:
+            events.append("tool: stopped")
+        return "found"
+
+    async with Client(server) as client, anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+
+            async def cancel_when_started() -> None:
+                await started.wait()
+                call.cancel()
+
+            group.start_soon(cancel_when_started)
+            try:
+                await client.call_tool("lookup", {})
+                events.append("client: call_tool returned")
+            except anyio.get_cancelled_exc_class():
+                events.append("client: call_tool raised the cancellation")
+                raise
+    print(" -> ".join(events))
+    return events == ["tool: stopped", "client: call_tool raised the cancellation"]
+
+
+async def auto_late_success() -> bool:
+    """R28 [row=mcp_sdk__auto]: with the default ``mode="auto"``, a ``call_tool`` cancelled while
+    the tool finishes work that cannot stop half-way waits for it -- and then returns the tool's
+    late success as an ordinary result: the caller that cancelled is handed a success.
+
+    Kind: runtime -- MCP: "Receivers of cancellation notifications SHOULD [...] Not send a
+    response for the cancelled request"; in ``mode="legacy"`` the same call raises the caller's
+    cancellation (``quiescence``), so the default mode alone hands a cancelled caller a
+    success."""
+    started, release = anyio.Event(), anyio.Event()
+    server = MCPServer("repro")
+    got: list[str] = []
+
+    @server.tool()
+    async def write_file() -> str:
+        started.set()
+        with anyio.CancelScope(shield=True):  # work that cannot stop at once (a write)
+            await release.wait()
+        return "written"
+
+    async with Client(server) as client, anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+
+            async def cancel_then_release() -> None:
+                await started.wait()
+                call.cancel()
+                await anyio.wait_all_tasks_blocked()
+                release.set()
+
+            group.start_soon(cancel_then_release)
+            result = await client.call_tool("write_file", {})
+            got.append(f"isError={result.is_error} {result.content[0].model_dump()['text']}")
+    print(f"call_tool returned after the cancel: {got}")
+    return got == ["isError=False written"]
+
+
+async def auto_unserializable_meta() -> bool:
+    """R31 [body=bad_meta, row=mcp_sdk__auto]: with the default ``mode="auto"``, a result whose
+    ``_meta`` is not JSON makes ``call_tool`` raise "Internal server error".
+
+    Kind: runtime -- as ``unserializable_meta``: the SDK documents that "a return value that
+    fails output conversion" becomes an ``is_error`` result; this one reaches the client as a
+    JSON-RPC error instead, in either mode."""
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    async with Client(server) as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError as exc:
+            print(f"call_tool raised {type(exc).__name__}: {exc}")
+            return str(exc) == "Internal server error"
+    return False
+
+
 REPRODUCTIONS = {
     f.__name__: f
-    for f in (quiescence, error_text, lossy_arguments, unknown_tool, unserializable_meta)
+    for f in (
+        quiescence,
+        error_text,
+        lossy_arguments,
+        unknown_tool,
+        unserializable_meta,
+        auto_cancel_waits_then_raises,
+        auto_late_success,
+        auto_unserializable_meta,
+    )
 }
 
 

@@ -15,7 +15,8 @@ import asyncio
 import sys
 from typing import Any
 
-from pydantic_ai import Agent, ToolReturn, capture_run_messages
+from pydantic_ai import Agent, CancellationToken, ToolReturn, capture_run_messages
+from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -47,6 +48,64 @@ def returned(history: list[ModelMessage]) -> list[ToolReturnPart | RetryPromptPa
         if isinstance(m, ModelRequest)
         for p in m.parts
         if isinstance(p, ToolReturnPart | RetryPromptPart)
+    ]
+
+
+async def token_cancelled_run() -> bool:
+    """R28/R31 [row=pydantic_ai__cancellation_token]: a run whose ``CancellationToken`` is
+    cancelled -- before the run, while a tool that stops when told runs, or while a tool finishes
+    work that cannot stop half-way -- raises ``RunCancelled``: no tool starts after the cancel, the
+    run waits for a running tool (quiescent), and the caller gets no result for the call; a tool's
+    late success is kept in ``exc.all_messages()`` (documented: so that a resumed run does not
+    re-run it).
+
+    Kind: design -- ``RunCancelled``: "Raised when the agent run was cancelled by the
+    application itself. [...] This is a normal, catchable application-level outcome: the run
+    stopped because your own code asked it to." (pydantic_ai/exceptions.py): a cancelled run is
+    answered with a raise, not with a result for the call."""
+    events: list[str] = []
+
+    async def one(when: str) -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+        agent = Agent(calls("write_file", {}))
+
+        @agent.tool_plain
+        async def write_file() -> str:
+            started.set()
+            while not release.is_set():
+                try:
+                    await release.wait()
+                except asyncio.CancelledError:
+                    if when == "cooperative tool":
+                        raise
+            return "written"
+
+        token = CancellationToken()
+        if when == "before the run":
+            token.cancel()
+        run = asyncio.ensure_future(agent.run("go", cancellation_token=token))
+        if when != "before the run":
+            await started.wait()
+            token.cancel()
+            if when == "uncooperative tool":
+                await asyncio.wait({run}, timeout=0.5)
+                events.append(f"{when}: run done before the tool: {run.done()}")
+            release.set()
+        try:
+            await run
+            events.append(f"{when}: Agent.run returned")
+        except RunCancelled as exc:
+            kept = [p.content for p in returned(exc.all_messages())]
+            events.append(f"{when}: RunCancelled, tool started: {started.is_set()}, kept: {kept}")
+
+    for when in ("before the run", "cooperative tool", "uncooperative tool"):
+        await one(when)
+    print(" -> ".join(events))
+    return events == [
+        "before the run: RunCancelled, tool started: False, kept: []",
+        "cooperative tool: RunCancelled, tool started: True, kept: []",
+        "uncooperative tool: run done before the tool: False",
+        "uncooperative tool: RunCancelled, tool started: True, kept: ['written']",
     ]
 
 
@@ -129,6 +188,7 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
+        token_cancelled_run,
         unserializable_metadata,
         tool_exception,
         lossy_arguments,

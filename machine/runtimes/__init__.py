@@ -21,6 +21,7 @@ May import: the contract, runtime and oracle rooms.  The names below are the kit
 from __future__ import annotations
 
 from .call import (
+    HANG,
     HOLD_S,
     Body,
     Call,
@@ -34,11 +35,20 @@ from .call import (
     task_signal,
     text,
 )
-from .control import RegistryControl, control_body, control_server, registry_for
+from .control import (
+    WRAPPERS,
+    RegistryControl,
+    control_body,
+    control_server,
+    control_wrapper,
+    registry_for,
+)
 from .driver import AdapterError, Runtime, main, needs, not_json, run_vector, serve
 
 __all__ = [
+    "HANG",
     "HOLD_S",
+    "WRAPPERS",
     "AdapterError",
     "Body",
     "Call",
@@ -52,6 +62,7 @@ __all__ = [
     "Unsupported",
     "control_body",
     "control_server",
+    "control_wrapper",
     "main",
     "needs",
     "no_signal",

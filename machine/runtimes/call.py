@@ -33,6 +33,8 @@ from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BO
 
 HOLD_S: Final = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
+HANG: Final = "execute() never settled: it waits for something nothing will do (the loop is idle)"
+"""What a call that hangs is answered with -- never the cancellation the driver ends it with."""
 
 Signal: TypeAlias = dict[str, Any]
 """A body's signal as the protocol reports it: ``{"aborted": bool, "reason": str | None}``."""
@@ -120,7 +122,9 @@ class Call:
     Invariants: ``gates`` holds the gates waiting now (the driver releases them one at a time);
     ``bodies`` grows by one per body invocation; ``outcome``, set by an adapter, wins over the
     driver's reading of an exception; ``settled``, set by :meth:`settled_at`, wins over the
-    driver's count when ``execute`` ends."""
+    driver's count when ``execute`` ends; ``aborters``, grown by :meth:`on_abort`, are fired
+    once, in order, when the caller aborts (only for a runtime whose ``cancel`` is
+    ``["signal"]``)."""
 
     scenario: dict[str, Any]
     revision: str = "seed"
@@ -129,6 +133,7 @@ class Call:
     caller_aborted: bool = False
     outcome: Outcome | None = None
     settled: dict[str, int] | None = None
+    aborters: list[Callable[[], None]] = field(default_factory=list)
 
     def settled_now(self) -> dict[str, int]:
         """What had started and settled so far (``observed.settled``)."""
@@ -136,6 +141,16 @@ class Call:
             "bodies_started": len(self.bodies),
             "bodies_settled": sum(b.settle is not None for b in self.bodies),
         }
+
+    def on_abort(self, fire: Callable[[], None]) -> None:
+        """The runtime's own cancellation API is the caller's signal (``cancel = ["signal"]``):
+        ``fire`` -- a token's ``cancel``, a run's ``cancel(mode)`` -- is called when the caller
+        aborts, and at once if it already has, as a caller hands over an already-cancelled
+        token.  Call it in ``open()`` or ``execute()`` before the call can wait; a runtime
+        declaring ``signal`` that registers nothing is never cancelled (the driver says so)."""
+        self.aborters.append(fire)
+        if self.caller_aborted:
+            fire()
 
     def settled_at(self, snapshot: dict[str, int]) -> None:
         """The call settled earlier than ``execute`` returned: when ``snapshot`` was taken (an

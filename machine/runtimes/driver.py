@@ -10,11 +10,16 @@ and reports what a user of the runtime saw.  :func:`serve` speaks protocol 2 on 
 :func:`main` is an adapter script's entry point (``--control`` serves its control instead).
 
 **The caller.**  ``cancel = ["task"]``: the call runs in its own asyncio task and aborting the
-caller is one ``Task.cancel()``, as an asyncio program cancels an agent run.  Otherwise
-(``["message"]``, ``["signal"]``) the call runs inside an anyio cancel scope that aborting the
-caller cancels; what the runtime makes of that is its own business (the MCP SDK's client sends
-``notifications/cancelled``).  A caller aborted before the call exists needs ``signal``, which
-the runtime's adapter must pass itself: the driver refuses such a scenario otherwise.
+caller is one ``Task.cancel()``, as an asyncio program cancels an agent run.  ``["signal"]``:
+the caller's signal is the runtime's own cancellation API (a ``CancellationToken``, a run's
+``cancel()``), which the adapter hands the runtime and registers with
+:meth:`~toolcancel.runtimes.Call.on_abort`; aborting the caller fires it, and a caller aborted
+before the call exists hands it over already fired -- only such a runtime runs those scenarios
+(the driver refuses them otherwise).  Otherwise (``["message"]``) the call runs inside an anyio
+cancel scope that aborting the caller cancels; what the runtime makes of that is its own
+business (the MCP SDK's client sends ``notifications/cancelled``).  A call still waiting when
+nothing is left to release hangs: it is answered as a hang (:data:`~toolcancel.runtimes.HANG`),
+never as the cancellation the driver ends it with.
 
 **The answer.**  A call that returned is answered with its result.  A call that raised is
 answered with ``raised``: :attr:`Call.outcome` if the adapter set one (``raised`` only: a
@@ -22,7 +27,9 @@ result there is a protocol error), else the exception's type and text.  When wha
 the caller's own cancellation coming back -- ``CancelledError`` in the task the caller
 cancelled, the cancel scope the caller cancelled -- the answer says so
 (``observed.raised_cancellation``): the Python binding's P2 re-raises ``CancelledError`` after
-the call published its result, and an MCP request the caller cancelled is never answered.
+the call published its result, and an MCP request the caller cancelled is never answered.  A
+runtime cancelled through its own API (``signal``) that raises is not so excused: a signal is
+how a caller asks for the contract's ``ABORTED`` result.
 :class:`~toolcancel.runtimes.Unsupported` from ``open()`` or ``execute()`` is a protocol
 ``error`` naming why.
 
@@ -49,7 +56,7 @@ import anyio
 
 from ..oracle.capabilities import OPTIONAL, STAGES
 from ..runtime.virtual_time import VirtualClock
-from .call import HOLD_S, Call, Execute, Outcome, Unsupported
+from .call import HANG, HOLD_S, Call, Execute, Outcome, Unsupported
 
 
 class AdapterError(Exception):
@@ -148,11 +155,15 @@ async def run_vector(
     scope = anyio.CancelScope()
     box: dict[str, Any] = {}
     by_task = runtime.cancel == ["task"]  # the caller cancels the task, once (Task.cancel())
+    by_signal = runtime.cancel == ["signal"]  # the runtime's own API (Call.on_abort)
 
     def abort() -> None:
         if not call.caller_aborted:
             call.caller_aborted = True
-            if by_task and "task" in box:
+            if by_signal:
+                for fire in list(call.aborters):
+                    fire()
+            elif by_task and "task" in box:
                 box["task"].cancel()
             else:
                 scope.cancel()
@@ -170,7 +181,12 @@ async def run_vector(
         except Unsupported as exc:  # refused inside execute(): as from open(), never a raise
             box["unsupported"] = exc
         except asyncio.CancelledError:  # its task was cancelled, and the call raised that
-            box["outcome"] = _raised(call, "CancelledError", cancelled=call.caller_aborted)
+            if "hung" in box:  # or the driver ended a call that waits for nothing
+                box["outcome"] = Outcome(raised=HANG)
+            else:
+                box["outcome"] = _raised(
+                    call, "CancelledError", cancelled=call.caller_aborted and not by_signal
+                )
         except AdapterError as exc:
             box["adapter_error"] = exc
         except Exception as exc:  # the runtime let an exception out of the call
@@ -180,6 +196,8 @@ async def run_vector(
                 box["adapter_error"] = wrong
         box["settled"] = call.settled or call.settled_now()
 
+    if s["caller"] == "aborted" or s["cancel"] == "before_entry":
+        abort()  # before the call exists: on_abort fires each aborter as it is registered
     async with runtime.open(call) as execute, anyio.create_task_group() as group:
         group.start_soon(caller, execute)
         while True:
@@ -201,17 +219,23 @@ async def run_vector(
             if g in call.gates:
                 call.gates[g].set()
         if "settled" not in box:
+            box["hung"] = True
             group.cancel_scope.cancel()  # it hangs: report it, and end the run
     for refused in ("unsupported", "adapter_error"):
         if refused in box:
             raise box[refused]
+    if by_signal and call.caller_aborted and not call.aborters:
+        raise AdapterError(
+            "the runtime declares cancel ['signal'] but its adapter registered nothing with "
+            "Call.on_abort: the caller aborted and the runtime never heard of it"
+        )
     outcome: Outcome | None = box.get("outcome")
     if s["cancel"] == "after":
         abort()
     # A runtime without observers notifies nobody: conform judges notifications only where the
     # hello declares observers.
     observed: dict[str, Any] = {
-        "raised": "execute() never settled" if outcome is None else outcome.raised,
+        "raised": HANG if outcome is None else outcome.raised,
         "notifications": 0,
         "notified_same": True,
         "bodies": [{"start": b.start, "settle": b.settle} for b in call.bodies],

@@ -45,7 +45,8 @@ PROTOCOL: Final = "protocol"
 scenario the runtime cannot express, listed as not run, not as the runtime's failure."""
 _RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
 """A reproduction's docstring head: its rules, and optionally the scenario features of the
-failures it reproduces, ``"R31 [body=throw]: ..."``."""
+failures it reproduces, ``"R31 [body=throw]: ..."`` -- and ``row=<name>`` for a reproduction of
+one configuration's row only (``row=mcp_sdk__auto``)."""
 
 
 KINDS: Final = {
@@ -95,6 +96,12 @@ class Reproduction:
         )
 
 
+def runtime_of(name: str) -> str:
+    """The runtime a row runs: ``mcp_sdk__stdio`` (``adapter_mcp_sdk__stdio.py``, the MCP SDK in
+    another configuration) -> ``mcp_sdk``, whose ``repro_mcp_sdk.py`` its findings share."""
+    return name.split("__", 1)[0]
+
+
 def runtimes(root: Path) -> list[str]:
     """The runtimes with an adapter in ``examples/runtimes/``, sorted."""
     return sorted(
@@ -106,7 +113,7 @@ def setup(root: Path, name: str) -> str:
     """What every reproduction of ``repro_<name>.py`` stands on: the file's imports and helpers
     (every top-level statement before the first reproduction, the docstring and
     ``__future__`` aside), so that each can be pasted whole."""
-    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
     kept: list[ast.stmt] = []
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -125,7 +132,7 @@ def setup(root: Path, name: str) -> str:
 def controls(root: Path, name: str) -> dict[str, tuple[str, str]]:
     """The bare-asyncio controls of ``repro_<name>.py`` (docstring ``"Control: ..."``): the
     same body and cancellation without the runtime; name -> (summary, source)."""
-    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
     out = {}
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -157,7 +164,7 @@ def _classify(
 
 def reproductions(root: Path, name: str) -> list[Reproduction]:
     """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
-    path = root / RUNTIMES_DIR / f"repro_{name}.py"
+    path = root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py"
     if not path.is_file():
         raise RealWorldError(f"{path}: missing: every runtime's findings need reproductions")
     text = path.read_text(encoding="utf-8")
@@ -458,14 +465,17 @@ def render(
             failed = {(c["id"], c["rule"]) for c in control}
             for e in f["examples"]:
                 repro = next(
-                    (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
+                    (r for r in repros.get(name, [])
+                     if r.shows(f["rule"], {**e["scenario"], "row": name})),
+                    None,
                 )
                 if (e["id"], f["rule"]) in failed:  # the control fails it too: the mapping's
                     kind, link = "shared", "—"
                 elif repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
-                        f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
+                        f"has no reproduction: add a function to "
+                        f"examples/runtimes/repro_{runtime_of(name)}.py "
                         f"whose docstring begins with '{f['rule']}: '"
                     )
                 else:
@@ -492,12 +502,12 @@ def render(
                         "runtime did | the contract | reproduction |",
                         "| --- | --- | --- | --- | --- | --- | --- | --- |", *kept, ""]  # fmt: skip
         out += [f"The reproductions below stand on this set-up "
-                f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
+                f"(`examples/runtimes/repro_{runtime_of(name)}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
         for repro in used.values():
             out += [
                 f'<a id="{name}-{repro.name}"></a>**`{repro.name}`** ({"/".join(repro.rules)}): '
-                f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
+                f"{repro.summary} Run it: `python examples/runtimes/repro_{runtime_of(name)}.py "
                 f"{repro.name}`.",
                 "",
                 f"*{KINDS[repro.kind]}*: {repro.why}",
