@@ -16,6 +16,7 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 from toolcancel.oracle.capabilities import STAGES, Capabilities
 from toolcancel.oracle.conform_judge import Judge
@@ -24,6 +25,7 @@ from toolcancel.oracle.vectors import load_vectors
 from toolcancel.runtime import virtual_time
 from toolcancel.runtime.virtual_time import VirtualClock
 from toolcancel.runtimes import (
+    HANG,
     AdapterError,
     Call,
     Execute,
@@ -209,3 +211,61 @@ def test_the_judge_excuses_a_raise_only_as_the_cancellation_of_a_caller_who_canc
     plain["result"] = None
     plain["observed"].update(raised="CancelledError", raised_cancellation=True)
     assert _judged(PLAIN["id"], plain) == (False, "R31")
+
+
+REVISED = {
+    v["id"]: v
+    for v in map(json.loads, (ROOT / "spec" / "vectors" / "revised.jsonl").open(encoding="utf-8"))
+    if v["id"] in ("revised-03000", "revised-00026")
+}
+PRE_ABORTED = REVISED["revised-03000"]  # the caller aborted before execute()
+LATE_FAILURE = REVISED["revised-00026"]  # cancelled while a cooperative body runs; it then throws
+assert PRE_ABORTED["scenario"]["caller"] == "aborted"
+assert LATE_FAILURE["scenario"]["cancel"] == "gate:body"
+
+
+class SignalMapping(Runtime):
+    """A mapping whose caller's signal is the runtime's own cancellation API."""
+
+    implementation = "a signal mapping"
+    capabilities = {"body_signal": True}  # noqa: RUF012
+    cancel = ["signal"]  # noqa: RUF012
+
+
+def test_a_signal_caller_fires_the_runtimes_own_cancel_before_entry_and_while_it_runs() -> None:
+    """``cancel = ["signal"]``: the kit fires what the adapter registered with Call.on_abort --
+    at once for a caller aborted before the call (no body starts), when it aborts otherwise (a
+    cooperative body stops, and its late failure survives) -- never by cancelling a task."""
+    before = play(RegistryControl(SignalMapping), PRE_ABORTED)
+    assert before["result"] == PRE_ABORTED["expected"]["result"]
+    assert before["observed"]["bodies"] == []
+    late = play(RegistryControl(SignalMapping), LATE_FAILURE)
+    assert late["result"] == LATE_FAILURE["expected"]["result"]
+    assert late["observed"]["raised"] is None
+    assert late["observed"]["bodies"][0]["settle"] == {"aborted": True, "reason": "caller"}
+
+
+def test_a_signal_runtime_whose_adapter_registered_no_cancel_is_the_adapters_error() -> None:
+    """A runtime declaring ``signal`` that never hands the kit its cancel: the caller's abort
+    reached nobody, and the kit says so instead of scoring what the runtime then did."""
+
+    class Deaf(Raising):
+        cancel = ["signal"]  # noqa: RUF012
+
+    async def run_body(call: Call) -> Outcome:
+        await call.body(lambda: {"aborted": False, "reason": None}, None)
+        return Outcome(result={"content": [], "isError": False})
+
+    with pytest.raises(AdapterError, match=r"registered nothing with Call\.on_abort"):
+        play(Deaf(run_body), CANCELLED)
+
+
+def test_a_call_that_hangs_is_answered_as_a_hang_not_as_the_cancel_that_ends_it() -> None:
+    async def wait_for_nothing(call: Call) -> Outcome:
+        await anyio.Event().wait()
+        raise AssertionError("nothing sets that event")
+
+    answer = play(Raising(wait_for_nothing), PLAIN)
+    assert answer["result"] is None
+    assert answer["observed"]["raised"] == HANG
+    assert "raised_cancellation" not in answer["observed"]
