@@ -60,7 +60,8 @@ async def task_cancel_detaches_tool() -> bool:
 
     Kind: runtime -- ``on_messages_stream`` runs the tool calls in a task of their own that
     cancelling ``run`` does not cancel or await: the caller's cancellation leaves a live tool
-    behind."""
+    behind, where bare asyncio, awaiting its tool, waits for it. Control:
+    ``bare_await_waits_for_the_tool``."""
     started, release = asyncio.Event(), asyncio.Event()
     events: list[str] = []
 
@@ -89,6 +90,41 @@ async def task_cancel_detaches_tool() -> bool:
         "run raised CancelledError while the tool runs",
         "tool: done, its token cancelled: False",
     ]
+
+
+async def bare_await_waits_for_the_tool() -> bool:
+    """Control: the same tool body with no agent runtime: a task awaiting the tool's own task is
+    cancelled while the tool finishes a write that cannot stop half-way -- the await hands the
+    cancel on to the tool and waits for it, so bare asyncio is quiescent (and the write's
+    result reaches the awaiting task)."""
+    started, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def write_file() -> str:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+            events.append("tool: the write is done")
+        return "written"
+
+    async def run() -> str:
+        return await asyncio.ensure_future(write_file())
+
+    outer = asyncio.ensure_future(run())
+    await started.wait()
+    outer.cancel()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    events.append(f"run done before the write: {outer.done()}")
+    release.set()
+    try:
+        events.append(f"run returned {await outer!r}")
+    except asyncio.CancelledError:
+        events.append("run raised CancelledError")
+    print(" -> ".join(events))
+    return events[:2] == ["run done before the write: False", "tool: the write is done"]
 
 
 async def token_cancel_hangs() -> bool:
@@ -197,6 +233,7 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         task_cancel_detaches_tool,
+        bare_await_waits_for_the_tool,
         token_cancel_hangs,
         token_cancel_late_success,
         tool_exception,

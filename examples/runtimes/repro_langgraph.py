@@ -182,37 +182,6 @@ async def handled_tool_exception() -> bool:
     )
 
 
-async def cancelled_call_unanswered() -> bool:
-    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
-    (the tool is awaited first: the run is quiescent).
-
-    Kind: mapping -- ``ainvoke`` raises ``CancelledError`` to the task its caller cancelled: the
-    caller's own cancellation coming back (``observed.raised_cancellation``), as toolcancel's
-    registry does through the same mapping (the Python binding's P2)."""
-    started = asyncio.Event()
-    finished: list[str] = []
-
-    @tool
-    async def slow() -> str:
-        """Waits."""
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            finished.append("tool settled")
-        return "done"
-
-    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
-    await started.wait()
-    run.cancel()
-    try:
-        await run
-    except asyncio.CancelledError:
-        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
-        return finished == ["tool settled"]
-    return False
-
-
 async def unserializable_artifact() -> bool:
     """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
     ToolMessage.
@@ -334,7 +303,6 @@ REPRODUCTIONS = {
         bare_task_late_failure,
         handled_late_failure,
         handled_tool_exception,
-        cancelled_call_unanswered,
         unserializable_artifact,
         tool_exception,
         handled_wrapper_exception,

@@ -58,7 +58,8 @@ async def ignored_cancel() -> bool:
 
     Kind: runtime -- the run ends while the tool it started still runs: the SDK neither waits
     for the tool nor hands back what it did; a run that awaited its tool would be quiescent
-    whichever way it was cancelled."""
+    whichever way it was cancelled: bare asyncio, awaiting its tool, waits for it. Control:
+    ``bare_await_waits_for_the_tool``."""
     events: list[str] = []
     for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
         started, release = asyncio.Event(), asyncio.Event()
@@ -96,6 +97,41 @@ async def ignored_cancel() -> bool:
         "tool: the write is done",
         "the write's result kept: nowhere",
     ]
+
+
+async def bare_await_waits_for_the_tool() -> bool:
+    """Control: the same tool body with no agent runtime: a task awaiting the tool's own task is
+    cancelled while the tool finishes a write that cannot stop half-way -- the await hands the
+    cancel on to the tool and waits for it, so bare asyncio is quiescent (and the write's
+    result reaches the awaiting task)."""
+    started, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def write_file() -> str:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+            events.append("tool: the write is done")
+        return "written"
+
+    async def run() -> str:
+        return await asyncio.ensure_future(write_file())
+
+    outer = asyncio.ensure_future(run())
+    await started.wait()
+    outer.cancel()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    events.append(f"run done before the write: {outer.done()}")
+    release.set()
+    try:
+        events.append(f"run returned {await outer!r}")
+    except asyncio.CancelledError:
+        events.append("run raised CancelledError")
+    print(" -> ".join(events))
+    return events[:2] == ["run done before the write: False", "tool: the write is done"]
 
 
 async def _drain(events: Any) -> None:
@@ -270,6 +306,7 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         ignored_cancel,
+        bare_await_waits_for_the_tool,
         cancelled_call_unanswered,
         cancelled_before_start,
         after_turn_tool_not_told,
