@@ -33,6 +33,7 @@ from toolcancel.runtimes import (
     RegistryControl,
     Runtime,
     Unsupported,
+    main,
     run_vector,
     serve,
 )
@@ -269,3 +270,23 @@ def test_a_call_that_hangs_is_answered_as_a_hang_not_as_the_cancel_that_ends_it(
     assert answer["result"] is None
     assert answer["observed"]["raised"] == HANG
     assert "raised_cancellation" not in answer["observed"]
+
+
+def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stages(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """``--undriven`` prints what the page publishes beside the rules left not judged; a name
+    that is no stage of the hello is the adapter's mistake, said in one line."""
+
+    class Fine(Runtime):
+        undriven = {"approval": "an approval seam, not driven yet"}  # noqa: RUF012
+
+    main(Fine(), argv=["--undriven"])
+    assert json.loads(capsys.readouterr().out) == {"approval": "an approval seam, not driven yet"}
+
+    class Odd(Runtime):
+        undriven = {"hooks": "not a stage of the hello"}  # noqa: RUF012
+
+    with pytest.raises(SystemExit):
+        main(Odd(), argv=["--undriven"])
+    assert "undriven names no stage of the hello: hooks" in capsys.readouterr().err

@@ -72,6 +72,9 @@ class AutoGen(kit.Runtime):
         "raw_args": False,
     }
     cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "around": "a Workbench wraps the tool set, not one call's dispatch: not driven",
+    }
 
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:

@@ -139,6 +139,9 @@ class FastMcp(kit.Runtime):
         "remove_signal": False,
     }
     cancel: ClassVar[list[str]] = ["message"]
+    undriven: ClassVar[dict[str, str]] = {
+        "timeout_policy": "a tool's timeout: not driven yet (this adapter's work to do)",
+    }
     raise_on_error: ClassVar[bool] = True
 
     def __init__(self, *, control: bool = False) -> None:

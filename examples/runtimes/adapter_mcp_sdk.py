@@ -124,6 +124,11 @@ class McpSdk(kit.Runtime):
     # server sees them (a set arrives as a list): no argument the server gets is a raw value
     capabilities: ClassVar[dict[str, bool]] = {"body_signal": True, "raw_args": False}
     cancel: ClassVar[list[str]] = ["message"]
+    undriven: ClassVar[dict[str, str]] = {
+        "around": "Server.middleware wraps every request, not one tool's dispatch; the adapter "
+        "uses it to see when the server is done with a request, not as the scenario's wrappers "
+        "(FastMCP's middleware, its own row, is driven)",
+    }
 
     def __init__(self, *, control: bool = False) -> None:
         self.control = control  # toolcancel's own server behind the same client

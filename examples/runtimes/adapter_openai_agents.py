@@ -69,6 +69,14 @@ class OpenAiAgents(kit.Runtime):
         "raw_args": False,
     }
     cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "pre_policy": "tool input guardrails: not driven yet (this adapter's work to do)",
+        "post_policy": "tool output guardrails: not driven yet",
+        "approval": "needs_approval: not driven yet -- an approval interrupts the run and "
+        "resumes it from its state, which the one-call protocol does not express",
+        "timeout_policy": "a function tool's timeout: not driven yet",
+        "observers": "RunHooks.on_tool_start/on_tool_end: not driven yet",
+    }
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
     """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
 

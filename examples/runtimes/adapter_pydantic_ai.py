@@ -63,6 +63,14 @@ class PydanticAi(kit.Runtime):
     implementation = f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, task cancel)"
     capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
     cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "pre_policy": "Hooks.before_tool_execute: not driven yet (this adapter's work to do)",
+        "around": "Hooks.wrap_tool_execute: not driven yet",
+        "post_policy": "Hooks.after_tool_execute: not driven yet",
+        "approval": "deferred tools (requires_approval): not driven yet -- an approval ends the "
+        "run and resumes it in another, which the one-call protocol does not express",
+        "timeout_policy": "a tool's timeout: not driven yet",
+    }
 
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:

@@ -91,11 +91,15 @@ class Runtime:
 
     ``implementation`` names the runtime, its version and the configuration (shown in reports);
     ``capabilities`` the stages and channels it has (see the module's rules); ``cancel`` how
-    its caller cancels: ``["task"]``, ``["message"]`` or ``["signal"]``."""
+    its caller cancels: ``["task"]``, ``["message"]`` or ``["signal"]``; ``undriven`` the
+    stages the runtime has that the adapter does not drive (declared absent, so their rules go
+    unjudged), each with where the runtime has it and why it is not driven -- published beside
+    the rules left not judged, so a reader never takes "not judged" for "absent"."""
 
     implementation: ClassVar[str] = ""
     capabilities: ClassVar[dict[str, bool]] = {}
     cancel: ClassVar[list[str]] = []
+    undriven: ClassVar[dict[str, str]] = {}
 
     def open(self, call: Call) -> AbstractAsyncContextManager[Execute]:
         """Set the runtime up for ``call`` (the scenario's tool registered, a client connected)
@@ -283,12 +287,24 @@ def main(
     runtime: Runtime, control: Runtime | None = None, argv: Sequence[str] | None = None
 ) -> None:
     """An adapter script's entry point: serve ``runtime``, or with ``--control`` its control
-    (toolcancel's own registry behind the same mapping, :mod:`toolcancel.runtimes.control`)."""
+    (toolcancel's own registry behind the same mapping, :mod:`toolcancel.runtimes.control`);
+    ``--undriven`` prints :attr:`Runtime.undriven`."""
     parser = argparse.ArgumentParser(description=runtime.implementation)
     parser.add_argument(
         "--control", action="store_true", help="serve toolcancel's registry through this mapping"
     )
+    parser.add_argument(
+        "--undriven",
+        action="store_true",
+        help="print the stages the runtime has that this adapter does not drive (JSON), and exit",
+    )
     args = parser.parse_args(argv)
+    if args.undriven:
+        unknown = sorted(set(runtime.undriven) - set(STAGES))
+        if unknown:
+            parser.error(f"undriven names no stage of the hello: {', '.join(unknown)}")
+        print(json.dumps(runtime.undriven, sort_keys=True))
+        return
     if args.control and control is None:
         parser.error("this adapter has no control")
     serve(control if args.control and control is not None else runtime)

@@ -217,6 +217,19 @@ def measure_control(root: Path, name: str, revision: str) -> dict[str, Any]:
     }
 
 
+def undriven(root: Path, name: str) -> dict[str, str]:
+    """The stages ``name``'s runtime has that its adapter does not drive, and why (the adapter's
+    ``--undriven``, :attr:`toolcancel.runtimes.Runtime.undriven`)."""
+    adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
+    done = subprocess.run([sys.executable, str(adapter), "--undriven"], capture_output=True,
+                          text=True, cwd=root, check=False)  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise RealWorldError(f"{adapter}: --undriven failed: {last}")
+    said: dict[str, str] = json.loads(done.stdout)
+    return said
+
+
 def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
     """Run ``name``'s adapter (and its control) through conform for ``revision``; what the
     table needs of it."""
@@ -237,6 +250,7 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
         "python": platform.python_version(),  # the adapter runs on this interpreter
         "control": control,
         "capabilities": report.get("capabilities"),
+        "undriven": undriven(root, name),
         "vectors": report["vectors"],
         "passed": report["passed"],
         "failed": report["failed"],
@@ -445,6 +459,11 @@ def render(
         if unjudged:
             out += [f"Not judged in either revision (no vector this runtime can run decides "
                     f"them): {', '.join(unjudged)}.", ""]  # fmt: skip
+        if first.get("undriven"):
+            stages = sorted(first["undriven"].items())
+            said = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
+            out += ["Stages the runtime has that this adapter does not drive (declared absent, "
+                    f"so their rules are not judged here): {said}.", ""]  # fmt: skip
         refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
                    if f["rule"] == PROTOCOL]  # fmt: skip
         for rev, f in refused:
