@@ -461,9 +461,9 @@ def render(
                     f"them): {', '.join(unjudged)}.", ""]  # fmt: skip
         if first.get("undriven"):
             stages = sorted(first["undriven"].items())
-            said = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
+            undriven_text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
             out += ["Stages the runtime has that this adapter does not drive (declared absent, "
-                    f"so their rules are not judged here): {said}.", ""]  # fmt: skip
+                    f"so their rules are not judged here): {undriven_text}.", ""]  # fmt: skip
         refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
                    if f["rule"] == PROTOCOL]  # fmt: skip
         for rev, f in refused:
