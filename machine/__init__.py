@@ -7,9 +7,10 @@ at each of those moments; :class:`ToolRegistry` implements it over asyncio or tr
 per-call machine compiled from ``toolcancel/spec/contract.toml``.
 
 The package has one subpackage per audience, a *room* (docs/ENGINEERING.md, "Rooms"):
-``contract``, ``runtime`` (what an embedder imports), ``oracle``, ``selfcheck``, ``teaching`` and
-``cli``.  The names below are the public surface: an embedder imports them from ``toolcancel``
-itself, never from a room's module, whose place may change.
+``contract``, ``runtime`` (what an embedder imports), ``oracle``, ``runtimes`` (the runtime
+adapter kit), ``selfcheck``, ``teaching`` and ``cli``.  The names below are the public surface:
+an embedder imports them from ``toolcancel`` itself, never from a room's module, whose place may
+change.
 
 Importing the package is cheap: every public name is imported from its module on first use
 (:pep:`562`), so ``import toolcancel`` neither loads asyncio and the trace checker nor compiles

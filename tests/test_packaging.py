@@ -6,6 +6,7 @@ how to get it without).  Building it prints no packaging warning."""
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -121,6 +122,7 @@ def test_wheel_ships_the_package_and_the_contract_but_not_the_tests(wheel: Path)
         "toolcancel/py.typed",
         "toolcancel/contract/core.py",
         "toolcancel/cli/commands/verify.py",
+        "toolcancel/runtimes/driver.py",
         "toolcancel/spec/contract.toml",
         "toolcancel/spec/CONTRACT.md",
         "toolcancel/spec/vectors/seed.jsonl",
@@ -142,6 +144,36 @@ def test_fresh_venv_imports_the_wheel_and_runs_a_call(installed: Path, tmp_path:
     assert cli.returncode == 0 and "verify" in cli.stdout
     version = _run(installed, tmp_path, "--version")
     assert (version.returncode, version.stdout) == (0, "toolcancel 0.1.0\n")
+
+
+def test_a_runtime_adapter_outside_the_repository_runs_on_the_installed_kit(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """An outsider's adapter (the toy runtime, copied out of the checkout) imports only the
+    installed ``toolcancel.runtimes`` (the ``kit`` extra) and is judged by the installed
+    conform (21 of the 35 stage-less vectors need only what it has); its control row, our
+    registry through its mapping, passes every vector."""
+    env_dir = tmp_path_factory.mktemp("kit-venv")
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
+                    "install", "-q", f"{wheel}[kit]"], check=True)  # fmt: skip
+    bin_dir = env_dir / "bin"
+    work = tmp_path_factory.mktemp("outsider")
+    adapter = work / "adapter_toy.py"
+    shutil.copy(ROOT / "tests" / "fixtures" / "toy_runtime_adapter.py", adapter)
+    vectors = work / "vectors.jsonl"
+    shutil.copy(ROOT / "spec" / "vectors" / "stageless-seed.jsonl", vectors)
+    for extra, failed in (((), None), (("--control",), 0)):
+        done = _run(bin_dir, work, "conform", "--revision", "seed", "--json", "--quiet",
+                    "--vectors", str(vectors), "--adapter", str(bin_dir / "python"),
+                    str(adapter), *extra)  # fmt: skip
+        assert done.returncode in (0, 1), done.stderr
+        report = json.loads(done.stdout)
+        assert report["vectors"] == 21 and "toy runtime" in report["implementation"], report
+        if failed is not None:
+            assert report["failed"] == failed, report["families"]
+        else:
+            assert report["failed"] > 0  # the toy runtime is judged, findings and all
 
 
 def test_diagram_from_the_wheel_writes_every_text_format_without_dot(

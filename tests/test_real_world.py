@@ -23,14 +23,32 @@ from toolcancel.teaching.realworld import (
     RealWorldError,
     Reproduction,
     generate_real_world,
+    measure,
     render,
     reproductions,
+    runtime_of,
     runtimes,
+    text_only,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
-REQUIRES = {"mcp_sdk": "mcp", "pydantic_ai": "pydantic_ai", "langgraph": "langgraph"}
-"""Runtime -> the module its adapter needs (from the ``runtimes`` extra)."""
+REQUIRES = {
+    "mcp_sdk": "mcp",
+    "mcp_sdk__auto": "mcp",
+    "pydantic_ai": "pydantic_ai",
+    "pydantic_ai__cancellation_token": "pydantic_ai",
+    "langgraph": "langgraph",
+    "langgraph__handle_tool_errors": "langgraph",
+    "openai_agents": "agents",
+    "openai_agents__cancel_immediate": "agents",
+    "openai_agents__cancel_after_turn": "agents",
+    "autogen": "autogen_agentchat",
+    "autogen__token": "autogen_agentchat",
+    "fastmcp": "fastmcp",
+    "fastmcp__no_raise": "fastmcp",
+}
+"""Row (``adapter_<runtime>[__<configuration>].py``) -> the module its adapter needs (from the
+``runtimes`` extra)."""
 PUBLISHED = json.loads((ROOT / DATA).read_text(encoding="utf-8"))
 
 
@@ -56,8 +74,9 @@ def test_a_family_without_a_reproduction_stops_the_render() -> None:
         render(data, {"x": [unrelated]}, {})
 
 
-@pytest.mark.parametrize("name", sorted(REQUIRES))
+@pytest.mark.parametrize("name", sorted({runtime_of(row) for row in REQUIRES}))
 def test_the_reproductions_still_reproduce(name: str) -> None:
+    """Once a runtime: its rows (configurations) share its reproductions."""
     needs_runtime(name)
     script = ROOT / RUNTIMES_DIR / f"repro_{name}.py"
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
@@ -106,10 +125,93 @@ def test_the_adapter_is_judged_as_published(
 
 @pytest.mark.slow
 def test_the_measurement_is_fresh() -> None:
-    """Every runtime, both revisions, every applicable vector, the stage-less family included
-    (46 s of CPU, 2 min wall on a loaded 2-core machine)."""
+    """Every runtime and row, both revisions, every applicable vector, the stage-less family
+    included, each row beside its control (13 rows and 13 controls: 261 s of CPU, 4.3 min wall
+    on a loaded 2-core machine)."""
     for name in REQUIRES:
         needs_runtime(name)
     assert generate_real_world(ROOT, run=True, check=True) == [], (
         "python -m toolcancel.teaching.realworld --run"
     )
+
+
+MAPPING_FAILS = {
+    "fastmcp": "R31",  # call_tool(raise_on_error=True), FastMCP's default, raises every error
+    # result it is handed -- toolcancel's own server's too: a reading of the client's, which
+    # the row fastmcp__no_raise (raise_on_error=False) reads as results
+}
+"""Rows whose mapping itself breaks a rule -- the control fails there, and only there, by that
+rule -- so that those failures are published as the mapping's (the configuration's)."""
+
+
+def test_every_published_control_row_passes_every_vector_it_was_sent() -> None:
+    """toolcancel's registry through each runtime's mapping (``--control``) fails nothing: a
+    verdict the reference earns through the same mapping would be the mapping's.  A row whose
+    configuration is itself the cause (:data:`MAPPING_FAILS`) fails by that one rule only."""
+    for name, by_rev in PUBLISHED.items():
+        for rev in REVISIONS:
+            control = by_rev[rev]["control"]
+            assert control["vectors"] == by_rev[rev]["vectors"], (name, rev)
+            if name in MAPPING_FAILS:
+                assert control["failed"] > 0, (name, rev, "the mapping's fault is gone: drop it")
+                assert {f["rule"] for f in control["failures"]} == {MAPPING_FAILS[name]}
+            else:
+                assert control["failed"] == 0 and control["failures"] == [], (name, rev)
+
+
+def test_a_failure_the_control_shares_is_published_as_the_mappings() -> None:
+    """Plant the control failing the vector of a runtime finding: the row moves to the
+    mapping's kind and out of what a maintainer could act on."""
+    data = json.loads(json.dumps({"mcp_sdk": PUBLISHED["mcp_sdk"]}))
+    repros = {"mcp_sdk": reproductions(ROOT, "mcp_sdk")}
+    before = render(data, repros, {})
+    assert "could act on as it stands: [`unserializable_meta`]" in before
+    for rev in REVISIONS:
+        for f in data["mcp_sdk"][rev]["families"]:
+            if f["rule"] == "R31":
+                data["mcp_sdk"][rev]["control"]["failures"] += [
+                    {"id": e["id"], "rule": "R31", "step": f["step"]} for e in f["examples"]
+                ]
+    after = render(data, repros, {})
+    assert "could act on as it stands: nothing." in after
+    assert "| control fails too | R31 " in after
+
+
+def test_a_reproduction_without_a_kind_stops_the_render(tmp_path: Path) -> None:
+    folder = tmp_path / RUNTIMES_DIR
+    folder.mkdir(parents=True)
+    (folder / "repro_x.py").write_text(
+        'async def late() -> bool:\n    """R27: a finding nobody classified."""\n    return True\n'
+    )
+    with pytest.raises(RealWorldError, match="late needs one paragraph 'Kind: <runtime"):
+        reproductions(tmp_path, "x")
+    (folder / "repro_x.py").write_text(
+        'async def late() -> bool:\n    """R27: inherited, it says.\n\n    Kind: inherited -- '
+        'asyncio does it too."""\n    return True\n'
+    )
+    with pytest.raises(RealWorldError, match="names no bare-asyncio control"):
+        reproductions(tmp_path, "x")
+
+
+def test_a_difference_in_words_only_is_told_apart_from_one_in_behaviour() -> None:
+    contract = (
+        '{"content":[{"text":"Error: unknown tool","type":"text"}],"error":{"code":"U"},'
+        '"isError":true}'
+    )
+    assert text_only(contract, '{"content":[{"text":"No such tool","type":"text"}],"isError":true}')
+    assert not text_only(contract, '{"content":[{"text":"done","type":"text"}],"isError":false}')
+    assert not text_only(contract, "raised RuntimeError: tool failed")
+
+
+def test_an_adapter_without_a_control_stops_the_measurement(tmp_path: Path) -> None:
+    """An adapter that serves the runtime whatever its arguments would be its own control --
+    every finding then "shared" and published as the mapping's: the measurement refuses it."""
+    toy = (ROOT / "tests" / "fixtures" / "toy_runtime_adapter.py").read_text(encoding="utf-8")
+    head, _, _ = toy.partition('if __name__ == "__main__":')
+    folder = tmp_path / RUNTIMES_DIR
+    folder.mkdir(parents=True)
+    (folder / "adapter_toy.py").write_text(
+        head + 'if __name__ == "__main__":\n    kit.serve(Toy())\n', encoding="utf-8"
+    )
+    with pytest.raises(RealWorldError, match="--control served the runtime itself"):
+        measure(tmp_path, "toy", "seed")

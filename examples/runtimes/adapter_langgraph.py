@@ -12,50 +12,115 @@ tools node does with a model's turn; no model is needed.  The call the contract 
 as content blocks, ``isError`` its ``status == "error"``, ``meta`` its artifact).  The caller
 cancels by cancelling the task awaiting it (``cancel: ["task"]``).
 
-Capabilities: none of the contract's stages is declared.  ``ToolNode`` has one around seam
-(``awrap_tool_call``) and error handling (``handle_tool_errors``, left at its default here); this
-adapter drives neither, so it declares ``around`` absent and conform sends it only plain tool
-calls.  The tool gets no cancellation signal object; like every Python body it gets the
-cancellation of its task (``rt_driver.task_signal``), which is what ``body_signal`` declares.
+Error handling, a row each: ``handle_tool_errors`` at its default here (a tool's own exception
+leaves ``ainvoke``; only invalid arguments become an error ``ToolMessage``), ``True`` in
+``adapter_langgraph__handle_tool_errors.py`` (every tool exception becomes one).
+
+Capabilities: ``around``, ``ToolNode``'s ``awrap_tool_call`` -- a scenario's wrappers composed
+into the one wrapper the node takes, outermost first, each as spec/vectors/README.md says
+(``delegate`` awaits ``execute(request)``, ``retry`` awaits it twice, a short answer is a
+``ToolMessage`` of the wrapper's own); the wrapper gets no signal to replace or remove, so
+``replace_signal`` and ``remove_signal`` are declared false.  No other stage: ``ToolNode`` has no
+pre- or post-execute policy, approval or timeout of its own.  The tool gets no cancellation
+signal object; like every Python body it gets the cancellation of its task
+(``toolcancel.runtimes.task_signal``), which is what ``body_signal`` declares.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-import rt_driver
 from langchain_core.messages import AIMessage, ToolMessage
 from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
+from langgraph.prebuilt.tool_node import ToolCallRequest
+from langgraph.types import Command
+from toolcancel import runtimes as kit
 
 
 def as_result(message: ToolMessage) -> dict[str, Any]:
     """The contract's result (R1's keys) for the ``ToolMessage`` the node returned."""
     content = message.content
-    blocks = [rt_driver.text(content)] if isinstance(content, str) else content
+    blocks = [kit.text(content)] if isinstance(content, str) else content
     result: dict[str, Any] = {"content": blocks, "isError": message.status == "error"}
     if message.artifact is not None:
         result["meta"] = message.artifact
     return result
 
 
-class LangGraph(rt_driver.Runtime):
+Execute = Callable[[ToolCallRequest], Awaitable[ToolMessage | Command[Any]]]
+Wrapper = Callable[[ToolCallRequest, Execute], Awaitable[ToolMessage | Command[Any]]]
+
+
+def wrapper(call: kit.Call, i: int, kind: str) -> Wrapper:
+    """Wrapper ``i`` of the scenario, as spec/vectors/README.md's wrapper table says."""
+
+    def answer(request: ToolCallRequest, text: str, status: Any) -> ToolMessage:
+        return ToolMessage(content=text, tool_call_id=request.tool_call["id"], status=status)
+
+    async def wrap(request: ToolCallRequest, execute: Execute) -> ToolMessage | Command[Any]:
+        if kind == "short_success":
+            return answer(request, f"wrapper {i} answered", "success")
+        if kind == "short_error":
+            return answer(request, f"Error: wrapper {i} refused", "error")
+        if kind == "throw_before":
+            raise RuntimeError(f"wrapper {i} failed before delegating")
+        if kind == "wait_before":
+            await call.gate(f"w{i}_before")
+        got = await execute(request)
+        if kind == "retry":
+            got = await execute(request)
+        if kind == "wait_after":
+            await call.gate(f"w{i}_after")
+        if kind == "throw_after":
+            raise RuntimeError(f"wrapper {i} failed after delegating")
+        return got
+
+    if kind not in ("delegate", "retry", "wait_before", "wait_after", "short_success",
+                    "short_error", "throw_before", "throw_after"):  # fmt: skip
+        raise kit.Unsupported(f"wrapper {kind!r}: a ToolNode wrapper has no signal slot")
+    return wrap
+
+
+def around(call: kit.Call) -> Wrapper:
+    """The scenario's wrappers as ``ToolNode``'s one ``awrap_tool_call``, outermost first."""
+    chain = [wrapper(call, i, kind) for i, kind in enumerate(call.scenario["wrappers"])]
+
+    async def composed(request: ToolCallRequest, execute: Execute) -> ToolMessage | Command[Any]:
+        inner = execute
+        for wrap in reversed(chain):
+            inner = functools.partial(wrap, execute=inner)
+        return await inner(request)
+
+    return composed
+
+
+class LangGraph(kit.Runtime):
     implementation = (
         f"langgraph {version('langgraph')} ToolNode"
         f" (langgraph-prebuilt {version('langgraph-prebuilt')}, task cancel)"
     )
-    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
+    capabilities: ClassVar[dict[str, bool]] = {  # see the docstring
+        "body_signal": True,
+        "around": True,
+        "replace_signal": False,
+        "remove_signal": False,
+    }
     cancel: ClassVar[list[str]] = ["task"]
+    handle_tool_errors: ClassVar[bool | None] = None
+    """``ToolNode(handle_tool_errors=...)``: ``None`` leaves its default (a row each,
+    ``adapter_langgraph__handle_tool_errors.py``)."""
 
     @asynccontextmanager
-    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+    async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         async def body(q: Any) -> tuple[Any, Any]:
             del q
-            value = await call.body(rt_driver.task_signal, None)
+            value = await call.body(kit.task_signal, None)
             if isinstance(value, dict):
                 return value["content"], value["meta"]
             return value, None
@@ -67,20 +132,26 @@ class LangGraph(rt_driver.Runtime):
             response_format="content_and_artifact",
         )
         graph = StateGraph(MessagesState)
-        graph.add_node("tools", ToolNode([tool]))
+        options: dict[str, Any] = {}
+        if self.handle_tool_errors is not None:
+            options["handle_tool_errors"] = self.handle_tool_errors
+        if call.scenario["wrappers"]:
+            options["awrap_tool_call"] = around(call)
+        node = ToolNode([tool], **options)
+        graph.add_node("tools", node)
         graph.add_edge(START, "tools")
         graph.add_edge("tools", END)
         app = graph.compile()
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
 
-        async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
+        async def execute(args: dict[str, Any]) -> kit.Outcome:
             turn = AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])
             out = await app.ainvoke({"messages": [turn]})
             message = out["messages"][-1]
-            return rt_driver.Outcome(result=as_result(message))
+            return kit.Outcome(result=as_result(message))
 
         yield execute
 
 
 if __name__ == "__main__":
-    rt_driver.serve(LangGraph())
+    kit.main(LangGraph(), kit.RegistryControl(LangGraph))

@@ -2,11 +2,24 @@
 
     toolcancel conform --revision seed --adapter python examples/runtimes/adapter_mcp_sdk.py
 
+    toolcancel conform --revision seed --adapter python \
+        examples/runtimes/adapter_mcp_sdk.py --control
+
 Each vector registers the scenario's tool on a fresh ``MCPServer`` with ``@server.tool()`` and
 calls it with the SDK's own ``Client`` over in-memory streams (``mode="legacy"``: the JSON-RPC
-stream loop, where the client cancels a request by sending ``notifications/cancelled``).  The call
-the contract calls ``execute()`` is ``Client.call_tool``; the caller cancels it by cancelling
-its scope, and the SDK's client sends the cancellation.
+stream loop, where the client cancels a request by sending ``notifications/cancelled``).  The
+``Client``'s default, ``mode="auto"``, drives the server's modern per-request path instead, where
+a cancelled ``call_tool`` waits for the tool: it is a row of its own
+(``adapter_mcp_sdk__auto.py``).  Over stdio the server runs in another process, out of reach of
+the driver's gates and virtual clock: no row (not measured here).  The server's
+``peer_cancel_mode="signal"`` (the request's ``cancel_requested`` set, the handler left running)
+is a parameter of the SDK's ``JSONRPCDispatcher`` that neither ``MCPServer`` nor ``Client``
+exposes: no row.  The call the contract calls ``execute()`` is ``Client.call_tool``; the caller
+cancels it by cancelling its scope, and the SDK's client sends the cancellation.  MCP never
+answers a request its caller cancelled, so such a call settles, for the contract, when the
+*server* is done with the request (:class:`Handled`, a server middleware): the client returning
+early is the protocol's rule, not a finding.  ``--control`` puts toolcancel's own server
+(``build_server``) behind the same client.
 
 What it has (the hello's ``capabilities``): none of the contract's stages -- no pre-execute
 policy, approval, guards, timeout policy, post-execute stage or observers (its request middleware
@@ -15,55 +28,146 @@ absent) -- and a body signal in the only form a Python tool gets one: the cancel
 task.  The tool's ``Context`` does not show the request's cancellation (``cancel_requested``
 lives on the dispatcher's context, which ``MCPServer`` does not hand a tool); what a tool does see
 is its await interrupted when the client's cancellation arrives, and anyio's effective deadline
-turning to minus infinity (``rt_driver.task_signal``).  Cancellation is a protocol message.
+turning to minus infinity (``toolcancel.runtimes.task_signal``).  Cancellation is a protocol
+message.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-import rt_driver
+import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
 from mcp_types import CallToolResult, TextContent
+from toolcancel import runtimes as kit
+
+RESERVED = "io.modelcontextprotocol/"
+"""The ``_meta`` key prefix MCP reserves for the protocol itself: the SDK's modern path (and
+FastMCP) put the server's name and version there in every result
+(``io.modelcontextprotocol/serverInfo``).  That is the protocol's, not the tool's."""
 
 
-class McpSdk(rt_driver.Runtime):
-    implementation = f"mcp {version('mcp')} MCPServer (in-memory Client, notifications/cancelled)"
-    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # its task's cancellation
+def tool_meta(meta: dict[str, Any] | None) -> dict[str, Any]:
+    """A result's ``meta`` as the contract means it: its ``_meta`` less the protocol's keys."""
+    return {k: v for k, v in (meta or {}).items() if not k.startswith(RESERVED)}
+
+
+class Handled:
+    """Server middleware (``Server.middleware``, the SDK's public request seam) that sees when
+    the server finished handling the ``tools/call`` request: what had started and settled then.
+
+    MCP never answers a request its caller cancelled, so the client cannot see when the tool
+    stopped; the server can.  The call settles, for the contract, when the server is done with
+    the request -- R27 is the server's duty, and this is where it is kept or broken."""
+
+    def __init__(self, call: kit.Call) -> None:
+        self.call = call
+        self.began = False
+        self.done = anyio.Event()
+        self.snapshot: dict[str, int] | None = None
+
+    async def __call__(self, ctx: Any, call_next: Any) -> Any:
+        if ctx.method != "tools/call":
+            return await call_next(ctx)
+        return await self.around(call_next(ctx))
+
+    async def around(self, handling: Awaitable[Any]) -> Any:
+        """Await the server's handling of the ``tools/call`` request, noting when it ended."""
+        self.began = True
+        try:
+            return await handling
+        finally:
+            self.snapshot = self.call.settled_now()
+            self.done.set()
+
+    async def settle(self) -> None:
+        """The client's call ended in an exception: if the server has the request, the call
+        ends when the server is done with it."""
+        if self.began:
+            with anyio.CancelScope(shield=True):
+                await self.done.wait()
+            assert self.snapshot is not None
+            self.call.settled_at(self.snapshot)
+
+
+def as_result(got: CallToolResult) -> dict[str, Any]:
+    """The contract's result (R1's keys) for what ``call_tool`` returned.  MCP has no error
+    field: toolcancel's server carries R1's ``error`` in ``_meta["toolcancel/error"]`` (read
+    back here); another server shows none, a text-only difference.  The keys MCP reserves for
+    the protocol (:data:`RESERVED`) are not the tool's meta."""
+    result: dict[str, Any] = {
+        "content": [
+            c.model_dump(mode="json", by_alias=True, exclude_none=True) for c in got.content
+        ],
+        "isError": got.is_error,
+    }
+    meta = tool_meta(got.meta)
+    if "toolcancel/error" in meta:
+        result["error"] = meta.pop("toolcancel/error")
+    if meta:
+        result["meta"] = meta
+    return result
+
+
+class McpSdk(kit.Runtime):
+    mode: ClassVar[str] = "legacy"
+    """The in-memory ``Client``'s ``mode``: a row each (``adapter_mcp_sdk__auto.py``)."""
+    implementation = (
+        f"mcp {version('mcp')} MCPServer (in-memory Client mode={mode!r}, notifications/cancelled)"
+    )
+    # its task's cancellation; arguments travel as JSON, which the client makes before the
+    # server sees them (a set arrives as a list): no argument the server gets is a raw value
+    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True, "raw_args": False}
     cancel: ClassVar[list[str]] = ["message"]
+    undriven: ClassVar[dict[str, str]] = {
+        "around": "Server.middleware wraps every request, not one tool's dispatch; the adapter "
+        "uses it to see when the server is done with a request, not as the scenario's wrappers "
+        "(FastMCP's middleware, its own row, is driven)",
+    }
 
-    @asynccontextmanager
-    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+    def __init__(self, *, control: bool = False) -> None:
+        self.control = control  # toolcancel's own server behind the same client
+        if control:
+            self.implementation = (  # type: ignore[misc]
+                f"toolcancel build_server, control of {type(self).implementation}"
+            )
+
+    def server(self, call: kit.Call) -> Any:
+        """The server the client calls: the SDK's ``MCPServer``, or toolcancel's own."""
+        if self.control:
+            return kit.control_server(call)
         server = MCPServer("toolcancel-vectors")
         if call.scenario["tool_known"]:
 
             @server.tool(name="tool")
             async def tool(q: Any) -> CallToolResult:
-                value = await call.body(rt_driver.task_signal, None)
+                value = await call.body(kit.task_signal, None)
                 content = value["content"] if isinstance(value, dict) else value
                 meta = value.get("meta") if isinstance(value, dict) else None
                 return CallToolResult(content=[TextContent(**c) for c in content], _meta=meta)
 
-        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
-        async with Client(server, mode="legacy") as client:
+        return server
 
-            async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
-                got = await client.call_tool(name, args)
-                result: dict[str, Any] = {
-                    "content": [
-                        c.model_dump(mode="json", by_alias=True, exclude_none=True)
-                        for c in got.content
-                    ],
-                    "isError": got.is_error,
-                }
-                if got.meta is not None:
-                    result["meta"] = got.meta
-                return rt_driver.Outcome(result=result)
+    @asynccontextmanager
+    async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
+        server = self.server(call)
+        handled = Handled(call)
+        server.middleware.append(handled)
+        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        async with Client(server, mode=self.mode) as client:
+
+            async def execute(args: dict[str, Any]) -> kit.Outcome:
+                try:
+                    got = await client.call_tool(name, args)
+                except BaseException:
+                    await handled.settle()
+                    raise
+                return kit.Outcome(result=as_result(got))
 
             yield execute
 
@@ -71,4 +175,4 @@ class McpSdk(rt_driver.Runtime):
 if __name__ == "__main__":
     # The server logs every failing tool with its traceback; the answers carry what matters.
     logging.getLogger("mcp").setLevel(logging.CRITICAL)
-    rt_driver.serve(McpSdk())
+    kit.main(McpSdk(), McpSdk(control=True))

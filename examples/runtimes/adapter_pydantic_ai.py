@@ -9,8 +9,12 @@ The call the contract calls ``execute()`` is that tool call, seen from the model
 the part the model receives next -- a ``ToolReturnPart`` (``content`` the tool's return value,
 ``meta`` its ``ToolReturn`` metadata, ``isError`` false) or a ``RetryPromptPart`` (the text
 pydantic-ai sends the model instead, ``isError`` true).  The call settles when that part reaches
-the model, or when ``Agent.run`` raises.  The caller cancels by cancelling the task that awaits
-``Agent.run`` (``cancel: ["task"]``).
+the model, or when ``Agent.run`` raises.  The caller's signal, a row each: here the caller
+cancels the task that awaits ``Agent.run`` (``cancel: ["task"]``); in
+``adapter_pydantic_ai__cancellation_token.py`` it is pydantic-ai's own ``CancellationToken``
+passed to ``Agent.run(..., cancellation_token=...)``, cancelled when the caller aborts --
+already cancelled when it aborted before the call (``cancel: ["signal"]``; the run then raises
+``RunCancelled``).
 
 Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
 execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool
@@ -19,19 +23,17 @@ it declares them absent and conform sends it only plain tool calls -- it under-r
 runtime has, it never plays a stage the runtime lacks.  The tool gets no cancellation signal object
 (its ``RunContext`` can request a cancellation, not observe one); it gets, as every Python body
 does, the cancellation of its task -- its await interrupted, ``Task.cancelling()`` positive
-(``rt_driver.task_signal``) -- which is what ``body_signal`` declares.
+(``toolcancel.runtimes.task_signal``) -- which is what ``body_signal`` declares.
 """
 
 from __future__ import annotations
 
-from asyncio import CancelledError
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
-import rt_driver
-from pydantic_ai import Agent, ToolReturn, capture_run_messages
+from pydantic_ai import Agent, CancellationToken, ToolReturn
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -42,28 +44,40 @@ from pydantic_ai.messages import (
     ToolReturnPart,
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
+from toolcancel import runtimes as kit
 
 
 def as_result(part: ToolReturnPart | RetryPromptPart) -> dict[str, Any]:
     """The contract's result (R1's keys) for what the model received for the tool call."""
     if isinstance(part, RetryPromptPart):
         message = part.content if isinstance(part.content, str) else part.model_response()
-        return {"content": [rt_driver.text(message)], "isError": True}
-    content = [rt_driver.text(part.content)] if isinstance(part.content, str) else part.content
+        return {"content": [kit.text(message)], "isError": True}
+    content = [kit.text(part.content)] if isinstance(part.content, str) else part.content
     result: dict[str, Any] = {"content": content, "isError": part.outcome != "success"}
     if part.metadata is not None:
         result["meta"] = part.metadata
     return result
 
 
-class PydanticAi(rt_driver.Runtime):
+class PydanticAi(kit.Runtime):
     implementation = f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, task cancel)"
     capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
     cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "pre_policy": "Hooks.before_tool_execute: not driven yet (this adapter's work to do)",
+        "around": "Hooks.wrap_tool_execute: not driven yet",
+        "post_policy": "Hooks.after_tool_execute: not driven yet",
+        "approval": "deferred tools (requires_approval): not driven yet -- an approval ends the "
+        "run and resumes it in another, which the one-call protocol does not express",
+        "timeout_policy": "a tool's timeout: not driven yet",
+    }
 
     @asynccontextmanager
-    async def open(self, call: rt_driver.Call) -> AsyncIterator[rt_driver.Execute]:
+    async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        token = CancellationToken()
+        if self.cancel == ["signal"]:  # pydantic-ai's own: Agent.run(..., cancellation_token=)
+            call.on_abort(token.cancel)
         received: list[ToolReturnPart | RetryPromptPart] = []
         box: dict[str, Any] = {}
 
@@ -89,43 +103,27 @@ class PydanticAi(rt_driver.Runtime):
             @agent.tool_plain(name="tool", retries=0)
             async def tool(q: Any) -> Any:
                 del q
-                value = await call.body(rt_driver.task_signal, None)
+                value = await call.body(kit.task_signal, None)
                 if isinstance(value, dict):
                     return ToolReturn(return_value=value["content"], metadata=value["meta"])
                 return value
 
-        async def execute(args: dict[str, Any]) -> rt_driver.Outcome:
+        async def execute(args: dict[str, Any]) -> kit.Outcome:
             box["args"] = args
-            with capture_run_messages() as history:
-                try:
-                    await agent.run("call the tool")
-                except BaseException as exc:
-                    # The run raised (the tool's exception, or the caller's cancellation): the
-                    # call's result is what the run recorded for it in its history -- published,
-                    # then the loop around it raised -- and only a call that recorded nothing
-                    # raised (the protocol's answer has one of result and raised, never both).
-                    recorded = [
-                        p
-                        for m in history
-                        if isinstance(m, ModelRequest)
-                        for p in m.parts
-                        if isinstance(p, ToolReturnPart | RetryPromptPart)
-                        and p.tool_call_id == "c1"
-                    ]
-                    call.outcome = (
-                        rt_driver.Outcome(result=as_result(recorded[0]))
-                        if recorded
-                        else rt_driver.Outcome(
-                            raised=f"Agent.run raised {type(exc).__name__}"
-                            + ("" if isinstance(exc, CancelledError) else f": {exc}")
-                        )
-                    )
-                    raise
+            try:
+                await agent.run("call the tool", cancellation_token=token)
+            except Exception as exc:
+                # The run raised: that is the call's answer (a cancellation the kit reads
+                # itself).  What the run may have recorded for the call in its message history
+                # is not what the caller got: pydantic-ai keeps a tool's late success there by
+                # design, so that resuming from the history does not run it again.
+                call.outcome = kit.Outcome(raised=f"Agent.run raised {type(exc).__name__}: {exc}")
+                raise
             call.settled_at(box["settled"])
-            return rt_driver.Outcome(result=as_result(received[0]))
+            return kit.Outcome(result=as_result(received[0]))
 
         yield execute
 
 
 if __name__ == "__main__":
-    rt_driver.serve(PydanticAi())
+    kit.main(PydanticAi(), kit.RegistryControl(PydanticAi))

@@ -30,54 +30,33 @@ def tools_graph(*tools: Any) -> Any:
     return graph.compile()
 
 
+def wrapped_graph(tool: Any, wrapper: Any, **options: Any) -> Any:
+    """START -> a ToolNode over ``tool`` whose ``awrap_tool_call`` is ``wrapper`` -> END."""
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([tool], awrap_tool_call=wrapper, **options))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    return graph.compile()
+
+
 def calling(name: str, args: dict[str, Any]) -> dict[str, Any]:
     return {
         "messages": [AIMessage(content="", tool_calls=[{"name": name, "args": args, "id": "c1"}])]
     }
 
 
-async def ignored_cancel_late_success() -> bool:
-    """R4/R31 [cancelled=true, cooperative=false, body=success]: a run cancelled while its tool
-    finishes work that cannot stop half-way (a write) waits for the tool -- the run is quiescent
-    -- but when the tool then succeeds, its late result is dropped and no ToolMessage answers the
-    call: neither that result nor an aborted one."""
-    started, release = asyncio.Event(), asyncio.Event()
-    events: list[str] = []
-
-    @tool
-    async def write_file() -> str:
-        """Writes."""
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-            events.append("tool: the write is done")
-        return "written"
-
-    run = asyncio.ensure_future(tools_graph(write_file).ainvoke(calling("write_file", {})))
-    await started.wait()
-    run.cancel()
-    await asyncio.wait({run}, timeout=0.5)
-    events.append(f"run done before the write: {run.done()}")
-    release.set()
-    try:
-        await run
-    except asyncio.CancelledError:
-        events.append("ainvoke raised CancelledError; no ToolMessage")
-    print(" -> ".join(events))
-    return events == [
-        "run done before the write: False",
-        "tool: the write is done",
-        "ainvoke raised CancelledError; no ToolMessage",
-    ]
-
-
 async def ignored_cancel_late_failure() -> bool:
-    """R3/R31 [cancelled=true, cooperative=false, body=throw]: a run cancelled while its tool
+    """R3/R31 [cancelled=true, cooperative=false, body=throw, row=langgraph]: a run cancelled
+    while its tool
     finishes work that cannot stop half-way waits for the tool, and when the tool then fails,
     the tool's exception leaves ``ainvoke`` in place of the cancellation: the caller that
-    cancelled sees a tool error, and no ToolMessage answers the call."""
+    cancelled sees a tool error, and no ToolMessage answers the call.
+
+    Kind: inherited -- a bare asyncio task whose coroutine ignores its cancellation and then
+    raises ends with that exception, not ``CancelledError``: Python's rule, which LangGraph's
+    ``ainvoke`` passes on as it is. Control: ``bare_task_late_failure``.
+    With ``ToolNode(..., handle_tool_errors=True)`` the node catches the tool's exception and
+    the cancelled ``ainvoke`` raises ``CancelledError``, as its caller expects."""
     started, release = asyncio.Event(), asyncio.Event()
 
     @tool
@@ -106,36 +85,110 @@ async def ignored_cancel_late_failure() -> bool:
     return False
 
 
-async def cancelled_call_unanswered() -> bool:
-    """R4/R31 [cancelled=true]: a run cancelled while its tool runs answers the call with nothing
-    (the tool is awaited first: the run is quiescent)."""
-    started = asyncio.Event()
-    finished: list[str] = []
+async def bare_task_late_failure() -> bool:
+    """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
+    a write that cannot stop half-way, then failing -- awaiting the task raises the body's
+    exception, not ``CancelledError``."""
+    started, release = asyncio.Event(), asyncio.Event()
 
-    @tool
-    async def slow() -> str:
-        """Waits."""
+    async def write_file() -> str:
         started.set()
         try:
-            await asyncio.Event().wait()
-        finally:
-            finished.append("tool settled")
-        return "done"
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
 
-    run = asyncio.ensure_future(tools_graph(slow).ainvoke(calling("slow", {})))
+    run = asyncio.ensure_future(write_file())
     await started.wait()
     run.cancel()
+    await asyncio.sleep(0)
+    release.set()
     try:
         await run
     except asyncio.CancelledError:
-        print(f"ainvoke raised CancelledError after {finished}; no ToolMessage")
-        return finished == ["tool settled"]
+        print("the task raised CancelledError")
+        return False
+    except RuntimeError as exc:
+        print(f"the cancelled task raised {exc!r}")
+        return str(exc) == "disk full"
     return False
+
+
+async def handled_late_failure() -> bool:
+    """R31 [cancelled=true, cooperative=false, body=throw, row=langgraph__handle_tool_errors]: with
+    ``ToolNode(handle_tool_errors=True)`` a run cancelled while its tool finishes work that cannot
+    stop half-way waits for the tool, and when the tool then fails, ``ainvoke`` raises the
+    cancellation: the tool's failure is dropped, and no ToolMessage answers the call.
+
+    Kind: mapping -- what comes back is the caller's own cancellation
+    (``observed.caller_cancelled``); toolcancel's registry through the same mapping raises
+    ``CancelledError`` to the task its caller cancelled too (the Python binding's P2)."""
+    started, release = asyncio.Event(), asyncio.Event()
+
+    @tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([write_file], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    run = asyncio.ensure_future(graph.compile().ainvoke(calling("write_file", {})))
+    await started.wait()
+    run.cancel()
+    await asyncio.wait({run}, timeout=0.5)
+    waited = not run.done()
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print(f"ainvoke waited for the tool: {waited}; then raised CancelledError")
+        return waited
+    except RuntimeError as exc:
+        print(f"the cancelled ainvoke raised {exc!r}")
+    return False
+
+
+async def handled_tool_exception() -> bool:
+    """R3/R18 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` a
+    tool's exception becomes an error ToolMessage (right) whose text is the exception's ``repr``
+    and an instruction to the model, not the exception's message: a text-only difference.
+
+    Kind: design -- ``handle_tool_errors``: "``True``: Catch all errors and return a
+    ``ToolMessage`` with the default error template containing the exception details."
+    (langgraph/prebuilt/tool_node.py)."""
+
+    @tool
+    async def failing() -> str:
+        """Fails."""
+        raise RuntimeError("tool failed")
+
+    graph = StateGraph(MessagesState)
+    graph.add_node("tools", ToolNode([failing], handle_tool_errors=True))
+    graph.add_edge(START, "tools")
+    graph.add_edge("tools", END)
+    out = await graph.compile().ainvoke(calling("failing", {}))
+    message = out["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('tool failed')\n Please fix your mistakes."
+    )
 
 
 async def unserializable_artifact() -> bool:
     """R30/R31 [body=bad_meta]: a tool's artifact that is not JSON is kept as it is in the
-    ToolMessage."""
+    ToolMessage.
+
+    Kind: design -- ``ToolMessage.artifact: Any``, "Artifact of the Tool execution which is not
+    meant to be sent to the model" (langchain_core/messages/tool.py): any Python value, never
+    serialized by the graph."""
 
     @tool(response_format="content_and_artifact")
     async def with_artifact() -> tuple[str, dict[str, Any]]:
@@ -149,24 +202,69 @@ async def unserializable_artifact() -> bool:
 
 
 async def tool_exception() -> bool:
-    """R3/R31: with the default ``handle_tool_errors`` a tool's exception ends the graph run; no
-    ToolMessage answers the call."""
+    """R3/R31 [row=langgraph]: with the default ``handle_tool_errors`` an exception in the tools
+    node -- the tool's own, or an ``awrap_tool_call`` wrapper's -- ends the graph run; no
+    ToolMessage answers the call.
+
+    Kind: design -- ``_default_handle_tool_errors``: "If the tool is a tool invocation error,
+    return its message. Otherwise, raise the error." (langgraph/prebuilt/tool_node.py);
+    ``ToolNode(..., handle_tool_errors=True)`` answers the call with an error ToolMessage."""
 
     @tool
     async def failing() -> str:
         """Fails."""
         raise RuntimeError("tool failed")
 
-    try:
-        await tools_graph(failing).ainvoke(calling("failing", {}))
-    except RuntimeError as exc:
-        print(f"ainvoke raised {exc!r}")
-        return str(exc) == "tool failed"
-    return False
+    async def wrapper(request: Any, execute: Any) -> Any:
+        await execute(request)
+        raise RuntimeError("wrapper failed after delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    raised = []
+    for graph, name in ((tools_graph(failing), "failing"), (wrapped_graph(echo, wrapper), "echo")):
+        try:
+            await graph.ainvoke(calling(name, {}))
+        except RuntimeError as exc:
+            raised.append(str(exc))
+    print(f"ainvoke raised: {raised}")
+    return raised == ["tool failed", "wrapper failed after delegating"]
+
+
+async def handled_wrapper_exception() -> bool:
+    """R16 [row=langgraph__handle_tool_errors]: with ``ToolNode(handle_tool_errors=True)`` an
+    ``awrap_tool_call`` wrapper's exception becomes an error ToolMessage (right) whose text is the
+    exception's ``repr`` and an instruction to the model: a text-only difference.
+
+    Kind: design -- ``handle_tool_errors``: "``True``: Catch all errors and return a
+    ``ToolMessage`` with the default error template containing the exception details."
+    (langgraph/prebuilt/tool_node.py)."""
+
+    async def wrapper(request: Any, execute: Any) -> Any:
+        raise RuntimeError("wrapper failed before delegating")
+
+    @tool
+    async def echo() -> str:
+        """Echoes."""
+        return "done"
+
+    graph = wrapped_graph(echo, wrapper, handle_tool_errors=True)
+    message = (await graph.ainvoke(calling("echo", {})))["messages"][-1]
+    print(f"status={message.status} content={message.content!r}")
+    return message.status == "error" and message.content == (
+        "Error: RuntimeError('wrapper failed before delegating')\n Please fix your mistakes."
+    )
 
 
 async def lossy_arguments() -> bool:
-    """R11: arguments that are not losslessly JSON (a set) reach the tool."""
+    """R11: arguments that are not losslessly JSON (a set) reach the tool.
+
+    Kind: runtime -- the tool call's ``args`` are validated against the tool's signature
+    (``q: Any`` takes anything); nothing checks that they are JSON, which a model's tool call
+    always is, so only a program building the ``AIMessage`` itself can send such arguments."""
     seen: list[object] = []
 
     @tool
@@ -181,7 +279,11 @@ async def lossy_arguments() -> bool:
 
 
 async def unknown_tool() -> bool:
-    """R6: an unknown tool is an error ToolMessage with LangGraph's own text, no error code."""
+    """R6: an unknown tool is an error ToolMessage with LangGraph's own text, no error code.
+
+    Kind: design -- ``INVALID_TOOL_NAME_ERROR_TEMPLATE = "Error: {requested_tool} is not a valid
+    tool, try one of [{available_tools}]."`` (langgraph/prebuilt/tool_node.py): the text the
+    model is meant to read, with no code field in a ToolMessage."""
 
     @tool
     async def echo() -> str:
@@ -197,11 +299,13 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
-        ignored_cancel_late_success,
         ignored_cancel_late_failure,
-        cancelled_call_unanswered,
+        bare_task_late_failure,
+        handled_late_failure,
+        handled_tool_exception,
         unserializable_artifact,
         tool_exception,
+        handled_wrapper_exception,
         lossy_arguments,
         unknown_tool,
     )

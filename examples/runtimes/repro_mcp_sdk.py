@@ -21,8 +21,15 @@ from mcp_types import CallToolResult, TextContent
 
 
 async def quiescence() -> bool:
-    """R27: a cancelled ``call_tool`` returns to its caller while the tool is still running (the
-    server never says when the tool stopped: it answers no cancelled request)."""
+    """R27: a cancelled ``call_tool`` (in-memory ``mode="legacy"``; stdio the same) returns to its
+    caller while the tool is still running (the server never says when the tool stopped: it
+    answers no cancelled request).
+
+    Kind: mapping -- MCP: "Receivers of cancellation notifications SHOULD [...] Not send a
+    response for the cancelled request" (specification 2025-06-18, basic/utilities/cancellation):
+    no client can wait for a cancelled tool.  The server does await it (R27 holds where it is
+    kept: the adapter reads the call's end at the server); the SDK's default in-memory client,
+    ``mode="auto"``, waits for the tool."""
     events: list[str] = []
     started, release = anyio.Event(), anyio.Event()
     server = MCPServer("repro")
@@ -51,7 +58,11 @@ async def quiescence() -> bool:
 
 
 async def error_text() -> bool:
-    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's."""
+    """R3/R18: a tool's exception reaches the client as a generic text, not the exception's.
+
+    Kind: design -- ``ToolError``: "Any other exception bar ``MCPError`` (a protocol error) is
+    treated as a crash: the model sees only ``Error executing tool <name>``"
+    (mcp/server/mcpserver/exceptions.py); raise ``ToolError`` for a message the model reads."""
     server = MCPServer("repro")
 
     @server.tool()
@@ -67,7 +78,11 @@ async def error_text() -> bool:
 
 
 async def lossy_arguments() -> bool:
-    """R11: arguments that are not losslessly JSON (a set) are sent anyway, as a list."""
+    """R11: arguments that are not losslessly JSON (a set) are sent anyway, as a list.
+
+    Kind: mapping -- the client serializes a call's arguments to JSON before the server sees
+    them: a server only ever receives JSON, so the adapter declares ``raw_args`` false and
+    conform sends it no such vector."""
     server = MCPServer("repro")
     seen: list[object] = []
 
@@ -83,7 +98,11 @@ async def lossy_arguments() -> bool:
 
 
 async def unknown_tool() -> bool:
-    """R6: an unknown tool is an error result with the SDK's own text and no error code."""
+    """R6: an unknown tool is an error result with the SDK's own text and no error code.
+
+    Kind: design -- "The SDK raises it [``ToolError``] too, for an unknown tool name"
+    (mcp/server/mcpserver/exceptions.py): an ``is_error`` result whose text the model reads; an
+    MCP tool result has no error-code field."""
     server = MCPServer("repro")
     async with Client(server, mode="legacy") as client:
         result = await client.call_tool("no_such_tool", {})
@@ -93,8 +112,13 @@ async def unknown_tool() -> bool:
 
 
 async def unserializable_meta() -> bool:
-    """R31 [body=bad_meta]: a result whose ``_meta`` is not JSON never reaches the client as a
-    result: the client's ``call_tool`` raises the server's serialization error."""
+    """R31 [body=bad_meta, row=mcp_sdk]: a result whose ``_meta`` is not JSON never reaches the
+    client as a result: the client's ``call_tool`` raises the server's serialization error.
+
+    Kind: runtime -- the SDK documents that "a return value that fails output conversion"
+    becomes an ``is_error`` result (``UnexpectedToolError``, mcp/server/mcpserver/exceptions.py);
+    this one fails later, when the response is serialized, and reaches the client as a
+    JSON-RPC error instead: the call gets no tool result at all."""
     server = MCPServer("repro")
 
     @server.tool()
@@ -110,9 +134,75 @@ async def unserializable_meta() -> bool:
     return False
 
 
+async def auto_late_success() -> bool:
+    """R28 [row=mcp_sdk__auto]: with the default ``mode="auto"``, a ``call_tool`` cancelled while
+    the tool finishes work that cannot stop half-way waits for it -- and then returns the tool's
+    late success as an ordinary result: the caller that cancelled is handed a success.
+
+    Kind: runtime -- MCP: "Receivers of cancellation notifications SHOULD [...] Not send a
+    response for the cancelled request"; in ``mode="legacy"`` the same call raises the caller's
+    cancellation (``quiescence``), so the default mode alone hands a cancelled caller a
+    success."""
+    started, release = anyio.Event(), anyio.Event()
+    server = MCPServer("repro")
+    got: list[str] = []
+
+    @server.tool()
+    async def write_file() -> str:
+        started.set()
+        with anyio.CancelScope(shield=True):  # work that cannot stop at once (a write)
+            await release.wait()
+        return "written"
+
+    async with Client(server) as client, anyio.create_task_group() as group:
+        with anyio.CancelScope() as call:
+
+            async def cancel_then_release() -> None:
+                await started.wait()
+                call.cancel()
+                await anyio.wait_all_tasks_blocked()
+                release.set()
+
+            group.start_soon(cancel_then_release)
+            result = await client.call_tool("write_file", {})
+            got.append(f"isError={result.is_error} {result.content[0].model_dump()['text']}")
+    print(f"call_tool returned after the cancel: {got}")
+    return got == ["isError=False written"]
+
+
+async def auto_unserializable_meta() -> bool:
+    """R31 [body=bad_meta, row=mcp_sdk__auto]: with the default ``mode="auto"``, a result whose
+    ``_meta`` is not JSON makes ``call_tool`` raise "Internal server error".
+
+    Kind: runtime -- as ``unserializable_meta``: the SDK documents that "a return value that
+    fails output conversion" becomes an ``is_error`` result; this one reaches the client as a
+    JSON-RPC error instead, in either mode."""
+    server = MCPServer("repro")
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    async with Client(server) as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError as exc:
+            print(f"call_tool raised {type(exc).__name__}: {exc}")
+            return str(exc) == "Internal server error"
+    return False
+
+
 REPRODUCTIONS = {
     f.__name__: f
-    for f in (quiescence, error_text, lossy_arguments, unknown_tool, unserializable_meta)
+    for f in (
+        quiescence,
+        error_text,
+        lossy_arguments,
+        unknown_tool,
+        unserializable_meta,
+        auto_late_success,
+        auto_unserializable_meta,
+    )
 }
 
 

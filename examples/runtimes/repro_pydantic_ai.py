@@ -15,7 +15,8 @@ import asyncio
 import sys
 from typing import Any
 
-from pydantic_ai import Agent, ToolReturn, capture_run_messages
+from pydantic_ai import Agent, CancellationToken, ToolReturn, capture_run_messages
+from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -50,76 +51,71 @@ def returned(history: list[ModelMessage]) -> list[ToolReturnPart | RetryPromptPa
     ]
 
 
-async def ignored_cancel_late_success() -> bool:
-    """R28 [cancelled=true, cooperative=false]: a run cancelled while its tool finishes work
-    that cannot stop half-way (a write) waits for the tool -- the run is quiescent -- and records
-    the tool's late success in its history, but ``Agent.run`` raises ``CancelledError``: the
-    caller gets no result for the call, the history says it succeeded."""
-    started, release = asyncio.Event(), asyncio.Event()
+async def token_cancelled_run() -> bool:
+    """R28/R31 [row=pydantic_ai__cancellation_token]: a run whose ``CancellationToken`` is
+    cancelled -- before the run, while a tool that stops when told runs, or while a tool finishes
+    work that cannot stop half-way -- raises ``RunCancelled``: no tool starts after the cancel, the
+    run waits for a running tool (quiescent), and the caller gets no result for the call; a tool's
+    late success is kept in ``exc.all_messages()`` (documented: so that a resumed run does not
+    re-run it).
+
+    Kind: design -- ``RunCancelled``: "Raised when the agent run was cancelled by the
+    application itself. [...] This is a normal, catchable application-level outcome: the run
+    stopped because your own code asked it to." (pydantic_ai/exceptions.py): a cancelled run is
+    answered with a raise, not with a result for the call."""
     events: list[str] = []
-    agent = Agent(calls("write_file", {}))
 
-    @agent.tool_plain
-    async def write_file() -> str:
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-            events.append("tool: the write is done")
-        return "written"
+    async def one(when: str) -> None:
+        started, release = asyncio.Event(), asyncio.Event()
+        agent = Agent(calls("write_file", {}))
 
-    with capture_run_messages() as history:
-        run = asyncio.ensure_future(agent.run("go"))
-        await started.wait()
-        run.cancel()
-        await asyncio.wait({run}, timeout=0.5)
-        events.append(f"run done before the write: {run.done()}")
-        release.set()
+        @agent.tool_plain
+        async def write_file() -> str:
+            started.set()
+            while not release.is_set():
+                try:
+                    await release.wait()
+                except asyncio.CancelledError:
+                    if when == "cooperative tool":
+                        raise
+            return "written"
+
+        token = CancellationToken()
+        if when == "before the run":
+            token.cancel()
+        run = asyncio.ensure_future(agent.run("go", cancellation_token=token))
+        if when != "before the run":
+            await started.wait()
+            token.cancel()
+            if when == "uncooperative tool":
+                await asyncio.wait({run}, timeout=0.5)
+                events.append(f"{when}: run done before the tool: {run.done()}")
+            release.set()
         try:
             await run
-        except asyncio.CancelledError:
-            events.append("Agent.run raised CancelledError")
-    recorded = [(type(p).__name__, p.content) for p in returned(history)]
-    print(" -> ".join(events) + f"; recorded for the call: {recorded}")
+            events.append(f"{when}: Agent.run returned")
+        except RunCancelled as exc:
+            kept = [p.content for p in returned(exc.all_messages())]
+            events.append(f"{when}: RunCancelled, tool started: {started.is_set()}, kept: {kept}")
+
+    for when in ("before the run", "cooperative tool", "uncooperative tool"):
+        await one(when)
+    print(" -> ".join(events))
     return events == [
-        "run done before the write: False",
-        "tool: the write is done",
-        "Agent.run raised CancelledError",
-    ] and recorded == [("ToolReturnPart", "written")]
-
-
-async def cancelled_call_unrecorded() -> bool:
-    """R4/R31 [cancelled=true]: a run cancelled while its tool runs records no result for the
-    call (the tool is awaited first: the run is quiescent)."""
-    started = asyncio.Event()
-    finished: list[str] = []
-    agent = Agent(calls("slow", {}))
-
-    @agent.tool_plain
-    async def slow() -> str:
-        started.set()
-        try:
-            await asyncio.Event().wait()
-        finally:
-            finished.append("tool settled")
-        return "done"
-
-    with capture_run_messages() as history:
-        run = asyncio.ensure_future(agent.run("go"))
-        await started.wait()
-        run.cancel()
-        try:
-            await run
-        except asyncio.CancelledError:
-            pass
-    print(f"after cancel: {finished}; recorded for the call: {returned(history)}")
-    return finished == ["tool settled"] and returned(history) == []
+        "before the run: RunCancelled, tool started: False, kept: []",
+        "cooperative tool: RunCancelled, tool started: True, kept: []",
+        "uncooperative tool: run done before the tool: False",
+        "uncooperative tool: RunCancelled, tool started: True, kept: ['written']",
+    ]
 
 
 async def unserializable_metadata() -> bool:
     """R30/R31 [body=bad_meta]: a tool's ``ToolReturn`` metadata that is not JSON is kept as it
-    is in the recorded result."""
+    is in the recorded result.
+
+    Kind: design -- ``ToolReturn.metadata: Any``, "Additional data that can be accessed
+    programmatically by the application but is not sent to the LLM." (pydantic_ai/messages.py):
+    any Python value, serialized only if the application serializes the history."""
     agent = Agent(calls("with_meta", {}))
 
     @agent.tool_plain
@@ -135,7 +131,12 @@ async def unserializable_metadata() -> bool:
 
 async def tool_exception() -> bool:
     """R3/R31: a tool's exception ends the whole run; the model gets no error result for the
-    call."""
+    call.
+
+    Kind: design -- a tool reports a failure to the model by raising ``ModelRetry`` or
+    ``ToolFailed`` ("Raise this when a tool call is done and has failed [...] and you want the
+    model to see the failure and adapt", pydantic_ai/exceptions.py); any other exception is the
+    application's and ends the run."""
     agent = Agent(calls("failing", {}))
 
     @agent.tool_plain
@@ -152,7 +153,11 @@ async def tool_exception() -> bool:
 
 
 async def lossy_arguments() -> bool:
-    """R11: arguments that are not losslessly JSON (a set) reach the tool."""
+    """R11: arguments that are not losslessly JSON (a set) reach the tool.
+
+    Kind: runtime -- a ``ToolCallPart``'s ``args`` may be a dict, validated against the tool's
+    signature (``q: Any`` takes anything); nothing checks that it is JSON, which a model's tool
+    call always is, so only a program (a ``FunctionModel``, a replayed history) can send one."""
     seen: list[object] = []
     agent = Agent(calls("echo", {"q": {1}}))
 
@@ -167,7 +172,11 @@ async def lossy_arguments() -> bool:
 
 
 async def unknown_tool() -> bool:
-    """R6: an unknown tool is a retry prompt with pydantic-ai's own text, no error code."""
+    """R6: an unknown tool is a retry prompt with pydantic-ai's own text, no error code.
+
+    Kind: design -- ``_UnknownTool(ModelRetry)``: "A ``ModelRetry`` refusing a call to a tool
+    name that doesn't exist. [...] it reaches the model as an ordinary retry"
+    (pydantic_ai/tool_manager.py): the model is asked to correct the call."""
     agent = Agent(calls("no_such_tool", {}))
     with capture_run_messages() as history:
         await agent.run("go")
@@ -179,8 +188,7 @@ async def unknown_tool() -> bool:
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
-        ignored_cancel_late_success,
-        cancelled_call_unrecorded,
+        token_cancelled_run,
         unserializable_metadata,
         tool_exception,
         lossy_arguments,

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import ast
 import json
+import platform
 import re
 import subprocess
 import sys
@@ -44,7 +45,26 @@ PROTOCOL: Final = "protocol"
 scenario the runtime cannot express, listed as not run, not as the runtime's failure."""
 _RULES: Final = re.compile(r"^(R\d+(?:/R\d+)*)(?: \[([^\]]*)\])?: ")
 """A reproduction's docstring head: its rules, and optionally the scenario features of the
-failures it reproduces, ``"R31 [body=throw]: ..."``."""
+failures it reproduces, ``"R31 [body=throw]: ..."`` -- and ``row=<name>`` for a reproduction of
+one configuration's row only (``row=mcp_sdk__auto``)."""
+
+
+KINDS: Final = {
+    "runtime": "the runtime's own behaviour",
+    "design": "documented design",
+    "inherited": "inherited from the language runtime",
+    "mapping": "a limit of the mapping (not a finding)",
+}
+"""How a reproduction classifies what it shows (its docstring's ``Kind: <kind> -- <why>``
+paragraph): only ``runtime`` is a defect a maintainer could act on as it stands; ``design``
+quotes the runtime's documentation or source; ``inherited`` names a bare-asyncio control
+(``Control: ``<function>``.``) that does the same without the runtime."""
+_KIND: Final = re.compile(r"^Kind: (\w+) -- (.*)$", re.S)
+_CONTROL_NAME: Final = re.compile(r"Control: ``(\w+)``")
+ROW_KINDS: Final = (*KINDS, "text", "shared")
+"""The order of a runtime's findings on the page: what a maintainer could act on first; a
+text-only difference (another message, no error code: the same behaviour) and a failure the
+control shares (the mapping's) last."""
 
 
 class RealWorldError(ToolcancelError):
@@ -61,6 +81,9 @@ class Reproduction:
     summary: str
     source: str
     features: tuple[str, ...] = ()  # field=value the failure's scenario has (or cancelled=true)
+    kind: str = "runtime"  # one of KINDS
+    why: str = ""  # the classification's reason: a quote, the control, the configuration
+    control: str | None = None  # inherited: the bare-asyncio function doing the same
 
     def shows(self, rule: str, scenario: dict[str, Any] | None) -> bool:
         """Whether this reproduces a failure citing ``rule`` on ``scenario``."""
@@ -71,6 +94,12 @@ class Reproduction:
             str(seen.get(k)).lower() == v.lower()
             for k, v in (f.split("=", 1) for f in self.features)
         )
+
+
+def runtime_of(name: str) -> str:
+    """The runtime a row runs: ``mcp_sdk__stdio`` (``adapter_mcp_sdk__stdio.py``, the MCP SDK in
+    another configuration) -> ``mcp_sdk``, whose ``repro_mcp_sdk.py`` its findings share."""
+    return name.split("__", 1)[0]
 
 
 def runtimes(root: Path) -> list[str]:
@@ -84,7 +113,7 @@ def setup(root: Path, name: str) -> str:
     """What every reproduction of ``repro_<name>.py`` stands on: the file's imports and helpers
     (every top-level statement before the first reproduction, the docstring and
     ``__future__`` aside), so that each can be pasted whole."""
-    text = (root / RUNTIMES_DIR / f"repro_{name}.py").read_text(encoding="utf-8")
+    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
     kept: list[ast.stmt] = []
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -100,12 +129,46 @@ def setup(root: Path, name: str) -> str:
     return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
 
 
+def controls(root: Path, name: str) -> dict[str, tuple[str, str]]:
+    """The bare-asyncio controls of ``repro_<name>.py`` (docstring ``"Control: ..."``): the
+    same body and cancellation without the runtime; name -> (summary, source)."""
+    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
+    out = {}
+    for node in ast.parse(text).body:
+        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+        if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
+            summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
+            out[node.name] = (summary, ast.get_source_segment(text, node) or "")
+    return out
+
+
+def _classify(
+    path: Path, fn: str, doc: str, known: dict[str, tuple[str, str]]
+) -> tuple[str, str, str | None]:
+    """A reproduction's ``Kind: <kind> -- <why>`` paragraph: (kind, why, control)."""
+    found = [m for p in doc.split("\n\n") if (m := _KIND.match(p.strip()))]
+    if len(found) != 1 or found[0][1] not in KINDS:
+        raise RealWorldError(
+            f"{path}: {fn} needs one paragraph 'Kind: <{'|'.join(KINDS)}> -- <why>' in its "
+            "docstring: nothing is published unclassified"
+        )
+    kind, why = found[0][1], " ".join(found[0][2].split())
+    control = _CONTROL_NAME.search(why)
+    if kind == "inherited" and (control is None or control[1] not in known):
+        raise RealWorldError(
+            f"{path}: {fn} is classified inherited but names no bare-asyncio control "
+            "(Control: ``<function>``, a function whose docstring begins 'Control: ')"
+        )
+    return kind, why, control[1] if control is not None else None
+
+
 def reproductions(root: Path, name: str) -> list[Reproduction]:
     """The reproductions in ``repro_<name>.py``, in file order (read, never imported)."""
-    path = root / RUNTIMES_DIR / f"repro_{name}.py"
+    path = root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py"
     if not path.is_file():
         raise RealWorldError(f"{path}: missing: every runtime's findings need reproductions")
     text = path.read_text(encoding="utf-8")
+    known = controls(root, name)
     out = []
     for node in ast.parse(text).body:
         doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
@@ -115,20 +178,68 @@ def reproductions(root: Path, name: str) -> list[Reproduction]:
             source = ast.get_source_segment(text, node) or ""
             features = tuple(f.strip() for f in (match[2] or "").split(",") if f.strip())
             rules = tuple(match[1].split("/"))
-            out.append(Reproduction(node.name, rules, summary, source, features))
+            kind, why, control = _classify(path, node.name, doc, known)
+            out.append(
+                Reproduction(node.name, rules, summary, source, features, kind, why, control)
+            )
     return out
 
 
-def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
-    """Run ``name``'s adapter through conform for ``revision``; what the table needs of it."""
+def _conform(root: Path, name: str, revision: str, *, control: bool) -> dict[str, Any]:
+    """conform's JSON report of ``name``'s adapter (or, ``control``, of its control row)."""
     adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
     command = [sys.executable, "-m", "toolcancel", "conform", "--revision", revision, "--json",
-               "--quiet", "--adapter", sys.executable, str(adapter)]  # fmt: skip
+               "--quiet", "--adapter", sys.executable, str(adapter),
+               *(["--control"] if control else [])]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, check=False)
     if done.returncode not in (0, 1):
         last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise RealWorldError(f"{adapter}: conform could not run it ({revision}): {last}")
-    report = json.loads(done.stdout)
+        what = "its control" if control else "it"
+        raise RealWorldError(f"{adapter}: conform could not run {what} ({revision}): {last}")
+    report: dict[str, Any] = json.loads(done.stdout)
+    return report
+
+
+def measure_control(root: Path, name: str, revision: str) -> dict[str, Any]:
+    """The control row of ``name``'s mapping for ``revision``: toolcancel's registry through
+    the adapter's mapping (``--control``, :mod:`toolcancel.runtimes.control`), and every
+    vector it failed with the rule it broke -- a runtime failing one of them the same way has
+    shown a property of the mapping, not of itself."""
+    report = _conform(root, name, revision, control=True)
+    return {
+        "implementation": report["implementation"],
+        "vectors": report["vectors"],
+        "passed": report["passed"],
+        "failed": report["failed"],
+        "failures": [
+            {"id": f["id"], "rule": f["rule"], "step": f["step"]} for f in report["failures"]
+        ],
+    }
+
+
+def undriven(root: Path, name: str) -> dict[str, str]:
+    """The stages ``name``'s runtime has that its adapter does not drive, and why (the adapter's
+    ``--undriven``, :attr:`toolcancel.runtimes.Runtime.undriven`)."""
+    adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
+    done = subprocess.run([sys.executable, str(adapter), "--undriven"], capture_output=True,
+                          text=True, cwd=root, check=False)  # fmt: skip
+    if done.returncode != 0:
+        last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        raise RealWorldError(f"{adapter}: --undriven failed: {last}")
+    said: dict[str, str] = json.loads(done.stdout)
+    return said
+
+
+def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
+    """Run ``name``'s adapter (and its control) through conform for ``revision``; what the
+    table needs of it."""
+    report = _conform(root, name, revision, control=False)
+    control = measure_control(root, name, revision)
+    if control["implementation"] == report["implementation"]:  # --control ignored: no control
+        raise RealWorldError(
+            f"{RUNTIMES_DIR / f'adapter_{name}.py'}: --control served the runtime itself: end the "
+            "adapter with toolcancel.runtimes.main(TheRuntime(), RegistryControl(TheRuntime))"
+        )
     rules = {}
     for rule, row in report["by_rule"].items():
         verdict = row["state"]  # conform's own: broken, kept, masked, vacuous or not judged
@@ -136,7 +247,10 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
                        "failed": row["failed"]}  # fmt: skip
     return {
         "implementation": report["implementation"],
+        "python": platform.python_version(),  # the adapter runs on this interpreter
+        "control": control,
         "capabilities": report.get("capabilities"),
+        "undriven": undriven(root, name),
         "vectors": report["vectors"],
         "passed": report["passed"],
         "failed": report["failed"],
@@ -175,8 +289,11 @@ def _examples(
     scenarios = _scenarios(root, revision)
     out: dict[tuple[Any, ...], dict[str, Any]] = {}
     for f in failures:
-        if (f["rule"], f["step"], f["broken"]) != (family["rule"], family["step"],
-                                                    family["broken"]):
+        if (f["rule"], f["step"], f["broken"]) != (
+            family["rule"],
+            family["step"],
+            family["broken"],
+        ):
             continue
         s = scenarios[f["id"]]
         key = _behaviour(s)
@@ -216,11 +333,58 @@ def _cell(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+_KIND_CELL: Final = {
+    "runtime": "**runtime**",
+    "design": "design",
+    "inherited": "inherited",
+    "mapping": "mapping",
+    "text": "text only",
+    "shared": "control fails too",
+}
+
+
+def text_only(expected: str, observed: str) -> bool:
+    """Whether a result differs from the contract's only in words: the same error flag and the
+    same shape, another message or no error code (R1's ``error`` left out) -- reported apart
+    from a difference in behaviour."""
+    try:
+        want, got = json.loads(expected), json.loads(observed)
+    except ValueError:
+        return False  # a raise, or no result: behaviour
+    if not (isinstance(want, dict) and isinstance(got, dict)):
+        return False
+
+    def shape(r: dict[str, Any]) -> tuple[Any, ...]:
+        blocks = tuple(b.get("type") for b in r.get("content", []) if isinstance(b, dict))
+        rest = {k: v for k, v in r.items() if k not in ("content", "error", "isError")}
+        return blocks, r.get("isError"), json.dumps(rest, sort_keys=True)
+
+    return bool(want.get("isError")) and shape(want) == shape(got)
+
+
+def _control_line(by_rev: dict[str, Any]) -> str:
+    """The control row: toolcancel's registry through the same mapping, per revision."""
+    said = []
+    for rev in REVISIONS:
+        c = by_rev[rev].get("control")
+        if c is None:
+            return "Control: not measured (run `realworld --run`)."
+        said.append(f"{rev} {c['passed']} of {c['vectors']} passed")
+    first = by_rev[REVISIONS[0]]["control"]["implementation"]
+    return (f"Control (`--control`: {first}): {'; '.join(said)}. A vector the control fails "
+            "too is the mapping's, listed as such, never as the runtime's.")  # fmt: skip
+
+
 def render(
-    data: dict[str, Any], repros: dict[str, list[Reproduction]], setups: dict[str, str]
+    data: dict[str, Any],
+    repros: dict[str, list[Reproduction]],
+    setups: dict[str, str],
+    control_sources: dict[str, dict[str, tuple[str, str]]] | None = None,
 ) -> str:
-    """The markdown table for the measurements ``data``, each runtime's reproductions and what
-    they stand on (:func:`setup`)."""
+    """The markdown table for the measurements ``data``, each runtime's reproductions (and the
+    bare-asyncio controls they name, ``control_sources``) and what they stand on
+    (:func:`setup`)."""
+    control_sources = control_sources or {}
     out = [
         "# Real-world tool runtimes against the contract",
         "",
@@ -243,6 +407,18 @@ def render(
         "reproduction it names: a self-contained script a maintainer can paste into their own "
         "issue tracker (`python examples/runtimes/repro_<runtime>.py <name>` runs one).",
         "",
+        "Before a failure is published as the runtime's, toolcancel's own registry goes "
+        "through the same mapping -- the same way to cancel, the same declared stages, the same "
+        "reading of the answer (the **control** row, `adapter_<runtime>.py --control`, "
+        "`toolcancel.runtimes.control`): a vector the control fails too is the mapping's. Each "
+        "finding then has a **kind**: **runtime** (the runtime's own behaviour: what a "
+        "maintainer could act on), *design* (documented: the reproduction quotes the "
+        "runtime's doc or source), *inherited* (the language runtime's rule: a bare-asyncio "
+        "control beside the reproduction does the same), *text only* (the same behaviour in "
+        "other words: another message, no error code) or *mapping* (a limit of the adapter, "
+        "not a finding). `python -m toolcancel.teaching.realworld --run` measures all of it "
+        "again, every runtime and its control, both revisions.",
+        "",
     ]
     for name, by_rev in data.items():
         first = by_rev[REVISIONS[0]]
@@ -251,8 +427,10 @@ def render(
         if isinstance(caps, dict):
             has = [k for k in STAGES if caps.get(k) is True]  # the contract's order, not the file's
             out.append(f"Declared: {', '.join(has) or 'no stage'}; cancels by "
-                       f"{', '.join(caps.get('cancel', [])) or 'nothing'}.")  # fmt: skip
+                       f"{', '.join(caps.get('cancel', [])) or 'nothing'}. Measured on Python "
+                       f"{first.get('python', '?')}.")  # fmt: skip
             out.append("")
+        out += [_control_line(by_rev), ""]
         out += ["| revision | vectors run | passed | failed | rules kept | rules broken |",
                 "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for rev in REVISIONS:
@@ -263,8 +441,10 @@ def render(
             out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
-        for state, words in (("masked", "Ran but masked by an earlier failure"),
-                             ("vacuous", "Kept only vacuously (a stage the runtime lacks)")):
+        for state, words in (
+            ("masked", "Ran but masked by an earlier failure"),
+            ("vacuous", "Kept only vacuously (a stage the runtime lacks)"),
+        ):
             said = [f"{rev}: {', '.join(rs)}" for rev in REVISIONS
                     if (rs := [r for r, row in sorted(by_rev[rev]["rules"].items(),
                                key=lambda item: _rule_number(item[0]))
@@ -279,6 +459,11 @@ def render(
         if unjudged:
             out += [f"Not judged in either revision (no vector this runtime can run decides "
                     f"them): {', '.join(unjudged)}.", ""]  # fmt: skip
+        if first.get("undriven"):
+            stages = sorted(first["undriven"].items())
+            undriven_text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
+            out += ["Stages the runtime has that this adapter does not drive (declared absent, "
+                    f"so their rules are not judged here): {undriven_text}.", ""]  # fmt: skip
         refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
                    if f["rule"] == PROTOCOL]  # fmt: skip
         for rev, f in refused:
@@ -290,41 +475,71 @@ def render(
         if not families:
             out += ["Every vector run passed.", ""]
             continue
-        out += ["| rule | step | vectors | e.g. | what the runtime did | the contract | "
-                "reproduction |", "| --- | --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+        rows: list[tuple[int, str]] = []  # (its kind's place in ROW_KINDS, the row)
         used: dict[str, Reproduction] = {}
+        actionable: dict[str, None] = {}  # the runtime's own, in behaviour: what to file
         for rev, f in families:
             title = by_rev[rev]["rules"].get(f["rule"], {}).get("title", "")
+            control = by_rev[rev].get("control", {}).get("failures", [])
+            failed = {(c["id"], c["rule"]) for c in control}
             for e in f["examples"]:
                 repro = next(
-                    (r for r in repros.get(name, []) if r.shows(f["rule"], e["scenario"])), None
+                    (r for r in repros.get(name, [])
+                     if r.shows(f["rule"], {**e["scenario"], "row": name})),
+                    None,
                 )
-                if repro is None:
+                if (e["id"], f["rule"]) in failed:  # the control fails it too: the mapping's
+                    kind, link = "shared", "—"
+                elif repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
-                        f"has no reproduction: add a function to examples/runtimes/repro_{name}.py "
+                        f"has no reproduction: add a function to "
+                        f"examples/runtimes/repro_{runtime_of(name)}.py "
                         f"whose docstring begins with '{f['rule']}: '"
                     )
-                used[repro.name] = repro
-                out.append(
-                    f"| {f['rule']} {_cell(title)} | {f['step']} | {f['count']} | `{e['id']}` | "
-                    f"{_cell(e['observed'])} | {_cell(e['expected'])} | "
-                    f"[`{repro.name}`](#{name}-{repro.name}) |"
-                )
-        out += ["", f"The reproductions below stand on this set-up "
-                f"(`examples/runtimes/repro_{name}.py`):", "", "```python",
+                else:
+                    used[repro.name] = repro
+                    kind = "text" if text_only(e["expected"], e["observed"]) else repro.kind
+                    link = f"[`{repro.name}`](#{name}-{repro.name})"
+                    if kind == "runtime":
+                        actionable[link] = None
+                rows.append((ROW_KINDS.index(kind),
+                             f"| {_KIND_CELL[kind]} | {f['rule']} {_cell(title)} | {f['step']} | "
+                             f"{f['count']} | `{e['id']}` | {_cell(e['observed'])} | "
+                             f"{_cell(e['expected'])} | {link} |"))  # fmt: skip
+        out += [f"What a maintainer could act on as it stands: "
+                f"{', '.join(actionable) or 'nothing'}.", ""]  # fmt: skip
+        for title, kinds in (("Behaviour", tuple(KINDS)),
+                             ("Text only: the same behaviour in other words (another message, "
+                              "no error code)", ("text",)),
+                             ("The mapping's (the control fails these too)",
+                              ("shared",))):  # fmt: skip
+            kept = [line for k, line in sorted(rows, key=lambda row: row[0])
+                    if ROW_KINDS[k] in kinds]  # fmt: skip
+            if kept:
+                out += [f"{title}:", "", "| kind | rule | step | vectors | e.g. | what the "
+                        "runtime did | the contract | reproduction |",
+                        "| --- | --- | --- | --- | --- | --- | --- | --- |", *kept, ""]  # fmt: skip
+        out += [f"The reproductions below stand on this set-up "
+                f"(`examples/runtimes/repro_{runtime_of(name)}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
         for repro in used.values():
             out += [
                 f'<a id="{name}-{repro.name}"></a>**`{repro.name}`** ({"/".join(repro.rules)}): '
-                f"{repro.summary} Run it: `python examples/runtimes/repro_{name}.py "
+                f"{repro.summary} Run it: `python examples/runtimes/repro_{runtime_of(name)}.py "
                 f"{repro.name}`.",
+                "",
+                f"*{KINDS[repro.kind]}*: {repro.why}",
                 "",
                 "```python",
                 repro.source,
                 "```",
                 "",
             ]
+            if repro.control is not None:
+                summary, source = control_sources[name][repro.control]
+                out += [f"The bare-asyncio control `{repro.control}`: {summary}", "",
+                        "```python", source, "```", ""]  # fmt: skip
     return "\n".join(out).rstrip() + "\n"
 
 
@@ -345,7 +560,12 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
                 f"{data_path}: cannot read it ({exc}); measure with --run"
             ) from None
     repros = {name: reproductions(root, name) for name in data}
-    table = render(data, repros, {name: setup(root, name) for name in data})
+    table = render(
+        data,
+        repros,
+        {name: setup(root, name) for name in data},
+        {name: controls(root, name) for name in data},
+    )
     changed = []
     for path, text, old in (
         (data_path, _data_text(data), before),

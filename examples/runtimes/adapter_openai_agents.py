@@ -1,0 +1,141 @@
+"""The OpenAI Agents SDK's agent loop at outcome level: a ``ScriptedModel`` calls the tool once.
+
+    toolcancel conform --revision seed --adapter python examples/runtimes/adapter_openai_agents.py
+
+Each vector builds an ``Agent`` whose model is the SDK's own deterministic test model
+(``agents.testing.ScriptedModel``: no network, no key, tracing off): its first step calls the tool
+(``tool``, or ``no_such_tool`` when the scenario's tool is unknown) with the scenario's arguments,
+its second ends the run with text.  The tool is a ``@function_tool`` over an async function.  The
+call the contract calls ``execute()`` is that tool call, seen from the model: its result is the
+``function_call_output`` the model receives next (``content`` its output text).  The call settles
+when that output reaches the model, or when the run raises or ends without it.
+
+The caller's signal, one row each (``Variant``):
+
+* ``task`` (this file): the caller cancels the task awaiting ``Runner.run`` -- how an asyncio
+  program cancels a run (``cancel: ["task"]``);
+* ``streamed`` (``adapter_openai_agents__cancel_immediate.py``, ``..._after_turn.py``): the
+  SDK's own run cancellation, ``Runner.run_streamed(...).cancel(mode)`` -- ``"immediate"`` or
+  ``"after_turn"`` -- fired when the caller aborts (``cancel: ["signal"]``).  A run the caller
+  had cancelled before it began is handed over already cancelled.
+
+``isError``: a function tool's output carries no error flag; a failing tool's output is what its
+``failure_error_function`` returns.  The adapter passes one that returns the SDK's own
+``default_tool_error_function`` text unchanged and notes that the SDK called it: ``isError`` is
+whether the SDK took its tool-failure path for the call.
+
+Capabilities: none of the contract's stages is declared.  The SDK has them -- tool input
+guardrails (pre-execute), ``needs_approval`` (an interruption), per-tool ``timeout``, tool output
+guardrails (post-execute), ``RunHooks.on_tool_start/on_tool_end`` -- and this adapter drives none
+of them yet, so conform sends it only plain tool calls.  A function tool's output has no metadata
+channel and its arguments are JSON text: ``meta`` and ``raw_args`` are declared false.  The
+tool gets no cancellation signal object; it gets, as every Python body does, the cancellation of
+its task (``toolcancel.runtimes.task_signal``), which is what ``body_signal`` declares.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from importlib.metadata import version
+from typing import Any, ClassVar, Literal
+
+from agents import (
+    Agent,
+    RunConfig,
+    RunContextWrapper,
+    Runner,
+    ToolCallOutputItem,
+    default_tool_error_function,
+    function_tool,
+)
+from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from toolcancel import runtimes as kit
+
+NO_TRACES = RunConfig(tracing_disabled=True)
+
+
+def as_result(output: object, failed: bool) -> dict[str, Any]:
+    """The contract's result (R1's keys) for the output the model received for the call;
+    ``failed``: the SDK routed the call through its tool-failure path."""
+    return {"content": [kit.text(str(output))], "isError": failed}
+
+
+class OpenAiAgents(kit.Runtime):
+    implementation = f"openai-agents {version('openai-agents')} (ScriptedModel, task cancel)"
+    capabilities: ClassVar[dict[str, bool]] = {
+        "body_signal": True,  # see the docstring
+        "meta": False,
+        "raw_args": False,
+    }
+    cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "pre_policy": "tool input guardrails: not driven yet (this adapter's work to do)",
+        "post_policy": "tool output guardrails: not driven yet",
+        "approval": "needs_approval: not driven yet -- an approval interrupts the run and "
+        "resumes it from its state, which the one-call protocol does not express",
+        "timeout_policy": "a function tool's timeout: not driven yet",
+        "observers": "RunHooks.on_tool_start/on_tool_end: not driven yet",
+    }
+    streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
+    """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
+
+    @asynccontextmanager
+    async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
+        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        received: list[object] = []
+        box: dict[str, Any] = {}
+
+        def reply(seen: ModelCall) -> list[Any]:
+            outputs = [
+                i.get("output")
+                for i in seen.input
+                if isinstance(i, dict)
+                and i.get("type") == "function_call_output"
+                and i.get("call_id") == "c1"
+            ]
+            received.append(outputs[0])
+            box["settled"] = call.settled_now()
+            return [assistant_message("finished")]
+
+        def failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
+            # The SDK's own answer to a failing tool, unchanged; seeing it called is the flag.
+            box["failed"] = True
+            return default_tool_error_function(ctx, error)
+
+        @function_tool(name_override="tool", failure_error_function=failure)
+        async def tool(q: str) -> str:
+            del q
+            value = await call.body(kit.task_signal, None)
+            return " ".join(c["text"] for c in value)
+
+        async def execute(args: dict[str, Any]) -> kit.Outcome:
+            model = ScriptedModel(
+                [[function_call(name, args, call_id="c1")], ModelStep.respond(reply)]
+            )
+            agent = Agent(name="agent", model=model, tools=[tool])
+            if self.streamed is None:
+                await Runner.run(agent, "call the tool", run_config=NO_TRACES)
+            else:
+                run = Runner.run_streamed(agent, "call the tool", run_config=NO_TRACES)
+                mode = self.streamed
+                call.on_abort(lambda: run.cancel(mode))
+                async for _ in run.stream_events():
+                    pass
+                if not received:
+                    # The cancelled run ended without calling the model again: what it kept of
+                    # the call is the output item in its history, if the tool got that far.
+                    kept = [i.output for i in run.new_items if isinstance(i, ToolCallOutputItem)]
+                    if kept:
+                        return kit.Outcome(result=as_result(kept[0], "failed" in box))
+                    return kit.Outcome(
+                        raised="the cancelled run ended with no output for the call"
+                    )
+            call.settled_at(box["settled"])
+            return kit.Outcome(result=as_result(received[0], "failed" in box))
+
+        yield execute
+
+
+if __name__ == "__main__":
+    kit.main(OpenAiAgents(), kit.RegistryControl(OpenAiAgents))

@@ -1,0 +1,30 @@
+"""The OpenAI Agents SDK, the caller's signal its run's own ``cancel(mode="after_turn")``.
+
+    toolcancel conform --revision seed --adapter python \\
+        examples/runtimes/adapter_openai_agents__cancel_after_turn.py
+
+The run is ``Runner.run_streamed``; when the caller aborts, the adapter calls the run's
+``cancel(mode="after_turn")`` (``cancel: ["signal"]``).  Everything else is
+adapter_openai_agents.py's.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import version
+from typing import ClassVar, Literal
+
+from adapter_openai_agents import OpenAiAgents
+from toolcancel import runtimes as kit
+
+
+class CancelRun(OpenAiAgents):
+    implementation = (
+        f"openai-agents {version('openai-agents')}"
+        f" (ScriptedModel, run_streamed cancel('after_turn'))"
+    )
+    cancel: ClassVar[list[str]] = ["signal"]
+    streamed: ClassVar[Literal["immediate", "after_turn"] | None] = "after_turn"
+
+
+if __name__ == "__main__":
+    kit.main(CancelRun(), kit.RegistryControl(CancelRun))

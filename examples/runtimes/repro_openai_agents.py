@@ -1,0 +1,331 @@
+"""Minimal reproductions of what conform found in the OpenAI Agents SDK's agent loop.
+
+    python examples/runtimes/repro_openai_agents.py                   # every reproduction
+    python examples/runtimes/repro_openai_agents.py ignored_cancel    # one
+
+Each function below is self-contained (the SDK and its own test model ``agents.testing``, asyncio,
+no toolcancel, no network, no key), prints what the runtime did, and returns True when the
+behaviour reproduces; the script exits 1 if one does not (the runtime changed: regenerate
+docs/REAL-WORLD.md).  Paste one into an issue as it is.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from typing import Any
+
+from agents import Agent, RunConfig, Runner, ToolCallOutputItem, function_tool
+from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
+
+NO_TRACES = RunConfig(tracing_disabled=True)
+
+
+def agent_calling(tool: Any, name: str = "") -> Agent[Any]:
+    """An agent whose scripted model calls ``tool`` once, then answers with text."""
+    model = ScriptedModel(
+        [
+            [function_call(name or tool.name, {}, call_id="c1")],
+            ModelStep.respond(lambda call: [assistant_message("finished")]),
+        ]
+    )
+    return Agent(name="agent", model=model, tools=[tool])
+
+
+def write_tool(started: asyncio.Event, release: asyncio.Event, events: list[str]) -> Any:
+    """A tool whose work cannot stop half-way (a write): it finishes before it returns."""
+
+    @function_tool
+    async def write_file() -> str:
+        """Writes."""
+        started.set()
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                continue  # the write cannot stop half-way: finish it first
+        events.append("tool: the write is done")
+        return "written"
+
+    return write_file
+
+
+async def ignored_cancel() -> bool:
+    """R27 [cooperative=false]: a run cancelled while its tool finishes work that cannot stop
+    half-way ends at once -- ``Runner.run``'s task raises ``CancelledError``, a streamed run's
+    ``cancel("immediate")`` ends its stream -- while the tool still runs: the run is not
+    quiescent, and the tool's late result is dropped with no trace in the run.
+
+    Kind: runtime -- the run ends while the tool it started still runs: the SDK neither waits
+    for the tool nor hands back what it did; a run that awaited its tool would be quiescent
+    whichever way it was cancelled: bare asyncio, awaiting its tool, waits for it. Control:
+    ``bare_await_waits_for_the_tool``."""
+    events: list[str] = []
+    for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
+        started, release = asyncio.Event(), asyncio.Event()
+        agent = agent_calling(write_tool(started, release, events))
+        if how.startswith("Runner.run"):
+            run: asyncio.Future[Any] = asyncio.ensure_future(
+                Runner.run(agent, "write", run_config=NO_TRACES)
+            )
+            await started.wait()
+            run.cancel()
+            try:
+                await run
+            except asyncio.CancelledError:
+                events.append(f"{how}: raised while the write runs")
+            items: list[Any] = []
+        else:
+            streamed = Runner.run_streamed(agent, "write", run_config=NO_TRACES)
+            stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+            await started.wait()
+            streamed.cancel("immediate")
+            await stream
+            events.append(f"{how}: ended while the write runs")
+            items = streamed.new_items
+        release.set()
+        for _ in range(10):
+            await asyncio.sleep(0)
+        kept = [i.output for i in items if isinstance(i, ToolCallOutputItem)]
+        events.append(f"the write's result kept: {kept or 'nowhere'}")
+    print(" -> ".join(events))
+    return events == [
+        "Runner.run, task cancelled: raised while the write runs",
+        "tool: the write is done",
+        "the write's result kept: nowhere",
+        'run_streamed, cancel("immediate"): ended while the write runs',
+        "tool: the write is done",
+        "the write's result kept: nowhere",
+    ]
+
+
+async def bare_await_waits_for_the_tool() -> bool:
+    """Control: the same tool body with no agent runtime: a task awaiting the tool's own task is
+    cancelled while the tool finishes a write that cannot stop half-way -- the await hands the
+    cancel on to the tool and waits for it, so bare asyncio is quiescent (and the write's
+    result reaches the awaiting task)."""
+    started, release = asyncio.Event(), asyncio.Event()
+    events: list[str] = []
+
+    async def write_file() -> str:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+            events.append("tool: the write is done")
+        return "written"
+
+    async def run() -> str:
+        return await asyncio.ensure_future(write_file())
+
+    outer = asyncio.ensure_future(run())
+    await started.wait()
+    outer.cancel()
+    for _ in range(10):
+        await asyncio.sleep(0)
+    events.append(f"run done before the write: {outer.done()}")
+    release.set()
+    try:
+        events.append(f"run returned {await outer!r}")
+    except asyncio.CancelledError:
+        events.append("run raised CancelledError")
+    print(" -> ".join(events))
+    return events[:2] == ["run done before the write: False", "tool: the write is done"]
+
+
+async def _drain(events: Any) -> None:
+    async for _ in events:
+        pass
+
+
+async def cancelled_call_unanswered() -> bool:
+    """R31 [cancel=gate:body]: a run cancelled while its tool runs -- ``Runner.run``'s task
+    cancelled, or a streamed run's ``cancel("immediate")`` -- stops the tool (it stops when told)
+    and answers the call with nothing: ``Runner.run`` raises ``CancelledError``, the streamed run
+    ends with no output item for the call; neither an aborted result nor an error.
+
+    Kind: runtime -- a streamed run's ``cancel("immediate")`` ends with no output item and no
+    exception for a call the model made (with ``Runner.run``'s task cancelled, what comes back
+    is the caller's own cancellation, ``observed.caller_cancelled``, which toolcancel's
+    registry earns the same way)."""
+    events: list[str] = []
+
+    async def one(how: str) -> None:
+        started = asyncio.Event()
+        stopped: list[str] = []
+
+        @function_tool
+        async def lookup() -> str:
+            """Looks up."""
+            started.set()
+            try:
+                await asyncio.Event().wait()
+            finally:
+                stopped.append("stopped")
+            return "found"
+
+        agent = agent_calling(lookup)
+        if how.startswith("Runner.run"):
+            run: asyncio.Future[Any] = asyncio.ensure_future(
+                Runner.run(agent, "look up", run_config=NO_TRACES)
+            )
+            await started.wait()
+            run.cancel()
+            try:
+                await run
+                events.append(f"{how}: returned")
+            except asyncio.CancelledError:
+                events.append(f"{how}: raised CancelledError")
+        else:
+            streamed = Runner.run_streamed(agent, "look up", run_config=NO_TRACES)
+            stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+            await started.wait()
+            streamed.cancel("immediate")
+            await stream
+            outputs = [i for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+            events.append(f"{how}: ended, outputs for the call: {outputs}")
+        for _ in range(10):
+            await asyncio.sleep(0)
+        events.append(f"tool {stopped[0] if stopped else 'still running'}")
+
+    for how in ("Runner.run, task cancelled", 'run_streamed, cancel("immediate")'):
+        await one(how)
+    print(" -> ".join(events))
+    return events == [
+        "Runner.run, task cancelled: raised CancelledError",
+        "tool stopped",
+        'run_streamed, cancel("immediate"): ended, outputs for the call: []',
+        "tool stopped",
+    ]
+
+
+async def cancelled_before_start() -> bool:
+    """R31 [caller=aborted]: a streamed run cancelled before it starts (the caller had already
+    given up) never starts the tool -- right -- and ends without an exception and without any
+    output for the tool call the model made: the call is answered neither with a result nor an
+    error.
+
+    Kind: runtime -- a streamed run cancelled before it starts ends without an exception and
+    without an output for the call the model made: the caller cannot tell it from a run that
+    never asked for the tool."""
+    started = asyncio.Event()
+
+    @function_tool
+    async def lookup() -> str:
+        """Looks up."""
+        started.set()
+        return "found"
+
+    streamed = Runner.run_streamed(agent_calling(lookup), "look up", run_config=NO_TRACES)
+    streamed.cancel("immediate")
+    await _drain(streamed.stream_events())
+    outputs = [i for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"tool started: {started.is_set()}; outputs for the call: {outputs}; "
+          f"final output: {streamed.final_output!r}")  # fmt: skip
+    return not started.is_set() and outputs == [] and streamed.final_output is None
+
+
+async def after_turn_tool_not_told() -> bool:
+    """R21 [cancel=gate:body]: ``cancel("after_turn")`` while a tool runs does not tell the tool:
+    its task is not cancelled, and its result -- a success or its failure text -- is kept as the
+    call's output; only the next model turn is skipped.  Documented: "after_turn" lets the current
+    turn finish.
+
+    Kind: design -- ``RunResultStreaming.cancel``: ""after_turn": Complete current turn
+    gracefully before stopping" (agents/result.py): the tool of the current turn is left to
+    finish."""
+    started, release = asyncio.Event(), asyncio.Event()
+    told: list[bool] = []
+
+    @function_tool
+    async def lookup() -> str:
+        """Looks up."""
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            told.append(True)
+            raise
+        return "found"
+
+    streamed = Runner.run_streamed(agent_calling(lookup), "look up", run_config=NO_TRACES)
+    stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+    await started.wait()
+    streamed.cancel("after_turn")
+    release.set()
+    await stream
+    outputs = [i.output for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"tool told of the cancel: {bool(told)}; the call's output: {outputs}")
+    return not told and outputs == ["found"]
+
+
+async def tool_exception() -> bool:
+    """R18/R3: a tool that raises is answered with the SDK's fixed text "An error
+    occurred while running the tool. Please try again." -- the exception's own message is gone
+    (documented: ``default_tool_error_function`` hides it; a ``failure_error_function`` can say
+    more).
+
+    Kind: design -- ``default_tool_error_function``: "Return a fixed error response without
+    exposing the exception to the model." (agents/tool.py); a ``failure_error_function`` can
+    return more."""
+
+    @function_tool
+    async def save() -> str:
+        """Saves."""
+        raise RuntimeError("disk full")
+
+    result = await Runner.run(agent_calling(save), "save", run_config=NO_TRACES)
+    outputs = [i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the call's output: {outputs}")
+    return outputs == ["An error occurred while running the tool. Please try again."]
+
+
+async def unknown_tool() -> bool:
+    """R31 [tool_known=false]: a model that calls a tool the agent does not have makes the whole
+    run raise ``ModelBehaviorError``: the call gets no result the model could read.
+
+    Kind: runtime -- one bad tool name from the model ends the whole run with
+    ``ModelBehaviorError`` instead of an error result the model could read and correct."""
+
+    @function_tool
+    async def save() -> str:
+        """Saves."""
+        return "saved"
+
+    try:
+        await Runner.run(agent_calling(save, name="no_such_tool"), "go", run_config=NO_TRACES)
+    except Exception as exc:  # the SDK's ModelBehaviorError
+        print(f"Runner.run raised {type(exc).__name__}: {exc}")
+        return type(exc).__name__ == "ModelBehaviorError"
+    print("Runner.run returned")
+    return False
+
+
+REPRODUCTIONS = {
+    f.__name__: f
+    for f in (
+        ignored_cancel,
+        bare_await_waits_for_the_tool,
+        cancelled_call_unanswered,
+        cancelled_before_start,
+        after_turn_tool_not_told,
+        tool_exception,
+        unknown_tool,
+    )
+}
+
+
+def main(names: list[str]) -> int:
+    failed = []
+    for name in names or list(REPRODUCTIONS):
+        print(f"{name}: ", end="", flush=True)
+        if not asyncio.run(REPRODUCTIONS[name]()):
+            failed.append(name)
+    if failed:
+        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

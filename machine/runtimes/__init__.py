@@ -1,0 +1,75 @@
+"""The runtime adapter kit: put an agent runtime's tool calls behind the adapter protocol.
+
+For maintainers of agent runtimes and anyone judging one with ``toolcancel conform``.  An
+adapter is a script holding one :class:`Runtime` subclass -- what the runtime has (its hello's
+``capabilities`` and ``cancel``) and how it makes one tool call through its public API
+(:meth:`Runtime.open`) -- that ends with ``main(TheRuntime(), RegistryControl(TheRuntime))``::
+
+    toolcancel conform --revision seed --adapter python adapter_myruntime.py
+    toolcancel conform --revision seed --adapter python adapter_myruntime.py --control
+
+The kit does the rest: the protocol (:func:`serve`), each vector's gates, virtual clock and
+caller (:func:`run_vector`), the scenario's tool body (:meth:`Call.body`), the answer
+(:class:`Outcome`), and the control row (:class:`RegistryControl`): toolcancel's own registry
+through the same mapping, which must pass every vector it is sent.  The rules -- for
+:class:`Unsupported`, for a call that raised, for each capability -- are in
+:mod:`toolcancel.runtimes.driver` and :mod:`toolcancel.runtimes.call`.
+
+May import: the contract, runtime and oracle rooms.  The names below are the kit's API.
+"""
+
+from __future__ import annotations
+
+from .call import (
+    HANG,
+    HOLD_S,
+    Body,
+    Call,
+    Execute,
+    Outcome,
+    Signal,
+    SignalReader,
+    ToolError,
+    Unsupported,
+    no_signal,
+    task_signal,
+    text,
+)
+from .control import (
+    WRAPPERS,
+    RegistryControl,
+    control_body,
+    control_server,
+    control_wrapper,
+    registry_for,
+)
+from .driver import AdapterError, Runtime, main, needs, not_json, run_vector, serve
+
+__all__ = [
+    "HANG",
+    "HOLD_S",
+    "WRAPPERS",
+    "AdapterError",
+    "Body",
+    "Call",
+    "Execute",
+    "Outcome",
+    "RegistryControl",
+    "Runtime",
+    "Signal",
+    "SignalReader",
+    "ToolError",
+    "Unsupported",
+    "control_body",
+    "control_server",
+    "control_wrapper",
+    "main",
+    "needs",
+    "no_signal",
+    "not_json",
+    "registry_for",
+    "run_vector",
+    "serve",
+    "task_signal",
+    "text",
+]

@@ -1,0 +1,219 @@
+"""One vector's tool call as a runtime adapter sees it: the body, its gates, the answer.
+
+What an adapter's :meth:`~toolcancel.runtimes.Runtime.open` receives (:class:`Call`) and what its
+``execute`` hands back (:class:`Outcome`).  The driver (:mod:`toolcancel.runtimes.driver`)
+releases the gates; the adapter only puts :meth:`Call.body` where its runtime runs a tool, and
+says how the body sees cancellation (a *signal reader*: :func:`task_signal`, :func:`no_signal`,
+or one reading the runtime's own signal object).
+
+The rules an adapter keeps (each is checked here or by the driver, never left to trust):
+
+* **An answer is a result or a raise, never both** (:class:`Outcome`): ``result`` is what the
+  runtime's call returned, as R1's keys; ``raised`` is the text of what it raised instead.  A
+  value the runtime recorded elsewhere (a message history, a log) is not what the call returned.
+* **A call that raised** is answered by the driver from the exception; an adapter that knows
+  better (the runtime's own error text) sets :attr:`Call.outcome` before re-raising, with
+  ``raised`` only.
+* **A scenario the runtime cannot run** raises :class:`Unsupported` -- from ``open()`` or from
+  ``execute()``: either way the vector is answered with a protocol ``error`` naming why, never
+  scored as the runtime raising.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Final, TypeAlias
+
+import anyio
+
+from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BODY_TEXT
+
+HOLD_S: Final = 86_400.0
+"""How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
+HANG: Final = "execute() never settled: it waits for something nothing will do (the loop is idle)"
+"""What a call that hangs is answered with -- never the cancellation the driver ends it with."""
+
+Signal: TypeAlias = dict[str, Any]
+"""A body's signal as the protocol reports it: ``{"aborted": bool, "reason": str | None}``."""
+SignalReader: TypeAlias = Callable[[], Signal]
+"""Reads the body's signal as the runtime shows it to a tool, at the moment it is called."""
+
+
+def text(t: str) -> dict[str, str]:
+    """A text content block (R1)."""
+    return {"type": "text", "text": t}
+
+
+def no_signal() -> Signal:
+    """The body's signal in a runtime that hands its body none (``body_signal`` absent)."""
+    return {"aborted": False, "reason": None}
+
+
+def task_signal() -> Signal:
+    """The body's signal in a runtime that cancels its body's task: whether a cancellation is
+    pending on it, read through public APIs only -- anyio's effective deadline (minus infinity
+    inside a cancelled scope) and asyncio's ``Task.cancelling()``.  Only the caller cancels in a
+    scenario without wrappers or timeouts, so the reason is the caller's."""
+    task = asyncio.current_task()
+    cancelled = anyio.current_effective_deadline() == -math.inf or bool(
+        task is not None and task.cancelling()
+    )
+    return {"aborted": cancelled, "reason": "caller" if cancelled else None}
+
+
+class Unsupported(Exception):
+    """A scenario this runtime cannot run: the vector is answered with a protocol ``error``.
+
+    Raise it from ``open()`` or from ``execute()``; the driver answers both the same way, so a
+    refusal is never scored as the runtime raising."""
+
+
+class ToolError(Exception):
+    """The scenario's structured error (``throw_structured``): a message and a code."""
+
+    def __init__(self, message: str, code: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What a runtime's call ended with: the contract's result (R1's keys only) or what it raised.
+
+    ``cancelled`` says the raise is the caller's own cancellation coming back to it (the
+    answer's ``observed.caller_cancelled``): a task the caller cancelled re-raising
+    ``CancelledError`` (the Python binding's P2: after the call published its result), a cancel
+    scope the caller cancelled, an MCP request the caller cancelled (never answered).  The
+    driver sets it; an adapter never needs to."""
+
+    result: dict[str, Any] | None = None
+    raised: str | None = None
+    cancelled: bool = False
+
+    def __post_init__(self) -> None:
+        if (self.result is None) == (self.raised is None):
+            raise ValueError(
+                "an Outcome has exactly one of result (the call returned) and raised (it "
+                f"raised); got result={self.result!r}, raised={self.raised!r}"
+            )
+        if self.cancelled and self.raised is None:
+            raise ValueError("Outcome(cancelled=True) needs raised: the cancellation came back")
+
+
+Execute: TypeAlias = Callable[[dict[str, Any]], Awaitable[Outcome]]
+"""The one tool call through the runtime's public API: the arguments in, its outcome out."""
+
+
+@dataclass
+class Body:
+    """One body invocation: its signal when it started and when it stopped waiting."""
+
+    start: Signal
+    settle: Signal | None = None
+
+
+@dataclass
+class Call:
+    """Everything one vector's call shares between the driver and the runtime's adapter.
+
+    Invariants: ``gates`` holds the gates waiting now (the driver releases them one at a time);
+    ``bodies`` grows by one per body invocation; ``outcome``, set by an adapter, wins over the
+    driver's reading of an exception; ``settled``, set by :meth:`settled_at`, wins over the
+    driver's count when ``execute`` ends; ``aborters``, grown by :meth:`on_abort`, are fired
+    once, in order, when the caller aborts (only for a runtime whose ``cancel`` is
+    ``["signal"]``)."""
+
+    scenario: dict[str, Any]
+    revision: str = "seed"
+    gates: dict[str, anyio.Event] = field(default_factory=dict)
+    bodies: list[Body] = field(default_factory=list)
+    caller_aborted: bool = False
+    outcome: Outcome | None = None
+    settled: dict[str, int] | None = None
+    aborters: list[Callable[[], None]] = field(default_factory=list)
+
+    def settled_now(self) -> dict[str, int]:
+        """What had started and settled so far (``observed.settled``)."""
+        return {
+            "bodies_started": len(self.bodies),
+            "bodies_settled": sum(b.settle is not None for b in self.bodies),
+        }
+
+    def on_abort(self, fire: Callable[[], None]) -> None:
+        """The runtime's own cancellation API is the caller's signal (``cancel = ["signal"]``):
+        ``fire`` -- a token's ``cancel``, a run's ``cancel(mode)`` -- is called when the caller
+        aborts, and at once if it already has, as a caller hands over an already-cancelled
+        token.  Call it in ``open()`` or ``execute()`` before the call can wait; a runtime
+        declaring ``signal`` that registers nothing is never cancelled (the driver says so)."""
+        self.aborters.append(fire)
+        if self.caller_aborted:
+            fire()
+
+    def settled_at(self, snapshot: dict[str, int]) -> None:
+        """The call settled earlier than ``execute`` returned: when ``snapshot`` was taken (an
+        agent loop's tool call settles when its result reaches the model, not when the run ends)."""
+        self.settled = snapshot
+
+    async def gate(self, name: str, stop: anyio.Event | None = None) -> None:
+        """Wait at gate ``name`` until the driver releases it (or, if given, ``stop`` is set)."""
+        released = self.gates[name] = anyio.Event()
+        try:
+            if stop is None:
+                await released.wait()
+                return
+            async with anyio.create_task_group() as group:
+
+                async def first(event: anyio.Event) -> None:
+                    await event.wait()
+                    group.cancel_scope.cancel()
+
+                group.start_soon(first, released)
+                group.start_soon(first, stop)
+        finally:
+            if self.gates.get(name) is released:
+                del self.gates[name]
+
+    async def held(self, name: str) -> None:
+        """Wait at gate ``name`` ignoring every cancellation until the driver releases it: an
+        anyio cancel scope's (the shield) and a native ``Task.cancel()``, which no anyio shield
+        stops and the body therefore catches -- work that cannot stop half-way, then goes on."""
+        released = self.gates[name] = anyio.Event()
+        try:
+            with anyio.CancelScope(shield=True):
+                while not released.is_set():
+                    try:
+                        await released.wait()
+                    except asyncio.CancelledError:
+                        continue  # ignored, as a write half-done cannot stop
+        finally:
+            if self.gates.get(name) is released:
+                del self.gates[name]
+
+    async def body(self, signal: SignalReader, stop: anyio.Event | None) -> Any:
+        """The scenario's tool body.  ``signal()`` reads the body's signal as the runtime shows it
+        (``{"aborted", "reason"}``); ``stop`` is the runtime's cancellation flag, if it has one
+        (a cooperative body stops waiting when it is set).  Returns the body's value in the
+        scenario language (a list of content blocks, or a dict with ``content`` and ``meta``);
+        raises as the scenario says."""
+        s = self.scenario
+        record = Body(start=signal())
+        self.bodies.append(record)
+        try:
+            if s["cooperative"]:
+                await self.gate("body", stop)
+            else:
+                await self.held("body")
+        finally:
+            record.settle = signal()
+        if s["body"] == "success_meta":
+            return {"content": [text(BODY_TEXT)], "meta": {"rows": 3}}
+        if s["body"] == "bad_meta":
+            return {"content": [text(BODY_TEXT)], "meta": {"handle": lambda: 0}}
+        if s["body"] == "throw_structured":
+            raise ToolError(BODY_STRUCTURED_FAILURE, "ENOSPC")
+        if s["body"].endswith("throw"):
+            raise RuntimeError(BODY_FAILURE)
+        return [text(BODY_TEXT)]

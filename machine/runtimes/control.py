@@ -1,0 +1,170 @@
+"""The control row: toolcancel's own registry behind a runtime adapter's mapping.
+
+A verdict is a claim about someone else's work, so our reference goes through the same mapping
+first.  :class:`RegistryControl` copies what a runtime's adapter declares -- its stages and
+channels (``capabilities``) and how its caller cancels (``cancel``) -- and plays each vector with
+:class:`~toolcancel.ToolRegistry` in the runtime's place: the call is ``registry.execute`` with
+a caller signal the caller cancels only as the runtime's caller does -- never, where that
+caller cancels its task or its cancel scope; through :meth:`~toolcancel.runtimes.Call.on_abort`
+where it uses the runtime's own cancellation API (``signal``: ours is the caller's
+``AbortController``); the result is the registry's :class:`~toolcancel.ToolResult` as R1's
+keys; a call that raised is answered by the same driver rules.  The body is the scenario's
+(:meth:`~toolcancel.runtimes.Call.body`) and sees cancellation as a tool of our registry does:
+the view's signal, a cooperative body stopping when it aborts.  A mapping that drives
+the runtime's around stage (``around``) gets the scenario's wrappers as the registry's own
+around hooks (:func:`control_wrapper`), on the same gates.
+
+The control must pass every vector conform sends it.  Where it fails, the mapping (or the
+judge's reading of it) is wrong, and a runtime failing the same vector the same way has not
+shown a defect of its own (:mod:`toolcancel.teaching.realworld` publishes it as the mapping's).
+
+For a runtime whose registry sits behind a wire protocol (MCP), the adapter builds its control
+itself -- toolcancel's server (:func:`~toolcancel.runtime.mcp.build_server`) behind the same
+client -- with :func:`control_server` (or :func:`registry_for` and :func:`control_body`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from importlib.metadata import PackageNotFoundError, version
+from typing import Any, ClassVar
+
+import anyio
+
+from ..contract.results import ToolError as ContractToolError
+from ..contract.results import ToolOutput, ToolResult, text_block
+from ..runtime.execution import Execution
+from ..runtime.hooks import AroundHook, Next
+from ..runtime.signals import AbortController, AbortSignal
+from ..runtime.toolregistry import ToolRegistry
+from .call import Call, Execute, Outcome, Signal, ToolError, Unsupported
+from .driver import Runtime
+
+
+def _version() -> str:
+    try:
+        return version("toolcancel")
+    except PackageNotFoundError:  # a source tree on sys.path, not installed
+        return "source"
+
+
+def control_body(call: Call) -> Callable[[Any, Execution], Any]:
+    """The scenario's body as a tool of toolcancel's registry: its signal is the view's, a
+    cooperative body stops waiting when that signal aborts (and then does what the scenario
+    says: returns, or throws -- a failure that must survive the abort), an uncooperative one
+    ignores it (:meth:`~toolcancel.runtimes.Call.held`), and its value becomes a
+    :class:`~toolcancel.ToolOutput` or the contract's ``ToolError``."""
+
+    async def body(args: Any, view: Execution) -> Any:
+        del args
+        watched = view.signal
+        stop = anyio.Event()
+
+        def signal() -> Signal:
+            s = view.signal
+            aborted = s is not None and s.aborted
+            return {"aborted": aborted, "reason": "caller" if aborted else None}
+
+        def heard(_: AbortSignal) -> None:
+            stop.set()
+
+        if watched is not None:
+            if watched.aborted:
+                stop.set()
+            else:
+                watched.add_listener(heard)
+        try:
+            value = await call.body(signal, stop)
+        except ToolError as exc:
+            raise ContractToolError(str(exc), code=exc.code) from None
+        finally:
+            if watched is not None:
+                watched.remove_listener(heard)
+        if isinstance(value, dict):
+            return ToolOutput(value["content"], meta=value["meta"])
+        return value
+
+    return body
+
+
+WRAPPERS = ("delegate", "retry", "wait_before", "wait_after", "short_success", "short_error",
+            "throw_before", "throw_after")  # fmt: skip
+"""The wrappers a runtime's around seam can play (spec/vectors/README.md's table) when it hands
+a wrapper no signal to replace or remove (``replace_signal``/``remove_signal`` false)."""
+
+
+def control_wrapper(call: Call, i: int, kind: str) -> AroundHook:
+    """Wrapper ``i`` of the scenario as an around hook of toolcancel's registry, waiting at the
+    kit's gates (``w<i>_before``, ``w<i>_after``) as a runtime adapter's wrapper does.  Raises
+    :class:`~toolcancel.runtimes.Unsupported` for a wrapper that needs the signal slot."""
+    if kind not in WRAPPERS:
+        raise Unsupported(f"wrapper {kind!r}: the control plays no signal-slot wrapper")
+
+    async def around(view: Execution, nxt: Next) -> ToolResult:
+        del view
+        if kind == "short_success":
+            return ToolResult((text_block(f"wrapper {i} answered"),))
+        if kind == "short_error":
+            return ToolResult((text_block(f"Error: wrapper {i} refused"),), is_error=True)
+        if kind == "throw_before":
+            raise RuntimeError(f"wrapper {i} failed before delegating")
+        if kind == "wait_before":
+            await call.gate(f"w{i}_before")
+        result: ToolResult = await nxt()
+        if kind == "retry":
+            result = await nxt()
+        if kind == "wait_after":
+            await call.gate(f"w{i}_after")
+        if kind == "throw_after":
+            raise RuntimeError(f"wrapper {i} failed after delegating")
+        return result
+
+    return around
+
+
+def registry_for(call: Call) -> ToolRegistry:
+    """A registry of the vector's revision holding the scenario's tool (``tool``; none when the
+    scenario's is unknown) inside the scenario's wrappers, outermost first."""
+    registry = ToolRegistry(revision=call.revision)
+    for i, kind in enumerate(call.scenario["wrappers"]):
+        registry.add_around(control_wrapper(call, i, kind))
+    if call.scenario["tool_known"]:
+        registry.register("tool", control_body(call))
+    return registry
+
+
+def control_server(call: Call) -> Any:
+    """toolcancel's MCP server (:func:`~toolcancel.runtime.mcp.build_server`) over
+    :func:`registry_for`, for the control of a runtime behind MCP (needs the ``mcp`` extra)."""
+    from ..runtime.mcp import build_server  # the mcp extra: only an MCP control needs it
+
+    return build_server(registry_for(call), name="toolcancel-vectors")
+
+
+class RegistryControl(Runtime):
+    """toolcancel's :class:`~toolcancel.ToolRegistry` behind ``mapping``'s declarations."""
+
+    capabilities: ClassVar[dict[str, bool]] = {}
+    cancel: ClassVar[list[str]] = []
+
+    def __init__(self, mapping: type[Runtime]) -> None:
+        self.capabilities = dict(mapping.capabilities)  # type: ignore[misc]
+        self.cancel = list(mapping.cancel)  # type: ignore[misc]
+        self.implementation = (  # type: ignore[misc]
+            f"toolcancel {_version()} ToolRegistry, control of {mapping.implementation}"
+        )
+
+    @asynccontextmanager
+    async def open(self, call: Call) -> AsyncIterator[Execute]:
+        registry = registry_for(call)
+        name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+
+        async def execute(args: dict[str, Any]) -> Outcome:
+            caller = AbortController()  # the caller's signal, aborted only as the mapping's is
+            if self.cancel == ["signal"]:  # the runtime's own API: ours is this controller
+                call.on_abort(caller.abort)
+            result = await registry.execute(name, args, signal=caller.signal)
+            return Outcome(result=result.to_data())
+
+        yield execute
