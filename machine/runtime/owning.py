@@ -37,7 +37,10 @@ async def owned(
             raise asyncio.CancelledError from None
         raise
     except GeneratorExit as exit:
-        if call.abandoned and isinstance(exit.__cause__, asyncio.CancelledError):
+        # the cancellation it unwinds from: its cause, or (mypyc's compiled ``raise ... from``
+        # keeps only the context) the exception it was raised while handling
+        cause = exit.__cause__ if exit.__cause__ is not None else exit.__context__
+        if call.abandoned and isinstance(cause, asyncio.CancelledError):
             # asyncio's teardown cancelled this task after a second interrupt: the pipeline
             # abandoned the call and unwound (stepping's ``failed``); end the task cancelled
             raise asyncio.CancelledError from None
