@@ -86,8 +86,9 @@ def run_jobs(
     # untouched, their pages stay shared instead of being copied into every job
     with reaper.subreaper():
         try:
-            with _no_interrupt():  # a Ctrl-C now would reach a job before it ignores them
-                for k in range(jobs):
+            run_mark = reaper.new_mark()  # inherited by the jobs and all they start
+            with _no_interrupt(), _environment(reaper.RUN_VARIABLE, run_mark):
+                for k in range(jobs):  # (a Ctrl-C now would reach a job before it ignores them)
                     receive, send = ctx.Pipe(duplex=False)
                     proc = ctx.Process(
                         target=_job,
@@ -118,6 +119,11 @@ def run_jobs(
         finally:
             gc.unfreeze()
             _stop(procs)
+            # what a job stopped while starting its adapter left behind (the adapter's own mark
+            # never reached the job): every process of the run is found by the run's mark
+            leftover = reaper.kill_marked(reaper.RUN_VARIABLE, run_mark)
+            if leftover.pidfds:
+                asyncio.run(reaper.await_exits(leftover, REAP_TIMEOUT))
             for conn in conns:
                 conn.close()
     for k in range(jobs):
@@ -225,6 +231,21 @@ async def _share(
         **families,
     )
     return report, indices, hello
+
+
+@contextlib.contextmanager
+def _environment(variable: str, value: str) -> Iterator[None]:
+    """``variable=value`` in this process's environment while the jobs are forked (they keep
+    it), as it was afterwards."""
+    was = os.environ.get(variable)
+    os.environ[variable] = value
+    try:
+        yield
+    finally:
+        if was is None:
+            del os.environ[variable]
+        else:
+            os.environ[variable] = was
 
 
 @contextlib.contextmanager

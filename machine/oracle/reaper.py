@@ -83,6 +83,36 @@ def _marked(pid: int, mark: bytes) -> bool:
         return False
 
 
+RUN_VARIABLE: Final = "TOOLCANCEL_CONFORM_RUN"
+"""The environment variable that marks every process of one ``conform --jobs`` run: its jobs,
+their adapters and whatever those start.  A job stopped while it was still starting its adapter
+never learned that adapter's own mark; the run's finds what it started all the same."""
+
+
+def kill_marked(variable: str, mark: str) -> Sweep:
+    """SIGKILL every process (but this one) whose environment holds ``variable=mark``, until a
+    scan finds no new one; the sweep to await with :func:`await_exits`."""
+    sweep = Sweep()
+    tag = f"{variable}={mark}".encode()
+    for _ in range(SWEEPS):
+        new = {
+            p.pid for p in _processes() if p.pid != os.getpid() and _marked(p.pid, tag)
+        } - sweep.pidfds.keys()
+        if not new:
+            break
+        for pid in sorted(new):
+            fd = _pidfd(pid)
+            if fd is None:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                continue
+            sweep.pidfds[pid] = fd
+            sweep.strays.add(pid)
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                signal.pidfd_send_signal(fd, signal.SIGKILL)
+    return sweep
+
+
 def members(leader: int, mark: str, *, reaped: bool = False) -> set[int]:
     """The pids of what adapter ``leader`` started (see the module's docstring), itself
     excluded; zombies included.  Once the adapter is ``reaped`` its pid may belong to another
