@@ -31,7 +31,7 @@ import os
 import secrets
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Final
 
@@ -92,25 +92,12 @@ never learned that adapter's own mark; the run's finds what it started all the s
 def kill_marked(variable: str, mark: str) -> Sweep:
     """SIGKILL every process (but this one) whose environment holds ``variable=mark``, until a
     scan finds no new one; the sweep to await with :func:`await_exits`."""
-    sweep = Sweep()
     tag = f"{variable}={mark}".encode()
-    for _ in range(SWEEPS):
-        new = {
-            p.pid for p in _processes() if p.pid != os.getpid() and _marked(p.pid, tag)
-        } - sweep.pidfds.keys()
-        if not new:
-            break
-        for pid in sorted(new):
-            fd = _pidfd(pid)
-            if fd is None:
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.kill(pid, signal.SIGKILL)
-                continue
-            sweep.pidfds[pid] = fd
-            sweep.strays.add(pid)
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                signal.pidfd_send_signal(fd, signal.SIGKILL)
-    return sweep
+    return _kill_until_none_left(
+        Sweep(),
+        lambda: {p.pid for p in _processes() if p.pid != os.getpid() and _marked(p.pid, tag)},
+        stray=lambda pid: True,
+    )
 
 
 def members(leader: int, mark: str, *, reaped: bool = False) -> set[int]:
@@ -161,8 +148,18 @@ def kill_all(leader: int, mark: str, *, reaped: bool = False) -> Sweep:
     if session or not reaped:  # a group id in use is never handed to another process
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(leader, signal.SIGKILL)
+    return _kill_until_none_left(
+        sweep, lambda: members(leader, mark, reaped=reaped), stray=lambda pid: pid not in session
+    )
+
+
+def _kill_until_none_left(
+    sweep: Sweep, find: Callable[[], set[int]], *, stray: Callable[[int], bool]
+) -> Sweep:
+    """SIGKILL what ``find`` finds, again until a scan finds nothing new (a process may fork
+    while we kill its parent), keeping each one's pidfd in ``sweep`` to await its exit."""
     for _ in range(SWEEPS):
-        new = members(leader, mark, reaped=reaped) - sweep.pidfds.keys()
+        new = find() - sweep.pidfds.keys()
         if not new:
             break
         for pid in sorted(new):
@@ -172,10 +169,10 @@ def kill_all(leader: int, mark: str, *, reaped: bool = False) -> Sweep:
                     os.kill(pid, signal.SIGKILL)
                 continue
             sweep.pidfds[pid] = fd
+            if stray(pid):
+                sweep.strays.add(pid)
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 signal.pidfd_send_signal(fd, signal.SIGKILL)
-            if pid not in session:
-                sweep.strays.add(pid)
     return sweep
 
 
