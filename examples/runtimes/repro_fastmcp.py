@@ -139,13 +139,16 @@ async def middleware_sees_tool_error_raised() -> bool:
 
 
 async def error_raised() -> bool:
-    """R31 [row=fastmcp]: by default (``raise_on_error=True``) ``call_tool`` raises ``ToolError``
-    for an error result -- a failing tool, an unknown tool: the caller gets an exception, not the
-    result the server sent (documented; ``raise_on_error=False`` returns it).
+    """R6/R18 [row=fastmcp]: by default (``raise_on_error=True``) ``call_tool`` raises
+    ``ToolError`` for an error result -- a failing tool, an unknown tool -- carrying the result's
+    first text block only: the caller gets the text, never the error's code (nor another block,
+    nor ``_meta``).  The adapter reads that exception as the error result it stands for; the
+    code it cannot carry fails toolcancel's own server the same way (the control).
 
     Kind: design -- ``Client.call_tool(..., raise_on_error: bool = True)``, "raise_on_error:
-    Whether to raise ToolError on errors" (fastmcp/client/mixins/tools.py): the default raises
-    an error result to the caller; ``raise_on_error=False`` (its own row) returns it."""
+    Whether to raise ToolError on errors"; the message is ``result.content[0].text``
+    (fastmcp/client/mixins/tools.py); ``raise_on_error=False`` (its own row) returns the result
+    whole."""
     server = FastMCP("repro")
 
     @server.tool
@@ -233,17 +236,8 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not anyio.run(REPRODUCTIONS[name]):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

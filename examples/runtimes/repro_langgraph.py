@@ -312,16 +312,7 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not asyncio.run(REPRODUCTIONS[name]()):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

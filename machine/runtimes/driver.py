@@ -128,6 +128,19 @@ class Runtime:
         }
 
 
+def row(base: type[Runtime], implementation: str, **attributes: Any) -> type[Runtime]:
+    """Another configuration of ``base``'s runtime, a row of its own on the page: ``base`` with
+    ``implementation`` (naming the configuration) and the class attributes in ``attributes``
+    (``cancel=["signal"]``, the adapter's own switches) -- each a name ``base`` already has, so a
+    misspelt switch is refused here instead of silently measuring ``base`` again."""
+    unknown = sorted(k for k in attributes if not hasattr(base, k))
+    if unknown:
+        raise AttributeError(f"{base.__name__} has no {', '.join(unknown)}: a row sets only "
+                             "what its base runtime already has")  # fmt: skip
+    namespace = {"implementation": implementation, "__module__": base.__module__, **attributes}
+    return type(f"{base.__name__}Row", (base,), namespace)
+
+
 def _raised(call: Call, text: str, *, cancelled: bool) -> Outcome:
     """The answer of a call that raised: the adapter's own reading if it gave one, else ``text``."""
     if call.outcome is None:

@@ -129,16 +129,24 @@ def setup(root: Path, name: str) -> str:
     return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
 
 
+BARE_CONTROLS: Final = "bare_asyncio.py"
+"""The bare-asyncio controls every runtime's reproductions may name, written once beside them."""
+
+
 def controls(root: Path, name: str) -> dict[str, tuple[str, str]]:
-    """The bare-asyncio controls of ``repro_<name>.py`` (docstring ``"Control: ..."``): the
-    same body and cancellation without the runtime; name -> (summary, source)."""
-    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
+    """The bare-asyncio controls ``repro_<name>.py`` may name (docstring ``"Control: ..."``):
+    its own and :data:`BARE_CONTROLS`'s -- the same body and cancellation without the runtime;
+    name -> (summary, source)."""
     out = {}
-    for node in ast.parse(text).body:
-        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
-        if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
-            summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
-            out[node.name] = (summary, ast.get_source_segment(text, node) or "")
+    for path in (RUNTIMES_DIR / BARE_CONTROLS, RUNTIMES_DIR / f"repro_{runtime_of(name)}.py"):
+        if not (root / path).is_file():
+            continue
+        text = (root / path).read_text(encoding="utf-8")
+        for node in ast.parse(text).body:
+            doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+            if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
+                summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
+                out[node.name] = (summary, ast.get_source_segment(text, node) or "")
     return out
 
 
