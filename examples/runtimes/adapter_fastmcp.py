@@ -113,24 +113,10 @@ class Wrapper(Middleware):
         context: MiddlewareContext[CallToolRequestParams],
         call_next: CallNext[CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        i, kind = self.i, self.kind
-        if kind == "short_success":
-            return ToolResult(content=[TextContent(type="text", text=f"wrapper {i} answered")])
-        if kind == "short_error":
-            text = f"Error: wrapper {i} refused"
-            return ToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        if kind == "throw_before":
-            raise RuntimeError(f"wrapper {i} failed before delegating")
-        if kind == "wait_before":
-            await self.call.gate(f"w{i}_before")
-        got = await call_next(context)
-        if kind == "retry":
-            got = await call_next(context)
-        if kind == "wait_after":
-            await self.call.gate(f"w{i}_after")
-        if kind == "throw_after":
-            raise RuntimeError(f"wrapper {i} failed after delegating")
-        return got
+        def answer(text: str, is_error: bool) -> ToolResult:
+            return ToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+        return await self.call.wrap(self.i, self.kind, lambda: call_next(context), answer)
 
 
 class FastMcp(kit.Runtime):

@@ -74,27 +74,15 @@ Handler = Callable[[Any], Awaitable[Any]]
 
 
 def wrapper(call: kit.Call, i: int, kind: str) -> Callable[[Any, Handler], Awaitable[Any]]:
-    """Wrapper ``i`` of the scenario around ``handler`` (spec/vectors/README.md's table)."""
+    """Wrapper ``i`` of the scenario around ``handler`` (``kit.Call.wrap``); a short success is
+    the hook's own return value."""
     if kind not in kit.WRAPPERS or kind == "short_error":
         raise kit.Unsupported(
             f"wrapper {kind!r}: a tool_execute hook has no signal slot and no error result"
         )
 
     async def wrap(args: Any, handler: Handler) -> Any:
-        if kind == "short_success":
-            return f"wrapper {i} answered"
-        if kind == "throw_before":
-            raise RuntimeError(f"wrapper {i} failed before delegating")
-        if kind == "wait_before":
-            await call.gate(f"w{i}_before")
-        got = await handler(args)
-        if kind == "retry":
-            got = await handler(args)
-        if kind == "wait_after":
-            await call.gate(f"w{i}_after")
-        if kind == "throw_after":
-            raise RuntimeError(f"wrapper {i} failed after delegating")
-        return got
+        return await call.wrap(i, kind, lambda: handler(args), lambda text, is_error: text)
 
     return wrap
 

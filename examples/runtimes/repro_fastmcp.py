@@ -80,9 +80,10 @@ async def unserializable_meta() -> bool:
 
 
 async def middleware_exception() -> bool:
-    """R31 [row=fastmcp__no_raise]: a middleware's own exception is no error result: the request
-    fails with a JSON-RPC error, and ``call_tool(..., raise_on_error=False)`` raises ``MCPError``
-    "Internal server error" -- the caller gets neither the middleware's message nor a result.
+    """R31: a middleware's own exception is no error result: the request fails with a JSON-RPC
+    error, and ``call_tool`` raises ``MCPError`` "Internal server error" (with
+    ``raise_on_error`` either way) -- the caller gets neither the middleware's message nor a
+    result.
 
     Kind: runtime -- a middleware's exception ends the request as a JSON-RPC "Internal server
     error": neither its message nor an error result reaches the caller."""
@@ -107,7 +108,7 @@ async def middleware_exception() -> bool:
 
 
 async def middleware_sees_tool_error_raised() -> bool:
-    """R16/R17/R19 [row=fastmcp__no_raise]: a tool's failure -- its exception, an unknown tool --
+    """R16/R17/R19: a tool's failure -- its exception, an unknown tool --
     reaches a middleware as an exception out of ``call_next``, not as an error result: a middleware
     that acts after delegating (retries, waits, checks, fails) never gets to; the tool's error ends
     the chain and becomes the call's result.

@@ -24,6 +24,7 @@ from __future__ import annotations
 from .call import (
     HANG,
     HOLD_S,
+    WRAPPERS,
     Body,
     Call,
     Execute,
@@ -37,9 +38,10 @@ from .call import (
     text,
 )
 from .control import (
-    WRAPPERS,
     RegistryControl,
     control_body,
+    control_post,
+    control_pre,
     control_server,
     control_wrapper,
     registry_for,
@@ -64,6 +66,8 @@ __all__ = [
     "ToolError",
     "Unsupported",
     "control_body",
+    "control_post",
+    "control_pre",
     "control_server",
     "control_wrapper",
     "main",
