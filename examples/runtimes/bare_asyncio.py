@@ -49,8 +49,37 @@ async def bare_await_waits_for_the_tool() -> bool:
     print(" -> ".join(events))
     return events[:2] == ["run done before the write: False", "tool: the write is done"]
 
+async def bare_task_late_failure() -> bool:
+    """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
+    a write that cannot stop half-way, then failing -- awaiting the task raises the body's
+    exception, not ``CancelledError``."""
+    started, release = asyncio.Event(), asyncio.Event()
 
-CONTROLS = {f.__name__: f for f in (bare_await_waits_for_the_tool,)}
+    async def write_file() -> str:
+        started.set()
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            await release.wait()  # the write cannot stop half-way: finish it first
+        raise RuntimeError("disk full")
+
+    run = asyncio.ensure_future(write_file())
+    await started.wait()
+    run.cancel()
+    await asyncio.sleep(0)
+    release.set()
+    try:
+        await run
+    except asyncio.CancelledError:
+        print("the task raised CancelledError")
+        return False
+    except RuntimeError as exc:
+        print(f"the cancelled task raised {exc!r}")
+        return str(exc) == "disk full"
+    return False
+
+
+CONTROLS = {f.__name__: f for f in (bare_await_waits_for_the_tool, bare_task_late_failure)}
 
 if __name__ == "__main__":
     from toolcancel.runtimes import reproduce

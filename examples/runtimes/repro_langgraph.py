@@ -85,35 +85,6 @@ async def ignored_cancel_late_failure() -> bool:
     return False
 
 
-async def bare_task_late_failure() -> bool:
-    """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
-    a write that cannot stop half-way, then failing -- awaiting the task raises the body's
-    exception, not ``CancelledError``."""
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def write_file() -> str:
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-        raise RuntimeError("disk full")
-
-    run = asyncio.ensure_future(write_file())
-    await started.wait()
-    run.cancel()
-    await asyncio.sleep(0)
-    release.set()
-    try:
-        await run
-    except asyncio.CancelledError:
-        print("the task raised CancelledError")
-        return False
-    except RuntimeError as exc:
-        print(f"the cancelled task raised {exc!r}")
-        return str(exc) == "disk full"
-    return False
-
 
 async def handled_late_failure() -> bool:
     """R31 [cancelled=true, cooperative=false, body=throw, row=langgraph__handle_tool_errors]: with
@@ -300,7 +271,6 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         ignored_cancel_late_failure,
-        bare_task_late_failure,
         handled_late_failure,
         handled_tool_exception,
         unserializable_artifact,
