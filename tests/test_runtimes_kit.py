@@ -19,6 +19,7 @@ from typing import Any
 import anyio
 import pytest
 from toolcancel.oracle.capabilities import STAGES, Capabilities
+from toolcancel.oracle.capabilities import needs as capability_needs
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.conform_protocol import outcome_problem
 from toolcancel.oracle.vectors import load_vectors
@@ -34,9 +35,12 @@ from toolcancel.runtimes import (
     Runtime,
     Unsupported,
     main,
+    registry_for,
+    row,
     run_vector,
     serve,
 )
+from toolcancel.runtimes import needs as kit_needs
 
 ROOT = Path(__file__).resolve().parent.parent
 TOY = ROOT / "tests" / "fixtures" / "toy_runtime_adapter.py"
@@ -280,9 +284,13 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
 
     class Fine(Runtime):
         undriven = {"approval": "an approval seam, not driven yet"}  # noqa: RUF012
+        unmeasured = {"stdio": "another process"}  # noqa: RUF012
 
     main(Fine(), argv=["--undriven"])
-    assert json.loads(capsys.readouterr().out) == {"approval": "an approval seam, not driven yet"}
+    assert json.loads(capsys.readouterr().out) == {
+        "stages": {"approval": "an approval seam, not driven yet"},
+        "configurations": {"stdio": "another process"},
+    }
 
     class Odd(Runtime):
         undriven = {"hooks": "not a stage of the hello"}  # noqa: RUF012
@@ -290,3 +298,64 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
     with pytest.raises(SystemExit):
         main(Odd(), argv=["--undriven"])
     assert "undriven names no stage of the hello: hooks" in capsys.readouterr().err
+
+
+def test_a_row_is_its_base_with_only_the_configuration_it_names_changed() -> None:
+    """``row``: another configuration of a runtime, a class of its own; a switch its base does
+    not have is refused, so a misspelt row cannot measure the base again."""
+    signal_row = row(Raising, "the toy, by its own signal", cancel=["signal"])
+    assert issubclass(signal_row, Raising) and signal_row.cancel == ["signal"]
+    assert signal_row.implementation == "the toy, by its own signal"
+    assert Raising.cancel == ["task"] and signal_row.capabilities is Raising.capabilities
+    with pytest.raises(AttributeError, match="Raising has no cancle"):
+        row(Raising, "misspelt", cancle=["signal"])
+
+
+class Policies(Runtime):
+    """A mapping that drives pre- and post-execute (and nothing else): what the OpenAI Agents
+    SDK's guardrail adapter declares."""
+
+    implementation = "policies"
+    capabilities = {"body_signal": True, "pre_policy": True, "post_policy": True}  # noqa: RUF012
+    cancel = ["task"]  # noqa: RUF012
+
+
+class PoliciesUnmounted(RegistryControl):
+    """A planted mapping fault: it declares pre- and post-execute but mounts neither."""
+
+    @asynccontextmanager
+    async def open(self, call: Call) -> AsyncIterator[Execute]:
+        registry = registry_for(call)
+
+        async def execute(args: dict[str, Any]) -> Outcome:
+            result = await registry.execute("tool", args)
+            return Outcome(result=result.to_data())
+
+        yield execute
+
+
+def test_the_control_plays_the_scenarios_pre_and_post_execute_on_the_kits_gates() -> None:
+    """Our registry through a mapping that declares pre- and post-execute passes every seed
+    vector such a runtime is sent (the decisions, and a caller cancelling at gate ``pre`` or
+    ``post``); the same declarations with nothing mounted fail under the stages' rules."""
+    policies = Capabilities.from_hello(Policies().hello()["capabilities"])
+    table = Judge("seed", level="outcome", capabilities=policies)
+    path = ROOT / "spec" / "vectors" / "seed.jsonl"
+    raw = {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+    sent = [
+        v
+        for v in load_vectors(path)
+        if set(kit_needs(raw[v.id]["scenario"])) <= {"pre_policy", "post_policy"}
+        and not policies.lacks(capability_needs(v, table.table))
+        and v.scenario.caller != "aborted"
+    ]
+    assert {v.scenario.pre for v in sent} >= {"deny", "ask"}  # an ask no seam can take
+    assert {v.scenario.cancel for v in sent} >= {"gate:pre", "gate:post"}
+    failed = {}
+    for v in sent:
+        verdict = table.judge(v, play(RegistryControl(Policies), raw[v.id]))
+        if not verdict.passed:
+            failed[v.id] = verdict.rule
+    assert failed == {}
+    planted = {table.judge(v, play(PoliciesUnmounted(Policies), raw[v.id])).rule for v in sent}
+    assert {"R5", "R7"} <= planted

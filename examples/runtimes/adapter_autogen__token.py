@@ -11,19 +11,16 @@ caller aborts, and is already cancelled when the caller had aborted before the c
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import ClassVar
 
 from adapter_autogen import AutoGen
 from toolcancel import runtimes as kit
 
-
-class AutoGenToken(AutoGen):
-    implementation = (
-        f"autogen-agentchat {version('autogen-agentchat')} AssistantAgent"
-        f" (ReplayChatCompletionClient, CancellationToken)"
-    )
-    cancel: ClassVar[list[str]] = ["signal"]
-
+AutoGenToken = kit.row(
+    AutoGen,
+    f"autogen-agentchat {version('autogen-agentchat')} AssistantAgent"
+    " (ReplayChatCompletionClient, CancellationToken)",
+    cancel=["signal"],
+)
 
 if __name__ == "__main__":
     kit.main(AutoGenToken(), kit.RegistryControl(AutoGenToken))

@@ -14,7 +14,10 @@ client sends ``notifications/cancelled``).  Its result is the ``CallToolResult``
 One row per way users read a call (``raise_on_error``):
 
 * this file: ``call_tool`` as called by default (``raise_on_error=True``): an error result is
-  raised to the caller as ``ToolError``;
+  raised to the caller as ``ToolError``, whose message is the result's first text block; the
+  adapter reads it back as that error result (``isError`` true, the text as its one block) --
+  the exception *is* the error result to a user of this call, but it cannot carry the error's
+  code, which fails toolcancel's own server the same way (the control: the mapping's limit);
 * ``adapter_fastmcp__no_raise.py``: ``call_tool(..., raise_on_error=False)``: the error result
   is returned.
 
@@ -23,7 +26,7 @@ Capabilities: ``around``, FastMCP's middleware -- each of the scenario's wrapper
 ``call_next(context)``, ``retry`` awaits it twice, a short answer is a ``ToolResult`` of its own),
 passed to ``FastMCP(middleware=[...])`` outermost first; a middleware gets no signal to replace or
 remove, so ``replace_signal`` and ``remove_signal`` are declared false.  FastMCP's per-tool
-``timeout`` is not driven yet (``timeout_policy`` absent).  The tool gets no signal object;
+``timeout`` is not driven (``undriven`` says why).  The tool gets no signal object;
 it gets the cancellation of its task (``toolcancel.runtimes.task_signal``), which
 ``body_signal`` declares.
 """
@@ -41,6 +44,7 @@ from adapter_mcp_sdk import Handled, as_result
 from fastmcp import Client, FastMCP
 from fastmcp.client.transports import ClientTransport
 from fastmcp.client.transports.base import SessionKwargs, TransportOptions
+from fastmcp.exceptions import ToolError
 from fastmcp.server.middleware import CallNext, Middleware, MiddlewareContext
 from fastmcp.tools import ToolResult
 from mcp import ClientSession
@@ -109,24 +113,10 @@ class Wrapper(Middleware):
         context: MiddlewareContext[CallToolRequestParams],
         call_next: CallNext[CallToolRequestParams, ToolResult],
     ) -> ToolResult:
-        i, kind = self.i, self.kind
-        if kind == "short_success":
-            return ToolResult(content=[TextContent(type="text", text=f"wrapper {i} answered")])
-        if kind == "short_error":
-            text = f"Error: wrapper {i} refused"
-            return ToolResult(content=[TextContent(type="text", text=text)], is_error=True)
-        if kind == "throw_before":
-            raise RuntimeError(f"wrapper {i} failed before delegating")
-        if kind == "wait_before":
-            await self.call.gate(f"w{i}_before")
-        got = await call_next(context)
-        if kind == "retry":
-            got = await call_next(context)
-        if kind == "wait_after":
-            await self.call.gate(f"w{i}_after")
-        if kind == "throw_after":
-            raise RuntimeError(f"wrapper {i} failed after delegating")
-        return got
+        def answer(text: str, is_error: bool) -> ToolResult:
+            return ToolResult(content=[TextContent(type="text", text=text)], is_error=is_error)
+
+        return await self.call.wrap(self.i, self.kind, lambda: call_next(context), answer)
 
 
 class FastMcp(kit.Runtime):
@@ -140,7 +130,9 @@ class FastMcp(kit.Runtime):
     }
     cancel: ClassVar[list[str]] = ["message"]
     undriven: ClassVar[dict[str, str]] = {
-        "timeout_policy": "a tool's timeout: not driven yet (this adapter's work to do)",
+        "timeout_policy": "@tool(timeout=...) is measured on the wall clock in the server "
+        "(anyio.fail_after around the tool); a body it cancels is raised to the client as an "
+        "error with FastMCP's text, not TOOL_TIMEOUT -- driving it is the next piece of work",
     }
     raise_on_error: ClassVar[bool] = True
 
@@ -182,6 +174,9 @@ class FastMcp(kit.Runtime):
             async def execute(args: dict[str, Any]) -> kit.Outcome:
                 try:
                     got = await client.call_tool(name, args, raise_on_error=self.raise_on_error)
+                except ToolError as exc:  # raise_on_error: the error result, raised
+                    await handled.settle()
+                    return kit.Outcome(result={"content": [kit.text(str(exc))], "isError": True})
                 except BaseException:
                     await handled.settle()
                     raise

@@ -10,16 +10,15 @@ from __future__ import annotations
 
 import logging
 from importlib.metadata import version
-from typing import ClassVar
 
 from adapter_fastmcp import FastMcp
 from toolcancel import runtimes as kit
 
-
-class FastMcpNoRaise(FastMcp):
-    implementation = f"fastmcp {version('fastmcp')} (in-memory Client, raise_on_error=False)"
-    raise_on_error: ClassVar[bool] = False
-
+FastMcpNoRaise = kit.row(
+    FastMcp,
+    f"fastmcp {version('fastmcp')} (in-memory Client, raise_on_error=False)",
+    raise_on_error=False,
+)
 
 if __name__ == "__main__":
     logging.getLogger("fastmcp").setLevel(logging.CRITICAL)

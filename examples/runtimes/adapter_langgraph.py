@@ -58,32 +58,18 @@ Wrapper = Callable[[ToolCallRequest, Execute], Awaitable[ToolMessage | Command[A
 
 
 def wrapper(call: kit.Call, i: int, kind: str) -> Wrapper:
-    """Wrapper ``i`` of the scenario, as spec/vectors/README.md's wrapper table says."""
-
-    def answer(request: ToolCallRequest, text: str, status: Any) -> ToolMessage:
-        return ToolMessage(content=text, tool_call_id=request.tool_call["id"], status=status)
+    """Wrapper ``i`` of the scenario (``kit.Call.wrap``, spec/vectors/README.md's table); a short
+    answer is a ``ToolMessage`` of its own."""
+    if kind not in kit.WRAPPERS:
+        raise kit.Unsupported(f"wrapper {kind!r}: a ToolNode wrapper has no signal slot")
 
     async def wrap(request: ToolCallRequest, execute: Execute) -> ToolMessage | Command[Any]:
-        if kind == "short_success":
-            return answer(request, f"wrapper {i} answered", "success")
-        if kind == "short_error":
-            return answer(request, f"Error: wrapper {i} refused", "error")
-        if kind == "throw_before":
-            raise RuntimeError(f"wrapper {i} failed before delegating")
-        if kind == "wait_before":
-            await call.gate(f"w{i}_before")
-        got = await execute(request)
-        if kind == "retry":
-            got = await execute(request)
-        if kind == "wait_after":
-            await call.gate(f"w{i}_after")
-        if kind == "throw_after":
-            raise RuntimeError(f"wrapper {i} failed after delegating")
-        return got
+        def answer(text: str, is_error: bool) -> ToolMessage:
+            status = "error" if is_error else "success"
+            return ToolMessage(content=text, tool_call_id=request.tool_call["id"], status=status)
 
-    if kind not in ("delegate", "retry", "wait_before", "wait_after", "short_success",
-                    "short_error", "throw_before", "throw_after"):  # fmt: skip
-        raise kit.Unsupported(f"wrapper {kind!r}: a ToolNode wrapper has no signal slot")
+        return await call.wrap(i, kind, lambda: execute(request), answer)
+
     return wrap
 
 

@@ -9,19 +9,16 @@ Everything else is adapter_langgraph.py's.
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import ClassVar
 
 from adapter_langgraph import LangGraph
 from toolcancel import runtimes as kit
 
-
-class LangGraphHandled(LangGraph):
-    implementation = (
-        f"langgraph {version('langgraph')} ToolNode(handle_tool_errors=True)"
-        f" (langgraph-prebuilt {version('langgraph-prebuilt')}, task cancel)"
-    )
-    handle_tool_errors: ClassVar[bool | None] = True
-
+LangGraphHandled = kit.row(
+    LangGraph,
+    f"langgraph {version('langgraph')} ToolNode(handle_tool_errors=True)"
+    f" (langgraph-prebuilt {version('langgraph-prebuilt')}, task cancel)",
+    handle_tool_errors=True,
+)
 
 if __name__ == "__main__":
     kit.main(LangGraphHandled(), kit.RegistryControl(LangGraphHandled))

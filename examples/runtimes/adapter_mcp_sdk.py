@@ -10,13 +10,13 @@ calls it with the SDK's own ``Client`` over in-memory streams (``mode="legacy"``
 stream loop, where the client cancels a request by sending ``notifications/cancelled``).  The
 ``Client``'s default, ``mode="auto"``, drives the server's modern per-request path instead, where
 a cancelled ``call_tool`` waits for the tool: it is a row of its own
-(``adapter_mcp_sdk__auto.py``).  Over stdio the server runs in another process, out of reach of
-the driver's gates and virtual clock: no row (not measured here).  The server's
-``peer_cancel_mode="signal"`` (the request's ``cancel_requested`` set, the handler left running)
-is a parameter of the SDK's ``JSONRPCDispatcher`` that neither ``MCPServer`` nor ``Client``
-exposes: no row.  The call the contract calls ``execute()`` is ``Client.call_tool``; the caller
-cancels it by cancelling its scope, and the SDK's client sends the cancellation.  MCP never
-answers a request its caller cancelled, so such a call settles, for the contract, when the
+(``adapter_mcp_sdk__auto.py``).  Two configurations are no row, and the page says why
+(``unmeasured``): stdio (the server in another process, out of reach of the driver's gates and
+virtual clock) and ``peer_cancel_mode="signal"`` (a parameter of the SDK's ``JSONRPCDispatcher``
+that neither ``MCPServer`` nor ``Client`` exposes).  The call the contract calls ``execute()``
+is ``Client.call_tool``; the caller cancels it by cancelling its scope, and the SDK's client
+sends the cancellation.  MCP never answers a request its caller cancelled, so such a call
+settles, for the contract, when the
 *server* is done with the request (:class:`Handled`, a server middleware): the client returning
 early is the protocol's rule, not a finding.  ``--control`` puts toolcancel's own server
 (``build_server``) behind the same client.
@@ -128,6 +128,16 @@ class McpSdk(kit.Runtime):
         "around": "Server.middleware wraps every request, not one tool's dispatch; the adapter "
         "uses it to see when the server is done with a request, not as the scenario's wrappers "
         "(FastMCP's middleware, its own row, is driven)",
+    }
+    unmeasured: ClassVar[dict[str, str]] = {
+        "stdio": "the server runs in another process (stdio_client), its tool body out of "
+        "reach of the driver's gates and virtual clock, which time every vector; the legacy "
+        "in-memory row runs the same JSON-RPC stream loop and the same notifications/cancelled, "
+        "and repro_mcp_sdk.py's R27 reproduction shows stdio doing the same",
+        "peer_cancel_mode='signal'": "a parameter of the SDK's JSONRPCDispatcher only: MCPServer "
+        "and Client build their dispatcher themselves and expose neither the mode nor the "
+        "request's cancel_requested to a tool (its ServerRequestContext has none), so no public "
+        "API reaches it",
     }
 
     def __init__(self, *, control: bool = False) -> None:

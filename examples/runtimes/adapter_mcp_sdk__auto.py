@@ -12,16 +12,13 @@ from __future__ import annotations
 
 import logging
 from importlib.metadata import version
-from typing import ClassVar
 
 from adapter_mcp_sdk import McpSdk
 from toolcancel import runtimes as kit
 
-
-class McpSdkAuto(McpSdk):
-    implementation = f"mcp {version('mcp')} MCPServer (in-memory Client, default mode='auto')"
-    mode: ClassVar[str] = "auto"
-
+McpSdkAuto = kit.row(
+    McpSdk, f"mcp {version('mcp')} MCPServer (in-memory Client, default mode='auto')", mode="auto"
+)
 
 if __name__ == "__main__":
     logging.getLogger("mcp").setLevel(logging.CRITICAL)

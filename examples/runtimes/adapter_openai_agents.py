@@ -22,12 +22,21 @@ The caller's signal, one row each (``Variant``):
 ``isError``: a function tool's output carries no error flag; a failing tool's output is what its
 ``failure_error_function`` returns.  The adapter passes one that returns the SDK's own
 ``default_tool_error_function`` text unchanged and notes that the SDK called it: ``isError`` is
-whether the SDK took its tool-failure path for the call.
+whether the SDK took its tool-failure path for the call (or a guardrail rejected it, below).
 
-Capabilities: none of the contract's stages is declared.  The SDK has them -- tool input
-guardrails (pre-execute), ``needs_approval`` (an interruption), per-tool ``timeout``, tool output
-guardrails (post-execute), ``RunHooks.on_tool_start/on_tool_end`` -- and this adapter drives none
-of them yet, so conform sends it only plain tool calls.  A function tool's output has no metadata
+Capabilities: ``pre_policy``, a tool input guardrail on the tool (``tool_input_guardrails``):
+it waits at gate ``pre``, then ``allow`` is ``ToolGuardrailFunctionOutput.allow()``, ``deny``
+its ``reject_content("Error: policy refused the call")`` (the model gets that message instead of
+running the tool), ``throw``/``throw_structured`` raise; ``ask`` is refused (no approval is
+driven).  ``post_policy``, a tool output guardrail (``tool_output_guardrails``): it waits at gate
+``post``, then ``accept`` is ``allow()``, ``block`` ``reject_content("Error: blocked by
+post-execute")``, ``throw`` raises; ``accept_content`` and ``accept_contexts`` are refused (an
+output guardrail replaces an output only by rejecting it, and has no contexts).  A rejection
+carries no error flag; the SDK records it as the guardrail's ``reject_content`` behaviour in
+the run's ``tool_input_guardrail_results``/``tool_output_guardrail_results``, which is what
+``isError`` reads for it (as it reads the tool-failure path below).  The SDK's other stages --
+``needs_approval``, a tool's ``timeout_seconds``, ``RunHooks`` -- are not driven
+(``undriven`` says why).  A function tool's output has no metadata
 channel and its arguments are JSON text: ``meta`` and ``raw_args`` are declared false.  The
 tool gets no cancellation signal object; it gets, as every Python body does, the cancellation of
 its task (``toolcancel.runtimes.task_signal``), which is what ``body_signal`` declares.
@@ -46,8 +55,13 @@ from agents import (
     RunContextWrapper,
     Runner,
     ToolCallOutputItem,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
     default_tool_error_function,
     function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
 from toolcancel import runtimes as kit
@@ -61,21 +75,36 @@ def as_result(output: object, failed: bool) -> dict[str, Any]:
     return {"content": [kit.text(str(output))], "isError": failed}
 
 
+def refused(call: kit.Call) -> str | None:
+    """Why the guardrails cannot play ``call``'s pre- or post-execute decision, if they cannot."""
+    if call.scenario["pre"] == "ask":
+        return "pre 'ask': an input guardrail has no approval to ask (needs_approval is not driven)"
+    if call.scenario["post"] in ("accept_content", "accept_contexts"):
+        return (
+            f"post {call.scenario['post']!r}: a tool output guardrail replaces an output only by "
+            "reject_content, which the SDK records as a rejection, and has no contexts"
+        )
+    return None
+
+
 class OpenAiAgents(kit.Runtime):
     implementation = f"openai-agents {version('openai-agents')} (ScriptedModel, task cancel)"
     capabilities: ClassVar[dict[str, bool]] = {
         "body_signal": True,  # see the docstring
+        "pre_policy": True,
+        "post_policy": True,
         "meta": False,
         "raw_args": False,
     }
     cancel: ClassVar[list[str]] = ["task"]
     undriven: ClassVar[dict[str, str]] = {
-        "pre_policy": "tool input guardrails: not driven yet (this adapter's work to do)",
-        "post_policy": "tool output guardrails: not driven yet",
-        "approval": "needs_approval: not driven yet -- an approval interrupts the run and "
-        "resumes it from its state, which the one-call protocol does not express",
-        "timeout_policy": "a function tool's timeout: not driven yet",
-        "observers": "RunHooks.on_tool_start/on_tool_end: not driven yet",
+        "approval": "needs_approval: an approval interrupts the run (RunResult.interruptions) "
+        "and resumes it from its RunState in another Runner.run, which the protocol's one call "
+        "cannot hold",
+        "timeout_policy": "a function tool's timeout_seconds: not driven yet -- the kit plays "
+        "no tool deadline (timer_first) for any runtime so far",
+        "observers": "RunHooks.on_tool_start/on_tool_end are told of the tool, not handed its "
+        "result to observe once, frozen: nothing of R22/R29 to map them onto",
     }
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
     """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
@@ -98,18 +127,55 @@ class OpenAiAgents(kit.Runtime):
             box["settled"] = call.settled_now()
             return [assistant_message("finished")]
 
+        def flagged() -> bool:
+            """The SDK took its tool-failure path, or a guardrail rejected the call."""
+            return "failed" in box or "rejected" in box
+
         def failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
             # The SDK's own answer to a failing tool, unchanged; seeing it called is the flag.
             box["failed"] = True
             return default_tool_error_function(ctx, error)
 
-        @function_tool(name_override="tool", failure_error_function=failure)
+        @tool_input_guardrail
+        async def pre(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+            del data
+            await call.gate("pre")
+            decision = call.scenario["pre"]
+            if decision == "allow":
+                return ToolGuardrailFunctionOutput.allow()
+            if decision == "deny":
+                box["rejected"] = True
+                return ToolGuardrailFunctionOutput.reject_content("Error: policy refused the call")
+            if decision == "throw":
+                raise RuntimeError("pre-execute policy failed")
+            raise kit.ToolError("policy store unavailable", "POLICY_DOWN")
+
+        @tool_output_guardrail
+        async def post(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+            del data
+            await call.gate("post")
+            decision = call.scenario["post"]
+            if decision == "accept":
+                return ToolGuardrailFunctionOutput.allow()
+            if decision == "block":
+                box["rejected"] = True
+                return ToolGuardrailFunctionOutput.reject_content("Error: blocked by post-execute")
+            raise RuntimeError("post-execute policy failed")
+
+        @function_tool(
+            name_override="tool",
+            failure_error_function=failure,
+            tool_input_guardrails=[pre],
+            tool_output_guardrails=[post],
+        )
         async def tool(q: str) -> str:
             del q
             value = await call.body(kit.task_signal, None)
             return " ".join(c["text"] for c in value)
 
         async def execute(args: dict[str, Any]) -> kit.Outcome:
+            if (why := refused(call)) is not None:
+                raise kit.Unsupported(why)
             model = ScriptedModel(
                 [[function_call(name, args, call_id="c1")], ModelStep.respond(reply)]
             )
@@ -127,12 +193,12 @@ class OpenAiAgents(kit.Runtime):
                     # the call is the output item in its history, if the tool got that far.
                     kept = [i.output for i in run.new_items if isinstance(i, ToolCallOutputItem)]
                     if kept:
-                        return kit.Outcome(result=as_result(kept[0], "failed" in box))
+                        return kit.Outcome(result=as_result(kept[0], flagged()))
                     return kit.Outcome(
                         raised="the cancelled run ended with no output for the call"
                     )
             call.settled_at(box["settled"])
-            return kit.Outcome(result=as_result(received[0], "failed" in box))
+            return kit.Outcome(result=as_result(received[0], flagged()))
 
         yield execute
 

@@ -11,20 +11,16 @@ adapter_openai_agents.py's.
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import ClassVar, Literal
 
 from adapter_openai_agents import OpenAiAgents
 from toolcancel import runtimes as kit
 
-
-class CancelRun(OpenAiAgents):
-    implementation = (
-        f"openai-agents {version('openai-agents')}"
-        f" (ScriptedModel, run_streamed cancel('immediate'))"
-    )
-    cancel: ClassVar[list[str]] = ["signal"]
-    streamed: ClassVar[Literal["immediate", "after_turn"] | None] = "immediate"
-
+CancelRun = kit.row(
+    OpenAiAgents,
+    f"openai-agents {version('openai-agents')} (ScriptedModel, run_streamed cancel('immediate'))",
+    cancel=["signal"],
+    streamed="immediate",
+)
 
 if __name__ == "__main__":
     kit.main(CancelRun(), kit.RegistryControl(CancelRun))

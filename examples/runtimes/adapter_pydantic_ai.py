@@ -16,11 +16,20 @@ passed to ``Agent.run(..., cancellation_token=...)``, cancelled when the caller 
 already cancelled when it aborted before the call (``cancel: ["signal"]``; the run then raises
 ``RunCancelled``).
 
-Capabilities: none of the contract's stages is declared.  pydantic-ai 2 has hooks around tool
-execution (``Hooks.before_tool_execute``, ``wrap_tool_execute``, ``after_tool_execute``), tool
-approval through deferred tools and per-tool timeouts; this adapter drives none of them yet, so
-it declares them absent and conform sends it only plain tool calls -- it under-reports what the
-runtime has, it never plays a stage the runtime lacks.  The tool gets no cancellation signal object
+Capabilities: ``around``, pydantic-ai's ``wrap_tool_execute`` hook (``Hooks(tool_execute=...)``
+in the agent's ``capabilities``) -- the scenario's wrappers composed into that one hook, outermost
+first, each as spec/vectors/README.md says (``delegate`` awaits ``handler(args)``, ``retry``
+awaits it twice, ``short_success`` returns its own value, which becomes the tool's return); a
+hook gets no signal to replace or remove (``replace_signal``, ``remove_signal`` false), and it
+has no error result to answer with -- a tool's error is an exception the run counts as a retry
+(``ModelRetry``) or raises -- so ``short_error`` is refused (``Unsupported``).  The other stages
+pydantic-ai has are not driven, each for the reason ``undriven`` gives (published on the page):
+``before_tool_execute`` and ``after_tool_execute`` can rewrite arguments and results but have no
+decision of their own (allow, deny, ask; accept, block), so the contract's pre- and post-execute
+policies have nothing to map onto; an approval (``requires_approval``) ends the run with a
+``DeferredToolRequests`` and resumes in another run, which the protocol's one call cannot hold;
+a tool's ``timeout`` is a retry prompt to the model, not a result the call publishes.  The tool
+gets no cancellation signal object
 (its ``RunContext`` can request a cancellation, not observe one); it gets, as every Python body
 does, the cancellation of its task -- its await interrupted, ``Task.cancelling()`` positive
 (``toolcancel.runtimes.task_signal``) -- which is what ``body_signal`` declares.
@@ -28,12 +37,14 @@ does, the cancellation of its task -- its await interrupted, ``Task.cancelling()
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar
 
 from pydantic_ai import Agent, CancellationToken, ToolReturn
+from pydantic_ai.capabilities import Hooks
 from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
@@ -59,17 +70,58 @@ def as_result(part: ToolReturnPart | RetryPromptPart) -> dict[str, Any]:
     return result
 
 
+Handler = Callable[[Any], Awaitable[Any]]
+
+
+def wrapper(call: kit.Call, i: int, kind: str) -> Callable[[Any, Handler], Awaitable[Any]]:
+    """Wrapper ``i`` of the scenario around ``handler`` (``kit.Call.wrap``); a short success is
+    the hook's own return value."""
+    if kind not in kit.WRAPPERS or kind == "short_error":
+        raise kit.Unsupported(
+            f"wrapper {kind!r}: a tool_execute hook has no signal slot and no error result"
+        )
+
+    async def wrap(args: Any, handler: Handler) -> Any:
+        return await call.wrap(i, kind, lambda: handler(args), lambda text, is_error: text)
+
+    return wrap
+
+
+def around(call: kit.Call) -> Hooks[Any]:
+    """The scenario's wrappers as one ``tool_execute`` hook, outermost first."""
+    chain = [wrapper(call, i, kind) for i, kind in enumerate(call.scenario["wrappers"])]
+
+    async def tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any,
+                           handler: Handler) -> Any:  # fmt: skip
+        del ctx, call, tool_def
+        inner = handler
+        for wrap in reversed(chain):
+            inner = functools.partial(wrap, handler=inner)
+        return await inner(args)
+
+    return Hooks(tool_execute=tool_execute)
+
+
 class PydanticAi(kit.Runtime):
     implementation = f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, task cancel)"
-    capabilities: ClassVar[dict[str, bool]] = {"body_signal": True}  # see the docstring
+    capabilities: ClassVar[dict[str, bool]] = {  # see the docstring
+        "body_signal": True,
+        "around": True,
+        "replace_signal": False,
+        "remove_signal": False,
+    }
     cancel: ClassVar[list[str]] = ["task"]
     undriven: ClassVar[dict[str, str]] = {
-        "pre_policy": "Hooks.before_tool_execute: not driven yet (this adapter's work to do)",
-        "around": "Hooks.wrap_tool_execute: not driven yet",
-        "post_policy": "Hooks.after_tool_execute: not driven yet",
-        "approval": "deferred tools (requires_approval): not driven yet -- an approval ends the "
-        "run and resumes it in another, which the one-call protocol does not express",
-        "timeout_policy": "a tool's timeout: not driven yet",
+        "pre_policy": "Hooks.before_tool_execute rewrites the arguments; it has no decision "
+        "(allow, deny, ask) for the contract's pre-execute policy to map onto -- a hook that "
+        "raises ends the run, which the body's failure already shows",
+        "post_policy": "Hooks.after_tool_execute rewrites the result; it has no accept or block "
+        "decision, and none of its own contexts, for the contract's post-execute policy",
+        "approval": "deferred tools (requires_approval): an approval ends the run with "
+        "DeferredToolRequests and resumes it in another run, which the protocol's one call "
+        "cannot hold",
+        "timeout_policy": "a tool's timeout becomes a retry prompt to the model (the run goes "
+        "on), not a TOOL_TIMEOUT result the call publishes",
     }
 
     @asynccontextmanager
@@ -97,7 +149,8 @@ class PydanticAi(kit.Runtime):
             box["settled"] = call.settled_now()
             return ModelResponse(parts=[TextPart("finished")])
 
-        agent = Agent(FunctionModel(model))
+        hooks = [around(call)] if call.scenario["wrappers"] else []
+        agent = Agent(FunctionModel(model), capabilities=hooks)
         if call.scenario["tool_known"]:
 
             @agent.tool_plain(name="tool", retries=0)

@@ -11,18 +11,15 @@ Everything else is adapter_pydantic_ai.py's.
 from __future__ import annotations
 
 from importlib.metadata import version
-from typing import ClassVar
 
 from adapter_pydantic_ai import PydanticAi
 from toolcancel import runtimes as kit
 
-
-class PydanticAiToken(PydanticAi):
-    implementation = (
-        f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, CancellationToken)"
-    )
-    cancel: ClassVar[list[str]] = ["signal"]
-
+PydanticAiToken = kit.row(
+    PydanticAi,
+    f"pydantic-ai-slim {version('pydantic-ai-slim')} (FunctionModel, CancellationToken)",
+    cancel=["signal"],
+)
 
 if __name__ == "__main__":
     kit.main(PydanticAiToken(), kit.RegistryControl(PydanticAiToken))

@@ -92,41 +92,6 @@ async def task_cancel_detaches_tool() -> bool:
     ]
 
 
-async def bare_await_waits_for_the_tool() -> bool:
-    """Control: the same tool body with no agent runtime: a task awaiting the tool's own task is
-    cancelled while the tool finishes a write that cannot stop half-way -- the await hands the
-    cancel on to the tool and waits for it, so bare asyncio is quiescent (and the write's
-    result reaches the awaiting task)."""
-    started, release = asyncio.Event(), asyncio.Event()
-    events: list[str] = []
-
-    async def write_file() -> str:
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-            events.append("tool: the write is done")
-        return "written"
-
-    async def run() -> str:
-        return await asyncio.ensure_future(write_file())
-
-    outer = asyncio.ensure_future(run())
-    await started.wait()
-    outer.cancel()
-    for _ in range(10):
-        await asyncio.sleep(0)
-    events.append(f"run done before the write: {outer.done()}")
-    release.set()
-    try:
-        events.append(f"run returned {await outer!r}")
-    except asyncio.CancelledError:
-        events.append("run raised CancelledError")
-    print(" -> ".join(events))
-    return events[:2] == ["run done before the write: False", "tool: the write is done"]
-
-
 async def token_cancel_hangs() -> bool:
     """R31: cancelling the run's ``CancellationToken`` -- before the run, or while a tool that
     stops when told runs -- leaves ``run`` waiting forever: the tool's future is cancelled, the
@@ -233,7 +198,6 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         task_cancel_detaches_tool,
-        bare_await_waits_for_the_tool,
         token_cancel_hangs,
         token_cancel_late_success,
         tool_exception,
@@ -242,16 +206,7 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not asyncio.run(REPRODUCTIONS[name]()):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

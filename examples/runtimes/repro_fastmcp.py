@@ -80,9 +80,10 @@ async def unserializable_meta() -> bool:
 
 
 async def middleware_exception() -> bool:
-    """R31 [row=fastmcp__no_raise]: a middleware's own exception is no error result: the request
-    fails with a JSON-RPC error, and ``call_tool(..., raise_on_error=False)`` raises ``MCPError``
-    "Internal server error" -- the caller gets neither the middleware's message nor a result.
+    """R31: a middleware's own exception is no error result: the request fails with a JSON-RPC
+    error, and ``call_tool`` raises ``MCPError`` "Internal server error" (with
+    ``raise_on_error`` either way) -- the caller gets neither the middleware's message nor a
+    result.
 
     Kind: runtime -- a middleware's exception ends the request as a JSON-RPC "Internal server
     error": neither its message nor an error result reaches the caller."""
@@ -107,7 +108,7 @@ async def middleware_exception() -> bool:
 
 
 async def middleware_sees_tool_error_raised() -> bool:
-    """R16/R17/R19 [row=fastmcp__no_raise]: a tool's failure -- its exception, an unknown tool --
+    """R16/R17/R19: a tool's failure -- its exception, an unknown tool --
     reaches a middleware as an exception out of ``call_next``, not as an error result: a middleware
     that acts after delegating (retries, waits, checks, fails) never gets to; the tool's error ends
     the chain and becomes the call's result.
@@ -139,13 +140,16 @@ async def middleware_sees_tool_error_raised() -> bool:
 
 
 async def error_raised() -> bool:
-    """R31 [row=fastmcp]: by default (``raise_on_error=True``) ``call_tool`` raises ``ToolError``
-    for an error result -- a failing tool, an unknown tool: the caller gets an exception, not the
-    result the server sent (documented; ``raise_on_error=False`` returns it).
+    """R6/R18 [row=fastmcp]: by default (``raise_on_error=True``) ``call_tool`` raises
+    ``ToolError`` for an error result -- a failing tool, an unknown tool -- carrying the result's
+    first text block only: the caller gets the text, never the error's code (nor another block,
+    nor ``_meta``).  The adapter reads that exception as the error result it stands for; the
+    code it cannot carry fails toolcancel's own server the same way (the control).
 
     Kind: design -- ``Client.call_tool(..., raise_on_error: bool = True)``, "raise_on_error:
-    Whether to raise ToolError on errors" (fastmcp/client/mixins/tools.py): the default raises
-    an error result to the caller; ``raise_on_error=False`` (its own row) returns it."""
+    Whether to raise ToolError on errors"; the message is ``result.content[0].text``
+    (fastmcp/client/mixins/tools.py); ``raise_on_error=False`` (its own row) returns the result
+    whole."""
     server = FastMCP("repro")
 
     @server.tool
@@ -233,17 +237,8 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not anyio.run(REPRODUCTIONS[name]):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

@@ -85,35 +85,6 @@ async def ignored_cancel_late_failure() -> bool:
     return False
 
 
-async def bare_task_late_failure() -> bool:
-    """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
-    a write that cannot stop half-way, then failing -- awaiting the task raises the body's
-    exception, not ``CancelledError``."""
-    started, release = asyncio.Event(), asyncio.Event()
-
-    async def write_file() -> str:
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-        raise RuntimeError("disk full")
-
-    run = asyncio.ensure_future(write_file())
-    await started.wait()
-    run.cancel()
-    await asyncio.sleep(0)
-    release.set()
-    try:
-        await run
-    except asyncio.CancelledError:
-        print("the task raised CancelledError")
-        return False
-    except RuntimeError as exc:
-        print(f"the cancelled task raised {exc!r}")
-        return str(exc) == "disk full"
-    return False
-
 
 async def handled_late_failure() -> bool:
     """R31 [cancelled=true, cooperative=false, body=throw, row=langgraph__handle_tool_errors]: with
@@ -300,7 +271,6 @@ REPRODUCTIONS = {
     f.__name__: f
     for f in (
         ignored_cancel_late_failure,
-        bare_task_late_failure,
         handled_late_failure,
         handled_tool_exception,
         unserializable_artifact,
@@ -312,16 +282,7 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not asyncio.run(REPRODUCTIONS[name]()):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

@@ -206,17 +206,8 @@ REPRODUCTIONS = {
 }
 
 
-def main(names: list[str]) -> int:
-    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not anyio.run(REPRODUCTIONS[name]):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    logging.disable(logging.CRITICAL)  # the server logs each failing tool's traceback
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

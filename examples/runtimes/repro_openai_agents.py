@@ -13,9 +13,20 @@ from __future__ import annotations
 
 import asyncio
 import sys
-from typing import Any
+from typing import Any, Literal
 
-from agents import Agent, RunConfig, Runner, ToolCallOutputItem, function_tool
+from agents import (
+    Agent,
+    RunConfig,
+    Runner,
+    ToolCallOutputItem,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolOutputGuardrailData,
+    function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
+)
 from agents.testing import ModelStep, ScriptedModel, assistant_message, function_call
 
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -48,6 +59,45 @@ def write_tool(started: asyncio.Event, release: asyncio.Event, events: list[str]
         return "written"
 
     return write_file
+
+
+def guarded_lookup(started: asyncio.Event, release: asyncio.Event, ran: list[str]) -> Any:
+    """A tool whose input guardrail waits for ``release`` before it allows the call."""
+
+    @tool_input_guardrail
+    async def policy(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        started.set()
+        await release.wait()
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[policy])
+    async def lookup() -> str:
+        """Looks up."""
+        ran.append("the tool ran")
+        return "found"
+
+    return lookup
+
+
+async def _drain(events: Any) -> None:
+    async for _ in events:
+        pass
+
+
+async def cancelled_in_guardrail(mode: Literal["immediate", "after_turn"]) -> tuple[Any, Any]:
+    """A streamed run cancelled in ``mode`` while its tool's input guardrail runs (it then
+    allows the call): the run's outputs for the call, and whether the tool ran."""
+    started, release, ran = asyncio.Event(), asyncio.Event(), []
+    agent = agent_calling(guarded_lookup(started, release, ran))
+    streamed = Runner.run_streamed(agent, "look up", run_config=NO_TRACES)
+    stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+    await started.wait()
+    streamed.cancel(mode)
+    release.set()
+    await stream
+    outputs = [i.output for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"outputs for the call: {outputs}; {ran or 'the tool did not run'}")
+    return outputs, ran
 
 
 async def ignored_cancel() -> bool:
@@ -97,46 +147,6 @@ async def ignored_cancel() -> bool:
         "tool: the write is done",
         "the write's result kept: nowhere",
     ]
-
-
-async def bare_await_waits_for_the_tool() -> bool:
-    """Control: the same tool body with no agent runtime: a task awaiting the tool's own task is
-    cancelled while the tool finishes a write that cannot stop half-way -- the await hands the
-    cancel on to the tool and waits for it, so bare asyncio is quiescent (and the write's
-    result reaches the awaiting task)."""
-    started, release = asyncio.Event(), asyncio.Event()
-    events: list[str] = []
-
-    async def write_file() -> str:
-        started.set()
-        try:
-            await release.wait()
-        except asyncio.CancelledError:
-            await release.wait()  # the write cannot stop half-way: finish it first
-            events.append("tool: the write is done")
-        return "written"
-
-    async def run() -> str:
-        return await asyncio.ensure_future(write_file())
-
-    outer = asyncio.ensure_future(run())
-    await started.wait()
-    outer.cancel()
-    for _ in range(10):
-        await asyncio.sleep(0)
-    events.append(f"run done before the write: {outer.done()}")
-    release.set()
-    try:
-        events.append(f"run returned {await outer!r}")
-    except asyncio.CancelledError:
-        events.append("run raised CancelledError")
-    print(" -> ".join(events))
-    return events[:2] == ["run done before the write: False", "tool: the write is done"]
-
-
-async def _drain(events: Any) -> None:
-    async for _ in events:
-        pass
 
 
 async def cancelled_call_unanswered() -> bool:
@@ -302,30 +312,127 @@ async def unknown_tool() -> bool:
     return False
 
 
+async def guardrail_exception() -> bool:
+    """R31 [post=throw]: a tool output guardrail that raises ends the whole run (``UserError``):
+    the call gets no error result, though the tool's own failure would have got one
+    (``failure_error_function``).
+
+    Kind: runtime -- a tool's exception becomes the model's error output
+    (``failure_error_function``), but its guardrails' exceptions end the whole run: one failing
+    policy check takes every other call of the run with it."""
+
+    @tool_output_guardrail
+    async def audit(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        raise RuntimeError("policy store unavailable")
+
+    @function_tool(tool_output_guardrails=[audit])
+    async def save() -> str:
+        """Saves."""
+        return "saved"
+
+    try:
+        await Runner.run(agent_calling(save), "save", run_config=NO_TRACES)
+    except Exception as exc:
+        print(f"Runner.run raised {type(exc).__name__}: {exc}")
+        return type(exc).__name__ == "UserError"
+    print("Runner.run returned")
+    return False
+
+
+async def rejection_has_one_message() -> bool:
+    """R7/R29 [post=block]: a tool output guardrail that rejects an output hands the model one
+    message in its place: a policy's notes beside it (the contract's contexts) have no channel.
+
+    Kind: design -- ``ToolGuardrailFunctionOutput.reject_content(message)``: "Message to send
+    to the model instead of the tool result" (agents/tool_guardrails.py), one string."""
+
+    @tool_output_guardrail
+    async def audit(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content("Error: blocked by policy")
+
+    @function_tool(tool_output_guardrails=[audit])
+    async def save() -> str:
+        """Saves."""
+        return "saved"
+
+    result = await Runner.run(agent_calling(save), "save", run_config=NO_TRACES)
+    outputs = [i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the call's output: {outputs}")
+    return outputs == ["Error: blocked by policy"]
+
+
+async def rejected_input_skips_output_guardrail() -> bool:
+    """R7/R15/R20 [pre=deny]: a call its input guardrail rejected never reaches its output
+    guardrails: a post-execute policy does not see (and cannot block or fail) a denial, which
+    is the guardrail's one message (no error of the contract's shape beside it).
+
+    Kind: design -- ``reject_content``: "Reject the tool call/output but continue execution
+    with a message to the model" (agents/tool_guardrails.py): the tool does not run, so there
+    is no output for an output guardrail to check."""
+    seen: list[object] = []
+
+    @tool_input_guardrail
+    async def policy(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content("Error: policy refused the call")
+
+    @tool_output_guardrail
+    async def audit(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        seen.append(data.output)
+        return ToolGuardrailFunctionOutput.allow()
+
+    @function_tool(tool_input_guardrails=[policy], tool_output_guardrails=[audit])
+    async def save() -> str:
+        """Saves."""
+        return "saved"
+
+    result = await Runner.run(agent_calling(save), "save", run_config=NO_TRACES)
+    outputs = [i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the output guardrail saw {seen}; the call's output: {outputs}")
+    return seen == [] and outputs == ["Error: policy refused the call"]
+
+
+
+async def cancelled_in_guardrail_unanswered() -> bool:
+    """R31 [cancel=gate:pre]: a streamed run cancelled (``cancel("immediate")``) while its
+    tool's input guardrail runs ends with no output item for the call: neither an aborted
+    result nor an error.
+
+    Kind: runtime -- as when it is cancelled while the tool runs: the model's call is left
+    without any answer, and nothing says it was cancelled."""
+    outputs, ran = await cancelled_in_guardrail("immediate")
+    return outputs == [] and ran == []
+
+
+async def after_turn_guardrail_decision_stands() -> bool:
+    """R13/R28 [cancel=gate:pre, row=openai_agents__cancel_after_turn]: ``cancel("after_turn")``
+    while a tool's input guardrail runs lets the call go on: the guardrail's decision stands,
+    and an allowed tool still starts and its success is the call's output.
+
+    Kind: design -- ``RunResultStreaming.cancel``: ""after_turn": Complete current turn
+    gracefully before stopping" (agents/result.py): the calls of the current turn are run."""
+    outputs, ran = await cancelled_in_guardrail("after_turn")
+    return outputs == ["found"] and ran == ["the tool ran"]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
         ignored_cancel,
-        bare_await_waits_for_the_tool,
         cancelled_call_unanswered,
         cancelled_before_start,
         after_turn_tool_not_told,
         tool_exception,
         unknown_tool,
+        guardrail_exception,
+        rejection_has_one_message,
+        rejected_input_skips_output_guardrail,
+        cancelled_in_guardrail_unanswered,
+        after_turn_guardrail_decision_stands,
     )
 }
 
 
-def main(names: list[str]) -> int:
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not asyncio.run(REPRODUCTIONS[name]()):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from pydantic_ai import Agent, CancellationToken, ToolReturn, capture_run_messages
+from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import RunCancelled
 from pydantic_ai.messages import (
     ModelMessage,
@@ -185,6 +186,34 @@ async def unknown_tool() -> bool:
     return len(parts) == 1 and "Unknown tool name: 'no_such_tool'" in str(parts[0].content)
 
 
+async def unknown_tool_skips_the_hook() -> bool:
+    """R16/R19 [tool_known=false]: a ``tool_execute`` hook never runs for a tool name the agent
+    does not have: the model gets the unknown-tool retry prompt whatever the hook would do.
+
+    Kind: design -- the hook wraps a tool's execution and is handed its ``ToolDefinition``
+    (``wrap_tool_execute(ctx, *, call, tool_def, args, handler)``, "Wrap the complete
+    tool-execution lifecycle", pydantic_ai/capabilities/abstract.py); a name without one is
+    refused before that lifecycle starts (``raise _UnknownTool(...)``,
+    pydantic_ai/tool_manager.py)."""
+    ran: list[str] = []
+
+    async def hook(ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        ran.append(call.tool_name)
+        raise RuntimeError("the hook failed")
+
+    agent = Agent(calls("no_such_tool", {}), capabilities=[Hooks(tool_execute=hook)])
+
+    @agent.tool_plain
+    async def known() -> str:
+        return "done"
+
+    with capture_run_messages() as history:
+        await agent.run("go")
+    parts = returned(history)
+    print(f"the hook ran for {ran}; recorded for the call: {[p.content for p in parts]}")
+    return ran == [] and len(parts) == 1 and "Unknown tool name" in str(parts[0].content)
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -193,20 +222,12 @@ REPRODUCTIONS = {
         tool_exception,
         lossy_arguments,
         unknown_tool,
+        unknown_tool_skips_the_hook,
     )
 }
 
 
-def main(names: list[str]) -> int:
-    failed = []
-    for name in names or list(REPRODUCTIONS):
-        print(f"{name}: ", end="", flush=True)
-        if not asyncio.run(REPRODUCTIONS[name]()):
-            failed.append(name)
-    if failed:
-        print(f"did not reproduce: {', '.join(failed)}", file=sys.stderr)
-    return 1 if failed else 0
-
-
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    from toolcancel.runtimes import reproduce  # only the runner: each pastes without it
+
+    sys.exit(reproduce(REPRODUCTIONS))

@@ -10,7 +10,8 @@ adapter is a script holding one :class:`Runtime` subclass -- what the runtime ha
 
 The kit does the rest: the protocol (:func:`serve`), each vector's gates, virtual clock and
 caller (:func:`run_vector`), the scenario's tool body (:meth:`Call.body`), the answer
-(:class:`Outcome`), and the control row (:class:`RegistryControl`): toolcancel's own registry
+(:class:`Outcome`), the control row (:class:`RegistryControl`), a configuration's row
+(:func:`row`) and a reproduction script's runner (:func:`reproduce`): toolcancel's own registry
 through the same mapping, which must pass every vector it is sent.  The rules -- for
 :class:`Unsupported`, for a call that raised, for each capability -- are in
 :mod:`toolcancel.runtimes.driver` and :mod:`toolcancel.runtimes.call`.
@@ -23,6 +24,7 @@ from __future__ import annotations
 from .call import (
     HANG,
     HOLD_S,
+    WRAPPERS,
     Body,
     Call,
     Execute,
@@ -36,14 +38,16 @@ from .call import (
     text,
 )
 from .control import (
-    WRAPPERS,
     RegistryControl,
     control_body,
+    control_post,
+    control_pre,
     control_server,
     control_wrapper,
     registry_for,
 )
-from .driver import AdapterError, Runtime, main, needs, not_json, run_vector, serve
+from .driver import AdapterError, Runtime, main, needs, not_json, row, run_vector, serve
+from .reproduce import Reproduction, reproduce
 
 __all__ = [
     "HANG",
@@ -55,12 +59,15 @@ __all__ = [
     "Execute",
     "Outcome",
     "RegistryControl",
+    "Reproduction",
     "Runtime",
     "Signal",
     "SignalReader",
     "ToolError",
     "Unsupported",
     "control_body",
+    "control_post",
+    "control_pre",
     "control_server",
     "control_wrapper",
     "main",
@@ -68,6 +75,8 @@ __all__ = [
     "no_signal",
     "not_json",
     "registry_for",
+    "reproduce",
+    "row",
     "run_vector",
     "serve",
     "task_signal",

@@ -25,7 +25,7 @@ import asyncio
 import math
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, Final, TypeAlias
+from typing import Any, Final, TypeAlias, TypeVar
 
 import anyio
 
@@ -35,6 +35,12 @@ HOLD_S: Final = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
 HANG: Final = "execute() never settled: it waits for something nothing will do (the loop is idle)"
 """What a call that hangs is answered with -- never the cancellation the driver ends it with."""
+
+WRAPPERS: Final = ("delegate", "retry", "wait_before", "wait_after", "short_success",
+                   "short_error", "throw_before", "throw_after")  # fmt: skip
+"""The wrappers a runtime's around seam can play (spec/vectors/README.md's table) when it hands
+a wrapper no signal to replace or remove (``replace_signal``/``remove_signal`` false)."""
+T = TypeVar("T")
 
 Signal: TypeAlias = dict[str, Any]
 """A body's signal as the protocol reports it: ``{"aborted": bool, "reason": str | None}``."""
@@ -191,6 +197,36 @@ class Call:
         finally:
             if self.gates.get(name) is released:
                 del self.gates[name]
+
+    async def wrap(
+        self, i: int, kind: str, delegate: Callable[[], Awaitable[T]],
+        answer: Callable[[str, bool], T],
+    ) -> T:  # fmt: skip
+        """Wrapper ``i`` of the scenario, of kind ``kind`` (:data:`WRAPPERS`, README's wrapper
+        table), around ``delegate`` -- the runtime's own "call the next one" (``call_next``,
+        a handler, ``execute(request)``): it waits at gates ``w<i>_before``/``w<i>_after``,
+        delegates once or twice, fails, or answers short with ``answer(text, is_error)``, a
+        result made the runtime's way.  Written once, so every adapter's wrapper and the
+        control's play the table the same; refuse a kind outside :data:`WRAPPERS` (or one the
+        runtime cannot answer) when the wrapper is built, before the call runs."""
+        if kind not in WRAPPERS:
+            raise Unsupported(f"wrapper {kind!r}: no signal slot to play it on")
+        if kind == "short_success":
+            return answer(f"wrapper {i} answered", False)
+        if kind == "short_error":
+            return answer(f"Error: wrapper {i} refused", True)
+        if kind == "throw_before":
+            raise RuntimeError(f"wrapper {i} failed before delegating")
+        if kind == "wait_before":
+            await self.gate(f"w{i}_before")
+        got = await delegate()
+        if kind == "retry":
+            got = await delegate()
+        if kind == "wait_after":
+            await self.gate(f"w{i}_after")
+        if kind == "throw_after":
+            raise RuntimeError(f"wrapper {i} failed after delegating")
+        return got
 
     async def body(self, signal: SignalReader, stop: anyio.Event | None) -> Any:
         """The scenario's tool body.  ``signal()`` reads the body's signal as the runtime shows it

@@ -12,7 +12,9 @@ keys; a call that raised is answered by the same driver rules.  The body is the 
 (:meth:`~toolcancel.runtimes.Call.body`) and sees cancellation as a tool of our registry does:
 the view's signal, a cooperative body stopping when it aborts.  A mapping that drives
 the runtime's around stage (``around``) gets the scenario's wrappers as the registry's own
-around hooks (:func:`control_wrapper`), on the same gates.
+around hooks (:func:`control_wrapper`), one that drives its pre- or post-execute stage
+(``pre_policy``, ``post_policy``) the scenario's listeners (:func:`control_pre`,
+:func:`control_post`), on the same gates.
 
 The control must pass every vector conform sends it.  Where it fails, the mapping (or the
 judge's reading of it) is wrong, and a runtime failing the same vector the same way has not
@@ -34,11 +36,32 @@ import anyio
 
 from ..contract.results import ToolError as ContractToolError
 from ..contract.results import ToolOutput, ToolResult, text_block
+from ..oracle.scenario_language import (
+    BLOCK_CONTEXT,
+    BLOCK_TEXT,
+    POST_CONTEXT,
+    POST_FAILURE,
+    REWRITTEN,
+)
 from ..runtime.execution import Execution
-from ..runtime.hooks import AroundHook, Next
+from ..runtime.hooks import (
+    Accept,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    AroundHook,
+    Ask,
+    Block,
+    Deny,
+    Next,
+    PostDecision,
+    PostHook,
+    PreDecision,
+    PreHook,
+)
 from ..runtime.signals import AbortController, AbortSignal
 from ..runtime.toolregistry import ToolRegistry
-from .call import Call, Execute, Outcome, Signal, ToolError, Unsupported
+from .call import WRAPPERS, Call, Execute, Outcome, Signal, ToolError, Unsupported
 from .driver import Runtime
 
 
@@ -88,45 +111,84 @@ def control_body(call: Call) -> Callable[[Any, Execution], Any]:
     return body
 
 
-WRAPPERS = ("delegate", "retry", "wait_before", "wait_after", "short_success", "short_error",
-            "throw_before", "throw_after")  # fmt: skip
-"""The wrappers a runtime's around seam can play (spec/vectors/README.md's table) when it hands
-a wrapper no signal to replace or remove (``replace_signal``/``remove_signal`` false)."""
-
-
 def control_wrapper(call: Call, i: int, kind: str) -> AroundHook:
-    """Wrapper ``i`` of the scenario as an around hook of toolcancel's registry, waiting at the
-    kit's gates (``w<i>_before``, ``w<i>_after``) as a runtime adapter's wrapper does.  Raises
-    :class:`~toolcancel.runtimes.Unsupported` for a wrapper that needs the signal slot."""
+    """Wrapper ``i`` of the scenario as an around hook of toolcancel's registry
+    (:meth:`~toolcancel.runtimes.Call.wrap`, on the kit's gates as a runtime adapter's wrapper).
+    Raises :class:`~toolcancel.runtimes.Unsupported` for a wrapper that needs the signal slot."""
     if kind not in WRAPPERS:
         raise Unsupported(f"wrapper {kind!r}: the control plays no signal-slot wrapper")
 
+    def answer(text: str, is_error: bool) -> ToolResult:
+        return ToolResult((text_block(text),), is_error=is_error)
+
     async def around(view: Execution, nxt: Next) -> ToolResult:
         del view
-        if kind == "short_success":
-            return ToolResult((text_block(f"wrapper {i} answered"),))
-        if kind == "short_error":
-            return ToolResult((text_block(f"Error: wrapper {i} refused"),), is_error=True)
-        if kind == "throw_before":
-            raise RuntimeError(f"wrapper {i} failed before delegating")
-        if kind == "wait_before":
-            await call.gate(f"w{i}_before")
-        result: ToolResult = await nxt()
-        if kind == "retry":
-            result = await nxt()
-        if kind == "wait_after":
-            await call.gate(f"w{i}_after")
-        if kind == "throw_after":
-            raise RuntimeError(f"wrapper {i} failed after delegating")
-        return result
+        return await call.wrap(i, kind, nxt, answer)
 
     return around
 
 
-def registry_for(call: Call) -> ToolRegistry:
+def control_pre(call: Call) -> PreHook:
+    """The scenario's one pre-execute listener (spec/vectors/README.md's ``pre``), waiting at the
+    kit's gate ``pre`` as a runtime adapter's pre-execute stage does."""
+
+    async def pre(view: Execution, nxt: Next) -> PreDecision:
+        del view, nxt
+        await call.gate("pre")
+        d = call.scenario["pre"]
+        if d == "allow":
+            return Allow()
+        if d == "deny":
+            return Deny("policy refused the call")
+        if d == "ask":
+            return Ask("needs a human")
+        if d == "throw":
+            raise RuntimeError("pre-execute policy failed")
+        raise ContractToolError("policy store unavailable", code="POLICY_DOWN")
+
+    return pre
+
+
+def control_post(call: Call) -> PostHook:
+    """The scenario's one post-execute listener (spec/vectors/README.md's ``post``), waiting at
+    the kit's gate ``post`` as a runtime adapter's post-execute stage does."""
+
+    async def post(view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
+        del view, result, nxt
+        await call.gate("post")
+        p = call.scenario["post"]
+        if p == "accept":
+            return Accept()
+        if p == "accept_content":
+            return Accept(content=[text_block(REWRITTEN)])
+        if p == "accept_contexts":
+            return Accept(contexts=[POST_CONTEXT])
+        if p == "block":
+            return Block([text_block(BLOCK_TEXT)], contexts=[BLOCK_CONTEXT])
+        raise RuntimeError(POST_FAILURE)
+
+    return post
+
+
+async def _unasked(request: ApprovalRequest) -> Approval:
+    """The scenario's seam where the mapping drives no approval: mounted, so that an ask the
+    call cannot route (no agent) is refused as the contract says, and never asked (the driver
+    refuses a scenario whose ask reaches it)."""
+    raise Unsupported(f"the approval seam was asked ({request.name!r}): the mapping has none")
+
+
+def registry_for(call: Call, capabilities: dict[str, bool] | None = None) -> ToolRegistry:
     """A registry of the vector's revision holding the scenario's tool (``tool``; none when the
-    scenario's is unknown) inside the scenario's wrappers, outermost first."""
+    scenario's is unknown) inside the scenario's wrappers, outermost first -- and, where the
+    mapping's ``capabilities`` declare them, the scenario's pre- and post-execute listeners
+    (always mounted then, as the runtime's stage is: an ``allow`` or ``accept`` waits too)."""
     registry = ToolRegistry(revision=call.revision)
+    if (capabilities or {}).get("pre_policy"):
+        registry.add_pre_execute(control_pre(call))
+        if call.scenario["approval_seam"]:
+            registry.set_approval(_unasked)  # an ask without an agent is refused for want of one
+    if (capabilities or {}).get("post_policy"):
+        registry.add_post_execute(control_post(call))
     for i, kind in enumerate(call.scenario["wrappers"]):
         registry.add_around(control_wrapper(call, i, kind))
     if call.scenario["tool_known"]:
@@ -157,7 +219,7 @@ class RegistryControl(Runtime):
 
     @asynccontextmanager
     async def open(self, call: Call) -> AsyncIterator[Execute]:
-        registry = registry_for(call)
+        registry = registry_for(call, self.capabilities)
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
 
         async def execute(args: dict[str, Any]) -> Outcome:

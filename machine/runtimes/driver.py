@@ -69,7 +69,8 @@ def needs(s: dict[str, Any]) -> list[str]:
     out = []
     if s["pre"] != "allow" or s["cancel"] == "gate:pre":
         out.append("pre_policy")
-    if s["pre"] == "ask" or s["cancel"] == "gate:approval":  # a seam nobody asks does nothing
+    # the seam, where an ask reaches it (mounted, an agent to route it): else the ask is a denial
+    if (s["pre"] == "ask" and s["approval_seam"] and s["agent"]) or s["cancel"] == "gate:approval":
         out.append("approval")
     if s["guard"] != "none":
         out.append("guards")
@@ -100,6 +101,10 @@ class Runtime:
     capabilities: ClassVar[dict[str, bool]] = {}
     cancel: ClassVar[list[str]] = []
     undriven: ClassVar[dict[str, str]] = {}
+    unmeasured: ClassVar[dict[str, str]] = {}
+    """Configurations of the runtime its users run that no row measures, each with why (a
+    transport out of the driver's reach, a switch its public API does not expose): published
+    on the runtime's section, so a reader knows what the rows do not cover."""
 
     def open(self, call: Call) -> AbstractAsyncContextManager[Execute]:
         """Set the runtime up for ``call`` (the scenario's tool registered, a client connected)
@@ -126,6 +131,19 @@ class Runtime:
                 "cancel": self.cancel,
             },
         }
+
+
+def row(base: type[Runtime], implementation: str, **attributes: Any) -> type[Runtime]:
+    """Another configuration of ``base``'s runtime, a row of its own on the page: ``base`` with
+    ``implementation`` (naming the configuration) and the class attributes in ``attributes``
+    (``cancel=["signal"]``, the adapter's own switches) -- each a name ``base`` already has, so a
+    misspelt switch is refused here instead of silently measuring ``base`` again."""
+    unknown = sorted(k for k in attributes if not hasattr(base, k))
+    if unknown:
+        raise AttributeError(f"{base.__name__} has no {', '.join(unknown)}: a row sets only "
+                             "what its base runtime already has")  # fmt: skip
+    namespace = {"implementation": implementation, "__module__": base.__module__, **attributes}
+    return type(f"{base.__name__}Row", (base,), namespace)
 
 
 def _raised(call: Call, text: str, *, cancelled: bool) -> Outcome:
@@ -288,7 +306,8 @@ def main(
 ) -> None:
     """An adapter script's entry point: serve ``runtime``, or with ``--control`` its control
     (toolcancel's own registry behind the same mapping, :mod:`toolcancel.runtimes.control`);
-    ``--undriven`` prints :attr:`Runtime.undriven`."""
+    ``--undriven`` prints :attr:`Runtime.undriven` and :attr:`Runtime.unmeasured`
+    (``{"stages": ..., "configurations": ...}``)."""
     parser = argparse.ArgumentParser(description=runtime.implementation)
     parser.add_argument(
         "--control", action="store_true", help="serve toolcancel's registry through this mapping"
@@ -296,14 +315,16 @@ def main(
     parser.add_argument(
         "--undriven",
         action="store_true",
-        help="print the stages the runtime has that this adapter does not drive (JSON), and exit",
+        help="print the stages the runtime has that this adapter does not drive, and the "
+        "configurations no row measures (JSON), and exit",
     )
     args = parser.parse_args(argv)
     if args.undriven:
         unknown = sorted(set(runtime.undriven) - set(STAGES))
         if unknown:
             parser.error(f"undriven names no stage of the hello: {', '.join(unknown)}")
-        print(json.dumps(runtime.undriven, sort_keys=True))
+        said = {"stages": runtime.undriven, "configurations": runtime.unmeasured}
+        print(json.dumps(said, sort_keys=True))
         return
     if args.control and control is None:
         parser.error("this adapter has no control")

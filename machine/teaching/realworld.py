@@ -29,12 +29,14 @@ import re
 import subprocess
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
 from ..oracle.capabilities import STAGES
+from ..oracle.conform_jobs import available
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
@@ -129,16 +131,24 @@ def setup(root: Path, name: str) -> str:
     return "\n".join(lines[kept[0].lineno - 1 : kept[-1].end_lineno]).strip()
 
 
+BARE_CONTROLS: Final = "bare_asyncio.py"
+"""The bare-asyncio controls every runtime's reproductions may name, written once beside them."""
+
+
 def controls(root: Path, name: str) -> dict[str, tuple[str, str]]:
-    """The bare-asyncio controls of ``repro_<name>.py`` (docstring ``"Control: ..."``): the
-    same body and cancellation without the runtime; name -> (summary, source)."""
-    text = (root / RUNTIMES_DIR / f"repro_{runtime_of(name)}.py").read_text(encoding="utf-8")
+    """The bare-asyncio controls ``repro_<name>.py`` may name (docstring ``"Control: ..."``):
+    its own and :data:`BARE_CONTROLS`'s -- the same body and cancellation without the runtime;
+    name -> (summary, source)."""
     out = {}
-    for node in ast.parse(text).body:
-        doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
-        if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
-            summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
-            out[node.name] = (summary, ast.get_source_segment(text, node) or "")
+    for path in (RUNTIMES_DIR / BARE_CONTROLS, RUNTIMES_DIR / f"repro_{runtime_of(name)}.py"):
+        if not (root / path).is_file():
+            continue
+        text = (root / path).read_text(encoding="utf-8")
+        for node in ast.parse(text).body:
+            doc = ast.get_docstring(node) if isinstance(node, ast.AsyncFunctionDef) else None
+            if isinstance(node, ast.AsyncFunctionDef) and doc and doc.startswith("Control: "):
+                summary = " ".join(doc.split("\n\n")[0].split()).removeprefix("Control: ")
+                out[node.name] = (summary, ast.get_source_segment(text, node) or "")
     return out
 
 
@@ -186,10 +196,12 @@ def reproductions(root: Path, name: str) -> list[Reproduction]:
 
 
 def _conform(root: Path, name: str, revision: str, *, control: bool) -> dict[str, Any]:
-    """conform's JSON report of ``name``'s adapter (or, ``control``, of its control row)."""
+    """conform's JSON report of ``name``'s adapter (or, ``control``, of its control row), on one
+    adapter process: each process pays the runtime's import once, so :func:`measure_all` runs
+    several conform runs at once instead of several adapter processes per run."""
     adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
     command = [sys.executable, "-m", "toolcancel", "conform", "--revision", revision, "--json",
-               "--quiet", "--adapter", sys.executable, str(adapter),
+               "--quiet", "--jobs", "1", "--adapter", sys.executable, str(adapter),
                *(["--control"] if control else [])]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, cwd=root, check=False)
     if done.returncode not in (0, 1):
@@ -217,22 +229,25 @@ def measure_control(root: Path, name: str, revision: str) -> dict[str, Any]:
     }
 
 
-def undriven(root: Path, name: str) -> dict[str, str]:
-    """The stages ``name``'s runtime has that its adapter does not drive, and why (the adapter's
-    ``--undriven``, :attr:`toolcancel.runtimes.Runtime.undriven`)."""
+def undriven(root: Path, name: str) -> dict[str, dict[str, str]]:
+    """What ``name``'s adapter says it leaves out (its ``--undriven``): ``stages`` the runtime
+    has that it does not drive, ``configurations`` of the runtime no row measures, each with
+    why (:attr:`toolcancel.runtimes.Runtime.undriven`, ``unmeasured``)."""
     adapter = root / RUNTIMES_DIR / f"adapter_{name}.py"
     done = subprocess.run([sys.executable, str(adapter), "--undriven"], capture_output=True,
                           text=True, cwd=root, check=False)  # fmt: skip
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
         raise RealWorldError(f"{adapter}: --undriven failed: {last}")
-    said: dict[str, str] = json.loads(done.stdout)
+    said: dict[str, dict[str, str]] = json.loads(done.stdout)
     return said
 
 
-def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
+def measure(
+    root: Path, name: str, revision: str, said: dict[str, dict[str, str]] | None = None
+) -> dict[str, Any]:
     """Run ``name``'s adapter (and its control) through conform for ``revision``; what the
-    table needs of it."""
+    table needs of it.  ``said``: the adapter's :func:`undriven`, if already asked."""
     report = _conform(root, name, revision, control=False)
     control = measure_control(root, name, revision)
     if control["implementation"] == report["implementation"]:  # --control ignored: no control
@@ -250,7 +265,8 @@ def measure(root: Path, name: str, revision: str) -> dict[str, Any]:
         "python": platform.python_version(),  # the adapter runs on this interpreter
         "control": control,
         "capabilities": report.get("capabilities"),
-        "undriven": undriven(root, name),
+        "undriven": (said := undriven(root, name) if said is None else said)["stages"],
+        "unmeasured": said["configurations"],
         "vectors": report["vectors"],
         "passed": report["passed"],
         "failed": report["failed"],
@@ -318,9 +334,19 @@ def _scenarios(root: Path, revision: str) -> dict[str, Any]:
     return _SCENARIOS[revision]
 
 
-def measure_all(root: Path) -> dict[str, Any]:
-    """Every runtime, both revisions (the contents of ``docs/real-world.json``)."""
-    return {name: {rev: measure(root, name, rev) for rev in REVISIONS} for name in runtimes(root)}
+def measure_all(root: Path, jobs: int | None = None) -> dict[str, Any]:
+    """Every runtime, both revisions (the contents of ``docs/real-world.json``): ``jobs`` conform
+    runs at once (default: the CPUs available), each on one adapter process, and each adapter's
+    ``--undriven`` asked once -- the same file as one run after another."""
+    names = runtimes(root)
+    pairs = [(name, rev) for name in names for rev in REVISIONS]
+    with ThreadPoolExecutor(jobs or available()) as pool:
+        said = dict(zip(names, pool.map(lambda name: undriven(root, name), names), strict=True))
+        got = list(pool.map(lambda p: measure(root, p[0], p[1], said[p[0]]), pairs))
+    out: dict[str, Any] = {name: {} for name in names}
+    for (name, rev), measured in zip(pairs, got, strict=True):
+        out[name][rev] = measured
+    return out
 
 
 def _rule_number(rule: str) -> int:
@@ -464,6 +490,10 @@ def render(
             undriven_text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
             out += ["Stages the runtime has that this adapter does not drive (declared absent, "
                     f"so their rules are not judged here): {undriven_text}.", ""]  # fmt: skip
+        if first.get("unmeasured"):
+            configurations = sorted(first["unmeasured"].items())
+            text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in configurations)
+            out += [f"Configurations no row measures: {text}.", ""]
         refused = [(rev, f) for rev in REVISIONS for f in by_rev[rev]["families"]
                    if f["rule"] == PROTOCOL]  # fmt: skip
         for rev, f in refused:
