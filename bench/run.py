@@ -53,7 +53,9 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-TARGETS = {"plain": 2.0, "hooked": 4.0, "traced_vs_hooked": 2.0}
+TARGETS = {"plain": 2.0, "hooked": 4.0, "traced_vs_hooked": 2.0, "plain_vs_minimal": 3.0,
+           "hooked_vs_minimal": 3.0}
+MINIMAL_TARGET = "on the fastest interpreter, compiled"  # where the two *_vs_minimal targets hold
 TRACING_OFF_TARGET = 1.05
 MEMORY_TARGETS = {"registry_bytes_per_call": 4096, "mib_for_100k": 500}
 CHECK_TARGET = 200_000  # events/s
@@ -115,8 +117,9 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
     benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
                                   *(["-k", "not tracing_off"] if calls_only else []), env=env,
                                   python=python)
-    figures = {b["name"].removeprefix("test_"): per_call(b)
+    figures = {b["name"].removeprefix("test_").replace("[", "_").rstrip("]"): per_call(b)
                for b in benchmarks if b["group"] == "call"}
+
     def ratios_of(stat: str) -> dict[str, float]:
         base = figures["bare_task"][stat]
         return {
@@ -124,6 +127,9 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
             "hooked": figures["registry_hooked"][stat] / base,
             "traced_vs_hooked": figures["registry_hooked_traced"][stat]
             / figures["registry_hooked"][stat],
+            "plain_vs_minimal": figures["registry_plain"][stat] / figures["minimal_plain"][stat],
+            "hooked_vs_minimal": figures["registry_hooked"][stat]
+            / figures["minimal_hooked"][stat],
         }
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
@@ -146,22 +152,30 @@ def tested_pythons() -> list[str]:
     return [f"3.{minor}" for minor in sorted(minors)]
 
 
+def venvs_of(version: str) -> list[tuple[str, str]]:
+    """The venvs measured for Python ``version``, interpreted then compiled, each with the command
+    that makes it: ``scripts/test`` makes the default Python's compiled one (``.venv-compiled``)
+    and the other Pythons' interpreted ones; ``scripts/compiled-env`` makes any compiled one."""
+    pyenv = "PYTHON=~/.pyenv/versions/" + version + ".*/bin/python3 "
+    if sys.version.startswith(version + "."):
+        return [(".venv", "scripts/dev-env"), (".venv-compiled", "scripts/test")]
+    return [(f".venv-{version}", "scripts/test"),
+            (f".venv-compiled-{version}",
+             f"{pyenv}scripts/compiled-env .venv-compiled-{version} binding-tests")]
+
+
 def every_interpreter(quick: bool, this: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-call ratios on every tested Python: this one's (``this``) and the compiled build's
-    (``.venv-compiled``), then each other's in the venv ``scripts/test`` makes for it; a row
-    without figures names the missing venv."""
+    """The per-call ratios on every tested Python, interpreted and compiled: this venv's
+    (``this``), then each other venv of :func:`venvs_of`; a row without figures names the
+    missing venv and the command that makes it."""
     rows: list[dict[str, Any]] = []
     for version in tested_pythons():
-        venvs = [f".venv-{version}"]
-        if sys.version.startswith(version + "."):
-            rows.append({"python": sys.version.split()[0], **this})
-            venvs = [".venv-compiled"]
-        for name in venvs:
+        for name, how in venvs_of(version):
             python = ROOT / name / "bin" / "python"
             if Path(sys.prefix).resolve() == (ROOT / name).resolve():
-                continue  # this venv: its row is the first
-            if not python.exists():
-                rows.append({"python": version, "missing": f"{name} (scripts/test makes it)"})
+                rows.append({"python": sys.version.split()[0], **this})
+            elif not python.exists():
+                rows.append({"python": version, "missing": f"{name} ({how} makes it)"})
             else:
                 rows.append(_measured_in(quick, python))
     return rows
@@ -174,9 +188,10 @@ def _measured_in(quick: bool, python: Path) -> dict[str, Any]:
     return {"python": done.stdout.strip(), **call_overhead(quick, python=str(python))}
 
 
-def fastest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The measured row with the lowest per-call ratios (the targets are judged there)."""
-    measured = [r for r in rows if "ratios" in r]
+def fastest(rows: list[dict[str, Any]], compiled: bool = False) -> dict[str, Any] | None:
+    """The measured row with the lowest per-call ratios (the targets are judged there); with
+    ``compiled``, among the compiled builds' rows."""
+    measured = [r for r in rows if "ratios" in r and (not compiled or "compiled" in r["registry"])]
     return min(measured, key=lambda r: (r["ratios"]["plain"], r["ratios"]["hooked"]),
                default=None)
 
@@ -606,28 +621,48 @@ def print_calls(call: dict[str, Any], which: str) -> None:
     print(f"  {'ratios (same run)':<30}{'of medians':>14}{'of minima':>10}{'target':>9}")
     for name, value in call["ratios"].items():
         low = call["ratios_of_minima"][name]
-        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
-              f"{mark(max(value, low) <= TARGETS[name])}")
+        verdict = (f"({MINIMAL_TARGET})" if name.endswith("_vs_minimal")
+                   else mark(max(value, low) <= TARGETS[name]))
+        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  {verdict}")
+
+
+CELLS = {"plain": "plain", "hooked": "hooked", "plain_vs_minimal": "plain/min",
+         "hooked_vs_minimal": "hooked/min"}
+"""The columns of the per-interpreter table: ratios to a bare task, then to the minimal
+pipeline (``bench/minimal.py``)."""
 
 
 def print_interpreters(rows: list[dict[str, Any]]) -> None:
-    print("\nper call on every tested Python (ratios of medians / of minima, same run each)")
-    print(f"  {'python':<9}{'registry':<18}{'plain':>16}{'hooked':>16}")
-    best = fastest(rows)
+    print("\nper call on every tested Python and build (ratios of medians / of minima, same run "
+          "each): to a bare task, then to the minimal pipeline (bench/minimal.py)")
+    print(f"  {'python':<9}{'registry':<18}"
+          + "".join(f"{label:>16}" for label in CELLS.values()) + f"{'bare us':>9}")
+    best, best_compiled = fastest(rows), fastest(rows, compiled=True)
     for row in rows:
         if "missing" in row:
             print(f"  {row['python']:<9}NOT MEASURED: no {row['missing']}")
             continue
         cells = "".join(f"{row['ratios'][name]:>8.2f}x/{row['ratios_of_minima'][name]:.2f}x"
-                        for name in ("plain", "hooked"))
-        print(f"  {row['python']:<9}{row['registry']:<18}{cells}"
-              f"{'  <- fastest' if row is best else ''}")
+                        for name in CELLS)
+        bare = row["per_call"]["bare_task"]["median_us"]
+        missed = [n for n in ("plain", "hooked")
+                  if max(row["ratios"][n], row["ratios_of_minima"][n]) > TARGETS[n]]
+        verdict = f"  over {' and '.join(missed)} target" if missed else ""
+        print(f"  {row['python']:<9}{row['registry']:<18}{cells}{bare:>9.1f}"
+              f"{'  <- fastest' if row is best else ''}{verdict}")
     if best is not None:
         verdicts = ", ".join(
             f"{name} <={TARGETS[name]:.1f}x "
             f"{mark(max(best['ratios'][name], best['ratios_of_minima'][name]) <= TARGETS[name])}"
             for name in ("plain", "hooked"))
-        print(f"  targets on the fastest (Python {best['python']}): {verdicts}")
+        print(f"  targets on the fastest (Python {best['python']}, {best['registry']}): "
+              f"{verdicts}")
+    if best_compiled is not None:
+        verdicts = ", ".join(
+            f"{CELLS[name]} <={TARGETS[name]:.1f}x "
+            f"{mark(max(best_compiled['ratios'][name], best_compiled['ratios_of_minima'][name]) <= TARGETS[name])}"  # noqa: E501
+            for name in ("plain_vs_minimal", "hooked_vs_minimal"))
+        print(f"  {MINIMAL_TARGET} (Python {best_compiled['python']}): {verdicts}")
 
 
 def print_engines(e: dict[str, Any]) -> None:
