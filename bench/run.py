@@ -1,4 +1,5 @@
-"""Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verifier] [--save P]``.
+"""Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verify] [--verifier]
+[--save P]``.
 
 Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
 performance issue as ``met`` / ``NOT met`` with the measured figure:
@@ -22,7 +23,9 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
   totals equal the one-process run's;
 * with ``--verifier`` (minutes): how ``verify``'s time grows with its bounds, schedules/s, how far
-  the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers.
+  the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers;
+* with ``--verify`` or ``--verifier``: ``verify`` at its default bounds, schedules per wall and
+  per CPU second, beside the recorded runs of earlier builds (:data:`PREVIOUS_VERIFY`).
 
 ``--against REV`` measures none of that: it runs ``verify``, ``check`` and ``conform --self`` on
 git revision ``REV`` and on this checkout, alternating, and prints the CPU ratios
@@ -49,7 +52,7 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
@@ -473,6 +476,53 @@ def engine_scaling(quick: bool) -> dict[str, Any]:
             "all_same": all(r["same_totals"] for r in rows)}
 
 
+PREVIOUS_VERIFY: Final = (
+    {"build": "the previous release's (session 13)", "schedules": 339_078, "seconds": 54.0,
+     "source": "issue 45, 'Why': last round's build at its default bounds, two quiet cores"},
+    {"build": "session 15's, before issue 45", "schedules": 391_458, "seconds": 96.0,
+     "source": "issue 45, 'Why': default bounds with the deeper family, two quiet cores"},
+)
+"""Recorded default-bound ``verify`` runs (wall clock on two quiet cores), with their source:
+what this checkout's schedules/s is printed beside."""
+VERIFY_TARGET_S: Final = 60.0
+"""Issue 45: the default-bound run, the deeper family included, within 60 s on two idle cores."""
+
+
+def default_verify(revision: str = "seed") -> dict[str, Any]:
+    """``verify`` at its default bounds (the deeper family included) on one worker per CPU:
+    wall and CPU seconds, schedules (turn batches included) per wall second and per CPU
+    second, and the cores other processes kept busy (on a busy machine only the CPU figure
+    says what two idle cores would take: CPU seconds / workers)."""
+    from toolcancel.oracle.conform_jobs import available
+    from toolcancel.selfcheck.verifier import verify
+
+    workers = available()
+    report, timing = timed(lambda: verify(revision, workers=workers))
+    t = report.tally
+    runs = t.schedules + t.turn_schedules
+    return {"revision": revision, "workers": workers, "schedules": runs,
+            "configurations": t.configurations, "violations": t.violation_count, **timing,
+            "schedules_per_s": runs / timing["seconds"],
+            "schedules_per_cpu_s": runs / timing["cpu_seconds"],
+            "idle_estimate_s": timing["cpu_seconds"] / workers}
+
+
+def print_default_verify(v: dict[str, Any]) -> None:
+    print(f"\nverify at its default bounds ({v['revision']}, deeper family included, "
+          f"{v['workers']} workers)")
+    print(f"  this checkout: {v['schedules']:,} schedules, {v['violations']} violations, "
+          f"{v['seconds']:.1f} s wall ({v['schedules_per_s']:,.0f}/s), CPU {v['cpu_seconds']:.1f}"
+          f" s ({v['schedules_per_cpu_s']:,.0f} per CPU second); other processes kept "
+          f"{v['others_cores']:.1f} cores busy")
+    for before in PREVIOUS_VERIFY:
+        print(f"  {before['build']}: {before['schedules']:,} schedules in "
+              f"{before['seconds']:.0f} s ({before['schedules'] / before['seconds']:,.0f}/s) "
+              f"-- recorded: {before['source']}")
+    print(f"  target: within {VERIFY_TARGET_S:.0f} s on two idle cores: CPU / workers = "
+          f"{v['idle_estimate_s']:.1f} s  {mark(v['idle_estimate_s'] <= VERIFY_TARGET_S)}"
+          f"{'' if v['others_cores'] < QUIET_CORES else '  (machine busy: wall not judged)'}")
+
+
 def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
     from toolcancel.selfcheck.space import MAX_CALLS, MAX_WRAPPERS
     from toolcancel.selfcheck.verifier import Tally, plan, run_jobs, verify
@@ -570,6 +620,8 @@ def print_table(out: dict[str, Any]) -> None:
         print_conform(out["conform"])
     if "verifier" in out:
         print_verifier(out["verifier"])
+    if "verify" in out:
+        print_default_verify(out["verify"])
 
 
 def print_rest(out: dict[str, Any]) -> None:
@@ -738,6 +790,9 @@ def main() -> int:
                         help="also write the JSON object to PATH")
     parser.add_argument("--conform", action="store_true",
                         help="with --calls: also conform through the JS adapter on 1 and N jobs")
+    parser.add_argument("--verify", action="store_true",
+                        help="also time verify at its default bounds beside the recorded runs "
+                             "(minutes); with --calls, only that and the per-call figures")
     parser.add_argument("--calls", action="store_true",
                         help="only the per-call overhead, on every tested Python and build")
     ab = parser.add_argument_group(
@@ -778,6 +833,8 @@ def main() -> int:
         out["conform"] = conform_scaling(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
+    if args.verify or args.verifier:
+        out["verify"] = default_verify()
     if args.save:
         args.save.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     if args.json:
