@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..contract.errors import RegistryUsageError
@@ -117,19 +118,15 @@ class Execution:
         except AttributeError:  # made on first use: most calls never ask
             self._token: object = object()
             return self._token
-    call_id = property(lambda self: self._call_id, doc="The call's id.")
-    name = property(lambda self: self._name, doc="The tool name the call asked for.")
-    arguments = property(lambda self: self._arguments, doc="The deep-frozen arguments.")
-    agent = property(lambda self: self._agent, doc="The calling agent, if any.")
-    parent = property(lambda self: self._parent, doc="The parent call's id, if nested.")
+    # Read-only fields with C getters (operator.attrgetter): hooks, wrappers and bodies read
+    # them on every call, and a getter of Python code costs a frame each time.
+    call_id = property(attrgetter("_call_id"), doc="The call's id.")
+    name = property(attrgetter("_name"), doc="The tool name the call asked for.")
+    arguments = property(attrgetter("_arguments"), doc="The deep-frozen arguments.")
+    agent = property(attrgetter("_agent"), doc="The calling agent, if any.")
+    parent = property(attrgetter("_parent"), doc="The parent call's id, if nested.")
 
-    @property
-    def signal(self) -> AbortSignal | None:
-        """The signal slot: the caller's signal, a wrapper's, or during the body the fused one."""
-        return self._slot
-
-    @signal.setter
-    def signal(self, value: AbortSignal | None) -> None:
+    def _set_signal(self, value: AbortSignal | None) -> None:
         if self._frozen:
             raise RegistryUsageError(
                 f"call {self.call_id}: the execution view is frozen once its result is "
@@ -145,9 +142,31 @@ class Execution:
         if call is not None:
             call.slot_replaced(value)
 
-    @signal.deleter
-    def signal(self) -> None:
-        self.signal = None
+    def _del_signal(self) -> None:
+        self._set_signal(None)
+
+    if TYPE_CHECKING:
+
+        @property
+        def signal(self) -> AbortSignal | None:
+            """The signal slot: the caller's signal, a wrapper's, or during the body the fused
+            one."""
+
+        @signal.setter
+        def signal(self, value: AbortSignal | None) -> None: ...
+
+        @signal.deleter
+        def signal(self) -> None: ...
+
+    else:  # the getter in C, as the fields above
+        signal = property(
+            attrgetter("_slot"),
+            _set_signal,
+            _del_signal,
+            doc="The signal slot: the caller's signal, a wrapper's, or during the body the fused "
+            "one.  A wrapper may set it (an AbortSignal or None) or delete it (None); frozen "
+            "once the result is published.",
+        )
 
     @property
     def call_signal(self) -> AbortSignal:
