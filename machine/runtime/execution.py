@@ -143,7 +143,7 @@ class Execution:
             call.slot_replaced(value)
 
     def _del_signal(self) -> None:
-        self._set_signal(None)
+        self.signal = None  # through the property, as a wrapper's own ``view.signal = None``
 
     if TYPE_CHECKING:
 
