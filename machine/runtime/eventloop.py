@@ -55,8 +55,7 @@ def clock() -> Callable[[], float]:
     """
     loop = running_loop()
     if loop is not None:
-        own = getattr(loop.time, "__func__", None)
-        return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
+        return _clock_of(loop)
     if on_trio():
         import trio
 
@@ -91,9 +90,13 @@ def clock_and_timers() -> tuple[Callable[[], float], Callable[[float, Callable[[
     takes both as it enters).  Raises ``RuntimeError`` outside any loop."""
     loop = running_loop()
     if loop is not None:
-        own = getattr(loop.time, "__func__", None)
-        return (time.monotonic if own is asyncio.BaseEventLoop.time else loop.time), loop.call_later
+        return _clock_of(loop), loop.call_later
     return clock(), timers()
+
+
+def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    own = getattr(loop.time, "__func__", None)
+    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
 
 
 def call_at(when: float, callback: Callable[[], None]) -> Timer:

@@ -93,13 +93,10 @@ class Execution:
         self._own: AbortController | None = None  # the call signal's controller, once ended
         self._ended_in = ""  # the call's state when it let go of this view
 
-    def entered(self, arguments: Any) -> None:
-        """Entry snapshotted the arguments (R11): the view shows them from now on."""
-        self._arguments = arguments
-
     def hold(self, signal: AbortSignal | None) -> None:
-        """The registry's own write of the slot, which no wrapper sees as a replacement: C at
-        entry, the fused F handed to the body as it starts, W again once it settled (R18.5)."""
+        """The registry's own write of the slot, which no wrapper sees as a replacement: the
+        fused F handed to the body as it starts, W again once it settled (R18.5).  (C, the
+        slot's first value, is given when the view is made at entry.)"""
         self._slot = signal
 
     def ended(self, call: _Call) -> None:
