@@ -9,25 +9,20 @@ would flatter that ratio.  Gates and events only, no clock.
 from __future__ import annotations
 
 import asyncio
-import importlib.util
-import sys
+import runpy
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
 from toolcancel import AbortController
 
-ROOT = Path(__file__).resolve().parents[1]
+MINIMAL = Path(__file__).resolve().parents[1] / "bench" / "minimal.py"
 
 
 @pytest.fixture(scope="module")
 def minimal() -> Any:
-    spec = importlib.util.spec_from_file_location("minimal", ROOT / "bench" / "minimal.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["minimal"] = module
-    spec.loader.exec_module(module)
-    return module
+    return SimpleNamespace(**runpy.run_path(str(MINIMAL)))
 
 
 def test_a_success_is_frozen_and_published_once(minimal: Any) -> None:
