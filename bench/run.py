@@ -1,4 +1,5 @@
-"""Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verifier] [--save P]``.
+"""Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verify] [--verifier]
+[--save P]``.
 
 Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
 performance issue as ``met`` / ``NOT met`` with the measured figure:
@@ -22,7 +23,9 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
   totals equal the one-process run's;
 * with ``--verifier`` (minutes): how ``verify``'s time grows with its bounds, schedules/s, how far
-  the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers.
+  the explored space is below the product of the bounds, and the speed-up from 1 to 2 workers;
+* with ``--verify`` or ``--verifier``: ``verify`` at its default bounds, schedules per wall and
+  per CPU second, beside the recorded runs of earlier builds (:data:`PREVIOUS_VERIFY`).
 
 ``--against REV`` measures none of that: it runs ``verify``, ``check`` and ``conform --self`` on
 git revision ``REV`` and on this checkout, alternating, and prints the CPU ratios
@@ -49,11 +52,13 @@ import time
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCH = ROOT / "bench"
-TARGETS = {"plain": 2.0, "hooked": 4.0, "traced_vs_hooked": 2.0}
+TARGETS = {"plain": 2.0, "hooked": 4.0, "traced_vs_hooked": 2.0, "plain_vs_minimal": 3.0,
+           "hooked_vs_minimal": 3.0}
+MINIMAL_TARGET = "on the fastest interpreter, compiled"  # where the two *_vs_minimal targets hold
 TRACING_OFF_TARGET = 1.05
 MEMORY_TARGETS = {"registry_bytes_per_call": 4096, "mib_for_100k": 500}
 CHECK_TARGET = 200_000  # events/s
@@ -115,8 +120,9 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
     benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
                                   *(["-k", "not tracing_off"] if calls_only else []), env=env,
                                   python=python)
-    figures = {b["name"].removeprefix("test_"): per_call(b)
+    figures = {b["name"].removeprefix("test_").replace("[", "_").rstrip("]"): per_call(b)
                for b in benchmarks if b["group"] == "call"}
+
     def ratios_of(stat: str) -> dict[str, float]:
         base = figures["bare_task"][stat]
         return {
@@ -124,6 +130,9 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
             "hooked": figures["registry_hooked"][stat] / base,
             "traced_vs_hooked": figures["registry_hooked_traced"][stat]
             / figures["registry_hooked"][stat],
+            "plain_vs_minimal": figures["registry_plain"][stat] / figures["minimal_plain"][stat],
+            "hooked_vs_minimal": figures["registry_hooked"][stat]
+            / figures["minimal_hooked"][stat],
         }
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
@@ -146,22 +155,30 @@ def tested_pythons() -> list[str]:
     return [f"3.{minor}" for minor in sorted(minors)]
 
 
+def venvs_of(version: str) -> list[tuple[str, str]]:
+    """The venvs measured for Python ``version``, interpreted then compiled, each with the command
+    that makes it: ``scripts/test`` makes the default Python's compiled one (``.venv-compiled``)
+    and the other Pythons' interpreted ones; ``scripts/compiled-env`` makes any compiled one."""
+    pyenv = "PYTHON=~/.pyenv/versions/" + version + ".*/bin/python3 "
+    if sys.version.startswith(version + "."):
+        return [(".venv", "scripts/dev-env"), (".venv-compiled", "scripts/test")]
+    return [(f".venv-{version}", "scripts/test"),
+            (f".venv-compiled-{version}",
+             f"{pyenv}scripts/compiled-env .venv-compiled-{version} binding-tests")]
+
+
 def every_interpreter(quick: bool, this: dict[str, Any]) -> list[dict[str, Any]]:
-    """The per-call ratios on every tested Python: this one's (``this``) and the compiled build's
-    (``.venv-compiled``), then each other's in the venv ``scripts/test`` makes for it; a row
-    without figures names the missing venv."""
+    """The per-call ratios on every tested Python, interpreted and compiled: this venv's
+    (``this``), then each other venv of :func:`venvs_of`; a row without figures names the
+    missing venv and the command that makes it."""
     rows: list[dict[str, Any]] = []
     for version in tested_pythons():
-        venvs = [f".venv-{version}"]
-        if sys.version.startswith(version + "."):
-            rows.append({"python": sys.version.split()[0], **this})
-            venvs = [".venv-compiled"]
-        for name in venvs:
+        for name, how in venvs_of(version):
             python = ROOT / name / "bin" / "python"
             if Path(sys.prefix).resolve() == (ROOT / name).resolve():
-                continue  # this venv: its row is the first
-            if not python.exists():
-                rows.append({"python": version, "missing": f"{name} (scripts/test makes it)"})
+                rows.append({"python": sys.version.split()[0], **this})
+            elif not python.exists():
+                rows.append({"python": version, "missing": f"{name} ({how} makes it)"})
             else:
                 rows.append(_measured_in(quick, python))
     return rows
@@ -174,9 +191,10 @@ def _measured_in(quick: bool, python: Path) -> dict[str, Any]:
     return {"python": done.stdout.strip(), **call_overhead(quick, python=str(python))}
 
 
-def fastest(rows: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """The measured row with the lowest per-call ratios (the targets are judged there)."""
-    measured = [r for r in rows if "ratios" in r]
+def fastest(rows: list[dict[str, Any]], compiled: bool = False) -> dict[str, Any] | None:
+    """The measured row with the lowest per-call ratios (the targets are judged there); with
+    ``compiled``, among the compiled builds' rows."""
+    measured = [r for r in rows if "ratios" in r and (not compiled or "compiled" in r["registry"])]
     return min(measured, key=lambda r: (r["ratios"]["plain"], r["ratios"]["hooked"]),
                default=None)
 
@@ -458,6 +476,53 @@ def engine_scaling(quick: bool) -> dict[str, Any]:
             "all_same": all(r["same_totals"] for r in rows)}
 
 
+PREVIOUS_VERIFY: Final = (
+    {"build": "the previous release's", "schedules": 339_078, "seconds": 54.0,
+     "source": "issue 45, 'Why': last round's build at its default bounds, two quiet cores"},
+    {"build": "the build issue 45 was filed on", "schedules": 391_458, "seconds": 96.0,
+     "source": "issue 45, 'Why': default bounds plus the deeper family, two quiet cores"},
+)
+"""Recorded default-bound ``verify`` runs (wall clock on two quiet cores), with their source:
+what this checkout's schedules/s is printed beside."""
+VERIFY_TARGET_S: Final = 60.0
+"""Issue 45: the default-bound run, the deeper family included, within 60 s on two idle cores."""
+
+
+def default_verify(revision: str = "seed") -> dict[str, Any]:
+    """``verify`` at its default bounds (the deeper family included) on one worker per CPU:
+    wall and CPU seconds, schedules (turn batches included) per wall second and per CPU
+    second, and the cores other processes kept busy (on a busy machine only the CPU figure
+    says what two idle cores would take: CPU seconds / workers)."""
+    from toolcancel.oracle.conform_jobs import available
+    from toolcancel.selfcheck.verifier import verify
+
+    workers = available()
+    report, timing = timed(lambda: verify(revision, workers=workers))
+    t = report.tally
+    runs = t.schedules + t.turn_schedules
+    return {"revision": revision, "workers": workers, "schedules": runs,
+            "configurations": t.configurations, "violations": t.violation_count, **timing,
+            "schedules_per_s": runs / timing["seconds"],
+            "schedules_per_cpu_s": runs / timing["cpu_seconds"],
+            "idle_estimate_s": timing["cpu_seconds"] / workers}
+
+
+def print_default_verify(v: dict[str, Any]) -> None:
+    print(f"\nverify at its default bounds ({v['revision']}, deeper family included, "
+          f"{v['workers']} workers)")
+    print(f"  this checkout: {v['schedules']:,} schedules, {v['violations']} violations, "
+          f"{v['seconds']:.1f} s wall ({v['schedules_per_s']:,.0f}/s), CPU {v['cpu_seconds']:.1f}"
+          f" s ({v['schedules_per_cpu_s']:,.0f} per CPU second); other processes kept "
+          f"{v['others_cores']:.1f} cores busy")
+    for before in PREVIOUS_VERIFY:
+        print(f"  {before['build']}: {before['schedules']:,} schedules in "
+              f"{before['seconds']:.0f} s ({before['schedules'] / before['seconds']:,.0f}/s) "
+              f"-- recorded: {before['source']}")
+    print(f"  target: within {VERIFY_TARGET_S:.0f} s on two idle cores: CPU / workers = "
+          f"{v['idle_estimate_s']:.1f} s  {mark(v['idle_estimate_s'] <= VERIFY_TARGET_S)}"
+          f"{'' if v['others_cores'] < QUIET_CORES else '  (machine busy: wall not judged)'}")
+
+
 def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
     from toolcancel.selfcheck.space import MAX_CALLS, MAX_WRAPPERS
     from toolcancel.selfcheck.verifier import Tally, plan, run_jobs, verify
@@ -555,6 +620,8 @@ def print_table(out: dict[str, Any]) -> None:
         print_conform(out["conform"])
     if "verifier" in out:
         print_verifier(out["verifier"])
+    if "verify" in out:
+        print_default_verify(out["verify"])
 
 
 def print_rest(out: dict[str, Any]) -> None:
@@ -606,28 +673,48 @@ def print_calls(call: dict[str, Any], which: str) -> None:
     print(f"  {'ratios (same run)':<30}{'of medians':>14}{'of minima':>10}{'target':>9}")
     for name, value in call["ratios"].items():
         low = call["ratios_of_minima"][name]
-        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  "
-              f"{mark(max(value, low) <= TARGETS[name])}")
+        verdict = (f"({MINIMAL_TARGET})" if name.endswith("_vs_minimal")
+                   else mark(max(value, low) <= TARGETS[name]))
+        print(f"  {name:<30}{value:>13.2f}x{low:>9.2f}x {'<=':>3}{TARGETS[name]:.1f}x  {verdict}")
+
+
+CELLS = {"plain": "plain", "hooked": "hooked", "plain_vs_minimal": "plain/min",
+         "hooked_vs_minimal": "hooked/min"}
+"""The columns of the per-interpreter table: ratios to a bare task, then to the minimal
+pipeline (``bench/minimal.py``)."""
 
 
 def print_interpreters(rows: list[dict[str, Any]]) -> None:
-    print("\nper call on every tested Python (ratios of medians / of minima, same run each)")
-    print(f"  {'python':<9}{'registry':<18}{'plain':>16}{'hooked':>16}")
-    best = fastest(rows)
+    print("\nper call on every tested Python and build (ratios of medians / of minima, same run "
+          "each): to a bare task, then to the minimal pipeline (bench/minimal.py)")
+    print(f"  {'python':<9}{'registry':<18}"
+          + "".join(f"{label:>16}" for label in CELLS.values()) + f"{'bare us':>9}")
+    best, best_compiled = fastest(rows), fastest(rows, compiled=True)
     for row in rows:
         if "missing" in row:
             print(f"  {row['python']:<9}NOT MEASURED: no {row['missing']}")
             continue
         cells = "".join(f"{row['ratios'][name]:>8.2f}x/{row['ratios_of_minima'][name]:.2f}x"
-                        for name in ("plain", "hooked"))
-        print(f"  {row['python']:<9}{row['registry']:<18}{cells}"
-              f"{'  <- fastest' if row is best else ''}")
+                        for name in CELLS)
+        bare = row["per_call"]["bare_task"]["median_us"]
+        missed = [n for n in ("plain", "hooked")
+                  if max(row["ratios"][n], row["ratios_of_minima"][n]) > TARGETS[n]]
+        verdict = f"  over {' and '.join(missed)} target" if missed else ""
+        print(f"  {row['python']:<9}{row['registry']:<18}{cells}{bare:>9.1f}"
+              f"{'  <- fastest' if row is best else ''}{verdict}")
     if best is not None:
         verdicts = ", ".join(
             f"{name} <={TARGETS[name]:.1f}x "
             f"{mark(max(best['ratios'][name], best['ratios_of_minima'][name]) <= TARGETS[name])}"
             for name in ("plain", "hooked"))
-        print(f"  targets on the fastest (Python {best['python']}): {verdicts}")
+        print(f"  targets on the fastest (Python {best['python']}, {best['registry']}): "
+              f"{verdicts}")
+    if best_compiled is not None:
+        verdicts = ", ".join(
+            f"{CELLS[name]} <={TARGETS[name]:.1f}x "
+            f"{mark(max(best_compiled['ratios'][name], best_compiled['ratios_of_minima'][name]) <= TARGETS[name])}"  # noqa: E501
+            for name in ("plain_vs_minimal", "hooked_vs_minimal"))
+        print(f"  {MINIMAL_TARGET} (Python {best_compiled['python']}): {verdicts}")
 
 
 def print_engines(e: dict[str, Any]) -> None:
@@ -703,6 +790,9 @@ def main() -> int:
                         help="also write the JSON object to PATH")
     parser.add_argument("--conform", action="store_true",
                         help="with --calls: also conform through the JS adapter on 1 and N jobs")
+    parser.add_argument("--verify", action="store_true",
+                        help="also time verify at its default bounds beside the recorded runs "
+                             "(minutes); with --calls, only that and the per-call figures")
     parser.add_argument("--calls", action="store_true",
                         help="only the per-call overhead, on every tested Python and build")
     ab = parser.add_argument_group(
@@ -743,6 +833,8 @@ def main() -> int:
         out["conform"] = conform_scaling(args.quick)
     if args.verifier:
         out["verifier"] = verifier_scaling()
+    if args.verify or args.verifier:
+        out["verify"] = default_verify()
     if args.save:
         args.save.write_text(json.dumps(out, indent=2) + "\n", "utf-8")
     if args.json:

@@ -1,7 +1,9 @@
 """Per-call overhead of the registry against a bare task switch (pytest-benchmark).
 
 Each round runs a batch of calls on a real (not virtual) event loop; ``bench/run.py`` turns the
-medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``.
+medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``
+and against the same shapes through the minimal pipeline (``minimal.py``: the contract's
+guarantees without the machine).
 
 ``test_tracing_off`` compares the registry as shipped, with ``trace=None``, against the same
 registry with every line of tracing code removed (``untraced.py`` builds it from the registry's
@@ -18,6 +20,7 @@ import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
+import minimal
 import pytest
 import untraced
 from toolcancel import AbortController, Accept, ToolRegistry
@@ -109,6 +112,20 @@ def test_registry_plain(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None
 @pytest.mark.benchmark(group="call")
 def test_registry_hooked(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
     reg, signal = hooked(), AbortController().signal
+
+    async def batch() -> None:
+        for _ in range(BATCH):
+            await reg.execute("t", {"q": 1}, signal=signal)
+
+    bench(benchmark, loop, batch)
+
+
+@pytest.mark.benchmark(group="call")
+@pytest.mark.parametrize("shape", ["plain", "hooked"])
+def test_minimal(benchmark: Any, loop: asyncio.AbstractEventLoop, shape: str) -> None:
+    """The same shapes through ``minimal.py``: the contract's guarantees without the machine."""
+    reg = (plain if shape == "plain" else hooked)(minimal.Pipeline)
+    signal = AbortController().signal
 
     async def batch() -> None:
         for _ in range(BATCH):

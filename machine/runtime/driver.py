@@ -19,7 +19,7 @@ from typing import Any, Final, Protocol
 from ..contract.core import Occurrence, PathStep
 from ..contract.errors import ContractViolation, NotSerializable, RegistryUsageError
 from ..contract.results import ErrorInfo, ToolResult, canonical_json, snapshot
-from .eventloop import Waiter, clock, timers
+from .eventloop import Waiter, clock_and_timers
 from .execution import Execution
 from .fusion import Fusion
 from .hooks import Accept, Allow, Approval, ApprovalRequest, Ask, Block, Deny
@@ -117,8 +117,7 @@ class _Call(_Stepping):
                 )
             return False  # entry ended the call: invalid arguments, or a revised pre-abort
         if self.entered < 0:  # entered outside the loop: take its clock and timers now
-            self.clock = clock()
-            self.call_later = timers()
+            self.clock, self.call_later = clock_and_timers()
             self.entered = self.clock()
         if self.trace is not None:
             self.emit_line(_LINES["stage_enter", "pre"])
@@ -240,7 +239,7 @@ class _Call(_Stepping):
         request = ApprovalRequest(
             self.call_id,
             self.name,
-            self.view.arguments,
+            self.arguments,
             self.agent,
             decision.reason,
             self.view.signal,
@@ -415,10 +414,11 @@ class _Call(_Stepping):
                 owner = kind
                 self.emit_listener(owner, "add")
             self.emit_line(_LINES[("body_start",)])
-        view.hold(fused)
+        if fused is not w:  # else the slot holds F already
+            view.hold(fused)
         try:
             try:
-                value = await tool.body(view.arguments, view)
+                value = await tool.body(self.arguments, view)
                 result, event = r.success(value), "body_ok"
             except GeneratorExit:
                 raise
@@ -435,7 +435,8 @@ class _Call(_Stepping):
                     self.emit_listener(owner, "remove")
             if fusion is not None:
                 fusion.dispose()
-            view.hold(w)
+            if fused is not w:
+                view.hold(w)
         self.offer(event)
         if self.cancels is not None:  # a late success (R18)
             return r.cancellation(self.cancels)

@@ -39,11 +39,12 @@ def running_loop() -> asyncio.AbstractEventLoop | None:
 
 
 def on_trio() -> bool:
-    """Whether the caller runs in a trio run (and no asyncio loop runs in this thread)."""
-    if running_loop() is not None:
-        return False
+    """Whether the caller runs in a trio run (and no asyncio loop runs in this thread).  Without
+    trio imported, one dict look-up."""
     trio = sys.modules.get("trio")
-    return trio is not None and bool(trio.lowlevel.in_trio_task())
+    if trio is None or running_loop() is not None:
+        return False
+    return bool(trio.lowlevel.in_trio_task())
 
 
 def clock() -> Callable[[], float]:
@@ -54,8 +55,7 @@ def clock() -> Callable[[], float]:
     """
     loop = running_loop()
     if loop is not None:
-        own = getattr(loop.time, "__func__", None)
-        return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
+        return _clock_of(loop)
     if on_trio():
         import trio
 
@@ -83,6 +83,20 @@ def timers() -> Callable[[float, Callable[[], None]], Timer]:
     if on_trio():  # a trio run has no loop object to keep, and its thread runs nothing else
         return _TrioTimer
     raise RuntimeError("no running event loop (asyncio or trio)")
+
+
+def clock_and_timers() -> tuple[Callable[[], float], Callable[[float, Callable[[], None]], Timer]]:
+    """:func:`clock` and :func:`timers` of the loop running now, with one look-up of it (a call
+    takes both as it enters).  Raises ``RuntimeError`` outside any loop."""
+    loop = running_loop()
+    if loop is not None:
+        return _clock_of(loop), loop.call_later
+    return clock(), timers()
+
+
+def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    own = getattr(loop.time, "__func__", None)
+    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
 
 
 def call_at(when: float, callback: Callable[[], None]) -> Timer:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from ..contract.errors import RegistryUsageError
@@ -92,13 +93,10 @@ class Execution:
         self._own: AbortController | None = None  # the call signal's controller, once ended
         self._ended_in = ""  # the call's state when it let go of this view
 
-    def entered(self, arguments: Any) -> None:
-        """Entry snapshotted the arguments (R11): the view shows them from now on."""
-        self._arguments = arguments
-
     def hold(self, signal: AbortSignal | None) -> None:
-        """The registry's own write of the slot, which no wrapper sees as a replacement: C at
-        entry, the fused F handed to the body as it starts, W again once it settled (R18.5)."""
+        """The registry's own write of the slot, which no wrapper sees as a replacement: the
+        fused F handed to the body as it starts, W again once it settled (R18.5).  (C, the
+        slot's first value, is given when the view is made at entry.)"""
         self._slot = signal
 
     def ended(self, call: _Call) -> None:
@@ -117,19 +115,15 @@ class Execution:
         except AttributeError:  # made on first use: most calls never ask
             self._token: object = object()
             return self._token
-    call_id = property(lambda self: self._call_id, doc="The call's id.")
-    name = property(lambda self: self._name, doc="The tool name the call asked for.")
-    arguments = property(lambda self: self._arguments, doc="The deep-frozen arguments.")
-    agent = property(lambda self: self._agent, doc="The calling agent, if any.")
-    parent = property(lambda self: self._parent, doc="The parent call's id, if nested.")
+    # Read-only fields with C getters (operator.attrgetter): hooks, wrappers and bodies read
+    # them on every call, and a getter of Python code costs a frame each time.
+    call_id = property(attrgetter("_call_id"), doc="The call's id.")
+    name = property(attrgetter("_name"), doc="The tool name the call asked for.")
+    arguments = property(attrgetter("_arguments"), doc="The deep-frozen arguments.")
+    agent = property(attrgetter("_agent"), doc="The calling agent, if any.")
+    parent = property(attrgetter("_parent"), doc="The parent call's id, if nested.")
 
-    @property
-    def signal(self) -> AbortSignal | None:
-        """The signal slot: the caller's signal, a wrapper's, or during the body the fused one."""
-        return self._slot
-
-    @signal.setter
-    def signal(self, value: AbortSignal | None) -> None:
+    def _set_signal(self, value: AbortSignal | None) -> None:
         if self._frozen:
             raise RegistryUsageError(
                 f"call {self.call_id}: the execution view is frozen once its result is "
@@ -145,9 +139,31 @@ class Execution:
         if call is not None:
             call.slot_replaced(value)
 
-    @signal.deleter
-    def signal(self) -> None:
-        self.signal = None
+    def _del_signal(self) -> None:
+        self.signal = None  # through the property, as a wrapper's own ``view.signal = None``
+
+    if TYPE_CHECKING:
+
+        @property
+        def signal(self) -> AbortSignal | None:
+            """The signal slot: the caller's signal, a wrapper's, or during the body the fused
+            one."""
+
+        @signal.setter
+        def signal(self, value: AbortSignal | None) -> None: ...
+
+        @signal.deleter
+        def signal(self) -> None: ...
+
+    else:  # the getter in C, as the fields above
+        signal = property(
+            attrgetter("_slot"),
+            _set_signal,
+            _del_signal,
+            doc="The signal slot: the caller's signal, a wrapper's, or during the body the fused "
+            "one.  A wrapper may set it (an AbortSignal or None) or delete it (None); frozen "
+            "once the result is published.",
+        )
 
     @property
     def call_signal(self) -> AbortSignal:

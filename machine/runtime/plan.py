@@ -45,13 +45,12 @@ class CallsInFlight:
     or is dropped unawaited; :meth:`leave` is idempotent, so each of those ways out may call it.
     """
 
-    __slots__ = ("_calls",)
+    __slots__ = ("_calls", "enter")
 
     def __init__(self) -> None:
         self._calls: dict[Any, None] = {}  # a dict: insertion order is entry order
-
-    def enter(self, call: Any) -> None:
-        self._calls[call] = None
+        # List ``call`` (idempotent): the dict's own method, so entry pays no Python call.
+        self.enter: Callable[[Any], object] = self._calls.setdefault
 
     def leave(self, call: Any) -> None:
         self._calls.pop(call, None)

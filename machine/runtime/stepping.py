@@ -19,7 +19,7 @@ from ..contract.core import CallerSignal, Occurrence, PathStep
 from ..contract.errors import NotSerializable, TaskCancelled
 from ..contract.results import ToolResult, snapshot
 from ..contract.trace import FORMAT_VERSION, line_templates, runs_code
-from .eventloop import Timer, clock, timers
+from .eventloop import Timer, clock_and_timers
 from .execution import Execution, drop_late_context
 from .hooks import InFlight
 from .plan import CallPlan
@@ -42,6 +42,7 @@ class _Stepping:
     __slots__ = (
         "abandoned",
         "agent",
+        "arguments",
         "call_id",
         "call_later",
         "caller",
@@ -56,6 +57,7 @@ class _Stepping:
         "name",
         "node",
         "own_caller",
+        "parent",
         "path",
         "plan",
         "raw_arguments",
@@ -87,6 +89,8 @@ class _Stepping:
         self.results = plan.results
         self.name = name
         self.raw_arguments = arguments
+        self.arguments: Any = None  # their snapshot, taken at entry (R11): what the body gets
+        self.parent = parent
         self.call_id = call_id
         self.given = caller  # the signal passed to execute(), if any; captured at entry
         self.own_caller = own_caller  # no signal passed: C is the call signal, made at entry
@@ -125,7 +129,9 @@ class _Stepping:
         self.stepwise = self.tap is not None
         if self.trace is not None and runs_code(self.trace):
             self.stepwise = True
-        self.view = Execution(self, call_id, name, None, agent, parent, None, self.path)
+        # The view hooks and the body see: made at entry, with the snapshot and the slot's
+        # first value, so that entry writes it once.
+        self.view: Execution
 
     def enter(self) -> None:
         """Entry (R11), synchronous: snapshot the arguments, *then* capture the caller signal
@@ -143,7 +149,7 @@ class _Stepping:
             invalid: BaseException | None = None
         except (NotSerializable, RecursionError) as exc:
             arguments, invalid = None, exc
-        self.view.entered(arguments)
+        self.arguments = arguments
         # The call signal (Python binding P1): follows the given signal, and aborts when the
         # task awaiting execute() is cancelled.  Captured here, out of wrappers' reach (R11).
         # The listener on the given signal is removed when the call materializes (R22).  No
@@ -161,12 +167,14 @@ class _Stepping:
                 captured = "live"
                 given.add_listener(self.follow)
             self.caller = own.signal
-            self.view.hold(own.signal)
         elif self.own_caller:  # C is the call signal itself: only task cancellation aborts it
             captured = "live"
             self.controller = own = AbortController()
             self.caller = own.signal
-            self.view.hold(own.signal)
+        self.view = Execution(
+            self, self.call_id, self.name, arguments, self.agent, self.parent, self.caller,
+            self.path,
+        )
         shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
             captured,
             self.agent is not None,
@@ -175,9 +183,8 @@ class _Stepping:
             len(self.wrappers),
         )
         self.node = plan.table.compiled.get(shape) or initial_node(plan.table, shape)
-        try:
-            self.clock = clock()  # read by the step out of ``entry``, just below
-            self.call_later = timers()
+        try:  # the clock is read by the step out of ``entry``, just below
+            self.clock, self.call_later = clock_and_timers()
         except RuntimeError:  # execute() called outside the loop that will await it
             self.clock = _no_loop  # until prepare() takes that loop's clock and timers (none
             # is set before: the one timer a call sets, the drain warning, comes with its body)
