@@ -5,22 +5,23 @@ classifications, and conform passes an answer in either order -- and fails one t
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 import pytest
 from toolcancel.oracle.conform_judge import Judge
 from toolcancel.oracle.scenario import Observation, Scenario, ScenarioError, run_scenario
-from toolcancel.oracle.vectors import (
-    Vector,
-    VectorError,
-    body_signals,
-    canonical,
-    shipped_vectors,
-)
+from toolcancel.oracle.vectors import Vector, VectorError, body_signals, canonical
+from toolcancel.oracle.vectors import shipped_vectors as _load
 from toolcancel.selfcheck.space import schedules
 
 REVISIONS = ("seed", "revised")
+
+
+@functools.cache
+def shipped_vectors(revision: str) -> list[Vector]:
+    return _load(revision)  # read once: the files are large
 
 
 def _same_step(revision: str, first: str | None = None, **fields: Any) -> Scenario:
