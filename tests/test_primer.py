@@ -81,7 +81,8 @@ def test_each_timeline_cell_names_the_row_that_decides_its_vector() -> None:
         rows = re.findall(r"\b(seed|revised) row (\d+)", cell)
         ids = VECTOR_ID.findall(cell)
         if rows and ids:
-            ((revision, row),) = rows
+            # a MAY cell names the other allowed outcomes first: the vector's expected one last
+            (revision, row) = rows[-1]
             ((vrev, num),) = ids
             assert vrev == revision, cell
             assert deciding_row(f"{vrev}-{num}") == int(row), cell
@@ -189,3 +190,18 @@ def test_the_abort_matrix_is_generated_and_each_cell_is_its_vectors_run() -> Non
             assert run.path[-1].outcome == outcome == v["expected"]["outcome"], text
             assert deciding_row(vid) == int(row), text
             assert [p.event for p in run.path] in [list(p) for p in v["expected"]["paths"]], text
+            # the other outcomes a MAY allows: the vector's alternatives, each the run of the
+            # step taken the other way round, decided by the row the cell names
+            others = re.findall(r"`(\w+)` \(\w+ row (\d+)\) or ", text)
+            alternatives = v["expected"].get("alternatives", [])
+            if scenario.same_step is None:
+                assert not others, text
+            else:
+                assert [o for o, _ in others] == [a["outcome"] for a in alternatives], text
+                other = run_scenario(scenario.with_cancel("with_deadline:timer"))
+                table = contract.revision(revision)
+                decided = Explanation(table, other.path).deciding()
+                assert decided is not None and decided[1] is not None
+                assert (other.path[-1].outcome, decided[1].row) == (others[0][0],
+                                                                     int(others[0][1])), text
+                assert [p.event for p in other.path] in [list(p) for p in alternatives[0]["paths"]]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 
 import pytest
 from toolcancel.contract.loader import Contract, RevisionContract, load_contract, load_contract_file
@@ -205,15 +206,35 @@ def test_the_vectors_guide_counts_are_the_shipped_files() -> None:
             assert int(said.replace(",", "")) == n, (revision, said, n)
 
 
+def _shipped(vid: str) -> dict[str, Any]:
+    import json
+
+    revision = vid.split("-")[0]
+    with (ROOT / "spec" / "vectors" / f"{revision}.jsonl").open(encoding="utf-8") as f:
+        found: dict[str, Any] = next(json.loads(line) for line in f if f'"id":"{vid}"' in line)
+    return found
+
+
 def test_r34s_two_allowed_forms_cite_vectors_of_each_order() -> None:
     """R34 decides a deadline and a caller abort in one synchronous step as a MAY with both forms
-    allowed; the vectors it cites abort one source at a time, one set per allowed form."""
+    allowed; the same-step vectors it cites allow both (the reference's caller first as expected,
+    the timer first as an alternative), and the vectors that abort one source at a time, one set
+    per allowed form, show each alone."""
     import json
 
     r34 = CONTRACT_MD.split("### R34 — ", 1)[1].split("\n### ", 1)[0]
     bullet = r34.split("**Both in one synchronous step**", 1)[1].split("\n* ", 1)[0]
     bullet = " ".join(bullet.split())
     assert "MAY" in bullet and "accepts both forms" in bullet
+    same = bullet.split("`with_deadline`", 1)[1].split(")", 1)[0]
+    ids = re.findall(r"`((?:seed|revised)-\d{5})`", same)
+    assert sorted(vid.split("-")[0] for vid in ids) == ["revised", "seed"], same
+    for vid in ids:
+        v = _shipped(vid)
+        assert (v["scenario"]["timeout"], v["scenario"]["cancel"]) == ("timer_first",
+                                                                       "with_deadline"), vid
+        alternatives = [a["outcome"] for a in v["expected"].get("alternatives", [])]
+        assert (v["expected"]["outcome"], alternatives) == ("aborted", ["tool_timeout"]), vid
     forms = {"timer first": ("timer_first", "tool_timeout"), "caller first": ("budget", "aborted")}
     for form, (timeout, outcome) in forms.items():
         cited = bullet.split(f"{form}: ", 1)[1].split(";")[0]
@@ -228,8 +249,10 @@ def test_r34s_two_allowed_forms_cite_vectors_of_each_order() -> None:
 
 
 def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
-    """The guide's family boundary is the first shipped vector whose configuration (its scenario
-    without the cancellation point) is outside verify's bounded space; every later one is too."""
+    """The guide's family boundaries: the deeper family starts at the first shipped vector whose
+    configuration (its scenario without the cancellation point) is outside verify's bounded
+    space, and every later one is too up to the same-step family (``with_deadline``), which
+    holds every vector after its first."""
     import json
     from dataclasses import replace
 
@@ -237,15 +260,185 @@ def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
     from toolcancel.selfcheck.space import configurations
 
     guide = " ".join((ROOT / "spec" / "vectors" / "README.md").read_text("utf-8").split())
-    said = re.search(r"seed from `(seed-\d{5})`, revised from `(revised-\d{5})`", guide)
-    assert said, "the guide no longer says where the deeper family starts"
-    for revision, first in zip(("seed", "revised"), said.groups(), strict=True):
+    said = re.findall(r"seed from `(seed-\d{5})`, revised from `(revised-\d{5})`", guide)
+    assert len(said) == 2, "the guide no longer says where the deeper and same-step families start"
+    (deep_seed, deep_revised), (same_seed, same_revised) = said
+    for revision, first, same in (("seed", deep_seed, same_seed),
+                                  ("revised", deep_revised, same_revised)):  # fmt: skip
         bounded = set(configurations(revision))
         path = ROOT / "spec" / "vectors" / f"{revision}.jsonl"
         deep = [
-            (v["id"], replace(Scenario.from_data(v["scenario"]), cancel="never") not in bounded)
+            (v["id"], replace(Scenario.from_data(v["scenario"]), cancel="never") not in bounded,
+             v["scenario"]["cancel"] == "with_deadline")
             for v in map(json.loads, path.read_text("utf-8").splitlines())
         ]
-        start = next(i for i, (_, outside) in enumerate(deep) if outside)
+        start = next(i for i, (_, outside, _) in enumerate(deep) if outside)
+        last = next(i for i, (_, _, step) in enumerate(deep) if step)
         assert deep[start][0] == first, (revision, deep[start][0])
-        assert all(outside for _, outside in deep[start:]), revision
+        assert deep[last][0] == same, (revision, deep[last][0])
+        assert all(outside for _, outside, _ in deep[start:last]), revision
+        assert all(step for _, _, step in deep[last:]), revision
+
+
+# ------------------------------------------------------------------------------------------------
+# ORIGIN.md: the rule ranges, open points and revised changes it names are the contract's
+# ------------------------------------------------------------------------------------------------
+
+ORIGIN_MD = (ROOT / "spec" / "ORIGIN.md").read_text("utf-8")
+
+
+def _flat(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _contract_sections() -> list[tuple[int, int]]:
+    """CONTRACT.md's rule sections as (first, last) rule numbers, in order: the ranges their
+    headings name, each checked against the rules the section holds, and R39's own section."""
+    found = []
+    for heading, body in re.findall(r"\n## ([^\n]*)\n(.*?)(?=\n## |\Z)", CONTRACT_MD, re.S):
+        held = [int(n) for n in re.findall(r"^### R(\d+) ", body, re.M)]
+        if not held or "Identity" in heading:
+            continue
+        named = re.search(r"\(R(\d+)(?:–R(\d+))?\)", heading)
+        first, last = (held[0], held[-1]) if named is None else (
+            int(named.group(1)), int(named.group(2) or named.group(1)))  # fmt: skip
+        assert held == list(range(first, last + 1)), heading
+        found.append((first, last))
+    return found
+
+
+def test_origins_rule_ranges_are_contract_mds_sections() -> None:
+    """"How the rule numbers came about" groups R1-R39 exactly as CONTRACT.md's sections do,
+    and says which rules are the seed's and which the revised contract's, as the data does."""
+    told = _flat(ORIGIN_MD.split("## How the rule numbers came about", 1)[1])
+    seed_part = told.split(" R40", 1)[0]
+    ranges = [(int(a), int(b or a)) for a, b in re.findall(r"\(R(\d+)(?:–R(\d+))?\)", seed_part)]
+    sections = _contract_sections()
+    revised_only = sorted(int(r.id[1:]) for r in load_contract().rules
+                          if r.revisions == frozenset({"revised"}))  # fmt: skip
+    seed = [s for s in sections if s[0] not in revised_only]
+    assert ranges == seed, (ranges, seed)
+    last_seed = max(int(r.id[1:]) for r in load_contract().rules if "seed" in r.revisions)
+    assert f"R1–R{last_seed} follow" in told
+    assert f"R{revised_only[0]}–R{revised_only[-1]} state" in told
+    assert revised_only == list(range(revised_only[0], revised_only[-1] + 1))
+
+
+def test_origins_open_points_are_contract_mds() -> None:
+    points = [int(n) for n in re.findall(r"^#### D(\d+) ", CONTRACT_MD, re.M)]
+    assert points == list(range(1, len(points) + 1))
+    said = re.findall(r"D1–D(\d+)", ORIGIN_MD)
+    assert len(said) >= 3 and {int(n) for n in said} == {len(points)}
+
+
+def test_origins_changes_are_the_revised_rules_and_revisions() -> None:
+    """Each change of "The revised contract" cites rules CONTRACT.md has; the revised contract's
+    own rules are one each for the changes ORIGIN says they state; the
+    changes it dates to e8 and to later say so in their headings; e8 is the revised title's."""
+    contract = load_contract()
+    changes = dict(re.findall(r"^### Change (\d+) — [^\n]*\(([^)]*)\)\n(?s:.*?)", ORIGIN_MD,
+                              re.M))  # fmt: skip
+    bodies = dict(re.findall(r"^### Change (\d+) [^\n]*\n(.*?)(?=^### |^## )", ORIGIN_MD,
+                             re.M | re.S))  # fmt: skip
+    ids = {r.id for r in contract.rules}
+    revised_only = {r.id for r in contract.rules if r.revisions == frozenset({"revised"})}
+    stating: dict[str, set[str]] = {}
+    for n, body in bodies.items():
+        cited = set(re.findall(r"\bR\d+\b", body.split("CONTRACT.md:", 1)[-1]))
+        assert cited <= ids, (n, cited - ids)
+        for rule in cited & revised_only:
+            stating.setdefault(rule, set()).add(n)
+    assert set(stating) == revised_only
+    flat = _flat(ORIGIN_MD)
+    m = re.search(r"R(\d+)–R(\d+) state the revised contract's changes ([\d–, and]+)\.", flat)
+    assert m is not None
+    listed = set()
+    for part in re.split(r", | and ", m.group(3)):
+        a, _, b = part.partition("–")
+        listed |= {str(k) for k in range(int(a), int(b or a) + 1)}
+    # each revised rule states the change that brought it in (the first citing it; change 5
+    # takes its code from change 2's R41)
+    introduced = {rule: min(ns, key=int) for rule, ns in stating.items()}
+    assert set(introduced.values()) == listed and len(listed) == len(introduced), introduced
+    m = re.search(r"Changes (\d+)–(\d+) came with the first revision \((\w+)\); ([\d–, and]+) came "
+                  r"later", flat)  # fmt: skip
+    assert m is not None
+    first = {str(k) for k in range(int(m.group(1)), int(m.group(2)) + 1)}
+    later = set()
+    for part in re.split(r", | and ", m.group(4)):
+        a, _, b = part.partition("–")
+        later |= {str(k) for k in range(int(a), int(b or a) + 1)}
+    assert {n for n, when in changes.items() if when.startswith(m.group(3))} == first, changes
+    assert {n for n, when in changes.items() if when.startswith("later")} <= later, changes
+    assert f"{m.group(3)} of" in contract.revision_info["revised"]["title"]
+
+
+def test_origins_timeout_decisions_are_contract_mds_timeout_section() -> None:
+    m = re.search(r"CONTRACT\.md states both as R(\d+)–R(\d+)", _flat(ORIGIN_MD))
+    assert m is not None
+    section = re.search(r"## Timeout policy \(R(\d+)–R(\d+)\)", CONTRACT_MD)
+    assert section is not None and m.groups() == section.groups()
+
+
+# ------------------------------------------------------------------------------------------------
+# SPEC-MUTANTS.md: its figures and the checks it names are the code's
+# ------------------------------------------------------------------------------------------------
+
+SPEC_MUTANTS_MD = (ROOT / "spec" / "SPEC-MUTANTS.md").read_text("utf-8")
+
+
+def test_spec_mutants_figures_each_judge_every_perturbation() -> None:
+    """Every dated run's verdicts add up to the perturbations the table has now (the generated
+    block counts them), and the figures table's perturbation row says that number."""
+    from toolcancel.selfcheck.specmutants import perturbations
+
+    total = sum(len(perturbations(r)) for r in load_contract().revisions)
+    assert f"\n{total} perturbations in all.\n" in SPEC_MUTANTS_MD, "run toolcancel regen"
+    table = SPEC_MUTANTS_MD.split("## Figures", 1)[1].split("\n\n", 2)[1]
+    cells = {line.split("|")[1].strip().strip("*"): [
+        int(c.strip().strip("*")) for c in line.strip().strip("|").split("|")[1:]]
+        for line in table.splitlines()[2:] if "run time" not in line}  # fmt: skip
+    assert cells["perturbations"] == [total] * len(cells["perturbations"])
+    parts = ("killed", "stopped (no applying candidate)", "unreached at bound 0", "surviving")
+    for k in range(len(cells["perturbations"])):
+        assert sum(cells[p][k] for p in parts) == total, k
+    runs = re.findall(r"killed (\d+), stopped (\d+), unreached (\d+), surviving (\d+)",
+                      _flat(SPEC_MUTANTS_MD))  # fmt: skip
+    assert len(runs) >= 3
+    for run in runs:
+        assert sum(map(int, run)) == total, run
+
+
+def test_the_checks_spec_mutants_names_are_the_judges() -> None:
+    """The checks SPEC-MUTANTS.md says kill perturbations exist in the oracle, by name (a
+    module or a function of one), wherever the oracle keeps them."""
+    import importlib
+    import pkgutil
+
+    import toolcancel.oracle as oracle
+
+    modules = [importlib.import_module(m.name) for m in
+               pkgutil.walk_packages(oracle.__path__, "toolcancel.oracle.")]  # fmt: skip
+    known = {m.__name__.rsplit(".", 1)[1] for m in modules}
+    known |= {name for m in modules for name in vars(m)}
+    text = SPEC_MUTANTS_MD.split("The checks that kill", 1)[1].split("The example that", 1)[0]
+    named = set(re.findall(r"`(\w+)`", text))
+    assert len(named) >= 10 and named <= known, named - known
+
+
+def test_the_js_examples_vector_counts_are_the_shipped_files() -> None:
+    """examples/js/README.md's "every vector passes" names the call and turn vectors of each
+    revision and their sums: the shipped files' counts."""
+    from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
+    from toolcancel.oracle.vectors import shipped_dir, shipped_vectors
+
+    said = _flat((ROOT / "examples" / "js" / "README.md").read_text("utf-8"))
+    m = re.search(r"seed ([\d,]+) call vectors and ([\d,]+) turn vectors \(([\d,]+) / ([\d,]+)\), "
+                  r"revised ([\d,]+) and ([\d,]+) \(([\d,]+) / ([\d,]+)\)", said)  # fmt: skip
+    assert m is not None, "the js example's README no longer says how many vectors pass"
+    n = [int(x.replace(",", "")) for x in m.groups()]
+    for revision, (calls, turns, total, passed) in (("seed", n[:4]), ("revised", n[4:])):
+        shipped = len(shipped_vectors(revision))
+        turned = len(load_turn_vectors(turn_file(shipped_dir(), revision)))
+        assert (calls, turns, total, passed) == (shipped, turned, shipped + turned,
+                                                 shipped + turned), revision

@@ -319,6 +319,8 @@ def test_a_missing_vectors_file_is_a_vector_error(tmp_path: Path) -> None:
 
 
 def test_portable_cancels_are_the_gates_reached_for_a_live_caller_only() -> None:
+    """... and, where the tool's deadline fires while the body runs, the caller's abort in that
+    very step (``with_deadline``, R34), unless a wrapper's own signal aborts there first."""
     s = Scenario(wrappers=("wait_before", "wait_after"))
     assert portable_cancels(s, run_scenario(s)) == [
         "gate:pre",
@@ -331,7 +333,10 @@ def test_portable_cancels_are_the_gates_reached_for_a_live_caller_only() -> None
     lazy = Scenario(cooperative=False)
     assert portable_cancels(lazy, run_scenario(lazy)) == ["gate:body"]
     timed = Scenario(cooperative=False, timeout="timer_first")
-    assert portable_cancels(timed, run_scenario(timed)) == ["gate:pre", "gate:body", "gate:post"]
+    assert portable_cancels(timed, run_scenario(timed)) == [
+        "gate:pre", "gate:body", "gate:post", "with_deadline"]  # fmt: skip
+    raced = Scenario(timeout="timer_first", wrappers=("replace_aborting",))
+    assert "with_deadline" not in portable_cancels(raced, run_scenario(raced))
 
 
 def test_body_signals_say_whose_reason_the_body_saw() -> None:

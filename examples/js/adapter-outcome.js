@@ -127,7 +127,11 @@ async function run(s) {
     if (g === 'body') {
       for (const c of aborting) if (!c.signal.aborted) c.abort(new WrapperReason('a wrapper deadline passed'));
       if (outer.some((d) => !d.signal.aborted)) { timers.advance(51); await settle(); }
-      if (s.timeout === 'timer_first') { timers.advance(101); await settle(); }
+      if (s.timeout === 'timer_first') {
+        timers.advance(101); // the deadline's timer runs now, so it is first in this one step
+        if (s.cancel === 'with_deadline') abortCaller(); // the same synchronous step (R34)
+        await settle();
+      }
     }
     if (s.cancel === `gate:${g}`) abortCaller();
     if (g === 'body' && !s.cooperative && bodies.at(-1).signal?.aborted) {

@@ -64,8 +64,9 @@ function checkScenario(s) {
   }
   const c = s.cancel;
   const gate = typeof c === 'string' && /^gate:./.test(c);
-  if (!(c === 'never' || c === 'before_entry' || c === 'after' || gate)) {
-    throw new Error(`cancel: ${JSON.stringify(c)} is not never, before_entry, after or gate:<name>`);
+  if (!(c === 'never' || c === 'before_entry' || c === 'after' || gate || c === 'with_deadline')) {
+    throw new Error(
+      `cancel: ${JSON.stringify(c)} is not never, before_entry, after, gate:<name> or with_deadline`);
   }
 }
 
@@ -331,7 +332,8 @@ export async function runScenario(s, { log = () => {} } = {}) {
         await settle();
       }
       if (s.timeout === 'timer_first') {
-        clock.advance(BUDGET_MS + 1);
+        clock.advance(BUDGET_MS + 1); // the deadline's timer runs now: first in this one step
+        if (s.cancel === 'with_deadline') abortCaller(); // the same synchronous step (R34)
         await settle();
       }
     }

@@ -25,7 +25,9 @@ needs
   JSON text need ``meta`` and ``raw_args`` (:data:`FIELDS`);
 * the caller: no caller signal needs nothing; a caller aborted before ``execute()`` (``caller =
   aborted``, ``cancel = before_entry``) needs ``signal`` -- neither a task nor a protocol message
-  can be cancelled before the call exists; any other caller needs some way to cancel
+  can be cancelled before the call exists -- and so does one that aborts in the step the tool's
+  deadline expires (``cancel = with_deadline``: the others land when the call next runs); any
+  other caller needs some way to cancel
   (``signal``, ``task`` or ``message``), which the adapter uses at the scenario's cancellation
   point.
 
@@ -231,7 +233,7 @@ def needs(v: Vector, table: RevisionContract) -> frozenset[str]:
         out.add("body_signal")
     if any(e.result.get("isError") for e in exps):
         out.add("error_flag")
-    if s.caller == "aborted" or s.cancel == "before_entry":
+    if s.caller == "aborted" or s.cancel == "before_entry" or s.same_step:
         out.add(CANCEL_SIGNAL)
     elif s.caller != "none":
         out.add(CANCEL_ANY)

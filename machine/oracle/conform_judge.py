@@ -57,6 +57,7 @@ from .judge_record import (
     failures,
 )
 from .scenario import Scenario
+from .scenario_language import SAME_STEP
 from .turnvectors import TurnVector
 from .vectors import Expectation, Vector, entry_caller
 
@@ -212,11 +213,12 @@ class Judge:
                 f"{'has' if 'outer_deadline' in s.wrappers else 'has no'} outer_deadline wrapper"
             )
         elif aborted is not None and not (
-            s.caller == "live" and (s.cancel == "after" or s.cancel.startswith("gate:"))
+            s.caller == "live"
+            and (s.cancel == "after" or s.cancel.startswith("gate:") or s.same_step)
         ):
             why = (
                 "observed.caller_aborted is given, but the scenario aborts no live caller after "
-                "entry (cancel gate:<g> or after)"
+                f"entry (cancel gate:<g>, {SAME_STEP} or after)"
             )
         return None if why is None else self.fail(v, PROTOCOL_RULE, why)
 
@@ -302,11 +304,13 @@ class Judge:
                 broken=also,
                 masked=self.static_rules(v) | exercised,
             )
-        occurrences = _through_the_slot(
-            [self.occurrence(x) for x in trace if x["event"] in self.events]
-        )
+        named = [self.occurrence(x) for x in trace if x["event"] in self.events]
+        occurrences = _through_the_slot(named)
         path = tuple(o.event for o in occurrences)
-        exp = next((e for e in self.expectations(v) if path in e.paths), None)
+        # as named too: the timer first in the caller's step lists the deadline's fused_abort
+        raw = tuple(o.event for o in named)
+        exps = [e for e in self.expectations(v) if path in e.paths or raw in e.paths]
+        exp = _closest(exps, record, result)
         if exp is None:
             exp = self.noticed_late(v, occurrences)
         if exp is None:
@@ -370,7 +374,8 @@ class Judge:
         exps = self.expectations(v)
         exp = exps[0]
         if result is not None:
-            exp = next((e for e in exps if _canonical(result) == e.result_json), exp)
+            exp = _closest([e for e in exps if _canonical(result) == e.result_json], record,
+                           result) or exp
         want = self.want(v, exp)
         checked = could_fail(record, want, "outcome") | self.outcome_shape(exp)
         consequence = (self.consequence_rules(v, exp) | self.result_attributions(v, exp)) - checked
@@ -804,6 +809,24 @@ def _brief(value: Any) -> str:
     """A value for a report line: text, cut at :data:`QUOTE` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
     return text if len(text) <= QUOTE else text[:QUOTE] + "…"
+
+
+def _closest(
+    exps: Sequence[Expectation], record: Record, result: Any
+) -> Expectation | None:
+    """Of the expectations an answer's path or result allows, the one whose result and body
+    signals it shows, else the first: the steps that lead to one result may leave the body's
+    signal aborted by either source (a caller aborting in the step the tool's deadline
+    expires, R34), and each order is its own expectation."""
+    if len(exps) < 2:
+        return exps[0] if exps else None
+    signals = [
+        {"aborted": bool(x["aborted"]), "reason": x.get("reason")}
+        for _, x in record.body_signals("settle")
+    ]
+    same = [e for e in exps if result is None or _canonical(result) == e.result_json]
+    same = same or list(exps)
+    return next((e for e in same if [dict(b) for b in e.body_signals] == signals), same[0])
 
 
 def _canonical(data: Any) -> str:

@@ -21,7 +21,11 @@ Cancellation points:
   (gates: ``pre``, ``approval``, ``w<i>_before``, ``w<i>_after``, ``body``, ``post``);
 * ``step:<k>`` -- abort synchronously right after the call's k-th transition (counting every
   transition except the caller aborts themselves): cancellation between any two transitions;
-* ``after`` -- abort once the result is published (it must change nothing).
+* ``after`` -- abort once the result is published (it must change nothing);
+* ``with_deadline`` -- under ``timeout = "timer_first"``, abort at the body gate in the same
+  synchronous step as the tool's deadline expires: ``with_deadline:caller`` aborts the caller
+  first (its listeners run before the due timer's callback; what ``with_deadline`` alone runs),
+  ``with_deadline:timer`` right after the timer's callback (CONTRACT.md R34: either is allowed).
 
 A ``task`` caller gives up by cancelling the task awaiting the call instead (``task.cancel()``;
 ``after_call`` and ``gate:<name>`` only): the binding aborts the call signal when that task next
@@ -288,6 +292,7 @@ class Harness:
         self.task: asyncio.Task[ToolResult] | None = None
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
         self.task_cancelled = False  # a task caller cancelled the task awaiting the call
+        self.split_step = False  # with_deadline:timer's abort came after a body moved on
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -309,6 +314,24 @@ class Harness:
         if c is not None and not c.signal.aborted:
             self.log("abort", "caller", self.steps)
             c.abort(CallerReason("the caller cancelled"))
+
+    def abort_right_after_the_timer(self) -> None:
+        """Abort the caller in the loop iteration that runs the tool's due deadline timer,
+        straight after it: a callback due later than the timer but already due is queued right
+        behind it, before anything the timer's abort woke can run (``with_deadline:timer``;
+        a body that settled in between would fail the run, :attr:`split_step`)."""
+        loop = asyncio.get_running_loop()
+        settled = sum(1 for e in self.obs.log if e[0] == "body_settle")
+
+        def abort() -> None:
+            moved = sum(1 for e in self.obs.log if e[0] == "body_settle") != settled
+            self.split_step = self.split_step or moved
+            self.abort_caller()
+
+        # Due after the deadline's timer (the clock went 1 ms past it), and strictly before
+        # now: asyncio runs a handle only when it is due by more than the clock's resolution,
+        # which a long virtual run's large float time cannot represent.
+        loop.call_at(loop.time() - 0.0005, abort)
 
     def log_task_cancelled(self) -> None:
         self.log("abort", "caller", self.steps)
@@ -633,9 +656,16 @@ class Harness:
             if s.timeout == "timer_first":
                 if self.clock is None:
                     raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
+                if s.same_step == "caller":  # its listeners run before the due timer's callback
+                    self.abort_caller()
                 self.log("timer", self.steps)
                 self.clock.advance(BUDGET_MS / 1000 + 0.001)
+                if s.same_step == "timer":
+                    self.abort_right_after_the_timer()
                 await _idle()
+                if self.split_step:
+                    raise ScenarioError("with_deadline:timer: a body settled between the "
+                                        "deadline and the caller's abort (not one step)")
         if s.cancel == f"gate:{name}":
             self.abort_caller()
             if s.caller == "task":

@@ -49,6 +49,15 @@ NESTED: Final = "outer_deadline"
 """The wrapper that makes the call a nested budgeted call (D13): its deadline follows its
 upstream, so it does not cut an outer abort source off the body."""
 TIMEOUTS: Final = ("absent", "budget", "timer_first")
+SAME_STEP: Final = "with_deadline"
+"""The cancellation point where the caller aborts in the same synchronous step as the tool's own
+deadline expires, at the body gate (``timeout = "timer_first"``): nothing awaits in between, so
+which reason the deadline carries is the order the signal library runs its abort listeners in
+(CONTRACT.md R34, D19), and either classification is allowed.  Alone it is portable (a vector's
+adapter takes whichever order its library gives); ``with_deadline:caller`` and
+``with_deadline:timer`` fix which of the two the step runs first, for the model checker to run
+both (:data:`SAME_STEP_ORDERS`)."""
+SAME_STEP_ORDERS: Final = ("caller", "timer")
 BODIES: Final = (
     "success",
     "success_meta",
@@ -141,6 +150,10 @@ class Scenario:
         if self.revision == "revised" and self.caller == "none":
             raise ScenarioError("caller: the revised contract requires a caller signal (R40)")
         kind = _parse_cancel(self.cancel)[0]
+        if kind == SAME_STEP and (self.caller != "live" or self.timeout != "timer_first"):
+            raise ScenarioError(f"cancel: {_show(self.cancel)} -- the caller aborts in the step "
+                                "the tool's deadline expires: needs caller live and timeout "
+                                "timer_first")
         if self.caller == "task" and self.cancel != "never" and kind not in ("after_call", "gate"):
             raise ScenarioError(f"cancel: {_show(self.cancel)} -- a task caller cancels only "
                                 "after_call or at a gate:<name> (where the call is suspended)")
@@ -149,6 +162,14 @@ class Scenario:
     def entry_caller(self) -> str:
         """The caller signal at entry as the contract sees it (none, live or aborted)."""
         return ENTRY_CALLER[self.caller]
+
+    @property
+    def same_step(self) -> str | None:
+        """For a caller that aborts in the step the tool's deadline expires (:data:`SAME_STEP`):
+        which of the two the step runs first, ``caller`` when the scenario leaves it open; else
+        None."""
+        kind, first = _parse_cancel(self.cancel)
+        return None if kind != SAME_STEP else str(first or "caller")
 
     @property
     def around_count(self) -> int:
@@ -206,14 +227,16 @@ class Scenario:
 
 
 def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
-    if cancel in ("never", "before_entry", "in_entry", "after_call", "after"):
+    if cancel in ("never", "before_entry", "in_entry", "after_call", "after", SAME_STEP):
         return cancel, None
     kind, _, arg = cancel.partition(":")
     if kind == "gate" and arg:
+        return kind, arg
+    if kind == SAME_STEP and arg in SAME_STEP_ORDERS:
         return kind, arg
     if kind == "step" and arg.isascii() and arg.isdigit() and len(arg) <= 9 and int(arg) >= 1:
         return kind, int(arg)
     raise ScenarioError(
         f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
-        "gate:<name> or step:<k>"
+        f"gate:<name>, step:<k> or {SAME_STEP}[:caller|:timer]"
     )

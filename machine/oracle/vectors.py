@@ -43,6 +43,7 @@ from .scenario import (
     Scenario,
     classify_reason,
 )
+from .scenario_language import SAME_STEP
 
 FORMAT: Final = 2
 """Version of the vector format (the ``vector`` field of every line).  Version 2 added
@@ -323,6 +324,9 @@ class Vector:
             raise VectorError(f"{where}: scenario.revision differs from revision")
         if scenario.cancel.startswith("step:"):
             raise VectorError(f"{where}.scenario.cancel: step:<k> is not portable")
+        if scenario.cancel.startswith(f"{SAME_STEP}:"):
+            raise VectorError(f"{where}.scenario.cancel: {SAME_STEP} takes no order in a vector "
+                              "(which source a step runs first is the adapter's signal library's)")
         raw = data.get("expected")
         expected, alternatives = _expectations_from(raw, f"{where}.expected", revision)
         per = raw.get("by_retry", {}) if isinstance(raw, Mapping) else {}
@@ -562,7 +566,11 @@ def schema() -> dict[str, Any]:
             "observer": enum(OBSERVERS),
             "cancel": {
                 "type": "string",
-                "pattern": f"^(never|before_entry|after|gate:{gate[1:-1]})$",
+                "pattern": f"^(never|before_entry|after|{SAME_STEP}|gate:{gate[1:-1]})$",
+                "description": f"{SAME_STEP}: only with a live caller and timeout timer_first, "
+                "the caller aborts at the body gate in the same synchronous step as the clock "
+                f"passes {BUDGET_MS} ms (R34: either source may be first, each order has its "
+                "expectation).",
             },
         },
     }

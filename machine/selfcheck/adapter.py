@@ -69,7 +69,7 @@ from ..contract.trace import TraceRecorder
 from ..oracle.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
 from ..oracle.judge_calls import cancels_awaiting_task
 from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
-from ..oracle.scenario_language import NESTED
+from ..oracle.scenario_language import NESTED, SAME_STEP
 from ..oracle.turncheck import Turn, TurnHarness
 from ..oracle.turnvectors import parse_turn
 from ..oracle.vectors import REVISIONS, body_signals, post_received
@@ -209,6 +209,9 @@ class Session:
             raise AdapterError("scenario.revision differs from the message's revision")
         if scenario.cancel.startswith("step:"):
             raise AdapterError("cancel step:<k> is not part of the portable language")
+        if scenario.cancel.startswith(f"{SAME_STEP}:"):
+            raise AdapterError(f"cancel {SAME_STEP}:<first> is not part of the portable language "
+                               "(which source a step runs first is the adapter's)")
         return scenario
 
     def by_task(self, scenario: Scenario) -> Scenario:

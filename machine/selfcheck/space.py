@@ -19,7 +19,7 @@ from dataclasses import replace
 from typing import Any, Final
 
 from ..oracle.scenario import BODIES, POSTS, TIMEOUTS, WRAPPERS, Observation, Scenario
-from ..oracle.scenario_language import NESTED
+from ..oracle.scenario_language import NESTED, SAME_STEP, SAME_STEP_ORDERS
 from ..oracle.turncheck import MAX_CALLS as _TURN_MAX_CALLS
 
 # ------------------------------------------------------------------------------------------------
@@ -163,8 +163,11 @@ def _task_groups(revision: str, max_wrappers: int) -> Iterator[Group]:
 
 def added_later(config: Scenario) -> int:
     """When ``config``'s dimensions joined the space: 0 with the first vectors, 1 with the second
-    (nested budgets, an ask with neither seam nor agent), 2 with the deeper family.
+    (nested budgets, an ask with neither seam nor agent), 2 with the deeper family, 3 with the
+    caller aborting in the step the tool's deadline expires (``with_deadline``).
     Vectors are numbered in that order, so each addition renumbered none before it."""
+    if config.same_step is not None:
+        return 3
     w = config.wrappers
     if len(w) > MAX_WRAPPERS or (_deep_only(w) and not (_bounded_shape(w) and _bodiless(config))):
         return 2
@@ -363,8 +366,10 @@ def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], in
     Every point is ``step:k`` (after each transition of the uncancelled path), ``gate:<name>``
     for every gate it reached, ``before_entry``, ``in_entry`` (an abort while entry snapshots the
     arguments), ``after_call`` (an abort between ``execute()`` returning -- entry, ``begin()`` --
-    and its first await, ``prepare()``) and ``after``.  Three kinds are pruned because
-    they cannot be told apart from a point that is run (same observable interleaving):
+    and its first await, ``prepare()``), ``after``, and under ``timer_first`` an abort in the
+    step the tool's deadline expires, in both orders (:func:`same_step_cancels`).  Three kinds
+    are pruned because they cannot be told apart from a point that is run (same observable
+    interleaving):
 
     * ``gate:X`` for a gate other than the body's equals ``step:k`` with k the transitions taken
       before X was reached: between the two the only code that runs is the hook's own, which never
@@ -389,7 +394,8 @@ def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], in
         return [], 0
     steps = sum(1 for p in uncancelled.path if p.event != "caller_abort")
     gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
-    every = 4 + len(gates) + steps
+    same_step = same_step_cancels(config, gates)
+    every = 4 + len(gates) + steps + len(same_step)
     if not config.cooperative:
         kept = ["gate:body"] if "body" in gates else []
     else:
@@ -399,7 +405,20 @@ def schedules(config: Scenario, uncancelled: Observation) -> tuple[list[str], in
             + [f"step:{k}" for k in range(1, steps + 1)]
             + ["after"]
         )
-    return kept, every - len(kept)
+    return kept + same_step, every - len(kept) - len(same_step)
+
+
+def same_step_cancels(config: Scenario, gates: list[str]) -> list[str]:
+    """A live caller's abort in the same synchronous step as the tool's own deadline expires
+    (``timer_first``, at the body gate), once in each order (CONTRACT.md R34: either is allowed,
+    so both are judged); none where the call never reaches its body, nor where a wrapper's own
+    signal aborts at that gate first (``replace_aborting``: the body it wakes runs before the
+    timer, so no step holds the two)."""
+    if config.caller != "live" or config.timeout != "timer_first" or "body" not in gates:
+        return []
+    if "replace_aborting" in config.wrappers:
+        return []
+    return [f"{SAME_STEP}:{first}" for first in SAME_STEP_ORDERS]
 
 
 def uncancelled_matters(config: Scenario) -> bool:

@@ -16,6 +16,9 @@ Where vectors come from, and why it is this way:
 * **The reference decides, the table explains.**  Every expectation is what our registry did in
   the harness -- the model checker has already proven that registry against the table -- and the
   allowed paths are its path plus those the table's MAY transitions allow (:func:`alternatives`).
+  Where the caller aborts in the step the tool's deadline expires (``with_deadline``), which
+  abort runs first is the signal library's (R34): the harness runs the caller first, and the
+  timer-first run is an alternative.
 * **Small enough to review.**  One vector per distinct (reference path, result JSON, body
   signals, what post-execute received), the first in enumeration order, where the path counts as
   the machine took it: each event with its data and its transition (:func:`dedupe_key`).  Two
@@ -56,6 +59,7 @@ from ..oracle.scenario import (
     RegistryFactory,
     Scenario,
 )
+from ..oracle.scenario_language import SAME_STEP
 from ..oracle.vectors import (
     SCHEMA_NAME,
     Expectation,
@@ -71,13 +75,15 @@ from ..oracle.vectors import (
 )
 from ..runtime.registry import ToolRegistry
 from ..runtime.virtual_time import VirtualClock, run
-from .space import added_later, configurations
+from .space import added_later, configurations, same_step_cancels
 
 _BATCH: Final = 500
 
 SKIPPED_STAGE: Final[Mapping[str, str]] = {"approval": "approval"}
 """For a MAY transition that jumps over the state the reference enters next: the scenario field
-holding that stage's answer.  (The contract's only MAY point, D1, skips the approval question.)"""
+holding that stage's answer.  (The contract's only MAY transition, D1, skips the approval
+question; the other MAY a vector shows, R34's caller and deadline in one step, is the order of
+two aborts, not a transition: :func:`_same_step_alternatives`.)"""
 
 
 async def alternatives(
@@ -164,9 +170,35 @@ def portable_cancels(config: Scenario, uncancelled: Observation) -> list[str]:
     if config.caller != "live":
         return []
     gates = list(dict.fromkeys(e[1] for e in uncancelled.log if e[0] == "gate"))
+    same_step = [SAME_STEP] if same_step_cancels(config, gates) else []
     if not config.cooperative and not _uncooperative_matters(config):
         return ["gate:body"] if "body" in gates else []
-    return [f"gate:{g}" for g in gates]
+    return [f"gate:{g}" for g in gates] + same_step
+
+
+async def _same_step_alternatives(
+    obs: Observation, table: RevisionContract, factory: RegistryFactory, clock: VirtualClock
+) -> list[Expectation]:
+    """For a caller that aborts in the step the tool's deadline expires (``with_deadline``, run
+    by the harness caller first): the run with the timer first, and its MAY alternatives.
+    Which of the two a step runs first is the signal library's (R34, D19), so a vector allows
+    both."""
+    if obs.scenario.same_step is None:
+        return []
+    timer = obs.scenario.with_cancel(f"{SAME_STEP}:timer")
+    other = await Harness(timer, factory, clock, obs.retry).run()
+    return [expectation(other), *await alternatives(other, table, factory, clock)]
+
+
+def _same_step_key(key: Key, alts: Sequence[Expectation]) -> Key:
+    """``key`` told apart by what the timer-first order of the same step gives (its first
+    alternative), so a vector is kept for it even where the caller-first order is an old one."""
+    if not alts:
+        return key
+    other = alts[0]
+    mark = (SAME_STEP, other.result_json, canonical([dict(b) for b in other.body_signals]),
+            other.paths)
+    return ((*key[0], mark), key[1], key[2])
 
 
 def _uncooperative_matters(config: Scenario) -> bool:
@@ -215,7 +247,8 @@ async def _batch(
             runs.append(await Harness(config.with_cancel(cancel), factory, clock).run())
         for obs in runs:
             exp = expectation(obs)
-            key = dedupe_key(obs, exp)
+            same_step = await _same_step_alternatives(obs, table, factory, clock)
+            key = _same_step_key(dedupe_key(obs, exp), same_step)
             # What post-execute received tells vectors apart too; those kept for it alone are
             # numbered after the others (:func:`_number`), so it renumbered nothing.
             full: list[Any] = [(key, canonical(exp.post_received))]
@@ -225,12 +258,12 @@ async def _batch(
                 for retry in others:
                     other = await Harness(obs.scenario, factory, clock, retry).run()
                     other_exp = expectation(other)
-                    other_key = dedupe_key(other, other_exp)
+                    other_same = await _same_step_alternatives(other, table, factory, clock)
+                    other_key = _same_step_key(dedupe_key(other, other_exp), other_same)
                     full.append((other_key, canonical(other_exp.post_received)))
                     plain.append(other_key)
-                    per.append(
-                        (retry, other_exp, await alternatives(other, table, factory, clock))
-                    )
+                    other_alts = await alternatives(other, table, factory, clock)
+                    per.append((retry, other_exp, other_alts + other_same))
             bare = tuple(full)
             if relay_on_live_caller(obs.scenario, obs.body_starts, caller_aborts=False):
                 # kept apart from its callerless twin (same path and result): only here does a
@@ -239,7 +272,7 @@ async def _batch(
             if tuple(full) in seen:
                 continue
             seen.add(tuple(full))
-            alts = await alternatives(obs, table, factory, clock)
+            alts = await alternatives(obs, table, factory, clock) + same_step
             out.append(
                 {
                     "key": key,

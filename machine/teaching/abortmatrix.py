@@ -6,7 +6,10 @@ cell cites the shipped vector with exactly that scenario; the vectors keep one s
 distinct run (:mod:`toolcancel.selfcheck.vectorgen`), so where the point's own scenario was not
 kept, the cell cites the closest shipped vector with the point's observable behaviour
 (:func:`toolcancel.teaching.explain.equivalent_vector`, as SCENARIOS.md does), marked "same
-run".  A point that neither finds is an error: no cell is shown without a vector to step.
+run".  A point that neither finds is an error: no cell is shown without a vector to step.  Where
+the contract allows a point more than one outcome call by call (a MAY: the caller and the
+tool's deadline in one synchronous step, R34), the cell names each, the vector's expected one
+last (the others are its alternatives).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any, Final
 from ..contract.errors import ToolcancelError
 from ..contract.loader import Contract
 from ..oracle.scenario import Scenario, run_scenario
+from ..oracle.scenario_language import SAME_STEP
 from .explain import Explanation, VectorRef, equivalent_vector, find_vector
 
 __all__ = ["POINTS", "Cell", "Point", "cell", "matrix_markdown"]
@@ -66,6 +70,8 @@ POINTS: Final[tuple[Point, ...]] = (
     Point("timer first, then the caller aborts", {"timeout": "timer_first", "cancel": "gate:body"}),
     Point("caller first, under a budget whose timer has not fired",
           {"timeout": "budget", "cancel": "gate:body"}),
+    Point("the timer and the caller in one synchronous step (either may be first, R34)",
+          {"timeout": "timer_first", "cancel": "with_deadline"}),
     Point("an enclosing call's deadline (same code) fires while the body runs",
           {"timeout": "budget", "wrappers": ("outer_deadline",)}),
     Point("the caller aborts while a wrapper waits after delegating",
@@ -90,28 +96,44 @@ class Cell:
     outcome: str
     same_run: bool
     row: int | None
+    also: tuple[tuple[str, int | None], ...] = ()
+    """Other outcomes the contract allows the point, call by call (a MAY), each with its row:
+    the vector carries them as alternatives."""
+
+
+def _decided(contract: Contract, revision: str, scenario: Scenario) -> tuple[str, int | None]:
+    """The outcome of the reference's run of ``scenario`` and the precedence row deciding it."""
+    obs = run_scenario(scenario)
+    decided = Explanation(contract.revision(revision), obs.path).deciding()
+    outcome = obs.path[-1].outcome
+    assert outcome is not None
+    return outcome, None if decided is None or decided[1] is None else decided[1].row
 
 
 def cell(contract: Contract, revision: str, point: Point) -> Cell:
     """``point``'s cell in ``revision``: :class:`MatrixError` when no shipped vector shows it."""
     scenario = point.scenario(revision)
     obs = run_scenario(scenario)
-    decided = Explanation(contract.revision(revision), obs.path).deciding()
-    row = None if decided is None or decided[1] is None else decided[1].row
+    outcome, row = _decided(contract, revision, scenario)
+    # the same step run timer first: the other classification R34 allows
+    also = () if scenario.same_step is None else (
+        _decided(contract, revision, scenario.with_cancel(f"{SAME_STEP}:timer")),
+    )
     own = find_vector(scenario.to_data(), revision)
     ref = VectorRef(own) if own else equivalent_vector(obs)
     if ref is None:
         raise MatrixError(f"abort matrix: no shipped {revision} vector shows {point.label!r} "
                           f"({scenario.as_code()})")
-    outcome = obs.path[-1].outcome
-    assert outcome is not None
-    return Cell(ref.id, outcome, bool(ref.differs), row)
+    return Cell(ref.id, outcome, bool(ref.differs), row, also)
 
 
 def _cell_text(revision: str, c: Cell) -> str:
-    row = f" ({revision} row {c.row})" if c.row is not None else ""
+    def shown(outcome: str, row: int | None) -> str:
+        return f"`{outcome}`" + (f" ({revision} row {row})" if row is not None else "")
+
     same = " same run" if c.same_run else ""
-    return f"`{c.outcome}`{row}:{same} `{c.vector}`"
+    allowed = [shown(*other) + " or " for other in c.also]  # the vector's expected one last
+    return "".join(allowed) + f"{shown(c.outcome, c.row)}:{same} `{c.vector}`"
 
 
 def matrix_markdown(contract: Contract) -> str:

@@ -21,7 +21,15 @@ from pathlib import Path
 from ..contract.errors import ToolcancelError
 from ..contract.loader import Contract, load_contract
 
-__all__ = ["AFTER_VECTORS", "BLOCKS", "PageError", "fill", "refresh", "revisions_markdown"]
+__all__ = [
+    "AFTER_VECTORS",
+    "BLOCKS",
+    "PageError",
+    "fill",
+    "refresh",
+    "revisions_markdown",
+    "spec_mutant_space",
+]
 
 Writer = Callable[[Contract], str]
 
@@ -84,12 +92,35 @@ def _abort_matrix(contract: Contract) -> str:
     return matrix_markdown(contract)
 
 
+def spec_mutant_space(contract: Contract) -> str:
+    """SPEC-MUTANTS.md's figures of what ``verify --spec-mutants`` runs: the perturbations of
+    each revision by kind, and the configurations each perturbation is judged on at the bounds
+    the page talks about (0 and 1 wrapper)."""
+    from ..selfcheck.space import configurations
+    from ..selfcheck.specmutants import KINDS, perturbations
+
+    rows = [
+        "| revision | " + " | ".join(KINDS) + " | perturbations | configurations at "
+        "`--max-wrappers 0` | at `--max-wrappers 1` |",
+        "|---|" + "---:|" * (len(KINDS) + 3),
+    ]
+    total = 0
+    for name in contract.revisions:
+        found = perturbations(name, contract)
+        total += len(found)
+        kinds = " | ".join(str(sum(1 for p in found if p.kind == k)) for k in KINDS)
+        spaces = " | ".join(f"{sum(1 for _ in configurations(name, bound)):,}" for bound in (0, 1))
+        rows.append(f"| {name} | {kinds} | {len(found)} | {spaces} |")
+    return "\n".join(rows) + f"\n\n{total} perturbations in all.\n"
+
+
 BLOCKS: Mapping[str, Mapping[str, Writer]] = {
     "spec/CONTRACT.md": {
         "revisions": revisions_markdown,
         "deviations": _deviations,
         "stages": _stages,
     },
+    "spec/SPEC-MUTANTS.md": {"spec-mutant-space": spec_mutant_space},
 }
 """Page (from the checkout's root) -> block name -> the function that writes the block."""
 
