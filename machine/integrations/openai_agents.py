@@ -28,33 +28,37 @@ breaks.
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import json
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from dataclasses import dataclass
 from typing import Any, Final, Literal, TypeVar
 
 from agents import Agent, FunctionTool, RunConfig, RunResultStreaming, ToolErrorFormatterArgs
 from agents.tool import FunctionToolCustomDataContext
 from agents.tool_context import ToolContext
 
-from ..contract.results import ToolResult, text_block
+from ..contract.results import text_block
 from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
-from ..runtime.signals import AbortController
-from ..runtime.toolregistry import ToolRegistry
+from .calls import Calls, Published
+
+__all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
 
 T = TypeVar("T")
 
+_FAILURE_AS_TEXT: Final = (
+    "a function tool's own invocation turns its exception into output text (its "
+    "failure_error_function) before the registry sees it, so a failure after the cancel reaches "
+    "the registry as a late success and is published as ABORTED (where the cancel meets the "
+    "body the seed contract cites R15, the revised R19; a tool made with "
+    "failure_error_function=None lets its failure through, and it survives)"
+)
 LIMITS: Final[Mapping[str, str]] = {
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
-    "R15": "a function tool's own invocation turns its exception into output text (its "
-    "failure_error_function) before the registry sees it, so a failure after the cancel reaches "
-    "the registry as a late success and is published as ABORTED (a tool made with "
-    "failure_error_function=None lets the failure through, and it survives)",
+    "R15": _FAILURE_AS_TEXT,
+    "R19": _FAILURE_AS_TEXT,
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
@@ -68,15 +72,6 @@ _INVOCATION: ContextVar[tuple[Invoke, ToolContext[Any], str, list[Any]]] = Conte
 )
 """The SDK's invocation a registry call runs as its body: set around the call's entry, read by
 the body in the task the registry runs it in (a task copies its creator's context)."""
-
-
-@dataclass(frozen=True)
-class Published:
-    """One call's published result: the model's tool call id, the tool, the frozen result."""
-
-    call_id: str
-    tool: str
-    result: ToolResult
 
 
 async def _body(arguments: Any, view: Execution) -> Any:
@@ -97,19 +92,13 @@ def _arguments(raw: str) -> Any:
         return raw
 
 
-class ToolCalls:
-    """One run's tool calls through ``registry`` (the same registry may serve many runs).
+class ToolCalls(Calls):
+    """One run's tool calls through ``registry`` (the same registry may serve many runs): make
+    one per run, :meth:`agent` the run's agent, and cancel the run or await :meth:`run`.
 
-    Invariants: ``published`` holds, in publication order, every call this object started that
-    has published; ``_running`` the tasks of those that have not; once :meth:`abort` was called
-    (``_aborted``), a call enters with its caller signal aborted (no body starts)."""
-
-    def __init__(self, registry: ToolRegistry) -> None:
-        self.registry = registry
-        self.published: list[Published] = []
-        self._running: set[asyncio.Task[ToolResult]] = set()
-        self._callers: set[AbortController] = set()  # the caller signal of each call in flight
-        self._aborted = False
+    ``published`` holds what each call published, in order (:class:`Published`, the SDK's
+    ``call_id``); :meth:`result_of`, :meth:`abort` and :meth:`settled` are
+    :class:`~toolcancel.integrations.calls.Calls`'."""
 
     # -- putting it in ---------------------------------------------------------------------
 
@@ -152,7 +141,9 @@ class ToolCalls:
 
         async def formatter(args: ToolErrorFormatterArgs[Any]) -> str | None:
             if args.kind == "tool_not_found" and self.registry.definition(args.tool_name) is None:
-                result = await self._enter(args.tool_name, None, args.call_id, None)
+                result, cancelled = await self.enter(args.tool_name, None, args.call_id)
+                if cancelled is not None:
+                    raise cancelled
                 return result.text
             if theirs is None:
                 return None
@@ -165,33 +156,11 @@ class ToolCalls:
 
     # -- cancelling and waiting ------------------------------------------------------------
 
-    def abort(self) -> None:
-        """The run's caller gives up: every call in flight aborts, and one entering later
-        enters aborted (its body never starts)."""
-        self._aborted = True
-        for caller in list(self._callers):
-            caller.abort()
-
     def cancel(self, run: RunResultStreaming, mode: Literal["immediate", "after_turn"]) -> None:
         """``run.cancel(mode)`` that the tools hear: with ``"after_turn"`` the SDK lets the
         turn's tools run on and never tells them; here their calls abort too."""
         run.cancel(mode)
         self.abort()
-
-    async def settled(self) -> list[Published]:
-        """Wait until every call this run started has published (however the run ended: a
-        cancelled run leaves its tools running); every published result, in order.
-
-        Further cancellations of the waiting task only wait again; the first is raised after."""
-        cancelled: asyncio.CancelledError | None = None
-        while self._running:
-            try:
-                await asyncio.wait(set(self._running))
-            except asyncio.CancelledError as exc:
-                cancelled = cancelled or exc
-        if cancelled is not None:
-            raise cancelled
-        return list(self.published)
 
     async def run(self, running: Awaitable[T]) -> T:
         """Await a run (``Runner.run(...)``) so that however it ends -- returned, raised,
@@ -201,60 +170,22 @@ class ToolCalls:
         finally:
             await self.settled()
 
-    def result_of(self, call_id: str) -> ToolResult | None:
-        """The latest result published for the model's tool call ``call_id``, if any."""
-        return next((p.result for p in reversed(self.published) if p.call_id == call_id), None)
-
     # -- one call --------------------------------------------------------------------------
 
     async def _call(self, name: str, invoke: Invoke, ctx: ToolContext[Any], raw: str) -> Any:
         """What the SDK's tool call now runs: the registry call; the tool's own output for a
-        success, the published result's text for anything else."""
+        success, the published result's text for anything else.  A cancellation (the SDK
+        cancelling the tool's task) is raised once the call published -- if the SDK still
+        waits; if it stopped waiting, :meth:`settled` is where the result is waited for."""
         kept: list[Any] = []
-        result = await self._enter(name, (invoke, ctx, raw, kept), ctx.tool_call_id, raw)
+
+        def setup() -> Callable[[], None]:
+            token = _INVOCATION.set((invoke, ctx, raw, kept))
+            return lambda: _INVOCATION.reset(token)
+
+        result, cancelled = await self.enter(name, _arguments(raw), ctx.tool_call_id, setup)
+        if cancelled is not None:
+            raise cancelled
         if kept and not result.is_error:
             return kept[0]
         return result.text
-
-    async def _enter(
-        self,
-        name: str,
-        invocation: tuple[Invoke, ToolContext[Any], str, list[Any]] | None,
-        call_id: str,
-        raw: str | None,
-    ) -> ToolResult:
-        """Run one registry call in a task of its own and await it: a cancellation of the
-        awaiting task (the SDK cancelling its tool) aborts the call, which is still awaited to
-        its published result before the cancellation is raised -- unless the SDK has stopped
-        waiting, in which case :meth:`settled` is where that result is waited for."""
-        controller = AbortController()
-        if self._aborted:
-            controller.abort()
-        token = _INVOCATION.set(invocation) if invocation is not None else None
-        try:
-            pending = self.registry.execute(
-                name, _arguments(raw) if raw is not None else None, signal=controller.signal
-            )
-            task = asyncio.ensure_future(pending)
-        finally:
-            if token is not None:
-                _INVOCATION.reset(token)
-        self._running.add(task)
-        self._callers.add(controller)
-        cancelled: asyncio.CancelledError | None = None
-        try:
-            while not task.done():
-                try:
-                    await asyncio.wait((task,))
-                except asyncio.CancelledError as exc:
-                    cancelled = cancelled or exc
-                    controller.abort()
-        finally:
-            if task.done():
-                self._running.discard(task)
-                self._callers.discard(controller)
-                if not task.cancelled() and task.exception() is None:
-                    self.published.append(Published(call_id, name, task.result()))
-        if cancelled is not None:
-            raise cancelled
-        return task.result()
