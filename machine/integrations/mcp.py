@@ -32,6 +32,7 @@ SDK's handling (a result it cannot convert), answered with the registry's error 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from contextvars import ContextVar
 from typing import Any, Final
@@ -59,7 +60,26 @@ _CONVERSION: Final = (
     "as the tool's value: the call is answered with the registry's error result, in the SDK's "
     "words instead of R30's (a text-only difference)"
 )
-LIMITS: Final[Mapping[str, str]] = {"R30": _CONVERSION, "R31": _CONVERSION}
+_LATE_CONVERSION: Final = (
+    "the SDK turns a tool's return value into its wire result inside its own handling, so a late "
+    "success it cannot serialize (a non-JSON _meta) reaches the registry as the SDK's failure, "
+    "which survives the cancel, instead of the late success the contract publishes as ABORTED"
+)
+_STOPPED_BY_CANCEL: Final = (
+    "the SDK tells a tool to stop only by cancelling its task (the request's scope), so a Python "
+    "tool that stops leaves with the cancellation itself, published as ABORTED; the conformance "
+    "adapter's cooperative body does so where its scenario fails after the stop (R15 seed, R19 "
+    "revised): a limit of that mapping, which the control's signal-driven body does not share"
+)
+LIMITS: Final[Mapping[str, str]] = {
+    "R15": _STOPPED_BY_CANCEL,
+    "R18": _LATE_CONVERSION,
+    "R19": _STOPPED_BY_CANCEL,
+    "R27": _LATE_CONVERSION,
+    "R28": _LATE_CONVERSION,
+    "R30": _CONVERSION,
+    "R31": _CONVERSION,
+}
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
 CANCELLATIONS: Final = frozenset({"ABORTED", "ABORTED_BEFORE_DISPATCH"})
@@ -140,8 +160,12 @@ class ToolCalls(Calls):
         result, cancelled = await self.enter(
             name, params.get("arguments"), str(ctx.request_id), setup, watch
         )
-        if cancelled is not None:
-            raise cancelled  # published; the SDK never answers the cancelled request
+        if cancelled is not None and anyio.current_effective_deadline() != -math.inf:
+            raise cancelled  # a bare task cancellation: not ours to absorb
+        # Done, or cancelled through the request's anyio scope, which cancels again at the next
+        # checkpoint: the answer is handed over and the SDK decides whether it goes out --
+        # never over JSON-RPC (MCP answers no cancelled request), to the in-memory client's
+        # modern path yes.
         return self._answer(result, kept)
 
     @staticmethod

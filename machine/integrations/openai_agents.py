@@ -11,6 +11,10 @@ invocation, unchanged (its argument parsing, its ``failure_error_function``).  T
   on); the body sees it as a Python tool sees cancellation, its task cancelled
   (:func:`~toolcancel.cancellable`);
 * **quiescence**: a cancelled call still awaits its body, and publishes only when it stopped;
+* **a tool's failure**: the SDK's own invocation turns a tool's exception into output text
+  (its ``failure_error_function``) before the registry sees it, so the registry sees a success;
+  a tool made with ``failure_error_function=None`` lets its failure reach the registry, which
+  keeps it over a cancel (R19);
 * **a late success is ABORTED**: what the model and the run's history get for the call is the
   published result -- the tool's own output for a success, the contract's text otherwise, its
   error code in the output item's ``custom_data`` (:data:`ERROR_KEY`);
@@ -47,18 +51,19 @@ __all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
 
 T = TypeVar("T")
 
-_FAILURE_AS_TEXT: Final = (
-    "a function tool's own invocation turns its exception into output text (its "
-    "failure_error_function) before the registry sees it, so a failure after the cancel reaches "
-    "the registry as a late success and is published as ABORTED (where the cancel meets the "
-    "body the seed contract cites R15, the revised R19; a tool made with "
-    "failure_error_function=None lets its failure through, and it survives)"
+_STOPPED_BY_CANCEL: Final = (
+    "the SDK tells a tool to stop only by cancelling its task, so a Python tool that stops "
+    "leaves with CancelledError -- the cancellation itself, published as ABORTED -- and a tool "
+    "that is to fail after the stop must catch it and raise its own error (which survives); the "
+    "conformance adapter's cooperative body does not, so the vectors whose body fails after the "
+    "stop cite R15 (seed) or R19 (revised): a limit of that mapping, which the control's "
+    "signal-driven body does not share"
 )
 LIMITS: Final[Mapping[str, str]] = {
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
-    "R15": _FAILURE_AS_TEXT,
-    "R19": _FAILURE_AS_TEXT,
+    "R15": _STOPPED_BY_CANCEL,
+    "R19": _STOPPED_BY_CANCEL,
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
