@@ -69,14 +69,25 @@ _STOPPED_BY_CANCEL: Final = (
     "the SDK tells a tool to stop only by cancelling its task (the request's scope), so a Python "
     "tool that stops leaves with the cancellation itself, published as ABORTED; the conformance "
     "adapter's cooperative body does so where its scenario fails after the stop (R15 seed, R19 "
-    "revised): a limit of that mapping, which the control's signal-driven body does not share"
+    "and R29 revised): a limit of that mapping, which the control's signal-driven body does "
+    "not share"
+)
+_FAILURE_TEXT: Final = (
+    "the SDK answers a failing tool with its own error result ('Error executing tool ...') "
+    "before the registry sees it, and that answer goes to the client unchanged: the SDK's "
+    "words, not the contract's 'Error: <message>' (text only)"
 )
 LIMITS: Final[Mapping[str, str]] = {
+    "R3": _FAILURE_TEXT,
+    "R6": "a request names its tool, not whether the server has it (a low-level server's tools "
+    "are its handler's business), so an unknown name goes on to the SDK, whose answer has its "
+    "own words and no error code (text only)",
     "R15": _STOPPED_BY_CANCEL,
-    "R18": _LATE_CONVERSION,
+    "R18": _FAILURE_TEXT,
     "R19": _STOPPED_BY_CANCEL,
     "R27": _LATE_CONVERSION,
     "R28": _LATE_CONVERSION,
+    "R29": _STOPPED_BY_CANCEL,
     "R30": _CONVERSION,
     "R31": _CONVERSION,
 }

@@ -56,14 +56,24 @@ _STOPPED_BY_CANCEL: Final = (
     "leaves with CancelledError -- the cancellation itself, published as ABORTED -- and a tool "
     "that is to fail after the stop must catch it and raise its own error (which survives); the "
     "conformance adapter's cooperative body does not, so the vectors whose body fails after the "
-    "stop cite R15 (seed) or R19 (revised): a limit of that mapping, which the control's "
+    "stop cite R15 (seed) or R19 and R29 (revised): a limit of that mapping, which the control's "
     "signal-driven body does not share"
 )
+_FAILURE_TEXT: Final = (
+    "the SDK's own invocation turns a tool's exception into its failure_error_function's text "
+    "before the registry sees it, so the model reads the SDK's words, not the contract's "
+    "'Error: <message>' (text only)"
+)
 LIMITS: Final[Mapping[str, str]] = {
+    "R3": _FAILURE_TEXT,
+    "R6": "the SDK makes an unknown tool's output item itself, from the formatter's text alone, "
+    "so the registry's UNKNOWN_TOOL answer reaches the model without its error code (text only)",
+    "R15": _STOPPED_BY_CANCEL,
+    "R18": _FAILURE_TEXT,
+    "R19": _STOPPED_BY_CANCEL,
+    "R29": _STOPPED_BY_CANCEL,
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
-    "R15": _STOPPED_BY_CANCEL,
-    "R19": _STOPPED_BY_CANCEL,
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
