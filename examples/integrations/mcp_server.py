@@ -17,7 +17,6 @@ import logging
 import anyio
 from mcp import Client
 from mcp.server.mcpserver import MCPServer
-
 from toolcancel import ToolRegistry
 from toolcancel.integrations.mcp import ToolCalls
 

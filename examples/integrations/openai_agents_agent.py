@@ -16,7 +16,6 @@ import asyncio
 
 from agents import Agent, RunConfig, Runner, ToolCallOutputItem, function_tool
 from agents.testing import ScriptedModel, assistant_message, function_call
-
 from toolcancel import ToolRegistry
 from toolcancel.integrations.openai_agents import ToolCalls
 
@@ -43,8 +42,10 @@ async def save(record: str) -> str:
 def existing_agent() -> Agent:
     """The agent as the program already had it."""
     model = ScriptedModel(
-        [[function_call("save", {"record": "invoice-7"}, call_id="call-1")],
-         [assistant_message("done")]]  # fmt: skip
+        [
+            [function_call("save", {"record": "invoice-7"}, call_id="call-1")],
+            [assistant_message("done")],
+        ]
     )
     return Agent(name="clerk", model=model, tools=[save])
 
