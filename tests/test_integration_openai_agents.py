@@ -205,3 +205,9 @@ def test_the_example_prints_what_its_expected_file_holds() -> None:
                           cwd=ROOT, timeout=120, check=False)  # fmt: skip
     expected = EXAMPLE.with_suffix(".expected").read_text(encoding="utf-8")
     assert (done.returncode, f"{done.stdout}--- stderr\n{done.stderr}") == (0, expected)
+
+
+def test_the_users_page_shows_the_examples_output_as_it_is() -> None:
+    page = (ROOT / "docs" / "integrations" / "openai-agents.md").read_text(encoding="utf-8")
+    expected = EXAMPLE.with_suffix(".expected").read_text(encoding="utf-8")
+    assert f"```text\n{expected.split('--- stderr')[0]}```" in page
