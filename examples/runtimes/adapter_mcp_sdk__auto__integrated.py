@@ -6,8 +6,8 @@ adapter_mcp_sdk__auto.py's row.
 
 The server's tool requests run through a ``ToolRegistry`` of the vector's revision (the
 integration is server middleware); the line that puts it in ends with ``# integration``, and
-without it this is the plain row.  ``--control`` puts the same middleware in front of
-toolcancel's own server.
+without it this is the plain row.  ``--control`` is the plain row's control (toolcancel's own
+server behind the same client): the mapping is the plain row's, the integration what is judged.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ class Integrated(McpSdkAuto):
 
     def server(self, call: kit.Call) -> Any:
         server = super().server(call)
+        if self.control:  # the control of the mapping: toolcancel's own server, as the plain row's
+            return server
         server.middleware.append(ToolCalls(ToolRegistry(revision=call.revision)))  # integration
         return server
 

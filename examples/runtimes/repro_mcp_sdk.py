@@ -192,6 +192,39 @@ async def auto_unserializable_meta() -> bool:
     return False
 
 
+async def meta_fails_inside_the_handling() -> bool:
+    """R31 [body=bad_meta]: the SDK serializes a tool's result inside its own handling of the
+    request: a non-JSON ``_meta`` fails there, so server middleware around the handling gets the
+    SDK's raise, never the tool's value (rows with toolcancel's integration, which answers it
+    with its own error result in the SDK's words).
+
+    Kind: design -- ``Server.middleware`` wraps the request's handling, which "already produced
+    the wire dict" (mcp/server/runner.py, ``_on_request``): a middleware sees the serialized
+    result or the raise of serializing it."""
+    server = MCPServer("repro")
+    seen: list[str] = []
+
+    async def middleware(ctx: object, call_next: object) -> object:
+        try:
+            return await call_next(ctx)  # type: ignore[operator]
+        except Exception as exc:
+            seen.append(type(exc).__name__)
+            raise
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    server.middleware.append(middleware)
+    async with Client(server, mode="legacy") as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError:
+            pass
+    print(f"the middleware saw: {seen}")
+    return bool(seen)
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -202,6 +235,7 @@ REPRODUCTIONS = {
         unserializable_meta,
         auto_late_success,
         auto_unserializable_meta,
+        meta_fails_inside_the_handling,
     )
 }
 
