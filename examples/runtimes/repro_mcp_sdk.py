@@ -225,6 +225,45 @@ async def meta_fails_inside_the_handling() -> bool:
     return bool(seen)
 
 
+async def stopped_tool_leaves_by_cancellation() -> bool:
+    """R15/R19 [cancel=gate:body]: a tool whose request the client cancels is stopped by the
+    cancellation of its scope -- the only way the SDK tells it -- and one that stops leaves with
+    that cancellation: a failure it was about to report after stopping never happens unless it
+    catches the cancellation and raises its own error.
+
+    Kind: mapping -- rows with toolcancel's integration, whose default client hands a cancelled
+    call's answer on: the conformance adapter's cooperative body stops on its task's
+    cancellation by letting it out, so its scenario's failure after the stop never happens and
+    the call is published ABORTED; the control's body, told through a signal, does fail after
+    stopping.  Not the SDK's defect."""
+    server = MCPServer("repro")
+    started, seen = anyio.Event(), []
+
+    @server.tool()
+    async def wait_then_fail() -> str:
+        started.set()
+        try:
+            await anyio.Event().wait()
+        except BaseException as exc:
+            seen.append(type(exc).__name__)
+            raise
+        raise RuntimeError("never reached")
+
+    async with Client(server, mode="legacy") as client, anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await client.call_tool("wait_then_fail", {})
+
+        group.start_soon(call)
+        await started.wait()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(5):
+        while not seen:
+            await anyio.sleep(0)
+    print(f"the tool left with: {seen}")
+    return seen == ["CancelledError"]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -236,6 +275,7 @@ REPRODUCTIONS = {
         auto_late_success,
         auto_unserializable_meta,
         meta_fails_inside_the_handling,
+        stopped_tool_leaves_by_cancellation,
     )
 }
 
