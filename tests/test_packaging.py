@@ -176,6 +176,32 @@ def test_a_runtime_adapter_outside_the_repository_runs_on_the_installed_kit(
             assert report["failed"] > 0  # the toy runtime is judged, findings and all
 
 
+INTEGRATION_EXAMPLES = (
+    ("openai-agents", "openai_agents_agent.py"),
+    ("mcp", "mcp_server.py"),
+)
+"""Each runtime integration's example (examples/integrations/) and the extra it needs."""
+
+
+@pytest.mark.parametrize(("extra", "example"), INTEGRATION_EXAMPLES)
+def test_an_integrations_example_runs_from_the_wheel_with_its_extra(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory, extra: str, example: str
+) -> None:
+    """The user's example of a runtime integration, copied out of the checkout, runs on a fresh
+    install of the wheel with that runtime's extra and prints exactly its expected output."""
+    env_dir = tmp_path_factory.mktemp(f"{extra}-venv")
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
+                    "install", "-q", f"{wheel}[{extra}]"], check=True)  # fmt: skip
+    work = tmp_path_factory.mktemp("user")
+    source = ROOT / "examples" / "integrations" / example
+    shutil.copy(source, work / example)
+    done = subprocess.run([str(env_dir / "bin" / "python"), example], capture_output=True,
+                          text=True, cwd=work, timeout=300, check=False)  # fmt: skip
+    expected = source.with_suffix(".expected").read_text(encoding="utf-8")
+    assert (done.returncode, f"{done.stdout}--- stderr\n{done.stderr}") == (0, expected)
+
+
 def test_diagram_from_the_wheel_writes_every_text_format_without_dot(
     installed: Path, tmp_path: Path
 ) -> None:

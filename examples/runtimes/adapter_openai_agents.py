@@ -40,11 +40,16 @@ the run's ``tool_input_guardrail_results``/``tool_output_guardrail_results``, wh
 channel and its arguments are JSON text: ``meta`` and ``raw_args`` are declared false.  The
 tool gets no cancellation signal object; it gets, as every Python body does, the cancellation of
 its task (``toolcancel.runtimes.task_signal``), which is what ``body_signal`` declares.
+
+The points where ``toolcancel.integrations.openai_agents`` goes in (the agent, the run's
+configuration, awaiting the run, its cancellation, reading the call's result) go through
+:meth:`OpenAiAgents.integration`: here :class:`NoIntegration`, the SDK alone; the integrated
+rows (``adapter_openai_agents__integrated.py``, ...) put a ``ToolCalls`` there.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from contextlib import asynccontextmanager
 from importlib.metadata import version
 from typing import Any, ClassVar, Literal
@@ -69,10 +74,42 @@ from toolcancel import runtimes as kit
 NO_TRACES = RunConfig(tracing_disabled=True)
 
 
-def as_result(output: object, failed: bool) -> dict[str, Any]:
+def as_result(output: object, failed: bool, error: Any = None) -> dict[str, Any]:
     """The contract's result (R1's keys) for the output the model received for the call;
-    ``failed``: the SDK routed the call through its tool-failure path."""
-    return {"content": [kit.text(str(output))], "isError": failed}
+    ``failed``: the SDK routed the call through its tool-failure path; ``error``: R1's error,
+    if the run's history item carries one in its ``custom_data`` (an integration puts it
+    there: the output text cannot carry it)."""
+    result = {"content": [kit.text(str(output))], "isError": failed}
+    return result if error is None else {**result, "error": error}
+
+
+def history_error(items: list[Any]) -> Any:
+    """The error the run's history keeps with the call's output item (``custom_data``)."""
+    kept = [i.custom_data for i in items if isinstance(i, ToolCallOutputItem) and i.custom_data]
+    return kept[0].get("toolcancel/error") if kept else None
+
+
+class NoIntegration:
+    """The plain row's integration: none.  Each method does what the SDK does alone at the point
+    where ``toolcancel.integrations.openai_agents.ToolCalls`` (the same methods) changes it."""
+
+    def agent(self, agent: Agent[Any]) -> Agent[Any]:
+        return agent
+
+    def run_config(self, config: RunConfig) -> RunConfig:
+        return config
+
+    async def run(self, running: Awaitable[Any]) -> Any:
+        return await running
+
+    def abort(self) -> None:
+        """Only the run's own ``cancel()`` tells anyone."""
+
+    def result_of(self, call_id: str) -> Any:
+        return None
+
+    async def settled(self) -> list[Any]:
+        return []
 
 
 def refused(call: kit.Call) -> str | None:
@@ -109,9 +146,14 @@ class OpenAiAgents(kit.Runtime):
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
     """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
 
+    def integration(self, call: kit.Call) -> Any:
+        """What stands at the integration's points for this vector (:class:`NoIntegration`)."""
+        return NoIntegration()
+
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        glue = self.integration(call)
         received: list[object] = []
         box: dict[str, Any] = {}
 
@@ -128,8 +170,14 @@ class OpenAiAgents(kit.Runtime):
             return [assistant_message("finished")]
 
         def flagged() -> bool:
-            """The SDK took its tool-failure path, or a guardrail rejected the call."""
-            return "failed" in box or "rejected" in box
+            """The SDK took its tool-failure path, a guardrail rejected the call, or the call's
+            published result is an error."""
+            published = glue.result_of("c1")
+            return (
+                "failed" in box
+                or "rejected" in box
+                or (published is not None and published.is_error)
+            )
 
         def failure(ctx: RunContextWrapper[Any], error: Exception) -> str:
             # The SDK's own answer to a failing tool, unchanged; seeing it called is the flag.
@@ -179,26 +227,33 @@ class OpenAiAgents(kit.Runtime):
             model = ScriptedModel(
                 [[function_call(name, args, call_id="c1")], ModelStep.respond(reply)]
             )
-            agent = Agent(name="agent", model=model, tools=[tool])
+            agent = glue.agent(Agent(name="agent", model=model, tools=[tool]))
+            config = glue.run_config(NO_TRACES)
             if self.streamed is None:
-                await Runner.run(agent, "call the tool", run_config=NO_TRACES)
+                done = await glue.run(Runner.run(agent, "call the tool", run_config=config))
+                items = done.new_items
             else:
-                run = Runner.run_streamed(agent, "call the tool", run_config=NO_TRACES)
+                run = Runner.run_streamed(agent, "call the tool", run_config=config)
                 mode = self.streamed
                 call.on_abort(lambda: run.cancel(mode))
+                call.on_abort(glue.abort)
                 async for _ in run.stream_events():
                     pass
                 if not received:
                     # The cancelled run ended without calling the model again: what it kept of
-                    # the call is the output item in its history, if the tool got that far.
+                    # the call is the output item in its history, if the tool got that far;
+                    # else what the call published, if the program can wait for that.
+                    published = await glue.settled()
                     kept = [i.output for i in run.new_items if isinstance(i, ToolCallOutputItem)]
                     if kept:
-                        return kit.Outcome(result=as_result(kept[0], flagged()))
-                    return kit.Outcome(
-                        raised="the cancelled run ended with no output for the call"
-                    )
+                        error = history_error(run.new_items)
+                        return kit.Outcome(result=as_result(kept[0], flagged(), error))
+                    if published:
+                        return kit.Outcome(result=published[0].result.to_data())
+                    return kit.Outcome(raised="the cancelled run ended with no output for the call")
+                items = run.new_items
             call.settled_at(box["settled"])
-            return kit.Outcome(result=as_result(received[0], flagged()))
+            return kit.Outcome(result=as_result(received[0], flagged(), history_error(items)))
 
         yield execute
 

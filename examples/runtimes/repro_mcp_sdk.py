@@ -192,6 +192,78 @@ async def auto_unserializable_meta() -> bool:
     return False
 
 
+async def meta_fails_inside_the_handling() -> bool:
+    """R31 [body=bad_meta]: the SDK serializes a tool's result inside its own handling of the
+    request: a non-JSON ``_meta`` fails there, so server middleware around the handling gets the
+    SDK's raise, never the tool's value (rows with toolcancel's integration, which answers it
+    with its own error result in the SDK's words).
+
+    Kind: design -- ``Server.middleware`` wraps the request's handling, which "already produced
+    the wire dict" (mcp/server/runner.py, ``_on_request``): a middleware sees the serialized
+    result or the raise of serializing it."""
+    server = MCPServer("repro")
+    seen: list[str] = []
+
+    async def middleware(ctx: object, call_next: object) -> object:
+        try:
+            return await call_next(ctx)  # type: ignore[operator]
+        except Exception as exc:
+            seen.append(type(exc).__name__)
+            raise
+
+    @server.tool()
+    async def with_meta() -> CallToolResult:
+        return CallToolResult(content=[TextContent(type="text", text="done")], _meta={"f": len})
+
+    server.middleware.append(middleware)
+    async with Client(server, mode="legacy") as client:
+        try:
+            await client.call_tool("with_meta", {})
+        except MCPError:
+            pass
+    print(f"the middleware saw: {seen}")
+    return bool(seen)
+
+
+async def stopped_tool_leaves_by_cancellation() -> bool:
+    """R15/R19 [cancel=gate:body]: a tool whose request the client cancels is stopped by the
+    cancellation of its scope -- the only way the SDK tells it -- and one that stops leaves with
+    that cancellation: a failure it was about to report after stopping never happens unless it
+    catches the cancellation and raises its own error.
+
+    Kind: mapping -- rows with toolcancel's integration, whose default client hands a cancelled
+    call's answer on: the conformance adapter's cooperative body stops on its task's
+    cancellation by letting it out, so its scenario's failure after the stop never happens and
+    the call is published ABORTED; the control's body, told through a signal, does fail after
+    stopping.  Not the SDK's defect."""
+    server = MCPServer("repro")
+    started, seen = anyio.Event(), []
+
+    @server.tool()
+    async def wait_then_fail() -> str:
+        started.set()
+        try:
+            await anyio.Event().wait()
+        except BaseException as exc:
+            seen.append(type(exc).__name__)
+            raise
+        raise RuntimeError("never reached")
+
+    async with Client(server, mode="legacy") as client, anyio.create_task_group() as group:
+
+        async def call() -> None:
+            await client.call_tool("wait_then_fail", {})
+
+        group.start_soon(call)
+        await started.wait()
+        group.cancel_scope.cancel()
+    with anyio.fail_after(5):
+        while not seen:
+            await anyio.sleep(0)
+    print(f"the tool left with: {seen}")
+    return seen == ["CancelledError"]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -202,6 +274,8 @@ REPRODUCTIONS = {
         unserializable_meta,
         auto_late_success,
         auto_unserializable_meta,
+        meta_fails_inside_the_handling,
+        stopped_tool_leaves_by_cancellation,
     )
 }
 

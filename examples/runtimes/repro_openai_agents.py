@@ -391,7 +391,6 @@ async def rejected_input_skips_output_guardrail() -> bool:
     return seen == [] and outputs == ["Error: policy refused the call"]
 
 
-
 async def cancelled_in_guardrail_unanswered() -> bool:
     """R31 [cancel=gate:pre]: a streamed run cancelled (``cancel("immediate")``) while its
     tool's input guardrail runs ends with no output item for the call: neither an aborted
@@ -414,6 +413,62 @@ async def after_turn_guardrail_decision_stands() -> bool:
     return outputs == ["found"] and ran == ["the tool ran"]
 
 
+async def stopped_tool_leaves_by_cancellation() -> bool:
+    """R15/R19 [cancel=gate:body]: a tool the SDK tells to stop -- by cancelling its task, the
+    only way it has -- and that stops leaves with ``CancelledError``, the cancellation itself:
+    a failure it was about to report after stopping never happens unless the tool catches the
+    cancellation and raises its own error.
+
+    Kind: mapping -- rows with toolcancel's integration: the conformance adapter's cooperative
+    body stops on its task's cancellation by letting ``CancelledError`` out, so its scenario's
+    failure after the stop never happens and the call is published ABORTED; the control's body,
+    told through a signal, does fail after stopping.  Not the SDK's defect."""
+    started, seen = asyncio.Event(), []
+
+    @function_tool
+    async def wait_then_fail() -> str:
+        """Waits, then fails."""
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except BaseException as exc:
+            seen.append(type(exc).__name__)
+            raise
+        raise RuntimeError("never reached")
+
+    run = asyncio.ensure_future(Runner.run(agent_calling(wait_then_fail), "go",
+                                           run_config=NO_TRACES))  # fmt: skip
+    await started.wait()
+    run.cancel()
+    await asyncio.gather(run, return_exceptions=True)
+    while not seen:
+        await asyncio.sleep(0)
+    print(f"the tool left with: {seen}")
+    return seen == ["CancelledError"]
+
+
+async def unknown_tool_as_text() -> bool:
+    """R6 [tool_known=false]: with ``tool_not_found_behavior="return_error_to_model"`` an
+    unknown tool is answered from the ``tool_error_formatter``'s text alone: the output item
+    the SDK makes for it carries no error code.
+
+    Kind: design -- "Optional callback that formats tool error messages returned to the model"
+    (agents/run_config.py, ``tool_error_formatter``, which returns ``str | None``): the model
+    reads text, and an unknown tool's output item has no channel for an error code."""
+    model = ScriptedModel([[function_call("no_such_tool", {}, call_id="c1")],
+                           [assistant_message("finished")]])  # fmt: skip
+
+    def formatter(args: Any) -> str:
+        return f'Error: unknown tool "{args.tool_name}"'
+
+    config = RunConfig(tracing_disabled=True, tool_not_found_behavior="return_error_to_model",
+                       tool_error_formatter=formatter)  # fmt: skip
+    done = await Runner.run(Agent(name="agent", model=model), "go", run_config=config)
+    items = [(i.output, i.custom_data) for i in done.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the output item: {items}")
+    return items == [('Error: unknown tool "no_such_tool"', None)]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -428,6 +483,8 @@ REPRODUCTIONS = {
         rejected_input_skips_output_guardrail,
         cancelled_in_guardrail_unanswered,
         after_turn_guardrail_decision_stands,
+        stopped_tool_leaves_by_cancellation,
+        unknown_tool_as_text,
     )
 }
 

@@ -1,0 +1,213 @@
+"""toolcancel.integrations.openai_agents: the OpenAI Agents SDK's tool calls through a registry.
+
+Every run uses the SDK's own ``ScriptedModel`` (no network); every wait is on an event, and the
+async tests run on the suite's virtual clock, which fails a test that waits for nothing.  The
+user's example is run and compared with its expected output.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+agents = pytest.importorskip("agents")
+
+from agents import (  # noqa: E402
+    Agent,
+    RunConfig,
+    Runner,
+    ToolCallOutputItem,
+    function_tool,
+)
+from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
+from toolcancel import ToolRegistry  # noqa: E402
+from toolcancel.contract.loader import load_contract  # noqa: E402
+from toolcancel.integrations.openai_agents import ERROR_KEY, LIMITS, ToolCalls  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "integrations" / "openai_agents_agent.py"
+CONFIG = RunConfig(tracing_disabled=True)
+
+
+class Write:
+    """A tool that cannot stop half-way: cancelled, it finishes its write, then returns."""
+
+    def __init__(self) -> None:
+        self.writing = asyncio.Event()
+        self.told = asyncio.Event()
+        self.finish = asyncio.Event()
+        self.order: list[str] = []
+
+    def tool(self) -> Any:
+        @function_tool(name_override="save")
+        async def save(record: str) -> str:
+            self.writing.set()
+            try:
+                await self.finish.wait()
+            except asyncio.CancelledError:
+                self.told.set()
+                await self.finish.wait()
+            self.order.append("tool wrote")
+            return f"saved {record}"
+
+        return save
+
+
+def model(name: str = "save", **args: Any) -> ScriptedModel:
+    return ScriptedModel(
+        [[function_call(name, args or {"record": "r"}, call_id="c1")], [assistant_message("done")]]
+    )
+
+
+def received(run: Any) -> list[Any]:
+    return [i.output for i in run.new_items if isinstance(i, ToolCallOutputItem)]
+
+
+async def test_a_cancelled_run_ends_only_once_its_tool_stopped_and_publishes_aborted() -> None:
+    write = Write()
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[write.tool()]))
+    run = asyncio.ensure_future(calls.run(Runner.run(agent, "go", run_config=CONFIG)))
+    await write.writing.wait()
+    run.cancel()
+    await write.told.wait()  # the SDK cancelled the tool's task: the call's caller aborted
+    write.finish.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    write.order.append("run ended")
+    assert write.order == ["tool wrote", "run ended"]
+    [published] = await calls.settled()
+    assert (published.call_id, published.tool) == ("c1", "save")
+    assert published.result.error is not None and published.result.error.code == "ABORTED"
+
+
+async def test_settled_waits_for_the_tool_the_sdk_detached() -> None:
+    """Without run(): Runner.run ends at once (the SDK's design) and settled() is the wait."""
+    write = Write()
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[write.tool()]))
+    run = asyncio.ensure_future(Runner.run(agent, "go", run_config=CONFIG))
+    await write.writing.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert write.order == []  # the run is over, the tool still writing
+    waiting = asyncio.ensure_future(calls.settled())
+    await write.told.wait()
+    write.finish.set()
+    [published] = await waiting
+    assert write.order == ["tool wrote"]
+    assert published.result.text == "Error: tool call aborted"
+
+
+async def test_cancel_after_turn_tells_the_tool_and_the_history_keeps_aborted() -> None:
+    write = Write()
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[write.tool()]))
+    run = Runner.run_streamed(agent, "go", run_config=CONFIG)
+
+    async def cancel() -> None:
+        await write.writing.wait()
+        calls.cancel(run, "after_turn")
+        await write.told.wait()
+        write.finish.set()
+
+    cancelling = asyncio.ensure_future(cancel())
+    async for _ in run.stream_events():
+        pass
+    await cancelling
+    [item] = [i for i in run.new_items if isinstance(i, ToolCallOutputItem)]
+    assert item.output == "Error: tool call aborted"  # not the late "saved r"
+    assert item.custom_data == {ERROR_KEY: {"name": "AbortError", "code": "ABORTED"}}
+
+
+async def test_a_call_entering_after_abort_never_starts_its_tool() -> None:
+    write = Write()
+    calls = ToolCalls(ToolRegistry())
+    calls.abort()
+    agent = calls.agent(Agent(name="a", model=model(), tools=[write.tool()]))
+    done = await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+    assert received(done) == ["Error: tool call aborted"]
+    assert not write.writing.is_set()
+
+
+async def test_a_success_reaches_the_model_exactly_as_without_the_integration() -> None:
+    @function_tool
+    async def lookup(key: str) -> dict[str, Any]:
+        return {"key": key, "rows": [1, 2]}
+
+    def agent() -> Agent:
+        return Agent(name="a", model=model("lookup", key="k"), tools=[lookup])
+
+    plain = await Runner.run(agent(), "go", run_config=CONFIG)
+    calls = ToolCalls(ToolRegistry())
+    integrated = await calls.run(Runner.run(calls.agent(agent()), "go", run_config=CONFIG))
+    assert received(integrated) == received(plain) == [{"key": "k", "rows": [1, 2]}]
+    assert [i.custom_data for i in integrated.new_items if isinstance(i, ToolCallOutputItem)] == [
+        None
+    ]
+    assert calls.result_of("c1") is not None and not calls.result_of("c1").is_error
+
+
+async def test_a_failure_the_tool_lets_through_is_the_registrys_error_result() -> None:
+    @function_tool(failure_error_function=None)
+    async def boom() -> str:
+        raise RuntimeError("disk full")
+
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model("boom"), tools=[boom]))
+    done = await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+    assert received(done) == ["Error: disk full"]
+
+
+async def test_an_unknown_tool_is_answered_by_the_registry_not_by_ending_the_run() -> None:
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model("no_such_tool"), tools=[Write().tool()]))
+    done = await calls.run(Runner.run(agent, "go", run_config=calls.run_config(CONFIG)))
+    assert done.final_output == "done"
+    assert received(done) == ['Error: unknown tool "no_such_tool"']
+    code = calls.result_of("c1")
+    assert code is not None and code.error is not None and code.error.code == "UNKNOWN_TOOL"
+
+
+async def test_run_config_keeps_the_programs_own_formatter_for_other_errors() -> None:
+    seen: list[str] = []
+
+    def theirs(args: Any) -> str:
+        seen.append(args.kind)
+        return "theirs"
+
+    config = ToolCalls(ToolRegistry()).run_config(RunConfig(tool_error_formatter=theirs))
+    assert config.tool_not_found_behavior == "return_error_to_model"
+    assert config.tool_error_formatter is not None
+    said = config.tool_error_formatter(
+        agents.ToolErrorFormatterArgs(kind="approval_rejected", tool_type="function",
+                                      tool_name="t", call_id="c", default_message="no",
+                                      run_context=None)  # type: ignore[arg-type]
+    )  # fmt: skip
+    assert await said == "theirs" and seen == ["approval_rejected"]
+
+
+def test_limits_name_rules_of_the_contract_each_with_a_reason() -> None:
+    rules = {r.id for r in load_contract().rules}
+    assert set(LIMITS) <= rules
+    assert all(isinstance(v, str) and len(v) > 40 for v in LIMITS.values())
+
+
+@pytest.mark.slow
+def test_the_example_prints_what_its_expected_file_holds() -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120, check=False)  # fmt: skip
+    expected = EXAMPLE.with_suffix(".expected").read_text(encoding="utf-8")
+    assert (done.returncode, f"{done.stdout}--- stderr\n{done.stderr}") == (0, expected)
+
+
+def test_the_users_page_shows_the_examples_output_as_it_is() -> None:
+    page = (ROOT / "docs" / "integrations" / "openai-agents.md").read_text(encoding="utf-8")
+    expected = EXAMPLE.with_suffix(".expected").read_text(encoding="utf-8")
+    assert f"```text\n{expected.split('--- stderr')[0]}```" in page
