@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
-from ..oracle.capabilities import STAGES
+from ..oracle.conform.capabilities import STAGES
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
