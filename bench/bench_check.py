@@ -29,7 +29,7 @@ from typing import Any
 
 from toolcancel.contract.trace import TraceRecorder, encode_line
 from toolcancel.contract.trace_reader import read_traces
-from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run

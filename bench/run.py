@@ -362,7 +362,7 @@ def conform_scaling(quick: bool) -> dict[str, Any]:
     vectors, starting adapters, judging), CPU, and the cores other processes kept busy.  The
     speed-up is judged on the pairs where both runs had the cores to themselves."""
     from toolcancel.oracle.conform import conform
-    from toolcancel.oracle.conform_jobs import available
+    from toolcancel.oracle.conform.jobs import available
 
     jobs = available()
     command = ["node", str(ROOT / "examples" / "js" / "adapter-trace.js")]

@@ -16,7 +16,7 @@ from typing import Any
 
 import bench_check
 import pytest
-from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.conform import conform, self_command
 from toolcancel.oracle.vectors import REVISIONS
 

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from .contract.results import ErrorInfo, FrozenDict, ToolError, ToolOutput, ToolResult
     from .contract.trace import TraceRecorder
     from .contract.trace_reader import TraceError, TraceEvent, read_traces
-    from .oracle.checker import Checker, Verdict, check_file, check_lines
+    from .oracle.judge.checker import Checker, Verdict, check_file, check_lines
     from .runtime.cooperate import aborted, cancellable, throw_if_aborted
     from .runtime.deadline import Deadline, TimeoutReason, checked_hint, deadline, timeout_of
     from .runtime.registry import (

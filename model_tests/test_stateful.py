@@ -59,7 +59,7 @@ from hypothesis.stateful import (
 from toolcancel import ToolRegistry
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.judge import environment_failures, environment_record
-from toolcancel.oracle.judge_path import path_judgement
+from toolcancel.oracle.judge.path import path_judgement
 from toolcancel.oracle.scenario import (
     APPROVALS,
     ARGS,

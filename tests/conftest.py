@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from toolcancel.oracle.reaper import subreaper
+from toolcancel.oracle.conform.reaper import subreaper
 from toolcancel.runtime.virtual_time import VirtualClock
 
 DEADLOCK_AFTER = 1_000_000.0
@@ -187,7 +187,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 # A test that starts processes must end them whether it passes or fails: a failing assertion
 # between a Popen and its cleanup, or a broken reaper under test (conform's), would otherwise
 # leave them running after the suite.  Every pytest process is the subreaper of what it starts
-# (PR_SET_CHILD_SUBREAPER, toolcancel.oracle.reaper.subreaper): a process that leaves its
+# (PR_SET_CHILD_SUBREAPER, toolcancel.oracle.conform.reaper.subreaper): a process that leaves its
 # parent's session and outlives it -- a setsid() child, a daemon's grandchild -- is reparented to
 # pytest, not to init.  So, after each test of a module that starts processes, every child of
 # pytest born during the test, and everything below it, is killed and reaped (:func:`reaped`);

@@ -28,7 +28,7 @@ from toolcancel import ContractViolation, load_contract
 from toolcancel.contract.core import Occurrence, initial_state, step
 from toolcancel.contract.trace import TraceRecorder
 from toolcancel.contract.trace_reader import TraceError
-from toolcancel.oracle.checker import Checker, Verdict, check_lines
+from toolcancel.oracle.judge.checker import Checker, Verdict, check_lines
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run

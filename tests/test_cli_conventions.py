@@ -488,7 +488,7 @@ def test_a_contract_file_with_a_byte_order_mark_loads(tmp_path: Path) -> None:
 
 
 def test_the_outcome_classes_the_code_uses_are_the_ones_the_contract_declares() -> None:
-    from toolcancel.oracle.judge_results import _WRAPPER as _AUTHORED_BY_WRAPPERS
+    from toolcancel.oracle.judge.results import _WRAPPER as _AUTHORED_BY_WRAPPERS
 
     outcomes = load_contract().outcomes
     cancellations = load_contract().revision("revised").cancellations
@@ -510,7 +510,7 @@ import sys, time
 t = time.process_time()
 import toolcancel
 spent = time.process_time() - t
-heavy = sorted(m for m in ("asyncio", "tomllib", "toolcancel.oracle.checker",
+heavy = sorted(m for m in ("asyncio", "tomllib", "toolcancel.oracle.judge.checker",
 "toolcancel.contract.loader",
                            "toolcancel.runtime.registry", "toolcancel.contract.trace",
                            "toolcancel.contract.trace_reader") if m in
@@ -559,7 +559,7 @@ def test_the_lazy_names_are_all_there_and_deadline_is_the_function() -> None:
 
 
 def test_check_follows_its_reading_of_a_trace_in_bytes(tmp_path: Path) -> None:
-    from toolcancel.oracle.checker import Checker
+    from toolcancel.oracle.judge.checker import Checker
 
     path = tmp_path / "t.jsonl"
     text = _trace_text()

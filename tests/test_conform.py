@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.oracle.conform import run_vectors
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
-from toolcancel.oracle.conform_report import Report
-from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import PROTOCOL_RULE
+from toolcancel.oracle.conform.report import Report
 from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
+from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 

@@ -28,7 +28,8 @@ from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.cli.commands.conform import table
 from toolcancel.contract.loader import ContractError, load_contract, parse_contract
 from toolcancel.oracle import scenario as vocabulary
-from toolcancel.oracle.capabilities import (
+from toolcancel.oracle.conform import conform, run_vectors
+from toolcancel.oracle.conform.capabilities import (
     CANCEL_ANY,
     CANCEL_SIGNAL,
     CANCELS,
@@ -37,11 +38,9 @@ from toolcancel.oracle.capabilities import (
     Capabilities,
     needs,
 )
-from toolcancel.oracle.conform import conform, run_vectors
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import PROTOCOL_RULE, hello_problem
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import PROTOCOL_RULE, hello_problem
 from toolcancel.oracle.scenario import BODIES, Scenario
-from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
 from toolcancel.oracle.vectors import (
     REVISIONS,
     Vector,
@@ -50,6 +49,7 @@ from toolcancel.oracle.vectors import (
     shipped_stageless,
     stageless_file,
 )
+from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 from toolcancel.selfcheck.vectorgen import generate_stageless

@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from support import MISBEHAVING_ADAPTER, run_cli, shipped_vectors, write_sample
 from toolcancel.oracle import turnvectors
-from toolcancel.oracle.conform_jobs import CHUNK, useful
+from toolcancel.oracle.conform.jobs import CHUNK, useful
 from toolcancel.oracle.vectors import shipped_dir
 
 VARIES = ("jobs", "seconds", "vectors_per_second", "report")  # what may differ between the runs

@@ -21,8 +21,8 @@ from typing import Any
 import pytest
 from support import mutants, shipped_vectors
 from toolcancel.oracle.conform import run_vectors
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import PROTOCOL_RULE
 from toolcancel.oracle.vectors import REVISIONS, Vector
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session

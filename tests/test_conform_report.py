@@ -36,8 +36,8 @@ from support import (
     write_sample,
 )
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import hello_problem
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import hello_problem
 from toolcancel.oracle.judge import markdown_table, relay_on_live_caller
 from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
 from toolcancel.runtime.registry import ToolRegistry
@@ -557,7 +557,7 @@ def test_each_coverage_state_holds_to_a_constructed_run() -> None:
     """Kept (a vector on which it could fail was judged by it and passed), kept only vacuously
     (exercised only by a stage the runtime lacks, or by declined vectors), broken (a record
     breaks it, cited first or not), ran but masked by an earlier failure, not judged."""
-    from toolcancel.oracle.conform_report import Judgement, Report
+    from toolcancel.oracle.conform.report import Judgement, Report
 
     report = Report("seed", "x", ["x"], titles={r: r for r in ("R1", "R2", "R3", "R4", "R5")})
     report.judgements = [
@@ -584,9 +584,9 @@ def test_a_stageless_runtimes_tool_exception_breaks_r3_not_only_the_rule_it_is_c
     """A runtime without the optional stages whose tool exception becomes its own text: the
     vector is cited under the decision's rule and lists R3 among the rules it breaks, so the
     coverage shows R3 broken -- not "not judged" -- and a stage's empty step is never "kept"."""
-    from toolcancel.oracle.capabilities import CANCELS, STAGES, Capabilities
-    from toolcancel.oracle.conform_protocol import vector_message
-    from toolcancel.oracle.conform_report import Report
+    from toolcancel.oracle.conform.capabilities import CANCELS, STAGES, Capabilities
+    from toolcancel.oracle.conform.protocol import vector_message
+    from toolcancel.oracle.conform.report import Report
 
     lacks = frozenset(STAGES) - {"body_signal"}
     bare = Capabilities(frozenset({"body_signal"}), frozenset(CANCELS), True)
@@ -615,7 +615,7 @@ def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
     """Every judging step conform can report -- its own, the turn vectors', and those of each
     check it asks (a check may name a finer step than it registers under: R28's late start is
     also a late success) -- has a row in spec/vectors/README.md's table of steps."""
-    from toolcancel.oracle.judge_record import checks
+    from toolcancel.oracle.judge.record import checks
 
     text = (Path(__file__).resolve().parent.parent / "spec/vectors/README.md").read_text()
     rows = set(re.findall(r"^\| `([a-z_]+)` \| ", text, flags=re.M))
@@ -628,7 +628,7 @@ def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
 def test_a_family_holds_one_cause() -> None:
     """Failures cited under one rule at one step but breaking different sets of rules are two
     causes, two families, each saying what else its records break."""
-    from toolcancel.oracle.conform_report import Judgement, Report
+    from toolcancel.oracle.conform.report import Judgement, Report
 
     report = Report("seed", "x", ["x"])
     report.judgements = [

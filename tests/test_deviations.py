@@ -29,9 +29,9 @@ from support import run_cli, shipped_vectors, write_sample
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle import scenario as vocabulary
 from toolcancel.oracle.conform import _judged
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import hello_problem, vector_message
-from toolcancel.oracle.deviations import EXPECTS, Declared, markdown_table
+from toolcancel.oracle.conform.deviations import EXPECTS, Declared, markdown_table
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import hello_problem, vector_message
 from toolcancel.oracle.vectors import scenario_data
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -412,7 +412,7 @@ def test_the_javascript_example_deviates_as_declared_and_fails_undeclared(
 
 def test_the_report_lists_undeclared_failures_first_and_never_counts_a_deviation() -> None:
     from toolcancel.cli.commands.conform import table
-    from toolcancel.oracle.conform_report import Judgement, Report
+    from toolcancel.oracle.conform.report import Judgement, Report
 
     report = Report("seed", "x", ["x"], declared=("D13",))
     report.judgements = [

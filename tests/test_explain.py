@@ -123,7 +123,7 @@ def test_explain_on_every_violating_edit_of_the_checker_tests_exits_1_naming_the
     # calls (deletions, duplications, swaps), each of which check rejects with a rule.
     from test_checker import EDIT_SCENARIOS, edits, record
     from toolcancel.contract.trace import encode_line
-    from toolcancel.oracle.checker import Checker
+    from toolcancel.oracle.judge.checker import Checker
     from toolcancel.teaching.explain import render_verdict as render
 
     checker = Checker(revision)

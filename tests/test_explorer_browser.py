@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 from toolcancel import load_contract
-from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.scenario import Scenario, run_scenario
 from toolcancel.teaching.explain import shipped_vectors
 

@@ -49,8 +49,8 @@ from toolcancel.contract.loader import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
 from toolcancel.contract.trace import MAX_DEPTH, MAX_LINE_BYTES, TraceRecorder
 from toolcancel.contract.trace_reader import TraceError, read_traces
 from toolcancel.oracle import conform_adapter
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import AdapterDied, parse_answer
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import AdapterDied, parse_answer
 from toolcancel.oracle.scenario import Harness, Scenario
 from toolcancel.oracle.vectors import (
     MAX_LINE_BYTES as MAX_VECTOR_LINE_BYTES,

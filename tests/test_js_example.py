@@ -22,8 +22,8 @@ from pathlib import Path
 import pytest
 from support import shipped_vectors
 from toolcancel.cli.main import main
-from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
 from toolcancel.oracle.vectors import REVISIONS, shipped_dir
+from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTER = ROOT / "examples" / "js" / "adapter-trace.js"

@@ -19,7 +19,7 @@ from toolcancel import load_contract
 from toolcancel.contract.trace import ENVIRONMENT, vocabulary
 from toolcancel.contract.trace_reader import parse_lines, validate
 from toolcancel.oracle.judge import VERIFY_ONLY, rule_status
-from toolcancel.oracle.judge_record import (
+from toolcancel.oracle.judge.record import (
     BOTH,
     CHECKS,
     LEVELS,
@@ -191,8 +191,8 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     """The checker judges listener, slot, result and notify lines and the end of a call only by
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
-    from toolcancel.oracle.checker import check_lines
-    from toolcancel.oracle.judge_lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
+    from toolcancel.oracle.judge.checker import check_lines
+    from toolcancel.oracle.judge.lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
 
     rules = {r.id for r in load_contract().rules}
     assert set(TRACE_CHECKS) <= rules & TRACE_RULES
@@ -214,12 +214,12 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
     """The automaton's deaths and the result's shape are the judge's step checks: each under a
     contract rule (or citing the contract's own), saying what it means; the rules the automaton
     cites by itself are derived from them; and a death names the check's rule."""
-    from toolcancel.oracle.checker import check_lines
-    from toolcancel.oracle.judge_lines import AUTOMATON_RULES
-    from toolcancel.oracle.judge_results import result_death
-    from toolcancel.oracle.judge_steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
+    from toolcancel.oracle.judge.checker import check_lines
+    from toolcancel.oracle.judge.lines import AUTOMATON_RULES
+    from toolcancel.oracle.judge.results import result_death
+    from toolcancel.oracle.judge.steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
 
-    assert result_death.__module__ == "toolcancel.oracle.judge_results"
+    assert result_death.__module__ == "toolcancel.oracle.judge.results"
     rules = {r.id for r in load_contract().rules}
     assert set(STEP_CHECKS) - {CONTRACT} <= rules
     assert AUTOMATON_RULES == step_rules() == frozenset(STEP_CHECKS) - {CONTRACT}
@@ -242,8 +242,8 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
 def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
     """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
     checks; a turn that never returned is reported as that alone (nothing after it is known)."""
-    from toolcancel.oracle.judge_turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
-    from toolcancel.oracle.turnvectors import RULES
+    from toolcancel.oracle.judge.turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.oracle.vectors.turns import RULES
 
     assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
     assert TURN_RULES <= {r.id for r in load_contract().rules}

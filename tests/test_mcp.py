@@ -1021,7 +1021,7 @@ def test_a_server_whose_drain_gives_up_fails_the_held_drain(backend: str) -> Non
 def test_every_timer_in_machine_is_found_by_the_held_drain() -> None:
     """What "longer than any timer" is measured against: the scan sees the timers we know of,
     and the registry's drain warning and the server's report interval among them."""
-    from toolcancel.oracle.conform_adapter import HELLO_TIMEOUT, REAP_TIMEOUT
+    from toolcancel.oracle.conform.adapter import HELLO_TIMEOUT, REAP_TIMEOUT
     from toolcancel.selfcheck.mutants import DRAIN_CAP_S, GRACE_S
 
     values = set(machine_timers().values())

@@ -28,7 +28,7 @@ from toolcancel.contract.errors import RegistryUsageError
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import block_message, text_block
 from toolcancel.contract.trace import TraceRecorder
-from toolcancel.oracle.checker import Checker
+from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.scenario import Harness, Scenario, run_scenario
 from toolcancel.oracle.vectors import Vector
 from toolcancel.runtime.virtual_time import VirtualClock, run

@@ -1,5 +1,5 @@
 """Rule ids are written in one place (issue 26): the judge's check registry
-(``machine/oracle/judge.py`` and its checks' modules ``machine/judge_*.py``), the contract
+(the judge's room ``machine/oracle/judge/``: its registry and its checks' modules), the contract
 (``spec/contract.toml``), the docs and the tests.
 
 Why: a rule id written in another module is a restatement of what the rule means -- the judges
@@ -18,9 +18,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 RULE_ID = re.compile(r"R\d+")
-REGISTRY = "machine/oracle/judge.py"
-JUDGE = re.compile(r"machine/(\w+/)?judge(_\w+)?\.py")
-"""The registry and the modules of its checks (in whichever room), where rule ids are written."""
+REGISTRY = "machine/oracle/judge/__init__.py"
+JUDGE = re.compile(r"machine/oracle/judge/\w+\.py")
+"""The registry and the modules of its checks (the judge's room), where rule ids are written."""
 ALLOWED: dict[str, tuple[int, str]] = {
     # module: (at most this many rule-id literals, why they are still there)
     # 24, then 28 with the task caller's two mutants and REVISED_RULE's pair (R13 -> R43), then
@@ -56,7 +56,7 @@ def test_rule_ids_are_written_only_in_the_check_registry_the_contract_docs_and_t
         if len(lines) > ALLOWED.get(name, (0, ""))[0]
     }
     assert not over, (
-        "rule-id literals outside the judge's registry (machine/judge*.py), at lines: "
+        "rule-id literals outside the judge's room (machine/oracle/judge/), at lines: "
         f"{over}; derive them from the registry or spec/contract.toml"
     )
     assert _rule_literals(ROOT / REGISTRY), "the registry holds the rule ids"

@@ -18,10 +18,10 @@ from typing import Any
 
 import anyio
 import pytest
-from toolcancel.oracle.capabilities import STAGES, Capabilities
-from toolcancel.oracle.capabilities import needs as capability_needs
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.conform_protocol import outcome_problem
+from toolcancel.oracle.conform.capabilities import STAGES, Capabilities
+from toolcancel.oracle.conform.capabilities import needs as capability_needs
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.conform.protocol import outcome_problem
 from toolcancel.oracle.vectors import load_vectors
 from toolcancel.runtime import virtual_time
 from toolcancel.runtime.virtual_time import VirtualClock

@@ -18,8 +18,8 @@ from support import mutant, shipped_vectors
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.judge import environment_record
-from toolcancel.oracle.judge_calls import cancelled_after_publication
-from toolcancel.oracle.judge_record import Record, Want
+from toolcancel.oracle.judge.calls import cancelled_after_publication
+from toolcancel.oracle.judge.record import Record, Want
 from toolcancel.oracle.scenario import Scenario, ScenarioError, run_scenario
 from toolcancel.selfcheck.space import configurations, schedules
 from toolcancel.selfcheck.verifier import check, run_batch
@@ -220,7 +220,7 @@ def test_conform_with_a_task_cancelling_adapter_kills_each_task_mutant(
 
 
 def test_caller_cancelled_is_optional_boolean_and_needs_a_result_or_a_raise() -> None:
-    from toolcancel.oracle.conform_protocol import outcome_problem
+    from toolcancel.oracle.conform.protocol import outcome_problem
 
     observed = {"raised": None, "notifications": 1, "notified_same": True, "bodies": [],
                 "settled": {"bodies_started": 0, "bodies_settled": 0}}  # fmt: skip

@@ -33,7 +33,7 @@ from toolcancel.contract.trace import (
     write_schema,
 )
 from toolcancel.contract.trace_reader import TraceError, parse_lines, read_traces
-from toolcancel.oracle.checker import check_lines
+from toolcancel.oracle.judge.checker import check_lines
 from toolcancel.oracle.scenario import Harness, Observation, Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run

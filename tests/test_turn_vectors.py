@@ -3,7 +3,7 @@
 Why these tests exist: the scheduler sits above the registry boundary, so no call vector can see
 it.  Turn vectors run a batch of calls under one turn signal, aborted at every gate, through the
 adapter's own scheduler; conform judges what the environment saw with the same rule checks
-``toolcancel verify`` runs on the reference (:func:`toolcancel.oracle.judge_turns.turn_problems`).
+``toolcancel verify`` runs on the reference (:func:`toolcancel.oracle.judge.turns.turn_problems`).
 Each broken scheduler of ``machine/selfcheck/mutants.py`` (``TURN_MUTANTS``) must be caught by both,
 citing its rule; ``forgets_turn_contexts`` passed the turn checks before they asked whether every
 committed result's contexts are logged (issue 14, blind spot 4).  An adapter written before turn
@@ -21,8 +21,8 @@ import pytest
 from support import run_cli
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.turncheck import verify_turns
-from toolcancel.oracle.turnvectors import TurnVector, load_turn_vectors, turn_file
 from toolcancel.oracle.vectors import REVISIONS, shipped_dir
+from toolcancel.oracle.vectors.turns import TurnVector, load_turn_vectors, turn_file
 from toolcancel.selfcheck.mutants import TURN_MUTANTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -110,8 +110,8 @@ def test_a_turn_vectors_file_given_as_call_vectors_is_named_in_one_line(
 
 
 def test_a_malformed_turn_answer_is_a_protocol_failure() -> None:
-    from toolcancel.oracle.conform_judge import Judge
-    from toolcancel.oracle.conform_protocol import PROTOCOL_RULE
+    from toolcancel.oracle.conform.judge import Judge
+    from toolcancel.oracle.conform.protocol import PROTOCOL_RULE
 
     v = shipped_turns("seed")[0]
     answer: dict[str, Any] = {"log": [], "observed": {"events": [{"event": "pre"}], "returned": 1}}
@@ -132,7 +132,7 @@ def _turn_answer(v: TurnVector) -> dict[str, Any]:
 
 
 def _verdict(v: TurnVector, answer: dict[str, Any]) -> tuple[bool, str | None, str]:
-    from toolcancel.oracle.conform_judge import Judge
+    from toolcancel.oracle.conform.judge import Judge
 
     j = Judge(v.revision).judge_turn(v, answer)
     return j.passed, j.rule, j.step

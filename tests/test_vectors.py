@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from toolcancel.cli.main import main
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.conform_judge import Judge
+from toolcancel.oracle.conform.judge import Judge
 from toolcancel.oracle.scenario import Scenario, classify_reason, run_scenario
 from toolcancel.oracle.vectors import (
     REVISIONS,

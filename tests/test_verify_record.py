@@ -1,7 +1,7 @@
 """verify's checks on the environment's own record, against registries broken where issue 14 found
 verify blind: what post-execute received (2), nesting (3), immutability and acting observers (5),
 the fused reason of a pre-aborted body and listeners on the registry's own signals (7), and the
-first abort source that feeds a body (R21, R34, R35: ``toolcancel.oracle.judge_fusion``).
+first abort source that feeds a body (R21, R34, R35: ``toolcancel.oracle.judge.fusion``).
 
 Each broken registry is a mutant of ``machine/selfcheck/mutants.py`` (so ``verify --mutants`` runs
 it over the whole bounded space too); here one scenario that shows it, and the rule it is caught by.
@@ -17,7 +17,7 @@ from support import mutant
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
 from toolcancel.oracle.judge import Want, checks, environment_judgement, environment_record
-from toolcancel.oracle.judge_registration import REGISTRATION
+from toolcancel.oracle.judge.registration import REGISTRATION
 from toolcancel.oracle.scenario import (
     REWRITTEN,
     Observation,

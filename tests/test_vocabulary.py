@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
 from toolcancel.oracle.vectors import REVISIONS, shipped_dir, shipped_vectors
+from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
 
 ROOT = Path(__file__).resolve().parent.parent
 JS = ROOT / "examples" / "js"

@@ -51,7 +51,8 @@ class Stage:
 class Capability:
     """A stage (or power) a runtime may lack, which its hello declares: what in a scenario needs
     it (``field`` off its default or in ``values``, a cancellation at one of ``gates``, with
-    ``by_path`` an allowed path leaving ``states``) -- toolcancel.oracle.capabilities derives from
+    ``by_path`` an allowed path leaving ``states``) -- toolcancel.oracle.conform.capabilities
+    derives from
     it."""
 
     name: str
@@ -119,7 +120,8 @@ class Deviation:
     measured: tuple[Measured, ...]
     expects: str | None = None
     """How a vector's alternative expectation is made
-    (:data:`toolcancel.oracle.deviations.EXPECTS`); None: the deviation has a :attr:`mask`."""
+    (:data:`toolcancel.oracle.conform.deviations.EXPECTS`); None: the deviation has a
+    :attr:`mask`."""
     mask: Mapping[str, str] = field(default_factory=dict)
     """Answer field -> what the deviation may make of it (:data:`MASK_FIELDS`,
     :data:`MASK_KINDS`): the parts of an observation it may change where the sources leave its

@@ -11,7 +11,7 @@ observations are boolean fields that default to false, except ``tool_found`` and
 which default to true) plus the observation events of :data:`OBSERVATIONS`, which say what the
 registry did around the decisions: which stage started, which signal the body got, when the body
 started and settled, which listeners it put on signals, the result it published and its single
-notification.  :mod:`toolcancel.oracle.checker` replays a trace against the contract.
+notification.  :mod:`toolcancel.oracle.judge.checker` replays a trace against the contract.
 
 This module is the format and its writing side: the vocabulary (the tables below, which say what
 a line may hold), what a registry calls to write lines (:class:`TraceRecorder`, the line

@@ -2,7 +2,8 @@
 
 The format itself -- what a line may say, how a registry writes it, its schema -- is
 :mod:`toolcancel.contract.trace`; this module is the other side, what a checker does with a file
-someone else wrote.  :mod:`toolcancel.oracle.checker` reads through it, and so do ``check`` and
+someone else wrote.  :mod:`toolcancel.oracle.judge.checker` reads through it, and so do ``check``
+and
 ``explain``.
 
 Why a reader this strict: a trace is evidence in a review.  A line the reader would have to guess

@@ -18,10 +18,10 @@ What is checked (rule ids from the contract):
   results' contexts are logged, in commit order, after all of the turn's results;
 * R31 -- every started call is notified exactly once.
 
-The checks (:func:`toolcancel.oracle.judge_turns.turn_problems`, registered there under their rules)
+The checks (:func:`toolcancel.oracle.judge.turns.turn_problems`, registered there under their rules)
 read only what an environment sees of a turn -- the hooks' and the observer's events, the log, when
 ``run_turn`` returned -- so ``toolcancel conform`` judges another implementation's scheduler
-with the very same function (:mod:`toolcancel.oracle.turnvectors`).
+with the very same function (:mod:`toolcancel.oracle.vectors.turns`).
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ from ..runtime.hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
 from ..runtime.signals import AbortController
 from ..runtime.virtual_time import VirtualClock, run
 from .judge import rule_of
-from .judge_calls import no_late_start_or_success
-from .judge_turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
+from .judge.calls import no_late_start_or_success
+from .judge.turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
 from .scenario import _idle, quiet_failures
 
 LATE_START: Final = rule_of(no_late_start_or_success)
@@ -222,7 +222,7 @@ class TurnHarness:
 
 def check_turn(obs: TurnObservation) -> tuple[list[tuple[str, str]], set[str]]:
     """The R31/R36/R37/R38/R9 checks of the module docstring, then each started call's record
-    asked the call check a turn shows (:func:`toolcancel.oracle.judge_turns.turn_call_record`:
+    asked the call check a turn shows (:func:`toolcancel.oracle.judge.turns.turn_call_record`:
     no body starts, and no success is published, after the turn signal -- the call's caller
     signal -- aborted): (rule, explanation) pairs, and the rules whose checks could have failed
     on the turn (the turn checks, which read every turn; the call check where a call's caller

@@ -21,7 +21,7 @@ that tool, and nothing else:
 
 ``classify="code"`` makes the wrapper claim any expiry whose reason carries its code, as the
 original does (declared deviation D13): our vectors judge a registry that declares D13 against a
-run of this policy so (:mod:`toolcancel.oracle.deviations`); nothing else should use it.
+run of this policy so (:mod:`toolcancel.oracle.conform.deviations`); nothing else should use it.
 
 Wrapper order decides composition (e.g. a retry wrapper inside the timeout wrapper means "the
 budget covers all retries"; outside it, "each try has the budget"); ``prepend`` chooses the end of

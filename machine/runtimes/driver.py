@@ -54,7 +54,7 @@ from typing import Any, ClassVar
 
 import anyio
 
-from ..oracle.capabilities import OPTIONAL, STAGES
+from ..oracle.conform.capabilities import OPTIONAL, STAGES
 from ..runtime.virtual_time import VirtualClock
 from .call import HANG, HOLD_S, Call, Execute, Outcome, Unsupported
 

@@ -35,7 +35,8 @@ listener counts on the caller's signal.  ``toolcancel conform --self --level out
 
 ``--without STAGE`` (repeatable) declares a runtime without that stage in the hello's
 ``capabilities`` (without ``around``, also without ``replace_signal``) and answers without
-observing it (:mod:`toolcancel.oracle.capabilities`): conform then sends only the vectors that leave
+observing it (:mod:`toolcancel.oracle.conform.capabilities`): conform then sends only the vectors
+that leave
 the stage neutral, so our registry plays a runtime that has only part of the pipeline.
 
 ``--mutant NAME`` wraps a deliberately broken registry or scheduler of
@@ -66,13 +67,13 @@ from ..contract.errors import RegistryUsageError, ToolcancelError
 from ..contract.loader import load_contract
 from ..contract.results import ToolResult
 from ..contract.trace import TraceRecorder
-from ..oracle.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
-from ..oracle.judge_calls import cancels_awaiting_task
+from ..oracle.conform.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
+from ..oracle.judge.calls import cancels_awaiting_task
 from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
 from ..oracle.scenario_language import NESTED, SAME_STEP
 from ..oracle.turncheck import Turn, TurnHarness
-from ..oracle.turnvectors import parse_turn
 from ..oracle.vectors import REVISIONS, body_signals, post_received
+from ..oracle.vectors.turns import parse_turn
 from ..runtime.registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
 from ..runtime.virtual_time import VirtualClock
 
@@ -567,7 +568,7 @@ def serve(session: Session, stdin: IO[str], stdout: IO[str]) -> None:
 @contextlib.contextmanager
 def _mutant(name: str) -> Iterator[Callable[..., ToolRegistry]]:
     try:
-        from . import mutants as module  # on demand: it loads the registry as it imports
+        from . import mutants as module
     except ImportError as exc:  # the mutants refuse a compiled registry, in one line
         raise AdapterError(str(exc)) from None
     lists = ("MUTANTS", "TURN_MUTANTS", "OBSERVATION_MUTANTS")

@@ -632,7 +632,7 @@ def _capped_drain() -> Iterator[None]:
 
     import anyio
 
-    from ..runtime import mcp as mcp_module  # needs the mcp extra, as the server it breaks does
+    from ..runtime import mcp as mcp_module
 
     real = mcp_module._report_draining
 

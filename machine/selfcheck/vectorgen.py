@@ -31,7 +31,7 @@ Where vectors come from, and why it is this way:
 * **Paths up to when an abort is noticed.**  A listed path has each ``caller_abort`` and
   ``fused_abort`` where the reference notices it, as early as possible; a registry may notice one
   later, or never, while no other event's transition depends on it
-  (:meth:`toolcancel.oracle.conform_judge.Judge.noticed_late`), so listing every placement would
+  (:meth:`toolcancel.oracle.conform.judge.Judge.noticed_late`), so listing every placement would
   only bloat the files.
 * **Deterministic.**  The enumeration order is fixed, workers return their batches in order, ids
   are given after deduplication, and each vector is one JSON line with a fixed key order, so
@@ -525,7 +525,7 @@ def expected_files(
         vectors = generate(revision, workers=workers, progress=step, cluster=cluster)
         files[f"{revision}.jsonl"] = render(vectors)
         files[stageless_file(".", revision).name] = render(generate_stageless(revision, vectors))
-    from ..oracle import turnvectors  # the scheduler's vectors (R36-R38), beside the calls'
+    from ..oracle.vectors import turns as turnvectors
 
     for revision in revisions:
         files[turnvectors.turn_file(".", revision).name] = turnvectors.render(

@@ -7,23 +7,23 @@ registry through the scenario harness, and checks what happened (:func:`check`):
 * **the path, replayed.**  The harness records the registry's canonical trace, then what the
   environment observed, as one record (:func:`toolcancel.oracle.judge.environment_record`).  The
   trace checker replays it through the contract's machine with the caller's abort put back
-  where the *environment* saw it happen (:mod:`toolcancel.oracle.judge_path`): a registry that
+  where the *environment* saw it happen (:mod:`toolcancel.oracle.judge.path`): a registry that
   misses a recheck, keeps a late success or mislabels an outcome leaves every allowed path
   there, and the step names the rule.
 * **rules the machine cannot see**, decided by the judge's registered checks on the same record
   (:func:`toolcancel.oracle.judge.environment_judgement`; those that read the call's setup are
-  :mod:`toolcancel.oracle.judge_setup`'s): quiescence and the hold (R27), one notification of
+  :mod:`toolcancel.oracle.judge.setup`'s): quiescence and the hold (R27), one notification of
   the frozen result and view (R30, R31), listeners (R22), the slot (R23), the approval seam's
   signal (R24), TOOL_TIMEOUT by identity (R35), no late start or success (R28), what
   post-execute received and what the caller then got, contexts (R29), which cancellation a
   result is (R17, R25, R41), a late success at body level (R18: the harness writes what each
   body's signal showed when it settled, ``body_signal``), what the pre-policy stage ends in
-  (R5, R13-R15, R42, R43: :mod:`toolcancel.oracle.judge_stage`), and which signal the first
+  (R5, R13-R15, R42, R43: :mod:`toolcancel.oracle.judge.stage`), and which signal the first
   body got (R21, R34, R35: the harness writes which sources it aborted, ``signal_aborted``;
-  :mod:`toolcancel.oracle.judge_fusion`).
+  :mod:`toolcancel.oracle.judge.fusion`).
 * **what no call shows**: the registry probed at registration and at a revised ``begin()``
   without a caller signal (:func:`registration_record`), its record judged by
-  :mod:`toolcancel.oracle.judge_registration` (R32, R40).
+  :mod:`toolcancel.oracle.judge.registration` (R32, R40).
 
 Exploration lives here; every judgement is the judge's.
 
@@ -43,10 +43,10 @@ from typing import Any, Final
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import Record, Want, environment_judgement, environment_record, rule_of
-from ..oracle.judge_calls import AFTER_THE_PATH, returns_a_result
-from ..oracle.judge_path import path_judgement, refused_rule, transition_rules, unreplayed
-from ..oracle.judge_record import env_line
-from ..oracle.judge_registration import REGISTRATION
+from ..oracle.judge.calls import AFTER_THE_PATH, returns_a_result
+from ..oracle.judge.path import path_judgement, refused_rule, transition_rules, unreplayed
+from ..oracle.judge.record import env_line
+from ..oracle.judge.registration import REGISTRATION
 from ..oracle.scenario import (
     POSTS,
     Harness,
@@ -107,7 +107,7 @@ class Checked:
 def check(obs: Observation, table: RevisionContract, *, replay: bool = True) -> Checked:
     """Every check of the module docstring, for one observed run (recorded with its trace):
     first what the judge's record checks find before the path, then the path replayed, then
-    what a departure from it led to (:data:`~toolcancel.oracle.judge_calls.AFTER_THE_PATH`).
+    what a departure from it led to (:data:`~toolcancel.oracle.judge.calls.AFTER_THE_PATH`).
     ``replay=False`` leaves out everything that reads the
     contract's machine -- the replay and the checks that read what it makes of the record
     (``verify --spec-mutants`` judges a registry driven by a perturbed table with the others)."""
@@ -521,7 +521,7 @@ boolean, which is no number), then a positive finite one it must accept."""
 def registration_record(revision: str, factory: RegistryFactory = ToolRegistry) -> Record:
     """Register a tool under each of :data:`BUDGETS` and, revised, begin a call without a
     caller signal; what the registry did, as the environment's record (``registered``,
-    ``begun_without_caller``: :mod:`toolcancel.oracle.judge_registration` judges it)."""
+    ``begun_without_caller``: :mod:`toolcancel.oracle.judge.registration` judges it)."""
 
     async def body(args: Any, view: Any) -> Any:
         return []

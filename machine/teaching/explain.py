@@ -24,7 +24,7 @@ from ..contract.loader import PrecedenceRow, RevisionContract, Transition
 from ..oracle.judge import STAGE_ORDER
 
 if TYPE_CHECKING:
-    from ..oracle.checker import Verdict
+    from ..oracle.judge.checker import Verdict
 
 
 @dataclass(frozen=True)
@@ -394,7 +394,8 @@ def replay_trace(
 
 
 def render_verdict(v: Verdict, with_file: bool = False) -> str:
-    """A verdict of :mod:`toolcancel.oracle.checker` for humans: one line when conforming, a short
+    """A verdict of :mod:`toolcancel.oracle.judge.checker` for humans: one line when conforming, a
+    short
     block for a violation (``toolcancel check``, ``explain`` and the explorer's examples)."""
     import textwrap
 

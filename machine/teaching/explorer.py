@@ -328,7 +328,7 @@ def violation_examples(
     with ``toolcancel check``'s verdict: at most :data:`MAX_EXAMPLES`, one per rule cited, the
     first found in perturbation order, each on the first vector (taking the perturbed row) whose
     trace the checker rejects."""
-    from ..oracle.checker import Checker
+    from ..oracle.judge.checker import Checker
     from ..oracle.scenario import Scenario, run_scenario
     from ..runtime.registry import ToolRegistry
     from ..selfcheck.specmutants import perturbations

@@ -75,7 +75,7 @@ def revisions_markdown(contract: Contract) -> str:
 
 
 def _deviations(contract: Contract) -> str:
-    from ..oracle.deviations import markdown_table
+    from ..oracle.conform.deviations import markdown_table
 
     return markdown_table(contract.deviations) + "\n"
 

@@ -35,8 +35,8 @@ from pathlib import Path
 from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
-from ..oracle.capabilities import STAGES
-from ..oracle.conform_jobs import available
+from ..oracle.conform.capabilities import STAGES
+from ..oracle.conform.jobs import available
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")

@@ -62,8 +62,8 @@ def _anchor(heading: str) -> str:
 
 def _rule_sections(contract: Contract, rule: str) -> Iterator[Section]:
     from ..oracle.judge import CHECKS
-    from ..oracle.judge_lines import TRACE_CHECKS
-    from ..oracle.judge_turns import TURN_CHECKS
+    from ..oracle.judge.lines import TRACE_CHECKS
+    from ..oracle.judge.turns import TURN_CHECKS
     from ..selfcheck import mutants
     from ..selfcheck.specmutants import perturbations
 

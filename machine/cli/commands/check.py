@@ -17,7 +17,7 @@ from typing import Any
 
 from ...contract.loader import load_contract
 from ...contract.trace_reader import TraceError
-from ...oracle.checker import Checker, RecordedRevisionChecker, Verdict
+from ...oracle.judge.checker import Checker, RecordedRevisionChecker, Verdict
 from ...teaching.explain import render_verdict as render
 from ..main import Progress, UsageError, complain, revision_option
 

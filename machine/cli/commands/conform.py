@@ -10,12 +10,12 @@ from typing import Any
 from ...contract.fileio import check_destination
 from ...contract.loader import load_contract
 from ...oracle.conform import conform, self_command
-from ...oracle.conform_adapter import HELLO_TIMEOUT
-from ...oracle.conform_jobs import available
-from ...oracle.conform_protocol import LEVELS, PROTOCOL_RULE
-from ...oracle.conform_report import NOT_JUDGED, STATE_WORDS, Report
+from ...oracle.conform.adapter import HELLO_TIMEOUT
+from ...oracle.conform.jobs import available
+from ...oracle.conform.protocol import LEVELS, PROTOCOL_RULE
+from ...oracle.conform.report import NOT_JUDGED, STATE_WORDS, Report
 from ...oracle.judge import CHECKED, NONE, OUTCOME
-from ...oracle.turnvectors import RULES as TURN_RULES
+from ...oracle.vectors.turns import RULES as TURN_RULES
 from ..main import Progress, UsageError, clip, revision_option
 
 MAX_TIMEOUT = 86_400

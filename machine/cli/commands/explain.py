@@ -29,7 +29,7 @@ from ...teaching.explain import render_verdict as render
 from ..main import CliError, UsageError, complain
 
 if TYPE_CHECKING:
-    from ...oracle.checker import Verdict
+    from ...oracle.judge.checker import Verdict
 
 _VECTOR_ID = re.compile(r"^(?P<revision>[a-z]+)-\d+$")
 MAX_INPUT = 1 << 20
@@ -178,7 +178,7 @@ def _from_trace(raw: bytes, name: str, call: str | None) -> Resolved:
     from ...contract.trace_reader import (
         read_trace_bytes,  # the trace reader names the file and line of bad input
     )
-    from ...oracle.checker import Checker
+    from ...oracle.judge.checker import Checker
     from ...teaching.explain import ReplayError, replay_trace
 
     calls = read_trace_bytes(raw, name)

@@ -9,8 +9,8 @@ from typing import Any
 
 from ...contract.fileio import check_destination, is_stream
 from ...contract.loader import load_contract
-from ...oracle.turnvectors import turn_file
 from ...oracle.vectors import REVISIONS, SCHEMA_NAME, shipped_dir, stageless_file
+from ...oracle.vectors.turns import turn_file
 from ...selfcheck import cluster
 from ...selfcheck.vectorgen import compare, expected_files, write
 from ..main import MAX_WORKERS, CliError, Progress, UsageError, default_workers

@@ -170,7 +170,7 @@ def _table(report: Report) -> str:
 
 def _load_mutants() -> Any:
     try:
-        from ...selfcheck import mutants  # on demand: it loads the registry as it imports
+        from ...selfcheck import mutants
     except ImportError as exc:  # the mutants refuse a compiled registry, in one line
         raise CliError(str(exc)) from None
     return mutants

@@ -14,7 +14,7 @@ its own ``finally``.  Jobs ignore SIGINT (a terminal's Ctrl-C reaches the whole 
 the runner alone decides, and on any exit that is not every job's answer -- an error, a job's
 failure, an interrupt -- it sends each live job SIGTERM, which cancels that job's run so its
 adapter is stopped as on a failure, and waits for it; a job that does not end within the reaping
-bound is killed with everything below it (:func:`toolcancel.oracle.reaper.kill_all`).
+bound is killed with everything below it (:func:`toolcancel.oracle.conform.reaper.kill_all`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from collections.abc import Callable, Iterator, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, Final
 
+from ..vectors import Vector
+from ..vectors.turns import TurnVector
 from . import reaper
-from .conform_adapter import REAP_TIMEOUT
-from .conform_protocol import ConformError
-from .conform_report import Report
-from .turnvectors import TurnVector
-from .vectors import Vector
+from .adapter import REAP_TIMEOUT
+from .protocol import ConformError
+from .report import Report
 
 CHUNK: Final = 16
 """Items a job claims at once: small, so jobs end together; a claim is one locked increment."""

@@ -5,7 +5,7 @@ judges them from what it set up (:class:`~toolcancel.oracle.scenario.Scenario`: 
 behaviour, the body's, the caller's) and the record: the registry's trace, and what the
 environment observed -- when it aborted the caller (``caller_aborted``), each body's signal,
 what post-execute received, what the caller got.  These checks need the setup
-(``needs_setup``: :attr:`Want.scenario <toolcancel.oracle.judge_record.Want>`) and no expectation,
+(``needs_setup``: :attr:`Want.scenario <toolcancel.oracle.judge.record.Want>`) and no expectation,
 so verify asks them of every run and conform of every vector whose answer holds the events they
 read.  They are written from ``spec/CONTRACT.md``, not from the transition table: a perturbed
 table (``verify --spec-mutants``) is judged by them.
@@ -18,12 +18,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final, TypeVar, cast
 
-from ..contract.loader import RevisionContract, load_contract
-from ..contract.results import canonical_json, text_block
-from .judge_calls import error_code
-from .judge_path import path_facts
-from .judge_record import Failure, Record, Want, check
-from .scenario_language import (
+from ...contract.loader import RevisionContract, load_contract
+from ...contract.results import canonical_json, text_block
+from ..scenario_language import (
     BLOCK_CONTEXT,
     BLOCK_TEXT,
     BODY_FAILURE,
@@ -35,6 +32,9 @@ from .scenario_language import (
     POST_FAILURE,
     REWRITTEN,
 )
+from .calls import error_code
+from .path import path_facts
+from .record import Failure, Record, Want, check
 
 ANY_NAME: Final = "\x00"
 """Stands for the tool's name in an expected text: the record does not name the tool (the
@@ -385,7 +385,7 @@ def post_receives_the_outcome_held(record: Record, want: Want | None) -> Failure
     """Post-execute receives the result the outcome the call held on entering post-policy
     stands for -- its error flag, its code, and the text the setup knows for it (the contract's
     texts, the body's own) -- whatever events the registry offered on the way.  Cites the
-    outcome's rule.  (conform's :func:`~toolcancel.oracle.judge_calls.post_sees_the_decided_result`
+    outcome's rule.  (conform's :func:`~toolcancel.oracle.judge.calls.post_sees_the_decided_result`
     compares with the vector's expectation instead: a run no vector lists is judged here.)"""
     if not _entering(record, want):
         return None

@@ -12,19 +12,20 @@ builds one from an adapter's answer (:func:`answer_record`); an adapter may writ
 environment lines itself.
 
 A **check** is one function registered under the rule id it decides
-(:func:`toolcancel.oracle.judge_record.check`, where the record and the registry live), declaring
+(:func:`toolcancel.oracle.judge.record.check`, where the record and the registry live), declaring
 the events it reads, the conformance levels at which it can fail (``trace``: the registry's trace is
 in the record; ``outcome``: only what a user sees) and its antecedent.  It *could have failed* on
 a record when the events it reads are there and its antecedent held
-(:meth:`~toolcancel.oracle.judge_record.Check.could_fail`); that, and nothing kept by hand, is what
+(:meth:`~toolcancel.oracle.judge.record.Check.could_fail`); that, and nothing kept by hand, is what
 coverage reports as checked (:func:`coverage_rows`).
 
-The contract's transitions are checked by the trace checker (:mod:`toolcancel.oracle.checker`),
+The contract's transitions are checked by the trace checker
+(:mod:`toolcancel.oracle.judge.checker`),
 which replays the registry's trace through the machine and cites the rule the contract data gives
 the transition it could not take.  The checks here decide what no transition carries: quiescence,
 the body's signals, the notifications, listener leaks, the slot, what post-execute received.
 Where several fail, the one whose evidence comes first in the record is the first broken rule
-(:func:`~toolcancel.oracle.judge_record.first_failure`): the record departs from every allowed path
+(:func:`~toolcancel.oracle.judge.record.first_failure`): the record departs from every allowed path
 there.
 """
 
@@ -33,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.loader import load_contract
-from ..contract.trace import ENVIRONMENT
-from .judge_calls import (
+from ...contract.loader import load_contract
+from ...contract.trace import ENVIRONMENT
+from .calls import (
     c2_invokes_live,
     error_code,
     fused_signal,
@@ -45,9 +46,9 @@ from .judge_calls import (
     quiescent,
     relay_on_live_caller,
 )
-from .judge_fusion import fusion  # noqa: F401 (imported: its checks register)
-from .judge_lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
-from .judge_record import (
+from .fusion import fusion  # noqa: F401 (imported: its checks register)
+from .lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
+from .record import (
     _REGISTERED,
     CHECKS,
     ENTRY_RULES,
@@ -62,14 +63,14 @@ from .judge_record import (
     could_fail,
     first_failure,
 )
-from .judge_registration import budget_declared_positive_and_finite  # noqa: F401 (registers)
-from .judge_setup import same_text  # noqa: F401 (imported: its checks register)
-from .judge_stage import plan  # noqa: F401 (imported: its checks register)
-from .judge_turns import TURN_RULES
+from .registration import budget_declared_positive_and_finite  # noqa: F401 (registers)
+from .setup import same_text  # noqa: F401 (imported: its checks register)
+from .stage import plan  # noqa: F401 (imported: its checks register)
+from .turns import TURN_RULES
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
-    from ..contract.loader import Contract
-    from .scenario import Observation, Scenario
+    from ...contract.loader import Contract
+    from ..scenario import Observation, Scenario
 
 # ------------------------------------------------------------------------------------------------
 # Attribution: the rules conform cites for a difference from the vector, named once
@@ -273,7 +274,8 @@ _APPLICABLE: dict[tuple[int, frozenset[str], str | None, bool], tuple[Check, ...
 
 
 TRACE_READS: Final = {"R22": "listener", "R23": "slot"}
-"""Rules the trace checker (:mod:`toolcancel.oracle.checker`) decides from lines a registry's trace
+"""Rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) decides from lines a registry's
+trace
 may leave out: listener lines are balanced (R22), slot lines never follow publication (R23)."""
 
 

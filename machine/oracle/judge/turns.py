@@ -9,8 +9,8 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..contract.results import canonical_json, same_json
-from .judge_record import Record, env_line
+from ...contract.results import canonical_json, same_json
+from .record import Record, env_line
 
 # ------------------------------------------------------------------------------------------------
 # Turn checks: the scheduler's rules over what an environment sees of a turn
@@ -19,7 +19,7 @@ from .judge_record import Record, env_line
 # a call ``c0``..; ``notify`` with the result an observer received), its log and when
 # ``run_turn`` returned.  ``verify`` judges the reference's turns with these checks
 # (:mod:`toolcancel.oracle.turncheck`), ``conform`` another scheduler's answers to the turn vectors
-# (:mod:`toolcancel.oracle.turnvectors`).  Written from CONTRACT.md's rules, not from the
+# (:mod:`toolcancel.oracle.vectors.turns`).  Written from CONTRACT.md's rules, not from the
 # reference's grouping (a MAY): any scheduler that keeps the rules passes, one call at a time or
 # many.
 
@@ -278,7 +278,7 @@ def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
 
 def turn_call_record(call: str, events: Sequence[Mapping[str, Any]], revision: str) -> Record:
     """What the environment saw of one call of a turn, as the record the call checks read
-    (:mod:`toolcancel.oracle.judge_calls`): its body's starts (``body_start``), its observer's
+    (:mod:`toolcancel.oracle.judge.calls`): its body's starts (``body_start``), its observer's
     notifications (``notified``, and the result ``returned`` when there was one), and -- when
     the turn signal, the call's caller signal, aborted after the call had started --
     ``caller_aborted``: how many of its bodies started later, and whether its post-execute was

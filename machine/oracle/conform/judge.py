@@ -6,7 +6,7 @@ the one judge's registered checks decide it; this module only orders them -- the
 the path, then what the record alone shows, then the result -- and names the rule a failure
 cites (the checkpoint that had to see a missing abort, or the transition the contract takes where
 the trace leaves the closest allowed path).  It also says which rules a vector exercised, so the
-report can count coverage (:mod:`toolcancel.oracle.conform_report`).
+report can count coverage (:mod:`toolcancel.oracle.conform.report`).
 """
 
 from __future__ import annotations
@@ -16,16 +16,11 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from ..contract.core import CallState, Occurrence, choices, initial_state
-from ..contract.loader import RevisionContract, Transition
-from ..contract.trace import ENVIRONMENT
-from ..contract.trace_reader import TraceError
-from . import turnvectors
-from .capabilities import STAGE_OBSERVATIONS, STAGE_STATES, Capabilities, undeclared
-from .checker import Checker
-from .conform_protocol import PROTOCOL_RULE, QUOTE, answer_problem, outcome_problem
-from .conform_report import Judgement
-from .judge import (
+from ...contract.core import CallState, Occurrence, choices, initial_state
+from ...contract.loader import RevisionContract, Transition
+from ...contract.trace import ENVIRONMENT
+from ...contract.trace_reader import TraceError
+from ..judge import (
     BODY_SIGNAL,
     CALLER_LISTENERS,
     CHECKPOINT_C2,
@@ -48,7 +43,8 @@ from .judge import (
     quiescent,
     result_rules,
 )
-from .judge_record import (
+from ..judge.checker import Checker
+from ..judge.record import (
     Failure,
     Record,
     Want,
@@ -56,10 +52,14 @@ from .judge_record import (
     could_fail,
     failures,
 )
-from .scenario import Scenario
-from .scenario_language import SAME_STEP
-from .turnvectors import TurnVector
-from .vectors import Expectation, Vector, entry_caller
+from ..scenario import Scenario
+from ..scenario_language import SAME_STEP
+from ..vectors import Expectation, Vector, entry_caller
+from ..vectors import turns as turnvectors
+from ..vectors.turns import TurnVector
+from .capabilities import STAGE_OBSERVATIONS, STAGE_STATES, Capabilities, undeclared
+from .protocol import PROTOCOL_RULE, QUOTE, answer_problem, outcome_problem
+from .report import Judgement
 
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
@@ -224,7 +224,7 @@ class Judge:
 
     def undeclared(self, v: Vector, answer: Mapping[str, Any]) -> Judgement | None:
         """A protocol failure if the answer shows a stage the hello did not declare at work
-        (:func:`toolcancel.oracle.capabilities.undeclared`)."""
+        (:func:`toolcancel.oracle.conform.capabilities.undeclared`)."""
         if self.capabilities.everything:  # the common case: nothing to build per vector
             return None
         why = undeclared(self.capabilities, answer, v.allowed_paths())
@@ -336,7 +336,8 @@ class Judge:
     def judge_turn(self, v: TurnVector, answer: Mapping[str, Any]) -> Judgement:
         """The verdict on a turn answer: the scheduler's rules, then each started call against
         what the contract gives its kind where the turn aborted
-        (:mod:`toolcancel.oracle.turnvectors`). Judged alike at both levels: a turn is observed from
+        (:mod:`toolcancel.oracle.vectors.turns`). Judged alike at both levels: a turn is observed
+        from
         outside the scheduler."""
         shape = turnvectors.answer_problem(answer, len(v.turn.kinds))
         if shape is not None:

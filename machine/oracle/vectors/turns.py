@@ -8,14 +8,14 @@ its own scheduler and reports what the environment saw: the hooks', bodies' and 
 events in order, the turn's log, and when ``run_turn`` returned (``spec/vectors/README.md``,
 turns).  ``toolcancel conform`` judges that in two steps:
 
-1. :func:`toolcancel.oracle.judge_turns.turn_problems` -- the rules as CONTRACT.md states them, read
+1. :func:`toolcancel.oracle.judge.turns.turn_problems` -- the rules as CONTRACT.md states them, read
 from
    the events and the log, the same function ``toolcancel verify`` checks the reference with.
    It does not assume the reference's grouping (a MAY): one call at a time passes as well.
 2. Each started call against what the contract gives a call of its kind when the turn aborted at
    its *phase* (the last event of its own before the abort: ``pre``, ``body_start``, ...; ``never``
    without an abort): its own events and its published result; where they differ, the call's
-   record (:func:`toolcancel.oracle.judge_turns.turn_call_record`) asked the call checks names the
+   record (:func:`toolcancel.oracle.judge.turns.turn_call_record`) asked the call checks names the
    rule, else the scheduler's checks and the contract's outcomes do.  The table is the reference's,
    gathered over every turn of the revision (:func:`generate`); a phase the reference never
    reaches (a scheduler that groups otherwise may) is judged by step 1 alone.
@@ -32,12 +32,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from ..contract.errors import ToolcancelError
-from ..contract.loader import load_contract
-from ..contract.results import canonical_json
-from ..runtime.virtual_time import VirtualClock, run
-from .judge_calls import error_code, no_late_start_or_success
-from .judge_turns import (
+from ...contract.errors import ToolcancelError
+from ...contract.loader import load_contract
+from ...contract.results import canonical_json
+from ...runtime.virtual_time import VirtualClock, run
+from ..judge.calls import error_code, no_late_start_or_success
+from ..judge.turns import (
     SKIPPED_RULE,
     TURN_HOOKS,
     TURN_RULES,
@@ -46,7 +46,7 @@ from .judge_turns import (
     turn_call_record,
     turn_problems,
 )
-from .turncheck import KIND_OUTCOMES, KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
+from ..turncheck import KIND_OUTCOMES, KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
 
 OWN_EVENTS: Final = ("pre", "pre_done", "body_start", "body_settle", "post", "post_done", "notify")
 """What an adapter records of each call, in the order one call can show them."""
@@ -254,7 +254,7 @@ def _line(v: TurnVector) -> str:
 
 def load_turn_vectors(path: str | Path) -> list[TurnVector]:
     """The turn vectors of a file (``TurnVectorError`` naming the line that is wrong)."""
-    from ..contract.fileio import InputError, decode_json, read_bytes, utf8_text
+    from ...contract.fileio import InputError, decode_json, read_bytes, utf8_text
 
     try:
         text = utf8_text(read_bytes(path, MAX_BYTES, "turn vectors file"), str(path))
@@ -350,7 +350,7 @@ def broken(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, ...]:
 
 def judge(v: TurnVector, answer: Mapping[str, Any]) -> tuple[str, str, str] | None:
     """The first problem of a well-formed answer: (rule, step, explanation), or None.  Each
-    started call is a record of the call checks (:func:`toolcancel.oracle.judge_turns.
+    started call is a record of the call checks (:func:`toolcancel.oracle.judge.turns.
     turn_call_record`): a body started or a success published after the turn signal, its caller
     signal, aborted is the late-start check's; another path is the scheduler's (where it ran
     post-execute: its hooks' rule; else what it started after the abort), another result the

@@ -16,8 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .judge_record import Failure, Record, Want, check
-from .judge_setup import (
+from .record import Failure, Record, Want, check
+from .setup import (
     ANY_NAME,
     is_error,
     pre_aborted,

@@ -1,6 +1,6 @@
 """The judge's record and its check registry: what every check reads and how it registers.
 
-A check module (:mod:`toolcancel.oracle.judge_calls` and the judge's other modules) imports the
+A check module (:mod:`toolcancel.oracle.judge.calls` and the judge's other modules) imports the
 registry from here, and :mod:`toolcancel.oracle.judge` imports the check modules, so that every
 check registers on ``import toolcancel.oracle.judge`` with no import running back up (the record is
 :mod:`toolcancel.oracle.judge`'s docstring's subject; attribution and coverage stay there).
@@ -12,11 +12,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.trace import FORMAT_VERSION
+from ...contract.trace import FORMAT_VERSION
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
-    from .scenario import Scenario
-    from .vectors import Expectation
+    from ..scenario import Scenario
+    from ..vectors import Expectation
 
 LEVELS: Final = ("trace", "outcome")
 BOTH: Final = frozenset(LEVELS)
@@ -49,7 +49,7 @@ class Record:
         self.caller = caller
         self.derived: dict[str, Any] = {}
         """What a judge worked out from the lines once, for every check that asks (the path
-        the contract's machine replays: :func:`toolcancel.oracle.judge_path.path_facts`)."""
+        the contract's machine replays: :func:`toolcancel.oracle.judge.path.path_facts`)."""
         self._at: dict[str, list[int]] = {}
         for i, line in enumerate(self.lines):
             self._at.setdefault(line["event"], []).append(i)
@@ -102,7 +102,7 @@ def _signal_line(call: str, at: str, signal: Mapping[str, Any]) -> dict[str, Any
 
 def answer_record(answer: Mapping[str, Any], call: str, revision: str, caller: str) -> Record:
     """The record of an adapter's answer (protocol of ``spec/vectors/README.md``, its shape
-    already accepted by :mod:`toolcancel.oracle.conform_protocol`): its trace lines, if it is a
+    already accepted by :mod:`toolcancel.oracle.conform.protocol`): its trace lines, if it is a
     trace-level answer, with ``settled`` put where ``execute()`` settled (``settled_at``), then
     what the environment observed, in the order it happened."""
     observed: Mapping[str, Any] = answer["observed"]

@@ -1,6 +1,6 @@
 """Which signal the first body got, from the call's setup: R21, R34, R35.
 
-A vector says what each body's signal must show (:func:`toolcancel.oracle.judge_calls.fused_signal`
+A vector says what each body's signal must show (:func:`toolcancel.oracle.judge.calls.fused_signal`
 compares); a model check runs calls no vector lists, so it works it out from what it set up and
 what the record shows:
 
@@ -27,11 +27,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from ..contract.loader import load_contract
-from .judge_calls import error_code
-from .judge_record import SLOT_WRAPPERS, Failure, Record, Want, check
-from .judge_setup import pre_aborted, received, text
-from .scenario_language import NESTED
+from ...contract.loader import load_contract
+from ..scenario_language import NESTED
+from .calls import error_code
+from .record import SLOT_WRAPPERS, Failure, Record, Want, check
+from .setup import pre_aborted, received, text
 
 _CUT: Final = SLOT_WRAPPERS - {NESTED}
 """Wrappers that put a signal in the slot that does not follow its upstream (or none)."""

@@ -1,6 +1,7 @@
 """The step checks: which rule a call's next trace line breaks in one state the contract allows.
 
-The trace checker (:mod:`toolcancel.oracle.checker`) replays a call's lines through the machine as
+The trace checker (:mod:`toolcancel.oracle.judge.checker`) replays a call's lines through the
+machine as
 an automaton over every state the contract allows the call to be in (a :class:`Branch` each).
 Before a branch takes a line, it asks the checks registered here for that kind of line
 (:func:`judge_step`): the first that finds a problem kills the branch with its rule and
@@ -12,7 +13,7 @@ contract has no transition for -- is decided here, each rule once, under its rul
 A check registered under :data:`CONTRACT` cites the rule the contract's data gives the
 transition concerned (a guard's rule, the transition that set the outcome, the one that would
 have gone elsewhere), so no rule id is restated for it.  The result line's checks are in
-:mod:`toolcancel.oracle.judge_results`.
+:mod:`toolcancel.oracle.judge.results`.
 """
 
 from __future__ import annotations
@@ -22,8 +23,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
-from ..contract.core import GUARDS, CallState, Occurrence
-from ..contract.loader import Contract, RevisionContract, Transition
+from ...contract.core import GUARDS, CallState, Occurrence
+from ...contract.loader import Contract, RevisionContract, Transition
 
 
 class Death(NamedTuple):

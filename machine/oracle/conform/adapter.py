@@ -4,7 +4,7 @@ The adapter is a child process (an argument list, never a shell).  :class:`Adapt
 hello, sends vector lines and reads answer lines, each read bounded (``--hello-timeout``,
 ``--timeout``) only so that a hung adapter cannot hang the run: an exit is seen at once, even when
 a child of the adapter still holds its stdout.  Stopping kills the adapter's whole session and
-every process marked as started by it (:mod:`toolcancel.oracle.reaper`: the runner is their
+every process marked as started by it (:mod:`toolcancel.oracle.conform.reaper`: the runner is their
 subreaper), closes the transport before the event loop closes, and reaps them all.
 """
 
@@ -17,10 +17,10 @@ import os
 from collections.abc import Sequence
 from typing import Any, Final
 
-from ..contract.loader import load_contract
+from ...contract.loader import load_contract
 from . import reaper
 from .capabilities import Capabilities
-from .conform_protocol import PROTOCOL, AdapterDied, ConformError, hello_problem, quote
+from .protocol import PROTOCOL, AdapterDied, ConformError, hello_problem, quote
 
 LINE_LIMIT: Final = 64 << 20
 """Longest answer line read (64 MiB); a longer one is a protocol failure."""
@@ -50,7 +50,8 @@ class Adapter:
         self.stderr_tail = b""
         self._stderr_task: asyncio.Task[None] | None = None
         self._transport: asyncio.SubprocessTransport | None = None
-        self._mark = ""  # marks every process of the current start (toolcancel.oracle.reaper)
+        # marks every process of the current start (toolcancel.oracle.conform.reaper)
+        self._mark = ""
         self.strays = 0  # processes that had left the adapter's session, killed at its stops
 
     @property
@@ -219,7 +220,8 @@ class Adapter:
     async def stop(self, *, graceful: bool = False) -> None:
         """Close stdin, let the adapter exit (if ``graceful``), then kill every process it
         started -- its session, its descendants, and what carries its mark, wherever it moved
-        (:mod:`toolcancel.oracle.reaper`) -- await their exits, reap them, and close the transport.
+        (:mod:`toolcancel.oracle.conform.reaper`) -- await their exits, reap them, and close the
+        transport.
 
         Everything is closed before this returns, so nothing is left for the garbage collector
         to close after the event loop has closed (asyncio's "Event loop is closed" tracebacks).

@@ -39,15 +39,15 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.loader import Deviation, load_contract
-from ..runtime.virtual_time import VirtualClock, run
-from .judge_calls import error_code
-from .scenario import Harness
-from .turnvectors import TurnTable, TurnVector
-from .vectors import Expectation, Vector, canonical, expectation, scenario_data
+from ...contract.loader import Deviation, load_contract
+from ...runtime.virtual_time import VirtualClock, run
+from ..judge.calls import error_code
+from ..scenario import Harness
+from ..vectors import Expectation, Vector, canonical, expectation, scenario_data
+from ..vectors.turns import TurnTable, TurnVector
 
 if TYPE_CHECKING:  # conform_report imports the protocol, which checks a hello's deviations here
-    from .conform_report import Judgement
+    from .report import Judgement
 
 
 def problem(declared: Any) -> str | None:

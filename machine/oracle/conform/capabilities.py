@@ -42,13 +42,13 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.loader import load_contract
-from .judge_record import SLOT_WRAPPERS
-from .scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
+from ...contract.loader import load_contract
+from ..judge.record import SLOT_WRAPPERS
+from ..scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
 if TYPE_CHECKING:
-    from ..contract.loader import RevisionContract
-    from .vectors import Vector
+    from ...contract.loader import RevisionContract
+    from ..vectors import Vector
 
 _TABLE: Final = load_contract().capabilities
 STAGES: Final = tuple(k.name for k in _TABLE)
@@ -98,7 +98,7 @@ OBSERVATIONS: Final = {
 }
 """Stage -> what only a runtime with it can observe: in words, and each observation as (the
 record's environment event, the answer's ``observed`` key).  The one table of them: a runtime
-without the stage has them left out of its record (:class:`toolcancel.oracle.conform_judge.Judge`),
+without the stage has them left out of its record (:class:`toolcancel.oracle.conform.judge.Judge`),
 and an answer that makes one anyway is a protocol failure (:func:`undeclared`)."""
 STAGE_OBSERVATIONS: Final = {
     stage: tuple(event for event, _ in pairs) for stage, (_, pairs) in OBSERVATIONS.items()

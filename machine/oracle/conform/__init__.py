@@ -7,7 +7,8 @@ answer against the vector's expectation for that retry behaviour.  At trace leve
 
 1. the answer is a well-formed ``outcome`` for that vector (else a protocol failure);
 2. ``execute()`` did not settle while a body was still running (R27, from ``settled_at``);
-3. the trace passes the trace checker (:mod:`toolcancel.oracle.checker`), which cites its own rule;
+3. the trace passes the trace checker (:mod:`toolcancel.oracle.judge.checker`), which cites its own
+rule;
 4. the trace's contract events are one of the vector's allowed paths, up to when aborts are
    noticed (:meth:`Judge.noticed_late`) -- else the rule cited is that of the checkpoint that had
    to see a missing abort, or of the transition the contract takes where the trace first leaves
@@ -40,10 +41,10 @@ restarted, and the run goes on with the next vector.  Vectors are sent ahead in 
 the adapter never waits for the runner; after a restart the unanswered ones are sent again.
 
 This module is the run: which vectors, in what order, judged how.  Its parts live beside it, one
-concern each: :mod:`toolcancel.oracle.conform_protocol` (the messages: hello, vector, answer),
-:mod:`toolcancel.oracle.conform_adapter` (the adapter process: start, read, stop, reap),
-:mod:`toolcancel.oracle.conform_judge` (one answer against one vector) and
-:mod:`toolcancel.oracle.conform_report` (the verdicts, counted and rendered).  None of them loads
+concern each: :mod:`toolcancel.oracle.conform.protocol` (the messages: hello, vector, answer),
+:mod:`toolcancel.oracle.conform.adapter` (the adapter process: start, read, stop, reap),
+:mod:`toolcancel.oracle.conform.judge` (one answer against one vector) and
+:mod:`toolcancel.oracle.conform.report` (the verdicts, counted and rendered).  None of them loads
 our registry: ``--self`` runs it in the adapter's own process.
 """
 
@@ -57,23 +58,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from . import conform_jobs, reaper, turnvectors
-from .capabilities import STAGE_OBSERVATIONS, needs
-from .conform_adapter import HELLO_TIMEOUT, Adapter
-from .conform_judge import Judge
-from .conform_protocol import (
-    PROTOCOL_RULE,
-    QUOTE,
-    AdapterDied,
-    ConformError,
-    parse_answer,
-    vector_message,
-)
-from .conform_report import Judgement, Report
-from .deviations import Declared
-from .judge_record import CHECKS
-from .turnvectors import TurnVector
-from .vectors import (
+from ..judge.record import CHECKS
+from ..vectors import (
     Vector,
     load_vectors,
     scenario_data,
@@ -81,6 +67,23 @@ from .vectors import (
     stageless_file,
     vectors_file,
 )
+from ..vectors import turns as turnvectors
+from ..vectors.turns import TurnVector
+from . import jobs as conform_jobs
+from . import reaper
+from .adapter import HELLO_TIMEOUT, Adapter
+from .capabilities import STAGE_OBSERVATIONS, needs
+from .deviations import Declared
+from .judge import Judge
+from .protocol import (
+    PROTOCOL_RULE,
+    QUOTE,
+    AdapterDied,
+    ConformError,
+    parse_answer,
+    vector_message,
+)
+from .report import Judgement, Report
 
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""

@@ -22,11 +22,11 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from ..contract.core import CallerSignal
-from ..contract.errors import ToolcancelError
-from ..contract.loader import load_contract
-from ..runtime.timeout_policy import TOOL_TIMEOUT
-from .scenario import (
+from ...contract.core import CallerSignal
+from ...contract.errors import ToolcancelError
+from ...contract.loader import load_contract
+from ...runtime.timeout_policy import TOOL_TIMEOUT
+from ..scenario import (
     APPROVALS,
     ARGS,
     BODIES,
@@ -379,7 +379,7 @@ def load_vectors(path: str | Path) -> list[Vector]:
     lines and at least one vector, and no id appears twice.  It is read by the shared reader of
     :mod:`toolcancel.contract.fileio`.
     """
-    from ..contract.fileio import InputError, decode_json, line_batches, open_input, source_name
+    from ...contract.fileio import InputError, decode_json, line_batches, open_input, source_name
 
     p = source_name(path)
     out: list[Vector] = []

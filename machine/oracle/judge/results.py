@@ -1,9 +1,10 @@
 """The result checks: whether a published result agrees with the outcome a possible state holds.
 
-The trace checker (:mod:`toolcancel.oracle.checker`) asks these of every ``result`` line, for each
+The trace checker (:mod:`toolcancel.oracle.judge.checker`) asks these of every ``result`` line, for
+each
 state the contract allows the call to be in (:func:`result_death`); a state whose outcome the
 result does not fit dies with the first broken rule.  They are step checks (registered in
-:mod:`toolcancel.oracle.judge_steps` on ``result`` steps), asked in order: the outcome's kind (error
+:mod:`toolcancel.oracle.judge.steps` on ``result`` steps), asked in order: the outcome's kind (error
 or success, its code), then its shape -- the registry's exact texts, ``meta``, contexts on the final
 route, and the error shape of the revision.
 
@@ -18,9 +19,9 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from ..contract.loader import Transition
-from ..contract.results import block_message, canonical_json
-from .judge_steps import CONTRACT, Branch, Death, Replay, judge_step, step_check, step_rules
+from ...contract.loader import Transition
+from ...contract.results import block_message, canonical_json
+from .steps import CONTRACT, Branch, Death, Replay, judge_step, step_check, step_rules
 
 __all__ = ["describe", "describe_outcome", "result_death", "step_rules"]
 """``step_rules`` is re-exported here: asked once every step check is registered."""

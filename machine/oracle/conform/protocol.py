@@ -13,14 +13,14 @@ import json
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ..contract.errors import ToolcancelError
-from ..contract.fileio import STRICT
-from ..contract.loader import load_contract
-from ..contract.trace import MAX_DEPTH
-from ..contract.trace_reader import json_depth
+from ...contract.errors import ToolcancelError
+from ...contract.fileio import STRICT
+from ...contract.loader import load_contract
+from ...contract.trace import MAX_DEPTH
+from ...contract.trace_reader import json_depth
+from ..vectors import Vector, scenario_data
 from .capabilities import Capabilities, CapabilityError
 from .deviations import problem as deviation_problem
-from .vectors import Vector, scenario_data
 
 PROTOCOL: Final = 2
 """The adapter protocol this runner speaks; it also accepts an adapter of :data:`PROTOCOLS`."""

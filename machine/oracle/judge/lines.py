@@ -1,4 +1,5 @@
-"""The trace checks: the rules the trace checker (:mod:`toolcancel.oracle.checker`) asks of a call's
+"""The trace checks: the rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) asks of a
+call's
 own lines, each registered once under its rule id (the one judge's trace side, beside
 :mod:`toolcancel.oracle.judge`)."""
 
@@ -8,10 +9,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Protocol
 
-from .judge_results import step_rules
+from .results import step_rules
 
 # ------------------------------------------------------------------------------------------------
-# Trace checks: the rules the trace checker (toolcancel.oracle.checker) asks of a call's own lines
+# Trace checks: the rules the trace checker (toolcancel.oracle.judge.checker) asks of a call's own
+# lines
 # ------------------------------------------------------------------------------------------------
 # The checker replays the contract events through the machine (its automaton says where a step
 # leaves every allowed path); the lines no transition carries -- listener, slot, result, notify
@@ -219,8 +221,9 @@ def envelope_problem(res: Any) -> str | None:
 
 
 AUTOMATON_RULES: Final = step_rules()
-"""The rules the trace checker's automaton (:mod:`toolcancel.oracle.checker`) cites where a step
-check (:mod:`toolcancel.oracle.judge_steps`, :mod:`toolcancel.oracle.judge_results`) kills a
+"""The rules the trace checker's automaton (:mod:`toolcancel.oracle.judge.checker`) cites where a
+step
+check (:mod:`toolcancel.oracle.judge.steps`, :mod:`toolcancel.oracle.judge.results`) kills a
 possible state, besides those the contract's transitions, guards and outcomes carry."""
 TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
 """What the checker decides beyond the contract's data: its automaton's deaths and the judge's

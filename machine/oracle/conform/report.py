@@ -17,10 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ..contract.fileio import write_text
+from ...contract.fileio import write_text
+from ..judge import CHECKED, NONE, rule_status
 from .capabilities import Capabilities
-from .conform_protocol import PROTOCOL_RULE
-from .judge import CHECKED, NONE, rule_status
+from .protocol import PROTOCOL_RULE
 
 BROKEN: Final = "broken"
 KEPT: Final = "kept"

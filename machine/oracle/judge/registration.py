@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .judge_record import Failure, Record, Want, check
+from .record import Failure, Record, Want, check
 
 REGISTRATION: Final = "registration"
 """The step of these checks: a probe's record is judged by them alone."""

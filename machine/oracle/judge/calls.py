@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.results import canonical_json
-from .judge_record import SLOT_WRAPPERS, Failure, Record, Want, check
+from ...contract.results import canonical_json
+from .record import SLOT_WRAPPERS, Failure, Record, Want, check
 
 if TYPE_CHECKING:
-    from .scenario import Scenario
+    from ..scenario import Scenario
 
 
 def _signal_text(signals: Sequence[Mapping[str, Any]]) -> str:

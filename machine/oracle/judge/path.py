@@ -5,7 +5,7 @@ A registry writes ``caller_abort`` where it *noticed* the caller's abort (at its
 registry that skips a recheck notices it late and its trace alone is a path the contract allows
 a later abort.  An environment that aborted the caller itself knows when it did (its
 ``caller_aborted`` line: after ``steps`` transitions), so the record is judged with the abort
-put back there: the trace checker (:mod:`toolcancel.oracle.checker`) then replays the contract
+put back there: the trace checker (:mod:`toolcancel.oracle.judge.checker`) then replays the contract
 events the registry took after it, and the first one no allowed state takes names the rule --
 the checkpoint that had to see the abort, or the transition's own.
 
@@ -19,12 +19,12 @@ import functools
 from collections.abc import Iterable
 from typing import Any, Final, NamedTuple
 
-from ..contract.errors import ContractViolation
-from ..contract.loader import RevisionContract
-from ..contract.trace import ENVIRONMENT
+from ...contract.errors import ContractViolation
+from ...contract.loader import RevisionContract
+from ...contract.trace import ENVIRONMENT
 from .checker import Checker
-from .judge_lines import TRACE_CHECKS, published_once, result_envelope
-from .judge_record import ENTRY_RULES, Failure, Record
+from .lines import TRACE_CHECKS, published_once, result_envelope
+from .record import ENTRY_RULES, Failure, Record
 
 STAGE_ORDER: Final = "R10"
 """The stage order: a step no transition takes in that state at all."""

@@ -12,11 +12,11 @@ registry saw the caller's signal abort.
 
 The **observation events** and the result are judged by the one judge, each rule once: before
 a possible state takes a line, the automaton asks the judge's step checks
-(:mod:`toolcancel.oracle.judge_steps`: the body's phases, the stages, the fused signal, an event the
-contract has no transition for; :mod:`toolcancel.oracle.judge_results`: whether the result agrees
+(:mod:`toolcancel.oracle.judge.steps`: the body's phases, the stages, the fused signal, an event the
+contract has no transition for; :mod:`toolcancel.oracle.judge.results`: whether the result agrees
 with the outcome the contract decided), and the lines no transition carries (the call's entry,
 listener, slot, result, notify and its end) go to its trace checks
-(:mod:`toolcancel.oracle.judge_lines`).  The first check that fails names the broken rule; this
+(:mod:`toolcancel.oracle.judge.lines`).  The first check that fails names the broken rule; this
 module parses, replays and counts, and decides nothing itself.
 
 What a trace must hold, beyond the contract events: a ``call_entry`` first; a ``stage_enter``
@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 
-from ..contract.core import (
+from ...contract.core import (
     UNKNOWN,
     CallerSignal,
     Occurrence,
@@ -48,10 +48,10 @@ from ..contract.core import (
     initial_state,
     revision_table,
 )
-from ..contract.loader import Contract, RevisionContract
-from ..contract.results import canonical_json
-from ..contract.trace import ENVIRONMENT
-from ..contract.trace_reader import (
+from ...contract.loader import Contract, RevisionContract
+from ...contract.results import canonical_json
+from ...contract.trace import ENVIRONMENT
+from ...contract.trace_reader import (
     TraceError,
     TraceEvent,
     Traces,
@@ -60,9 +60,9 @@ from ..contract.trace_reader import (
     iter_batches,
     parse_lines,
 )
-from .judge_lines import ON_LINE, judge_line
-from .judge_results import describe, describe_outcome, result_death
-from .judge_steps import (
+from .lines import ON_LINE, judge_line
+from .results import describe, describe_outcome, result_death
+from .steps import (
     BODY_REPORTS,
     CONTRACT,
     DECISION_STAGE,
@@ -520,7 +520,7 @@ class Checker:
 
     def _call_level(self, run: CallRun, ev: TraceEvent) -> None:
         """listener, slot, result and notify lines: counted and ordered, not automaton steps;
-        the judge's trace checks (:func:`toolcancel.oracle.judge_lines.judge_line`) decide each."""
+        the judge's trace checks (:func:`toolcancel.oracle.judge.lines.judge_line`) decide each."""
         name, data = ev.event, ev.data
         if name in ENVIRONMENT:
             return  # what a harness saw: judged by toolcancel.oracle.judge, not by the automaton
