@@ -392,7 +392,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
     """Configurations in the full cross product of the scenario dimensions within the bounds:
     callers x args x pre-execute x approval x agent x seam x guards x wrapper stacks x timeouts
     x tool known x bodies x cooperative x posts (no reachability pruning)."""
-    from toolcancel.oracle import scenario as sc
+    from toolcancel.oracle import scenario_language as sc
 
     callers = len(sc.CALLERS) - (revision == "revised")
     stacks = sum(len(sc.WRAPPERS) ** k for k in range(max_wrappers + 1))
@@ -403,7 +403,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
 def turn_product(max_calls: int) -> int:
     """Turn schedules in the full product: kinds^n x (never, before the turn, 3 gates a call)
     x release orders, n = 1..max_calls."""
-    from toolcancel.oracle import turncheck as tc
+    from toolcancel.oracle import turn_language as tc
 
     return sum(len(tc.KINDS) ** n * (2 + 3 * n) * len(tc.RELEASES)
                for n in range(1, max_calls + 1))

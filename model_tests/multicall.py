@@ -44,19 +44,13 @@ from toolcancel.contract.core import PathStep
 from toolcancel.contract.errors import RegistryUsageError
 from toolcancel.contract.loader import RevisionContract, load_contract
 from toolcancel.contract.results import ToolResult
-from toolcancel.oracle.scenario import (
-    BUDGET_MS,
-    CallerReason,
-    Harness,
-    Observation,
-    Scenario,
-    WrapperReason,
-    _idle,
-)
+from toolcancel.oracle.observation import CallerReason, Observation, WrapperReason
+from toolcancel.oracle.scenario_language import BUDGET_MS, Scenario
 from toolcancel.runtime.registry import Approval, ApprovalRequest, Execution, Next
 from toolcancel.runtime.signals import AbortController, AbortSignal
 from toolcancel.runtime.timeout_policy import install_timeout_policy
 from toolcancel.runtime.virtual_time import VirtualClock
+from toolcancel.selfcheck.harness import Harness, _idle
 
 Factory = Callable[..., ToolRegistry]
 

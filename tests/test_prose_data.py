@@ -233,7 +233,7 @@ def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
     import json
     from dataclasses import replace
 
-    from toolcancel.oracle.scenario import Scenario
+    from toolcancel.oracle.scenario_language import Scenario
     from toolcancel.selfcheck.space import configurations
 
     guide = " ".join((ROOT / "spec" / "vectors" / "README.md").read_text("utf-8").split())

@@ -44,7 +44,8 @@ the stage neutral, so our registry plays a runtime that has only part of the pip
 prove that conform catches each one.
 
 Turn messages (``type: "turn"``, announced by ``turns`` in the hello) run a batch of calls through
-the real :class:`~toolcancel.TurnScheduler` with :class:`toolcancel.oracle.turncheck.TurnHarness`,
+the real :class:`~toolcancel.TurnScheduler` with
+:class:`toolcancel.selfcheck.turncheck.TurnHarness`,
 the harness ``toolcancel verify`` checks turns with, and answer with its events and log.
 
 One event loop with a virtual clock serves every vector: creating a loop per vector would cost
@@ -69,13 +70,15 @@ from ..contract.results import ToolResult
 from ..contract.trace import TraceRecorder
 from ..oracle.conform.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
 from ..oracle.judge.calls import cancels_awaiting_task
-from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
-from ..oracle.scenario_language import NESTED
-from ..oracle.turncheck import Turn, TurnHarness
+from ..oracle.observation import classify_reason
+from ..oracle.scenario_language import NESTED, Scenario
+from ..oracle.turn_language import Turn
 from ..oracle.vectors import REVISIONS, body_signals, post_received
 from ..oracle.vectors.turns import parse_turn
 from ..runtime.registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
 from ..runtime.virtual_time import VirtualClock
+from .harness import Harness, RegistryFactory
+from .turncheck import TurnHarness
 
 PROTOCOL: Final = 2
 """Version of the adapter protocol this adapter's hello declares (the ``protocol`` field of

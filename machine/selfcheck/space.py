@@ -18,9 +18,9 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Final
 
-from ..oracle.scenario import BODIES, POSTS, TIMEOUTS, WRAPPERS, Observation, Scenario
-from ..oracle.scenario_language import NESTED
-from ..oracle.turncheck import MAX_CALLS as _TURN_MAX_CALLS
+from ..oracle.observation import Observation
+from ..oracle.scenario_language import BODIES, NESTED, POSTS, TIMEOUTS, WRAPPERS, Scenario
+from ..oracle.turn_language import MAX_CALLS as _TURN_MAX_CALLS
 
 # ------------------------------------------------------------------------------------------------
 # The bounded space

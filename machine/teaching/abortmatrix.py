@@ -17,7 +17,8 @@ from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
 from ..contract.loader import Contract
-from ..oracle.scenario import Scenario, run_scenario
+from ..oracle.scenario_language import Scenario
+from ..selfcheck.harness import run_scenario
 from .explain import Explanation, VectorRef, equivalent_vector, find_vector
 
 __all__ = ["POINTS", "Cell", "Point", "cell", "matrix_markdown"]

@@ -42,7 +42,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.loader import load_contract
 from ..judge.record import SLOT_WRAPPERS
-from ..scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
+from ..scenario_language import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
 if TYPE_CHECKING:
     from ...contract.loader import RevisionContract

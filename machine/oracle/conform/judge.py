@@ -52,7 +52,7 @@ from ..judge.record import (
     could_fail,
     failures,
 )
-from ..scenario import Scenario
+from ..scenario_language import Scenario
 from ..vectors import Expectation, Vector, entry_caller
 from ..vectors import turns as turnvectors
 from ..vectors.turns import TurnVector

@@ -11,6 +11,15 @@ The format is this module's: reading, validating and writing a vector, and the J
 line.  Where the shipped vectors come from -- the verifier's bounded space run on the reference
 registry -- is :mod:`toolcancel.selfcheck.vectorgen`'s (self-verification: an implementer's run
 never loads the model checker).
+
+Theory of operation (the vectors sub-room): a line of a ``.jsonl`` file flows in as bytes and out
+as a :class:`Vector` -- or as one error naming the file, the line and the field; an
+:class:`~toolcancel.oracle.observation.Observation` flows in and an :class:`Expectation` out
+(:func:`expectation`).  Invariants: a vector is data (reading one runs nothing); its allowed paths
+are what the contract allows, every one of them, never one implementation's choice; a format
+change bumps :data:`FORMAT` and keeps reading the older ones.  A contributor may add a field (with
+its schema and README entry) or a scenario value; turn vectors live beside, in
+:mod:`toolcancel.oracle.vectors.turns`.
 """
 
 from __future__ import annotations
@@ -25,8 +34,8 @@ from typing import Any, Final
 from ...contract.core import CallerSignal
 from ...contract.errors import ToolcancelError
 from ...contract.loader import load_contract
-from ...runtime.timeout_policy import TOOL_TIMEOUT
-from ..scenario import (
+from ..observation import Observation, classify_reason
+from ..scenario_language import (
     APPROVALS,
     ARGS,
     BODIES,
@@ -39,9 +48,7 @@ from ..scenario import (
     PRE,
     TIMEOUTS,
     WRAPPERS,
-    Observation,
     Scenario,
-    classify_reason,
 )
 
 FORMAT: Final = 2
@@ -545,9 +552,9 @@ def schema() -> dict[str, Any]:
                 "items": enum(WRAPPERS),
                 "description": "Around-dispatch wrappers, outermost first (README: Wrappers). "
                 f"outer_deadline: the environment puts in the slot deadline(<the slot's value>, "
-                f"{OUTER_MS}, {TOOL_TIMEOUT!r}) made by the registry's own deadline function, the "
+                f"{OUTER_MS}, 'TOOL_TIMEOUT') made by the registry's own deadline function, the "
                 f"one its timeout policy calls, so that it aborts with the same kind of timeout "
-                f"reason as the policy's own (code {TOOL_TIMEOUT}, ms {OUTER_MS}); it fires first, "
+                f"reason as the policy's own (code TOOL_TIMEOUT, ms {OUTER_MS}); it fires first, "
                 "at the body gate. Classifying it by code is the declared deviation D13.",
             },
             "timeout": {
