@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Final
 
+from ..contract.core import CallerSignal
 from ..contract.errors import ToolcancelError
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
@@ -217,3 +218,10 @@ def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
         f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
         "gate:<name> or step:<k>"
     )
+
+
+def entry_caller(s: Scenario) -> CallerSignal:
+    """The caller state the registry captures at entry."""
+    if s.cancel == "before_entry" or s.caller == "aborted":
+        return "aborted"
+    return "none" if s.caller == "none" else "live"

@@ -48,14 +48,13 @@ from ..contract.core import CallState, choices, initial_state
 from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import relay_on_live_caller
 from ..oracle.observation import Observation
-from ..oracle.scenario_language import APPROVALS, ARGS, BODIES, Scenario
+from ..oracle.scenario_language import APPROVALS, ARGS, BODIES, Scenario, entry_caller
 from ..oracle.vectors import (
     SCHEMA_NAME,
     Expectation,
     Vector,
     VectorError,
     canonical,
-    entry_caller,
     expectation,
     expectation_data,
     render,

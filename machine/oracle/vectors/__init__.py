@@ -31,7 +31,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from ...contract.core import CallerSignal
 from ...contract.errors import ToolcancelError
 from ...contract.loader import load_contract
 from ..observation import Observation, classify_reason
@@ -126,13 +125,6 @@ def post_received(obs: Observation) -> dict[str, Any] | None:
             plain: dict[str, Any] = json.loads(canonical(data))
             return plain
     return None
-
-
-def entry_caller(s: Scenario) -> CallerSignal:
-    """The caller state the registry captures at entry."""
-    if s.cancel == "before_entry" or s.caller == "aborted":
-        return "aborted"
-    return "none" if s.caller == "none" else "live"
 
 
 # ------------------------------------------------------------------------------------------------
