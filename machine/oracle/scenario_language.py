@@ -2,7 +2,8 @@
 
 This is a scenario as data -- what every hook does, what the body does, when the caller aborts,
 and the texts and contexts those behaviours produce -- with no way to run one:
-:mod:`toolcancel.oracle.scenario` runs them (its :class:`~toolcancel.oracle.scenario.Harness`).
+:mod:`toolcancel.selfcheck.harness` runs them on our registry (its
+:class:`~toolcancel.selfcheck.harness.Harness`).
 Split so that what reads a scenario (conform's vectors, the judge's checks that read the call's
 setup) loads no asyncio registry driver.
 """

@@ -4,8 +4,8 @@
 protocol (JSON Lines on stdin/stdout, documented field by field in ``spec/vectors/README.md``):
 the adapter says hello, then answers each vector with the trace its registry wrote, the result
 ``execute()`` returned, and what the environment observed.  This module is that adapter for the
-reference registry: it interprets each scenario with :class:`toolcancel.oracle.scenario.Harness` --
-the same interpreter the model checker and the vector generator use -- on a registry built with
+reference registry: it interprets each scenario with :class:`toolcancel.selfcheck.harness.Harness`
+-- the same interpreter the model checker and the vector generator use -- on a registry built with
 ``trace=``.  ``toolcancel conform --self`` runs it over the real protocol, so self-conformance
 tests the protocol, the trace recording and the checker together, not a shortcut around them.
 

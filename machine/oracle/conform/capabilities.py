@@ -9,8 +9,8 @@ rules it could not judge for want of the others.  Declaring nothing declares eve
 What a vector needs is derived from its scenario and what the contract allows it
 (:func:`needs`):
 
-* a stage whose scenario field is not the :class:`~toolcancel.oracle.scenario.Scenario` default
-needs
+* a stage whose scenario field is not the :class:`~toolcancel.oracle.scenario_language.Scenario`
+default needs
   that stage (:data:`FIELDS`): the default is what a runtime without it does -- no pre-execute
   listener allows, no guard passes, no post-execute listener accepts, no timeout policy, no
   extra observer, no wrapper;

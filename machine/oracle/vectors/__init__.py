@@ -1,6 +1,7 @@
 """Conformance vectors: the bounded model check, written down for implementations in any language.
 
-A vector is one scenario of the closed scenario language (:mod:`toolcancel.oracle.scenario`) plus
+A vector is one scenario of the closed scenario language
+(:mod:`toolcancel.oracle.scenario_language`) plus
 what the contract lets an implementation do with it: the canonical result JSON, the outcome kind,
 how often the body starts, the contexts, the notification count, what the body's signal looked like
 when it settled, and the **set of allowed paths** (sequences of contract events, caller aborts
