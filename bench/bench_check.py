@@ -30,9 +30,10 @@ from typing import Any
 from toolcancel.contract.trace import TraceRecorder, encode_line
 from toolcancel.contract.trace_reader import read_traces
 from toolcancel.oracle.judge.checker import Checker
-from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import Harness
 from toolcancel.selfcheck.space import configurations
 
 CANCELS = (

@@ -410,7 +410,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
     """Configurations in the full cross product of the scenario dimensions within the bounds:
     callers x args x pre-execute x approval x agent x seam x guards x wrapper stacks x timeouts
     x tool known x bodies x cooperative x posts (no reachability pruning)."""
-    from toolcancel.oracle import scenario as sc
+    from toolcancel.oracle import scenario_language as sc
 
     callers = len(sc.CALLERS) - (revision == "revised")
     stacks = sum(len(sc.WRAPPERS) ** k for k in range(max_wrappers + 1))
@@ -421,7 +421,7 @@ def product_of_bounds(revision: str, max_wrappers: int) -> int:
 def turn_product(max_calls: int) -> int:
     """Turn schedules in the full product: kinds^n x (never, before the turn, 3 gates a call)
     x release orders, n = 1..max_calls."""
-    from toolcancel.oracle import turncheck as tc
+    from toolcancel.oracle import turn_language as tc
 
     return sum(len(tc.KINDS) ** n * (2 + 3 * n) * len(tc.RELEASES)
                for n in range(1, max_calls + 1))
@@ -493,7 +493,7 @@ def default_verify(revision: str = "seed") -> dict[str, Any]:
     wall and CPU seconds, schedules (turn batches included) per wall second and per CPU
     second, and the cores other processes kept busy (on a busy machine only the CPU figure
     says what two idle cores would take: CPU seconds / workers)."""
-    from toolcancel.oracle.conform_jobs import available
+    from toolcancel.oracle.conform.jobs import available
     from toolcancel.selfcheck.verifier import verify
 
     workers = available()

@@ -16,8 +16,8 @@ from typing import Any
 
 import bench_check
 import pytest
-from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.conform import conform, self_command
+from toolcancel.oracle.judge.checker import Checker
 from toolcancel.oracle.vectors import REVISIONS
 
 CHECK_EVENTS = int(os.environ.get("TOOLCANCEL_BENCH_CHECK_EVENTS", "600000"))

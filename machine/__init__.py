@@ -60,10 +60,10 @@ if TYPE_CHECKING:
     from .runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 
 _LAZY: dict[str, str] = {
-    "Checker": "oracle.checker",
-    "Verdict": "oracle.checker",
-    "check_file": "oracle.checker",
-    "check_lines": "oracle.checker",
+    "Checker": "oracle.judge.checker",
+    "Verdict": "oracle.judge.checker",
+    "check_file": "oracle.judge.checker",
+    "check_lines": "oracle.judge.checker",
     "Contract": "contract.loader",
     "RevisionContract": "contract.loader",
     "load_contract": "contract.loader",

@@ -1,14 +1,14 @@
 """Several calls in flight on shared registries, driven one deterministic step at a time.
 
-The scenario harness (:mod:`toolcancel.oracle.scenario`) runs *one* call and releases its gates in
+The scenario harness (:mod:`toolcancel.selfcheck.harness`) runs *one* call and releases its gates in
 the order the call reaches them.  Hypothesis' stateful tests need the opposite: a driver that keeps
 many calls open at once and lets the test choose, step by step, which gate opens, whose caller
 aborts, which wrapper-supplied signal aborts and when virtual time passes.  That is this module.
 
 How it stays faithful to the harness (and so to the model checker):
 
-* Every call gets its own :class:`~toolcancel.oracle.scenario.Harness`, whose hook methods *are* the
-  scenario vocabulary.  A registry's hooks are thin dispatchers that find the call's harness by
+* Every call gets its own :class:`~toolcancel.selfcheck.harness.Harness`, whose hook methods *are*
+the scenario vocabulary.  A registry's hooks are thin dispatchers that find the call's harness by
   ``call_id``, so calls sharing a registry share its hook chain but not their behaviours.  What a
   harness records (gates, decisions, body start and settle, notifications, R23/R24/R27 problems)
   is what the harness records when the model checker runs it.
@@ -16,7 +16,7 @@ How it stays faithful to the harness (and so to the model checker):
   so an abort logged as ``("abort", "caller", k)`` means "after the k-th transition", and the
   model checker's replay can put it back in the same place.
 * :meth:`World.observation` turns a finished call into an
-:class:`~toolcancel.oracle.scenario.Observation`
+:class:`~toolcancel.oracle.observation.Observation`
   so that :func:`toolcancel.selfcheck.verifier.check` and its parts judge it: one definition of the
   checks.
 
@@ -26,7 +26,7 @@ to land right after the call's next transition into a chosen state: the harness'
 named by where it lands).
 
 Time: one :class:`~toolcancel.runtime.virtual_time.VirtualClock` patched onto one event loop for the
-whole run.  Nothing ever blocks (every step ends with :func:`~toolcancel.oracle.scenario._idle`,
+whole run.  Nothing ever blocks (every step ends with :func:`~toolcancel.selfcheck.harness._idle`,
 which returns as soon as all tasks wait), so virtual time moves only when
 :meth:`World.advance_clock` says so.
 """
@@ -44,19 +44,13 @@ from toolcancel.contract.core import PathStep
 from toolcancel.contract.errors import RegistryUsageError
 from toolcancel.contract.loader import RevisionContract, load_contract
 from toolcancel.contract.results import ToolResult
-from toolcancel.oracle.scenario import (
-    BUDGET_MS,
-    CallerReason,
-    Harness,
-    Observation,
-    Scenario,
-    WrapperReason,
-    _idle,
-)
+from toolcancel.oracle.observation import CallerReason, Observation, WrapperReason
+from toolcancel.oracle.scenario_language import BUDGET_MS, Scenario
 from toolcancel.runtime.registry import Approval, ApprovalRequest, Execution, Next
 from toolcancel.runtime.signals import AbortController, AbortSignal
 from toolcancel.runtime.timeout_policy import install_timeout_policy
 from toolcancel.runtime.virtual_time import VirtualClock
+from toolcancel.selfcheck.harness import Harness, _idle
 
 Factory = Callable[..., ToolRegistry]
 

@@ -36,9 +36,9 @@ from toolcancel import (
     ToolResult,
     install_timeout_policy,
 )
-from toolcancel.oracle.scenario import quiet_failures
 from toolcancel.runtime.cooperate import aborted
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import quiet_failures
 
 
 @dataclass

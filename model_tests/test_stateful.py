@@ -60,7 +60,8 @@ from toolcancel import ToolRegistry
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.judge import environment_failures, environment_record
 from toolcancel.oracle.judge.path import path_judgement
-from toolcancel.oracle.scenario import (
+from toolcancel.oracle.observation import Observation
+from toolcancel.oracle.scenario_language import (
     APPROVALS,
     ARGS,
     BODIES,
@@ -70,7 +71,6 @@ from toolcancel.oracle.scenario import (
     POSTS,
     PRE,
     WRAPPERS,
-    Observation,
 )
 from toolcancel.selfcheck.verifier import Checked, check
 

@@ -364,7 +364,8 @@ def test_verify_enumerates_an_abort_during_entry_and_one_right_after_the_call(
     revision: str,
 ) -> None:
     from toolcancel import load_contract
-    from toolcancel.oracle.scenario import Scenario, run_scenario
+    from toolcancel.oracle.scenario_language import Scenario
+    from toolcancel.selfcheck.harness import run_scenario
     from toolcancel.selfcheck.space import schedules
     from toolcancel.selfcheck.verifier import check
 

@@ -18,9 +18,10 @@ from typing import Any
 import pytest
 from toolcancel.cli.main import main
 from toolcancel.contract.trace import TraceRecorder, encode_line
-from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import Harness
 
 
 def record(scenario: Scenario) -> list[dict[str, Any]]:

@@ -29,9 +29,10 @@ from toolcancel.contract.core import Occurrence, initial_state, step
 from toolcancel.contract.trace import TraceRecorder
 from toolcancel.contract.trace_reader import TraceError
 from toolcancel.oracle.judge.checker import Checker, Verdict, check_lines
-from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import Harness
 from toolcancel.selfcheck.space import configurations
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -19,7 +19,8 @@ from dataclasses import replace
 import pytest
 from toolcancel.contract import compiled
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 
 CONTRACT = load_contract()
 

@@ -27,7 +27,7 @@ import pytest
 from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.cli.commands.conform import table
 from toolcancel.contract.loader import ContractError, load_contract, parse_contract
-from toolcancel.oracle import scenario as vocabulary
+from toolcancel.oracle import scenario_language as vocabulary
 from toolcancel.oracle.conform import conform, run_vectors
 from toolcancel.oracle.conform.capabilities import (
     CANCEL_ANY,
@@ -40,7 +40,7 @@ from toolcancel.oracle.conform.capabilities import (
 )
 from toolcancel.oracle.conform.judge import Judge
 from toolcancel.oracle.conform.protocol import PROTOCOL_RULE, hello_problem
-from toolcancel.oracle.scenario import BODIES, Scenario
+from toolcancel.oracle.scenario_language import BODIES, Scenario
 from toolcancel.oracle.vectors import (
     REVISIONS,
     Vector,

@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 from support import MISBEHAVING_ADAPTER, run_cli, shipped_vectors, write_sample
-from toolcancel.oracle import turnvectors
 from toolcancel.oracle.conform.jobs import CHUNK, useful
 from toolcancel.oracle.vectors import shipped_dir
+from toolcancel.oracle.vectors import turns as turnvectors
 
 VARIES = ("jobs", "seconds", "vectors_per_second", "report")  # what may differ between the runs
 

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 from support import conform_process, run_cli, shipped_vectors, write_sample
-from toolcancel.oracle import reaper
+from toolcancel.oracle.conform import reaper
 
 
 @pytest.mark.skipif(sys.platform != "linux", reason="reads /proc; pidfds and subreapers")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import pytest
 from support import mutant
-from toolcancel.oracle.scenario import Scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.selfcheck.space import (
     DEEP,
     DEEP_WRAPPERS,

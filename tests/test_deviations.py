@@ -27,12 +27,13 @@ from typing import Any
 import pytest
 from support import run_cli, shipped_vectors, write_sample
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle import scenario as vocabulary
+from toolcancel.oracle import scenario_language as vocabulary
 from toolcancel.oracle.conform import _judged
 from toolcancel.oracle.conform.deviations import EXPECTS, Declared, markdown_table
 from toolcancel.oracle.conform.judge import Judge
 from toolcancel.oracle.conform.protocol import hello_problem, vector_message
 from toolcancel.oracle.vectors import scenario_data
+from toolcancel.selfcheck.models import MODELS
 
 ROOT = Path(__file__).resolve().parent.parent
 JS_OUTCOME = ROOT / "examples" / "js" / "adapter-outcome.js"
@@ -194,7 +195,7 @@ def _verdicts(
     level: str = "outcome",
 ) -> Any:
     judge = Judge(revision, level=level)
-    mine = Declared(declared, revision, judge.retry)
+    mine = Declared(declared, revision, judge.retry, MODELS)
     mine.prepare(vectors)
     return [_judged(judge, mine, v, a) for v, a in zip(vectors, answers, strict=True)]
 
@@ -338,7 +339,7 @@ def test_a_relay_leak_under_declared_d13_is_cited_r22_not_d13s_rule() -> None:
     rule the remaining difference breaks (R22), never under D13's R35."""
     vectors = _in_scope("D13", "seed", 10)
     answers = _answers(vectors, "seed", load_contract().deviation("D13").model, "trace")
-    mine = Declared(["D13"], "seed", Judge("seed").retry)
+    mine = Declared(["D13"], "seed", Judge("seed").retry, MODELS)
     mine.prepare(vectors)
     modelled = mine.modelled("D13")
     picked = [
@@ -398,7 +399,7 @@ def test_the_javascript_example_deviates_as_declared_and_fails_undeclared(
     counts = deviations["deviated"]
     assert set(counts) == {"D13", "E7-meta", "E7-value"}
     assert all(n > 0 for n in counts.values())
-    model = Declared(["D13"], "revised", data["retry"])
+    model = Declared(["D13"], "revised", data["retry"], MODELS)
     model.prepare(sample)
     assert counts["D13"] == len(model.modelled("D13"))
     assert data["passed"] + sum(counts.values()) == len(sample)

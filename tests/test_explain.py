@@ -14,7 +14,8 @@ from toolcancel import AbortController, ToolRegistry, load_contract
 from toolcancel.cli.main import main
 from toolcancel.contract.trace import TraceRecorder
 from toolcancel.contract.trace_reader import read_traces
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.teaching.explain import Explanation, replay_trace, shipped_vectors
 
 SVG = "{http://www.w3.org/2000/svg}"

@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 from toolcancel import load_contract
 from toolcancel.oracle.judge.checker import Checker
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.teaching.explain import shipped_vectors
 
 SITE = Path(__file__).resolve().parent.parent / "explorer"

@@ -48,10 +48,10 @@ from toolcancel.cli.main import main
 from toolcancel.contract.loader import MAX_CONTRACT_BYTES, MAX_CONTRACT_DEPTH
 from toolcancel.contract.trace import MAX_DEPTH, MAX_LINE_BYTES, TraceRecorder
 from toolcancel.contract.trace_reader import TraceError, read_traces
-from toolcancel.oracle import conform_adapter
+from toolcancel.oracle.conform import adapter as conform_adapter
 from toolcancel.oracle.conform.judge import Judge
 from toolcancel.oracle.conform.protocol import AdapterDied, parse_answer
-from toolcancel.oracle.scenario import Harness, Scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.oracle.vectors import (
     MAX_LINE_BYTES as MAX_VECTOR_LINE_BYTES,
 )
@@ -63,6 +63,7 @@ from toolcancel.oracle.vectors import (
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
 from toolcancel.selfcheck.adapter import Session
+from toolcancel.selfcheck.harness import Harness
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable

@@ -31,7 +31,8 @@ from toolcancel.oracle.judge.record import (
     env_line,
     first_failure,
 )
-from toolcancel.oracle.vectors import REVISIONS, Vector, entry_caller
+from toolcancel.oracle.scenario_language import entry_caller
+from toolcancel.oracle.vectors import REVISIONS, Vector
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck.adapter import Session
 

@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.teaching.explain import Explanation, shipped_vectors
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -256,7 +256,7 @@ def test_the_vectors_guide_names_where_the_deeper_family_starts() -> None:
     import json
     from dataclasses import replace
 
-    from toolcancel.oracle.scenario import Scenario
+    from toolcancel.oracle.scenario_language import Scenario
     from toolcancel.selfcheck.space import configurations
 
     guide = " ".join((ROOT / "spec" / "vectors" / "README.md").read_text("utf-8").split())
@@ -429,8 +429,8 @@ def test_the_checks_spec_mutants_names_are_the_judges() -> None:
 def test_the_js_examples_vector_counts_are_the_shipped_files() -> None:
     """examples/js/README.md's "every vector passes" names the call and turn vectors of each
     revision and their sums: the shipped files' counts."""
-    from toolcancel.oracle.turnvectors import load_turn_vectors, turn_file
     from toolcancel.oracle.vectors import shipped_dir, shipped_vectors
+    from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
 
     said = _flat((ROOT / "examples" / "js" / "README.md").read_text("utf-8"))
     m = re.search(r"seed ([\d,]+) call vectors and ([\d,]+) turn vectors \(([\d,]+) / ([\d,]+)\), "

@@ -113,7 +113,9 @@ def limits() -> dict[str, int]:
     from toolcancel.cli.commands import explain as explain_cmd
     from toolcancel.contract import fileio, trace
     from toolcancel.contract import loader as contract
-    from toolcancel.oracle import conform_adapter, conform_protocol, vectors
+    from toolcancel.oracle import vectors
+    from toolcancel.oracle.conform import adapter as conform_adapter
+    from toolcancel.oracle.conform import protocol as conform_protocol
 
     return {
         "trace line": trace.MAX_LINE_BYTES, "trace depth": trace.MAX_DEPTH,

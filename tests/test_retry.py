@@ -29,9 +29,10 @@ from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import block_message, text_block
 from toolcancel.contract.trace import TraceRecorder
 from toolcancel.oracle.judge.checker import Checker
-from toolcancel.oracle.scenario import Harness, Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.oracle.vectors import Vector
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import Harness, run_scenario
 
 RETRIES = load_contract().retry_names
 

@@ -62,3 +62,41 @@ def test_rule_ids_are_written_only_in_the_check_registry_the_contract_docs_and_t
     assert _rule_literals(ROOT / REGISTRY), "the registry holds the rule ids"
     gone = sorted(set(ALLOWED) - set(found))
     assert not gone, f"{gone} hold no rule-id literal any more: drop them from ALLOWED"
+
+
+CONFORM_JUDGE = "machine/oracle/conform/judge.py"
+WORD_RULE = re.compile(r"\bR\d+\b")
+
+
+def _is_rule_constant(value: object) -> bool:
+    """A rule id, or a table keyed by or made of rule ids."""
+    if isinstance(value, str):
+        return bool(RULE_ID.fullmatch(value))
+    if isinstance(value, dict):
+        return any(isinstance(k, str) and RULE_ID.fullmatch(k) for k in value)
+    if isinstance(value, (set, frozenset, tuple, list)):
+        return any(isinstance(x, str) and RULE_ID.fullmatch(x) for x in value)
+    return False
+
+
+@pytest.mark.rules("R10")
+def test_conforms_judge_cites_no_rule_of_its_own() -> None:
+    """conform's judge (issue 43) asks the judge's room which rule a departure cites: its source
+    holds no rule id, not even in prose, and imports no rule constant (a name bound to a rule id
+    or to a table of them).  The attribution it used to hold is the judge's
+    (:mod:`toolcancel.oracle.judge.attribution`)."""
+    import importlib
+
+    path = ROOT / CONFORM_JUDGE
+    source = path.read_text(encoding="utf-8")
+    written = [n for n, line in enumerate(source.splitlines(), 1) if WORD_RULE.search(line)]
+    assert not written, f"{CONFORM_JUDGE} writes rule ids at lines {written}"
+    module = importlib.import_module("toolcancel.oracle.conform.judge")
+    imported = {
+        alias.asname or alias.name
+        for node in ast.walk(ast.parse(source))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+    }
+    constants = sorted(n for n in imported if _is_rule_constant(getattr(module, n, None)))
+    assert not constants, f"{CONFORM_JUDGE} imports rule constants: {constants}"

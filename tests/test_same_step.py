@@ -10,10 +10,12 @@ import json
 from typing import Any
 
 import pytest
-from toolcancel.oracle.conform_judge import Judge
-from toolcancel.oracle.scenario import Observation, Scenario, ScenarioError, run_scenario
+from toolcancel.oracle.conform.judge import Judge
+from toolcancel.oracle.observation import Observation
+from toolcancel.oracle.scenario_language import Scenario, ScenarioError
 from toolcancel.oracle.vectors import Vector, VectorError, body_signals, canonical
 from toolcancel.oracle.vectors import shipped_vectors as _load
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.space import schedules
 
 REVISIONS = ("seed", "revised")
@@ -143,7 +145,7 @@ def test_conform_passes_either_order_and_fails_a_mix(revision: str, level: str) 
 def test_only_a_runtime_whose_caller_aborts_a_signal_runs_the_step() -> None:
     """A task's or a message's cancellation lands when the call next runs, never in the step the
     deadline expires: such a runtime is not sent these vectors."""
-    from toolcancel.oracle.capabilities import CANCEL_SIGNAL, needs
+    from toolcancel.oracle.conform.capabilities import CANCEL_SIGNAL, needs
 
     v = next(v for v in shipped_vectors("seed") if v.scenario.cancel == "with_deadline")
     assert CANCEL_SIGNAL in needs(v, Judge("seed").table)

@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.specmutants import Perturbation, judge, perturbations
 from toolcancel.selfcheck.verifier import check
 

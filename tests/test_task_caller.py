@@ -20,7 +20,8 @@ from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.judge import environment_record
 from toolcancel.oracle.judge.calls import cancelled_after_publication
 from toolcancel.oracle.judge.record import Record, Want
-from toolcancel.oracle.scenario import Scenario, ScenarioError, run_scenario
+from toolcancel.oracle.scenario_language import Scenario, ScenarioError
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.space import configurations, schedules
 from toolcancel.selfcheck.verifier import check, run_batch
 

@@ -34,9 +34,11 @@ from toolcancel.contract.trace import (
 )
 from toolcancel.contract.trace_reader import TraceError, parse_lines, read_traces
 from toolcancel.oracle.judge.checker import check_lines
-from toolcancel.oracle.scenario import Harness, Observation, Scenario
+from toolcancel.oracle.observation import Observation
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.selfcheck.harness import Harness
 from toolcancel.selfcheck.space import configurations
 
 ROOT = Path(__file__).resolve().parent.parent

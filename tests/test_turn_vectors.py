@@ -20,10 +20,10 @@ from typing import Any
 import pytest
 from support import run_cli
 from toolcancel.oracle.conform import run_vectors
-from toolcancel.oracle.turncheck import verify_turns
 from toolcancel.oracle.vectors import REVISIONS, shipped_dir
 from toolcancel.oracle.vectors.turns import TurnVector, load_turn_vectors, turn_file
 from toolcancel.selfcheck.mutants import TURN_MUTANTS
+from toolcancel.selfcheck.turncheck import verify_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURE = str(Path(__file__).resolve().parent / "fixtures" / "misbehaving_adapter.py")

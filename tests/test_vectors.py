@@ -27,7 +27,8 @@ import pytest
 from toolcancel.cli.main import main
 from toolcancel.contract.loader import load_contract
 from toolcancel.oracle.conform.judge import Judge
-from toolcancel.oracle.scenario import Scenario, classify_reason, run_scenario
+from toolcancel.oracle.observation import classify_reason
+from toolcancel.oracle.scenario_language import Scenario
 from toolcancel.oracle.vectors import (
     REVISIONS,
     SCHEMA_NAME,
@@ -47,6 +48,7 @@ from toolcancel.oracle.vectors import (
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.selfcheck import vectorgen
 from toolcancel.selfcheck.adapter import Session
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.vectorgen import compare, generate, portable_cancels
 
 README = shipped_dir() / "README.md"
@@ -395,7 +397,7 @@ def test_the_readme_worked_example_is_what_our_adapter_answers() -> None:
 
 def test_the_readme_documents_every_value_of_the_vocabulary() -> None:
     text = README.read_text(encoding="utf-8")
-    from toolcancel.oracle import scenario as vocabulary
+    from toolcancel.oracle import scenario_language as vocabulary
 
     values = itertools.chain(
         vocabulary.PRE,

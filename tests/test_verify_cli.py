@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 from support import mutant, mutants
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.scenario import Scenario, run_scenario
+from toolcancel.oracle.scenario_language import Scenario
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.verifier import check
 
 ROOT = Path(__file__).resolve().parents[1]

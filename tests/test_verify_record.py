@@ -18,16 +18,12 @@ from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
 from toolcancel.oracle.judge import Want, checks, environment_judgement, environment_record
 from toolcancel.oracle.judge.registration import REGISTRATION
-from toolcancel.oracle.scenario import (
-    REWRITTEN,
-    Observation,
-    Scenario,
-    ScenarioError,
-    run_scenario,
-)
+from toolcancel.oracle.observation import Observation
+from toolcancel.oracle.scenario_language import REWRITTEN, Scenario, ScenarioError
 from toolcancel.runtime.registry import ToolRegistry
 from toolcancel.runtime.signals import AbortController
 from toolcancel.runtime.toolregistry import OWN
+from toolcancel.selfcheck.harness import run_scenario
 from toolcancel.selfcheck.space import configurations
 from toolcancel.selfcheck.verifier import check, registration_record
 

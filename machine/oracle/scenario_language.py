@@ -2,7 +2,8 @@
 
 This is a scenario as data -- what every hook does, what the body does, when the caller aborts,
 and the texts and contexts those behaviours produce -- with no way to run one:
-:mod:`toolcancel.oracle.scenario` runs them (its :class:`~toolcancel.oracle.scenario.Harness`).
+:mod:`toolcancel.selfcheck.harness` runs them on our registry (its
+:class:`~toolcancel.selfcheck.harness.Harness`).
 Split so that what reads a scenario (conform's vectors, the judge's checks that read the call's
 setup) loads no asyncio registry driver.
 """
@@ -13,6 +14,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any, Final
 
+from ..contract.core import CallerSignal
 from ..contract.errors import ToolcancelError
 
 # The closed vocabulary.  Every field of a scenario takes one of these values.
@@ -240,3 +242,10 @@ def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
         f"cancel: {_show(cancel)} is not never, before_entry, in_entry, after_call, after, "
         f"gate:<name>, step:<k> or {SAME_STEP}[:caller|:timer]"
     )
+
+
+def entry_caller(s: Scenario) -> CallerSignal:
+    """The caller state the registry captures at entry."""
+    if s.cancel == "before_entry" or s.caller == "aborted":
+        return "aborted"
+    return "none" if s.caller == "none" else "live"

@@ -4,8 +4,8 @@
 protocol (JSON Lines on stdin/stdout, documented field by field in ``spec/vectors/README.md``):
 the adapter says hello, then answers each vector with the trace its registry wrote, the result
 ``execute()`` returned, and what the environment observed.  This module is that adapter for the
-reference registry: it interprets each scenario with :class:`toolcancel.oracle.scenario.Harness` --
-the same interpreter the model checker and the vector generator use -- on a registry built with
+reference registry: it interprets each scenario with :class:`toolcancel.selfcheck.harness.Harness`
+-- the same interpreter the model checker and the vector generator use -- on a registry built with
 ``trace=``.  ``toolcancel conform --self`` runs it over the real protocol, so self-conformance
 tests the protocol, the trace recording and the checker together, not a shortcut around them.
 
@@ -44,7 +44,8 @@ the stage neutral, so our registry plays a runtime that has only part of the pip
 prove that conform catches each one.
 
 Turn messages (``type: "turn"``, announced by ``turns`` in the hello) run a batch of calls through
-the real :class:`~toolcancel.TurnScheduler` with :class:`toolcancel.oracle.turncheck.TurnHarness`,
+the real :class:`~toolcancel.TurnScheduler` with
+:class:`toolcancel.selfcheck.turncheck.TurnHarness`,
 the harness ``toolcancel verify`` checks turns with, and answer with its events and log.
 
 One event loop with a virtual clock serves every vector: creating a loop per vector would cost
@@ -69,13 +70,15 @@ from ..contract.results import ToolResult
 from ..contract.trace import TraceRecorder
 from ..oracle.conform.capabilities import CANCELS, OBSERVATIONS, REQUIRES, STAGES
 from ..oracle.judge.calls import cancels_awaiting_task
-from ..oracle.scenario import Harness, RegistryFactory, Scenario, classify_reason
-from ..oracle.scenario_language import NESTED, SAME_STEP
-from ..oracle.turncheck import Turn, TurnHarness
+from ..oracle.observation import classify_reason
+from ..oracle.scenario_language import NESTED, SAME_STEP, Scenario
+from ..oracle.turn_language import Turn
 from ..oracle.vectors import REVISIONS, body_signals, post_received
 from ..oracle.vectors.turns import parse_turn
 from ..runtime.registry import ApprovalRequest, AroundHook, Execution, Next, ToolRegistry
 from ..runtime.virtual_time import VirtualClock
+from .harness import Harness, RegistryFactory
+from .turncheck import TurnHarness
 
 PROTOCOL: Final = 2
 """Version of the adapter protocol this adapter's hello declares (the ``protocol`` field of

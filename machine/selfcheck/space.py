@@ -1,8 +1,8 @@
 """The bounded space ``toolcancel verify`` explores: every configuration within bounds, and the
 cancellation points of each worth running.
 
-A configuration is one call's whole setup (:class:`~toolcancel.oracle.scenario.Scenario`: every
-hook's behaviour, the body's, the caller's, the wrapper stack); :func:`configurations` lists
+A configuration is one call's whole setup (:class:`~toolcancel.oracle.scenario_language.Scenario`:
+every hook's behaviour, the body's, the caller's, the wrapper stack); :func:`configurations` lists
 them, :func:`groups` a slice at a time (what the main process sends to workers), and
 :func:`schedules` crosses one with the points where its caller can abort.  Dimensions no
 cancellation can ever reach are not expanded, so equivalent configurations come once; the deeper
@@ -18,9 +18,18 @@ from collections.abc import Iterator
 from dataclasses import replace
 from typing import Any, Final
 
-from ..oracle.scenario import BODIES, POSTS, TIMEOUTS, WRAPPERS, Observation, Scenario
-from ..oracle.scenario_language import NESTED, SAME_STEP, SAME_STEP_ORDERS
-from ..oracle.turncheck import MAX_CALLS as _TURN_MAX_CALLS
+from ..oracle.observation import Observation
+from ..oracle.scenario_language import (
+    BODIES,
+    NESTED,
+    POSTS,
+    SAME_STEP,
+    SAME_STEP_ORDERS,
+    TIMEOUTS,
+    WRAPPERS,
+    Scenario,
+)
+from ..oracle.turn_language import MAX_CALLS as _TURN_MAX_CALLS
 
 # ------------------------------------------------------------------------------------------------
 # The bounded space

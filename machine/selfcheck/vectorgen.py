@@ -50,23 +50,14 @@ from typing import Any, Final
 from ..contract.core import CallState, choices, initial_state
 from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import relay_on_live_caller
-from ..oracle.scenario import (
-    APPROVALS,
-    ARGS,
-    BODIES,
-    Harness,
-    Observation,
-    RegistryFactory,
-    Scenario,
-)
-from ..oracle.scenario_language import SAME_STEP
+from ..oracle.observation import Observation
+from ..oracle.scenario_language import APPROVALS, ARGS, BODIES, SAME_STEP, Scenario, entry_caller
 from ..oracle.vectors import (
     SCHEMA_NAME,
     Expectation,
     Vector,
     VectorError,
     canonical,
-    entry_caller,
     expectation,
     expectation_data,
     render,
@@ -75,6 +66,7 @@ from ..oracle.vectors import (
 )
 from ..runtime.registry import ToolRegistry
 from ..runtime.virtual_time import VirtualClock, run
+from .harness import Harness, RegistryFactory
 from .space import added_later, configurations, same_step_cancels
 
 _BATCH: Final = 500
@@ -526,10 +518,11 @@ def expected_files(
         files[f"{revision}.jsonl"] = render(vectors)
         files[stageless_file(".", revision).name] = render(generate_stageless(revision, vectors))
     from ..oracle.vectors import turns as turnvectors
+    from .turncheck import turn_vectors  # runs our scheduler
 
     for revision in revisions:
         files[turnvectors.turn_file(".", revision).name] = turnvectors.render(
-            turnvectors.generate(revision)
+            turn_vectors(revision)
         )
     return files
 

@@ -47,16 +47,12 @@ from ..oracle.judge.calls import AFTER_THE_PATH, returns_a_result
 from ..oracle.judge.path import path_judgement, refused_rule, transition_rules, unreplayed
 from ..oracle.judge.record import env_line
 from ..oracle.judge.registration import REGISTRATION
-from ..oracle.scenario import (
-    POSTS,
-    Harness,
-    Observation,
-    RegistryFactory,
-    Scenario,
-)
-from ..oracle.turncheck import TurnTally, batch_kinds, verify_turns
+from ..oracle.observation import Observation
+from ..oracle.scenario_language import POSTS, Scenario
+from ..oracle.turn_language import batch_kinds
 from ..runtime.registry import ToolRegistry
 from ..runtime.virtual_time import VirtualClock, run
+from .harness import Harness, RegistryFactory
 from .space import (
     MAX_CALLS,
     MAX_WRAPPERS,
@@ -67,6 +63,7 @@ from .space import (
     schedules,
     uncancelled_matters,
 )
+from .turncheck import TurnTally, verify_turns
 
 # ------------------------------------------------------------------------------------------------
 # Checking one run
@@ -86,7 +83,8 @@ class Violation:
     def reproducer(self) -> str:
         retry = "" if self.retry is None else f", retry={self.retry!r}"
         return (
-            "from toolcancel.oracle.scenario import Scenario, run_scenario\n"
+            "from toolcancel.oracle.scenario_language import Scenario\n"
+            "from toolcancel.selfcheck.harness import run_scenario\n"
             f"obs = run_scenario({self.scenario.as_code()}{retry})\n"
             "print(obs.result.to_json() if obs.result else obs.error)\n"
             "print([(p.source, p.event, p.dest) for p in obs.path])"
@@ -496,7 +494,7 @@ def _turn_tally(turns: TurnTally, revision: str) -> Tally:
         turn_schedules=turns.schedules,
     )
     for rule, why, turn in turns.violations[:20]:
-        where = f"{why} -- in {turn.as_code()} (toolcancel.oracle.turncheck)"
+        where = f"{why} -- in {turn.as_code()} (toolcancel.selfcheck.turncheck)"
         out.violations.append(Violation(rule, Scenario(revision=revision), where))
     return out
 

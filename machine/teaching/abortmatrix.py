@@ -20,8 +20,8 @@ from typing import Any, Final
 
 from ..contract.errors import ToolcancelError
 from ..contract.loader import Contract
-from ..oracle.scenario import Scenario, run_scenario
-from ..oracle.scenario_language import SAME_STEP
+from ..oracle.scenario_language import SAME_STEP, Scenario
+from ..selfcheck.harness import run_scenario
 from .explain import Explanation, VectorRef, equivalent_vector, find_vector
 
 __all__ = ["POINTS", "Cell", "Point", "cell", "matrix_markdown"]

@@ -230,7 +230,7 @@ def scenarios_markdown(
 
 
 def _scenario_code(revision: str, data: dict[str, Any]) -> str:
-    from ..oracle.scenario import Scenario
+    from ..oracle.scenario_language import Scenario
 
     return Scenario.from_data({"revision": revision, **data}).as_code()
 
@@ -309,7 +309,8 @@ def _parse_vectors(text: str) -> list[dict[str, Any]]:
 def build_scenarios_markdown() -> str:
     """Run every curated story through the reference registry and render SCENARIOS.md."""
     from ..contract.loader import load_contract
-    from ..oracle.scenario import Scenario, run_scenario
+    from ..oracle.scenario_language import Scenario
+    from ..selfcheck.harness import run_scenario
 
     contract = load_contract()
     entries = []

@@ -188,7 +188,8 @@ def run_reference(
 ) -> Run | None:
     """The reference registry's run of the scenario ``data`` (under ``revision`` instead of its
     own, when given); None when the scenario is not a call of that revision (a usage error)."""
-    from ..oracle.scenario import Scenario, ScenarioError, run_scenario
+    from ..oracle.scenario_language import Scenario, ScenarioError
+    from ..selfcheck.harness import run_scenario
 
     scenario_data = dict(data) if revision is None else {**data, "revision": revision}
     try:
@@ -329,8 +330,9 @@ def violation_examples(
     first found in perturbation order, each on the first vector (taking the perturbed row) whose
     trace the checker rejects."""
     from ..oracle.judge.checker import Checker
-    from ..oracle.scenario import Scenario, run_scenario
+    from ..oracle.scenario_language import Scenario
     from ..runtime.registry import ToolRegistry
+    from ..selfcheck.harness import run_scenario
     from ..selfcheck.specmutants import perturbations
     from .explain import render_verdict as render
 

@@ -16,6 +16,7 @@ from ...oracle.conform.protocol import LEVELS, PROTOCOL_RULE
 from ...oracle.conform.report import NOT_JUDGED, STATE_WORDS, Report
 from ...oracle.judge import CHECKED, NONE, OUTCOME
 from ...oracle.vectors.turns import RULES as TURN_RULES
+from ...selfcheck.models import MODELS
 from ..main import Progress, UsageError, clip, revision_option
 
 MAX_TIMEOUT = 86_400
@@ -149,6 +150,7 @@ def run(args: argparse.Namespace) -> int:
             only=args.only or (),
             progress=progress.update,
             jobs=args.jobs,
+            models=MODELS,
         )
         report.seconds = progress.elapsed()  # the progress line's clock, from the same moment
     if report.strays:  # one line: the adapter's business, but its user should know

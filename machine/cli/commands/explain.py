@@ -23,7 +23,8 @@ from ...contract.fileio import (
 from ...contract.loader import load_contract
 from ...contract.results import canonical_json
 from ...contract.trace import MAX_DEPTH
-from ...oracle.scenario import Scenario, ScenarioError, run_scenario
+from ...oracle.scenario_language import Scenario, ScenarioError
+from ...selfcheck.harness import run_scenario
 from ...teaching.explain import Explanation, shipped_vectors
 from ...teaching.explain import render_verdict as render
 from ..main import CliError, UsageError, complain

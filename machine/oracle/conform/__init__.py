@@ -46,6 +46,16 @@ concern each: :mod:`toolcancel.oracle.conform.protocol` (the messages: hello, ve
 :mod:`toolcancel.oracle.conform.judge` (one answer against one vector) and
 :mod:`toolcancel.oracle.conform.report` (the verdicts, counted and rendered).  None of them loads
 our registry: ``--self`` runs it in the adapter's own process.
+
+Theory of operation (the conform sub-room): vectors flow out to the adapter's process
+(``adapter``, ``jobs`` for several at once, ``reaper`` for what they leave), answers flow back
+through the protocol's checks (``protocol``, with the hello's ``capabilities`` and
+``deviations``), one at a time into ``judge`` and out as a judgement into ``report``.
+Invariants: every vector gets exactly one verdict (a hang, a crash or garbage is a protocol
+failure of that vector, never of the run); what a rule means is asked of the one judge
+(:mod:`toolcancel.oracle.judge`), never decided here; the run is the subreaper of what it starts.
+A contributor may add a protocol field, a capability or a report view; a rule's meaning goes to
+the judge.
 """
 
 from __future__ import annotations
@@ -73,7 +83,7 @@ from . import jobs as conform_jobs
 from . import reaper
 from .adapter import HELLO_TIMEOUT, Adapter
 from .capabilities import STAGE_OBSERVATIONS, needs
-from .deviations import Declared
+from .deviations import Declared, Model
 from .judge import Judge
 from .protocol import (
     PROTOCOL_RULE,
@@ -100,6 +110,7 @@ async def run_vectors(
     progress: Callable[[int, int], None] | None = None,
     turns: Sequence[TurnVector] = (),
     stageless: Sequence[Vector] = (),
+    models: Mapping[str, Model] | None = None,
 ) -> Report:
     """Send every vector to the adapter, judge every answer; restart the adapter as needed.
     ``progress(judged, total)`` is called after each answer.  The turn vectors ``turns`` are
@@ -119,6 +130,7 @@ async def run_vectors(
             progress=progress,
             turns=turns,
             stageless=stageless,
+            models=models,
         )
 
 
@@ -136,6 +148,7 @@ async def _run_vectors(
     claim: Callable[[int], Sequence[int]] | None = None,
     indices: list[int] | None = None,
     hello: dict[str, Any] | None = None,
+    models: Mapping[str, Model] | None = None,
 ) -> Report:
     """The run on one adapter.  ``claim(total)`` hands out the indices of the run's items this
     adapter is to judge, a few at a time, until it returns none (:mod:`.conform_jobs`: several
@@ -172,7 +185,7 @@ async def _run_vectors(
         )
     report = Report(revision, str(adapter.hello.get("implementation", "?")), list(command))
     report.level, report.retry, report.protocol = adapter.level, adapter.retry, adapter.protocol
-    declared = Declared(adapter.deviations, revision, adapter.retry)
+    declared = Declared(adapter.deviations, revision, adapter.retry, models)
     report.declared = tuple(d.name for d in declared.deviations)
     if declared:  # their models run once, off the loop, before the first answer is judged
         try:
@@ -388,6 +401,7 @@ def conform(
     only: Sequence[str] = (),
     progress: Callable[[int, int], None] | None = None,
     jobs: int = 1,
+    models: Mapping[str, Model] | None = None,
 ) -> Report:
     """Run the vectors of ``revision`` (the committed ones, call and turn vectors and the
     stage-less family for a hello that lacks a capability, unless ``vectors_path`` names a call
@@ -422,6 +436,7 @@ def conform(
             progress=progress,
             turns=turns,
             stageless=stageless,
+            models=models,
         )
     return asyncio.run(
         run_vectors(
@@ -433,6 +448,7 @@ def conform(
             progress=progress,
             turns=turns,
             stageless=stageless,
+            models=models,
         )
     )
 

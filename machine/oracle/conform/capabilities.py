@@ -9,8 +9,8 @@ rules it could not judge for want of the others.  Declaring nothing declares eve
 What a vector needs is derived from its scenario and what the contract allows it
 (:func:`needs`):
 
-* a stage whose scenario field is not the :class:`~toolcancel.oracle.scenario.Scenario` default
-needs
+* a stage whose scenario field is not the :class:`~toolcancel.oracle.scenario_language.Scenario`
+default needs
   that stage (:data:`FIELDS`): the default is what a runtime without it does -- no pre-execute
   listener allows, no guard passes, no post-execute listener accepts, no timeout policy, no
   extra observer, no wrapper;
@@ -44,7 +44,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.loader import load_contract
 from ..judge.record import SLOT_WRAPPERS
-from ..scenario import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
+from ..scenario_language import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
 if TYPE_CHECKING:
     from ...contract.loader import RevisionContract

@@ -39,11 +39,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Final
 
+from ...contract.errors import ToolcancelError
 from ...contract.loader import Deviation, load_contract
-from ...runtime.virtual_time import VirtualClock, run
 from ..judge.calls import error_code
-from ..scenario import Harness
-from ..vectors import Expectation, Vector, canonical, expectation, scenario_data
+from ..vectors import Expectation, Vector, canonical, scenario_data
 from ..vectors.turns import TurnTable, TurnVector
 
 if TYPE_CHECKING:  # conform_report imports the protocol, which checks a hello's deviations here
@@ -116,23 +115,15 @@ def _mask_words(mask: Mapping[str, str]) -> str:
 
 Answer = Mapping[str, Any]
 
+class DeviationError(ToolcancelError):
+    """A declared deviation this run cannot judge (its model was not handed in)."""
 
-def _timeout_by_code(retry: str, departs_from: Sequence[str]) -> Callable[[Vector], Vector]:
-    """D13's model: what our registry answers with its timeout policy classifying by code
-    (:func:`toolcancel.runtime.timeout_policy.install_timeout_policy`), under the declared retry
-    behaviour.  Its scope holds no MAY point (tests/test_deviations.py checks it), so the model's
-    one run is the whole expectation.  The run breaks the rules the deviation departs from, as
-    it must (the judge's checks in the harness say so); any other breach still refuses it."""
 
-    def model(v: Vector) -> Vector:
-        default = load_contract().default_retry
-        clock = VirtualClock()
-        chosen = None if retry == default else retry
-        harness = Harness(v.scenario, None, clock, chosen, classify="code")  # our registry
-        obs = run(harness.run(), clock=clock)
-        return replace(v, expected=expectation(obs, departs_from=departs_from), alternatives=())
-
-    return model
+Model = Callable[[str, Sequence[str]], Callable[[Vector], Vector]]
+"""A modelled deviation's alternative expectation, for a run's declared retry behaviour and the
+rules the deviation departs from: what a registry that behaves so answers to a vector.  A model
+runs a registry, and the oracle runs none: whoever runs conform hands its models in by their
+``expects`` name (the command line hands in :data:`toolcancel.selfcheck.harness.MODELS`)."""
 
 
 def _seed_error(result: Any) -> Any:
@@ -184,13 +175,20 @@ class Declared:
     """The deviations an adapter declared, for one run: each vector they touch gets its
     alternative expectations, and a failed vector is judged again against them."""
 
-    def __init__(self, names: Sequence[str], revision: str, retry: str) -> None:
+    def __init__(
+        self,
+        names: Sequence[str],
+        revision: str,
+        retry: str,
+        models: Mapping[str, Model] | None = None,
+    ) -> None:
         contract = load_contract()
         # a hello serves every revision it lists: a deviation of another one is not this run's
         self.deviations = tuple(
             d for d in contract.deviations if d.name in names and revision in d.revisions
         )
         self.retry = retry
+        self.models = models or {}
         self._models: dict[tuple[str, str], Vector] = {}  # only where the model differs
 
     def __bool__(self) -> bool:
@@ -205,7 +203,13 @@ class Declared:
         of our registry on its own virtual clock; conform calls it in a thread, before judging)."""
         for d in self.deviations:
             if d.expects == "timeout_by_code":
-                model = _timeout_by_code(self.retry, d.departs_from)
+                if d.expects not in self.models:
+                    raise DeviationError(
+                        f"deviation {d.name} is judged by running a registry that behaves so "
+                        f"({d.expects}); run conform from toolcancel's command line, which "
+                        "hands that model in"
+                    )
+                model = self.models[d.expects](self.retry, d.departs_from)
                 for v in vectors:
                     if isinstance(v, Vector) and d.touches(scenario_data(v.scenario)):
                         found = model(v)

@@ -27,6 +27,18 @@ the body's signals, the notifications, listener leaks, the slot, what post-execu
 Where several fail, the one whose evidence comes first in the record is the first broken rule
 (:func:`~toolcancel.oracle.judge.record.first_failure`): the record departs from every allowed path
 there.
+
+Theory of operation (the judge sub-room): a record flows in (from a trace file, an adapter's
+answer, or our harness's observation) and failures flow out, each a rule id, a why and the record
+line it rests on.  The modules are the vantages a check takes: ``record`` (the record, the check
+type and its decorator), ``calls`` (a call's environment), ``lines`` (a trace line), ``steps``
+and ``results`` (a step of the machine, a result), ``turns`` (a turn), ``setup`` and ``stage``
+(what the call's setup and stages said), ``fusion`` and ``registration``; ``path`` and
+``checker`` replay a trace through the contract's machine.  Invariants: a rule's observable
+meaning is written once, here, as a check registered under its rule id; what verify, check and
+conform print about coverage is read off these checks; the judge reads the contract and the
+record and imports no runtime.  A contributor may add a check (under the rule it decides, with
+the events it reads) or sharpen one; a new rule id starts in ``spec/contract.toml``.
 """
 
 from __future__ import annotations
@@ -70,7 +82,8 @@ from .turns import TURN_RULES
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from ...contract.loader import Contract
-    from ..scenario import Observation, Scenario
+    from ..observation import Observation
+    from ..scenario_language import Scenario
 
 # ------------------------------------------------------------------------------------------------
 # Attribution: the rules conform cites for a difference from the vector, named once

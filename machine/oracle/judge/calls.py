@@ -16,7 +16,7 @@ from ...contract.results import canonical_json
 from .record import SLOT_WRAPPERS, Failure, Record, Want, check
 
 if TYPE_CHECKING:
-    from ..scenario import Scenario
+    from ..scenario_language import Scenario
 
 
 def _signal_text(signals: Sequence[Mapping[str, Any]]) -> str:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Final
 from ...contract.trace import FORMAT_VERSION
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
-    from ..scenario import Scenario
+    from ..scenario_language import Scenario
     from ..vectors import Expectation
 
 LEVELS: Final = ("trace", "outcome")

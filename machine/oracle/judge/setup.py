@@ -1,8 +1,8 @@
 """The checks that read the call's setup: what the prose says a call of *this* scenario must show.
 
 A vector says what the contract allows for a call; a model check runs calls no vector lists, and
-judges them from what it set up (:class:`~toolcancel.oracle.scenario.Scenario`: every hook's
-behaviour, the body's, the caller's) and the record: the registry's trace, and what the
+judges them from what it set up (:class:`~toolcancel.oracle.scenario_language.Scenario`: every
+hook's behaviour, the body's, the caller's) and the record: the registry's trace, and what the
 environment observed -- when it aborted the caller (``caller_aborted``), each body's signal,
 what post-execute received, what the caller got.  These checks need the setup
 (``needs_setup``: :attr:`Want.scenario <toolcancel.oracle.judge.record.Want>`) and no expectation,

@@ -18,7 +18,8 @@ from .record import Record, env_line
 # A turn's record is its events (``abort``; ``pre``, ``body_start``, ``body_settle``, ``post`` of
 # a call ``c0``..; ``notify`` with the result an observer received), its log and when
 # ``run_turn`` returned.  ``verify`` judges the reference's turns with these checks
-# (:mod:`toolcancel.oracle.turncheck`), ``conform`` another scheduler's answers to the turn vectors
+# (:mod:`toolcancel.selfcheck.turncheck`), ``conform``
+# another scheduler's answers to the turn vectors
 # (:mod:`toolcancel.oracle.vectors.turns`).  Written from CONTRACT.md's rules, not from the
 # reference's grouping (a MAY): any scheduler that keeps the rules passes, one call at a time or
 # many.

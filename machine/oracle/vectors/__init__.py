@@ -1,6 +1,7 @@
 """Conformance vectors: the bounded model check, written down for implementations in any language.
 
-A vector is one scenario of the closed scenario language (:mod:`toolcancel.oracle.scenario`) plus
+A vector is one scenario of the closed scenario language
+(:mod:`toolcancel.oracle.scenario_language`) plus
 what the contract lets an implementation do with it: the canonical result JSON, the outcome kind,
 how often the body starts, the contexts, the notification count, what the body's signal looked like
 when it settled, and the **set of allowed paths** (sequences of contract events, caller aborts
@@ -11,6 +12,15 @@ The format is this module's: reading, validating and writing a vector, and the J
 line.  Where the shipped vectors come from -- the verifier's bounded space run on the reference
 registry -- is :mod:`toolcancel.selfcheck.vectorgen`'s (self-verification: an implementer's run
 never loads the model checker).
+
+Theory of operation (the vectors sub-room): a line of a ``.jsonl`` file flows in as bytes and out
+as a :class:`Vector` -- or as one error naming the file, the line and the field; an
+:class:`~toolcancel.oracle.observation.Observation` flows in and an :class:`Expectation` out
+(:func:`expectation`).  Invariants: a vector is data (reading one runs nothing); its allowed paths
+are what the contract allows, every one of them, never one implementation's choice; a format
+change bumps :data:`FORMAT` and keeps reading the older ones.  A contributor may add a field (with
+its schema and README entry) or a scenario value; turn vectors live beside, in
+:mod:`toolcancel.oracle.vectors.turns`.
 """
 
 from __future__ import annotations
@@ -22,11 +32,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Final
 
-from ...contract.core import CallerSignal
 from ...contract.errors import ToolcancelError
 from ...contract.loader import load_contract
-from ...runtime.timeout_policy import TOOL_TIMEOUT
-from ..scenario import (
+from ..observation import Observation, classify_reason
+from ..scenario_language import (
     APPROVALS,
     ARGS,
     BODIES,
@@ -37,13 +46,11 @@ from ..scenario import (
     OUTER_MS,
     POSTS,
     PRE,
+    SAME_STEP,
     TIMEOUTS,
     WRAPPERS,
-    Observation,
     Scenario,
-    classify_reason,
 )
-from .scenario_language import SAME_STEP
 
 FORMAT: Final = 2
 """Version of the vector format (the ``vector`` field of every line).  Version 2 added
@@ -120,13 +127,6 @@ def post_received(obs: Observation) -> dict[str, Any] | None:
             plain: dict[str, Any] = json.loads(canonical(data))
             return plain
     return None
-
-
-def entry_caller(s: Scenario) -> CallerSignal:
-    """The caller state the registry captures at entry."""
-    if s.cancel == "before_entry" or s.caller == "aborted":
-        return "aborted"
-    return "none" if s.caller == "none" else "live"
 
 
 # ------------------------------------------------------------------------------------------------
@@ -549,9 +549,9 @@ def schema() -> dict[str, Any]:
                 "items": enum(WRAPPERS),
                 "description": "Around-dispatch wrappers, outermost first (README: Wrappers). "
                 f"outer_deadline: the environment puts in the slot deadline(<the slot's value>, "
-                f"{OUTER_MS}, {TOOL_TIMEOUT!r}) made by the registry's own deadline function, the "
+                f"{OUTER_MS}, 'TOOL_TIMEOUT') made by the registry's own deadline function, the "
                 f"one its timeout policy calls, so that it aborts with the same kind of timeout "
-                f"reason as the policy's own (code {TOOL_TIMEOUT}, ms {OUTER_MS}); it fires first, "
+                f"reason as the policy's own (code TOOL_TIMEOUT, ms {OUTER_MS}); it fires first, "
                 "at the body gate. Classifying it by code is the declared deviation D13.",
             },
             "timeout": {

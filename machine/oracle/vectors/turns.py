@@ -2,7 +2,8 @@
 
 A call vector (:mod:`toolcancel.oracle.vectors`) is one registry call; the scheduler sits above that
 boundary.  A turn vector is one batch of model calls run under one turn signal
-(:class:`toolcancel.oracle.turncheck.Turn`: the calls' kinds, the gate at which the turn aborts, the
+(:class:`toolcancel.oracle.turn_language.Turn`: the calls' kinds, the gate at which the turn
+aborts, the
 order gates are released in).  An adapter that declares ``turns`` in its hello runs it through
 its own scheduler and reports what the environment saw: the hooks', bodies' and observer's
 events in order, the turn's log, and when ``run_turn`` returned (``spec/vectors/README.md``,
@@ -35,7 +36,6 @@ from typing import Any, Final
 from ...contract.errors import ToolcancelError
 from ...contract.loader import load_contract
 from ...contract.results import canonical_json
-from ...runtime.virtual_time import VirtualClock, run
 from ..judge.calls import error_code, no_late_start_or_success
 from ..judge.turns import (
     SKIPPED_RULE,
@@ -46,7 +46,7 @@ from ..judge.turns import (
     turn_call_record,
     turn_problems,
 )
-from ..turncheck import KIND_OUTCOMES, KINDS, MAX_CALLS, RELEASES, Turn, TurnHarness, turns
+from ..turn_language import KIND_OUTCOMES, KINDS, RELEASES, Turn
 
 OWN_EVENTS: Final = ("pre", "pre_done", "body_start", "body_settle", "post", "post_done", "notify")
 """What an adapter records of each call, in the order one call can show them."""
@@ -204,43 +204,6 @@ def parse_turn(data: Any, revision: str, where: str) -> Turn:
     if release not in RELEASES:
         raise TurnVectorError(f"{where}.release: one of {', '.join(RELEASES)}")
     return Turn(revision, tuple(kinds), abort, release)
-
-
-# ------------------------------------------------------------------------------------------------
-# Generating them from the reference
-# ------------------------------------------------------------------------------------------------
-
-
-async def _observe(revision: str, max_calls: int) -> list[tuple[Turn, Any]]:
-    return [(t, await TurnHarness(t).run()) for t in turns(revision, max_calls)]
-
-
-def generate(revision: str, max_calls: int = MAX_CALLS) -> list[TurnVector]:
-    """Every turn within bounds on the reference, kept one per distinct (batch, events, log)."""
-    runs = run(_observe(revision, max_calls), clock=VirtualClock())
-    table: dict[tuple[str, str], dict[str, dict[str, Mapping[str, Any]]]] = {}
-    kept: list[tuple[Turn, Any]] = []
-    seen: set[str] = set()
-    for turn, obs in runs:
-        for i, kind in enumerate(turn.kinds):
-            call = f"c{i}"
-            variant = _variant(call, obs.events)
-            if variant is not None:
-                phases = table.setdefault((call, kind), {})
-                phases.setdefault(phase_of(call, obs.events), {})[canonical_json(variant)] = variant
-        key = canonical_json([list(turn.kinds), obs.events, obs.log])
-        if key not in seen:
-            seen.add(key)
-            kept.append((turn, obs))
-    calls: dict[str, dict[str, dict[str, tuple[Mapping[str, Any], ...]]]] = {}
-    for call, kind in sorted(table, key=lambda ck: (int(ck[0][1:]), KINDS.index(ck[1]))):
-        phases = table[call, kind]
-        calls.setdefault(call, {})[kind] = {p: tuple(phases[p].values()) for p in sorted(phases)}
-    shared = TurnTable(revision, runs[0][1].skipped, calls)
-    return [
-        TurnVector(f"{revision}-t{n:05d}", revision, turn, shared)
-        for n, (turn, _) in enumerate(kept, 1)
-    ]
 
 
 def render(vectors: Sequence[TurnVector]) -> str:

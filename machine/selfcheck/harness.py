@@ -46,31 +46,13 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..contract.core import PathStep
-from ..contract.errors import TaskCancelled, ToolcancelError
+from ..contract.errors import ToolcancelError
 from ..contract.results import FrozenDict, ToolError, ToolOutput, ToolResult, text_block
-from ..contract.trace import FORMAT_VERSION
-from ..runtime.deadline import Deadline, deadline
-from ..runtime.execution import Execution
-from ..runtime.hooks import (
-    Accept,
-    Allow,
-    Approval,
-    ApprovalRequest,
-    Ask,
-    Block,
-    Deny,
-    Next,
-    PostDecision,
-    PreDecision,
-)
-from ..runtime.signals import AbortController, AbortSignal
-from ..runtime.timeout_policy import TOOL_TIMEOUT
-from ..runtime.virtual_time import VirtualClock, run
-from .scenario_language import (
+from ..oracle.observation import CallerReason, Observation, WrapperReason
+from ..oracle.scenario_language import (
     APPROVALS,
     ARGS,
     BLOCK_CONTEXT,
@@ -97,162 +79,27 @@ from .scenario_language import (
     Scenario,
     ScenarioError,
 )
+from ..runtime.deadline import Deadline, deadline
+from ..runtime.execution import Execution
+from ..runtime.hooks import (
+    Accept,
+    Allow,
+    Approval,
+    ApprovalRequest,
+    Ask,
+    Block,
+    Deny,
+    Next,
+    PostDecision,
+    PreDecision,
+)
+from ..runtime.signals import AbortController, AbortSignal
+from ..runtime.timeout_policy import TOOL_TIMEOUT
+from ..runtime.virtual_time import VirtualClock, run
 
 if TYPE_CHECKING:  # loaded only when a harness runs a call
     from ..runtime.registry import ToolRegistry
 
-
-
-class CallerReason(Exception):
-    """The reason the harness aborts the caller with (identity is checked, R21)."""
-
-
-class WrapperReason(Exception):
-    """The reason a wrapper-supplied signal aborts with."""
-
-
-def classify_reason(reason: Any) -> str:
-    """Whose abort reason ``reason`` is, in words every language can produce.
-
-    ``caller``: the reason the harness aborted the caller with; ``wrapper``: a wrapper-supplied
-    signal's; ``timeout``: the timeout policy's deadline (code ``TOOL_TIMEOUT``); ``other``:
-    anything else -- which is a fusion bug (R21 says F carries the first source's reason).
-    """
-    if isinstance(reason, (CallerReason, TaskCancelled)):  # the caller's abort, or its task's
-        return "caller"
-    if isinstance(reason, WrapperReason):
-        return "wrapper"
-    if getattr(reason, "code", None) == "TOOL_TIMEOUT":
-        return "timeout"
-    return "other"
-
-
-@dataclass
-class Observation:
-    """What the environment saw of one run, in the order it happened.
-
-    ``log`` entries are tuples whose first item says what happened:
-    ``("gate", name)``, ``("abort", source, steps_taken[, wrapper_index])``, ``("body_start",)``,
-    ``("body_settle", signal_aborted, reason)``, ``("pre", decision)``, ``("post_in", json)``,
-    ``("post", decision)``, ``("timer", steps_taken)``, ``("notify",)``,
-    ``("wrapper_in", i)``, ``("hold", steps_taken)`` (a day passes).
-    """
-
-    scenario: Scenario
-    retry: str | None = None  # the registry's retry behaviour (D11); None: its default
-    around: int | None = None  # around wrappers the registry has, if not the scenario's count
-    result: ToolResult | None = None
-    error: BaseException | None = None
-    path: tuple[PathStep, ...] = ()
-    log: list[tuple[Any, ...]] = field(default_factory=list)
-    notified: list[ToolResult] = field(default_factory=list)
-    body_starts: int = 0
-    body_pending: bool = False
-    deferred: tuple[Any, ...] = ()
-    post_contexts: tuple[Any, ...] = ()
-    block_contexts: tuple[Any, ...] = ()
-    caller_listeners_after: int = 0
-    leaked_signals: list[str] = field(default_factory=list)
-    post_steps: int | None = None  # transitions taken when post-execute was first called
-    settled: tuple[int, int] | None = None  # bodies started and settled when execute() settled
-    hung: bool = False  # the call neither finished nor waited at a gate
-    watched: int = 0  # signals handed to or got from the registry, whose listeners are counted
-    approval_signal: str | None = None  # pre_slot: the seam got the slot pre-execute saw (R24)
-    slot_after_next: list[bool] = field(default_factory=list)  # each wrapper's slot after next()
-    frozen: tuple[bool, bool] | None = None  # the first observer's writes refused: result, view
-    held: tuple[int, str] | None = None  # an ignored abort held this long; what the call did
-    # A task caller's await raised CancelledError after the call published its one result, the
-    # result in ``result`` (as the observers got it: the caller never sees it)
-    caller_cancelled: bool = False
-    trace: list[dict[str, Any]] = field(default_factory=list)  # the registry's own trace lines
-
-    @property
-    def problems(self) -> list[tuple[str, str]]:
-        """The contract breaches the environment saw directly (rule id, explanation): what the
-        judge's checks find in the environment's own record of the run (:func:`record`)."""
-        from .judge import environment_failures
-
-        running = self.settled is None and not self.hung  # not settled yet: not a hang either
-        found = environment_failures(self)
-        return [(f.rule, f.why) for f in found if not (running and f.step == "quiescence")]
-
-    def lines(self, call: str = "c1") -> list[dict[str, Any]]:
-        """The environment's record of the run: its observation events in the canonical trace
-        format (:data:`toolcancel.contract.trace.ENVIRONMENT`), in the order the harness saw
-        them."""
-
-        def line(event: str, **fields: Any) -> dict[str, Any]:
-            return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
-
-        out = list(self.trace)
-        aborts = []
-        settled = 0
-        for entry in self.log:  # what each body's signal showed when it settled, in order
-            if entry[0] == "body_settle":
-                settled += 1
-                signal = {"at": "settle", "aborted": bool(entry[1])}
-                if entry[1]:
-                    signal["reason"] = classify_reason(entry[2])
-                out.append(line("body_signal", **signal))
-            elif entry[0] in ("abort", "timer"):  # the sources the harness aborted, in order
-                source = "budget" if entry[0] == "timer" else entry[1]
-                which = {"wrapper": entry[3]} if source == "wrapper" else {}
-                aborts.append(line("signal_aborted", source=source, **which,
-                                   bodies_settled=settled))
-        out += aborts
-        if self.approval_signal is not None:
-            out.append(line("approval_signal", signal=self.approval_signal))
-        aborted = self._caller_aborted()
-        if aborted is not None:
-            out.append(line("caller_aborted", **aborted))
-        out += [line("slot_after_next", same=same) for same in self.slot_after_next]
-        if self.held is not None:
-            seconds, went = self.held
-            out.append(line("held", seconds=seconds, **({"went": went} if went else {})))
-        if self.settled is not None:
-            started, done = self.settled
-            out.append(line("settled", bodies_started=started, bodies_settled=done))
-        post_in = next((e[1] for e in self.log if e[0] == "post_in"), None)
-        received = {} if post_in is None else {"result": post_in.to_data()}
-        out.append(line("post_received", **received))
-        if self.result is not None:
-            out.append(line("returned", result=self.result.to_data()))
-            if self.caller_cancelled:
-                out.append(line("caller_cancelled"))
-        elif self.error is not None:
-            out.append(line("raised", error=f"{type(self.error).__name__}: {self.error}"))
-        same = all(r is self.result for r in self.notified)
-        out.append(line("notified", count=len(self.notified), same=same))
-        if self.frozen is not None:
-            out.append(line("frozen", result=self.frozen[0], view=self.frozen[1]))
-        if self.scenario.timeout == "budget":
-            kinds = {e[0] for e in self.log}
-            outer = "outer_deadline" in self.scenario.wrappers
-            expired = "timer" in kinds or ("hold" in kinds and not outer)
-            out.append(line("deadline", expired=expired, outer=outer))
-        leaks = {"first": self.leaked_signals[0]} if self.leaked_signals else {}
-        out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
-                        **leaks))
-        return out
-
-    def _caller_aborted(self) -> dict[str, Any] | None:
-        """When the harness aborted a live caller after entry: the transitions taken, the body
-        starts at a later step, and whether post-execute was still to be called."""
-        s = self.scenario
-        if s.caller not in ("live", "task") or s.cancel in ("before_entry", "in_entry", "never"):
-            return None
-        log = self.log
-        at = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-        if at is None:
-            return None
-        steps = log[at][2]
-        later = sum(1 for e in log[at:] if e[0] == "body_start" and steps < e[1])
-        post = next((i for i, e in enumerate(log) if e[0] == "post"), None)
-        return {"steps": steps, "bodies_after": later, "before_post": post is None or at < post}
-
-    def first(self, kind: str) -> int | None:
-        """Index in ``log`` of the first entry of ``kind``."""
-        return next((i for i, e in enumerate(self.log) if e[0] == kind), None)
 
 
 RegistryFactory: TypeAlias = "Callable[..., ToolRegistry]"

@@ -27,20 +27,28 @@ with the very same function (:mod:`toolcancel.oracle.vectors.turns`).
 from __future__ import annotations
 
 import asyncio
-import itertools
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from ..contract.results import ToolResult, text_block, thaw
+from ..contract.results import ToolResult, canonical_json, text_block, thaw
+from ..oracle.judge import rule_of
+from ..oracle.judge.calls import no_late_start_or_success
+from ..oracle.judge.turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
+from ..oracle.turn_language import (
+    KINDS,
+    MAX_CALLS,
+    Turn,
+    batch_kinds,
+    turns,
+    turns_of,
+)
+from ..oracle.vectors.turns import TurnTable, TurnVector, _variant, phase_of
 from ..runtime.execution import Execution
 from ..runtime.hooks import Accept, Allow, Deny, Next, PostDecision, PreDecision
 from ..runtime.signals import AbortController
 from ..runtime.virtual_time import VirtualClock, run
-from .judge import rule_of
-from .judge.calls import no_late_start_or_success
-from .judge.turns import TURN_RULES, TurnRecord, turn_call_record, turn_problems
-from .scenario import _idle, quiet_failures
+from .harness import _idle, quiet_failures
 
 LATE_START: Final = rule_of(no_late_start_or_success)
 """The call check a turn shows (no late start or success once the turn signal aborted)."""
@@ -48,57 +56,6 @@ LATE_START: Final = rule_of(no_late_start_or_success)
 if TYPE_CHECKING:  # the harness loads them when it runs: reading turn vectors (conform) does not
     from ..runtime.registry import ToolRegistry
     from ..runtime.scheduler import ToolCallRequest
-
-KINDS = ("ok", "ok_exclusive", "defer", "throw", "denied")
-"""What a call of a batch does: succeed; succeed as an exclusive call; defer a context and succeed;
-throw; be denied by pre-execute."""
-KIND_OUTCOMES: Final = {
-    "ok": "body_success",
-    "ok_exclusive": "body_success",
-    "defer": "body_success",
-    "throw": "body_error",
-    "denied": "denied",
-}
-"""The contract's outcome (``spec/contract.toml``) of a call of each kind that nothing cancels."""
-
-MAX_CALLS = 3
-RELEASES = ("fifo", "lifo")
-
-
-@dataclass(frozen=True)
-class Turn:
-    revision: str
-    kinds: tuple[str, ...]
-    abort: str  # never | before_turn | gate:<call>:<pre|body|post>
-    release: str = "fifo"
-
-    def as_code(self) -> str:
-        return f"Turn({self.revision!r}, {self.kinds!r}, {self.abort!r}, {self.release!r})"
-
-
-def batch_kinds(max_calls: int = MAX_CALLS) -> Iterator[tuple[str, ...]]:
-    """Every batch within bounds: one to ``max_calls`` calls, each of every kind."""
-    for n in range(1, max_calls + 1):
-        yield from itertools.product(KINDS, repeat=n)
-
-
-def turns(revision: str = "seed", max_calls: int = MAX_CALLS) -> Iterator[Turn]:
-    """Every batch within bounds, with every abort point and release order."""
-    for kinds in batch_kinds(max_calls):
-        yield from turns_of(revision, kinds)
-
-
-def turns_of(revision: str, kinds: tuple[str, ...]) -> Iterator[Turn]:
-    """One batch with every abort point and release order."""
-    gates = [
-        f"gate:{i}:{g}"
-        for i, k in enumerate(kinds)
-        for g in (("pre", "post") if k == "denied" else ("pre", "body", "post"))
-    ]
-    for abort in ("never", "before_turn", *gates):
-        for release in RELEASES:
-            yield Turn(revision, kinds, abort, release)
-
 
 @dataclass
 class TurnObservation:
@@ -278,3 +235,40 @@ def verify_turns(
     loop."""
     chosen = batch_kinds(max_calls) if kinds is None else kinds
     return run(_run_turns(revision, chosen), clock=VirtualClock())
+
+
+# ------------------------------------------------------------------------------------------------
+# Turn vectors, generated from the reference
+# ------------------------------------------------------------------------------------------------
+
+
+async def _observe(revision: str, max_calls: int) -> list[tuple[Turn, Any]]:
+    return [(t, await TurnHarness(t).run()) for t in turns(revision, max_calls)]
+
+
+def turn_vectors(revision: str, max_calls: int = MAX_CALLS) -> list[TurnVector]:
+    """Every turn within bounds on the reference, kept one per distinct (batch, events, log)."""
+    runs = run(_observe(revision, max_calls), clock=VirtualClock())
+    table: dict[tuple[str, str], dict[str, dict[str, Mapping[str, Any]]]] = {}
+    kept: list[tuple[Turn, Any]] = []
+    seen: set[str] = set()
+    for turn, obs in runs:
+        for i, kind in enumerate(turn.kinds):
+            call = f"c{i}"
+            variant = _variant(call, obs.events)
+            if variant is not None:
+                phases = table.setdefault((call, kind), {})
+                phases.setdefault(phase_of(call, obs.events), {})[canonical_json(variant)] = variant
+        key = canonical_json([list(turn.kinds), obs.events, obs.log])
+        if key not in seen:
+            seen.add(key)
+            kept.append((turn, obs))
+    calls: dict[str, dict[str, dict[str, tuple[Mapping[str, Any], ...]]]] = {}
+    for call, kind in sorted(table, key=lambda ck: (int(ck[0][1:]), KINDS.index(ck[1]))):
+        phases = table[call, kind]
+        calls.setdefault(call, {})[kind] = {p: tuple(phases[p].values()) for p in sorted(phases)}
+    shared = TurnTable(revision, runs[0][1].skipped, calls)
+    return [
+        TurnVector(f"{revision}-t{n:05d}", revision, turn, shared)
+        for n, (turn, _) in enumerate(kept, 1)
+    ]
