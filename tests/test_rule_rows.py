@@ -40,7 +40,10 @@ CARRIED = sorted(
     key=lambda r: int(r[1:]),
 )
 """The rules some row of the table carries, in id order: those a spec mutant can flip."""
-SAMPLE = sorted({*CARRIED[::5], load_contract().publishes_over_rule}, key=lambda r: int(r[1:]))
+FLIPPED = [r for r in CARRIED if row_flip(r) is not None]
+"""Of them, those with a flip the registry shows (R33, R34: every change to wrapper_timeout is
+a label of the wrapper's own result, explained in spec/SPEC-MUTANTS.md)."""
+SAMPLE = sorted({*FLIPPED[::5], load_contract().publishes_over_rule}, key=lambda r: int(r[1:]))
 """Every fifth of them, and R28 (the rule whose change this test was born of)."""
 ALL = os.environ.get("TOOLCANCEL_ROW_FLIPS") == "all"
 
@@ -65,7 +68,7 @@ def _flip(rule: str) -> tuple[int, str]:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("rule", CARRIED if ALL else SAMPLE)
+@pytest.mark.parametrize("rule", FLIPPED if ALL else SAMPLE)
 def test_a_test_naming_the_rule_fails_when_its_row_flips(rule: str) -> None:
     status, out = _flip(rule)
     table = load_contract()
@@ -82,18 +85,17 @@ def test_every_rule_a_row_carries_has_a_flip_and_a_test_naming_it() -> None:
     for rule in CARRIED:
         assert rule in named, f"{rule}: no test names it (@pytest.mark.rules)"
         assert row_flips(rule), rule
-        assert row_flip(rule) is not None, f"{rule}: every flip of its rows is explained away"
+    assert sorted(set(CARRIED) - set(FLIPPED)) == ["R33", "R34"]  # a new one: kill it or say why
 
 
 def test_a_row_flip_changes_what_a_row_of_the_rule_decides() -> None:
     contract = load_contract()
-    for rule in CARRIED:
+    for rule in FLIPPED:
         p = row_flip(rule)
         assert p is not None
         row = next(t for t in contract.revision(p.revision).transitions if t.index == p.index)
         assert rule in row.rules
-        assert (p.kind, p.outcome is not None) == (("outcome", True) if row.outcome else
-                                                   ("delete", False))  # fmt: skip
+        assert (p.kind == "outcome" and p.outcome is not None and row.outcome) or p.kind == "delete"
 
 
 # ------------------------------------------------------------------------------------------------

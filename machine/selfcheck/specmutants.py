@@ -172,23 +172,22 @@ def perturbations(revision: str = "seed", contract: Contract | None = None) -> l
 def row_flips(rule: str, contract: Contract | None = None) -> list[Perturbation]:
     """The perturbations that flip what a transition carrying ``rule`` decides, both revisions,
     in file order: the row's outcome flipped where it gives one (:func:`perturbations`' flip),
-    else the row deleted.  A rule no (non-alternative) row carries has none: the table cannot
+    and the row deleted.  A rule no (non-alternative) row carries has none: the table cannot
     change it, and its tests are held by the record checks and the rule suites alone."""
     c = contract or load_contract()
     found: list[Perturbation] = []
     for revision in c.revisions:
         for p in perturbations(revision, c):
             row = _by_index(c.revision(revision))[p.index]
-            flips = (p.kind == "outcome" and p.outcome is not None) if row.outcome else (
-                p.kind == "delete")
+            flips = (p.kind == "outcome" and p.outcome is not None) or p.kind == "delete"
             if flips and rule in row.rules and p not in found:
                 found.append(p)
     return found
 
 
-def _specific(c: Contract, p: Perturbation) -> tuple[bool, int]:
+def _specific(c: Contract, p: Perturbation) -> tuple[bool, bool, int]:
     row = _by_index(c.revision(p.revision))[p.index]
-    return row.outcome is None, len(row.rules)
+    return p.kind != "outcome", row.outcome is None, len(row.rules)
 
 
 EXPLAINED: Final = "SPEC-MUTANTS.md"
@@ -214,7 +213,8 @@ def explained_survivors(text: str | None = None) -> dict[tuple[str, str], str]:
 def row_flip(rule: str, contract: Contract | None = None,
              explained: Mapping[tuple[str, str], str] | None = None) -> Perturbation | None:
     """The mutant a test naming ``rule`` must fail (tests/test_rule_rows.py): of
-    :func:`row_flips`, an outcome flipped before a row deleted, on a row carrying the fewest
+    :func:`row_flips`, an outcome flipped before a row deleted (all of R14's flips are
+    labels the registry does not read), on a row carrying the fewest
     rules (the row most the rule's own), the first that is not an explained survivor (one
     equivalent at the registry boundary cannot fail a test that drives the registry)."""
     c = contract or load_contract()
