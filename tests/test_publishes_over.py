@@ -8,9 +8,9 @@ cancellation the contract's step decided.  The scratch-clone exercise is planted
 the package whose contract.toml lets revised ABORTED replace a failure too.
 
 * our registry, given the changed contract, publishes ABORTED over a failure: nothing but
-  contract.toml changed (verify under the changed contract still fails our registry, on the
-  table-independent checks that restate the old rule -- R34's timeout, R29's contexts: those are
-  the judge's, not the registry's);
+  contract.toml changed, and verify under the changed contract passes it -- the judge reads the
+  rule from the same data (R28's check at C3 expects the cancellation over any result, R34's
+  deadline check steps aside where the caller's cancellation replaced the TOOL_TIMEOUT);
 * a registry that still follows the old rule fails verify, and the first failure cites R28 (the
   rule the changed transitions carry) and names the stage that produced the result.
 """
@@ -186,6 +186,16 @@ def test_our_registry_follows_the_changed_rule_with_nothing_else_changed() -> No
     assert asyncio.run(run(changed)) == "Error: tool call aborted"
 
 
+@pytest.mark.rules("R28", "R34")
+def test_verify_passes_our_registry_under_the_changed_rule(scratch: Path) -> None:
+    """The coherent change: the judge reads what a cancellation publishes over from the same
+    data as the registry, so no check restates the old rule (before, R34's deadline check cited
+    315 runs where the caller's cancellation had replaced the TOOL_TIMEOUT at C3)."""
+    found = _verify_in(scratch, "ToolRegistry")
+    assert found["violations"] == 0, found
+
+
+@pytest.mark.rules("R28")
 def test_a_registry_keeping_the_old_rule_is_cited_under_r28_in_its_stage(scratch: Path) -> None:
     old = f"partial(ToolRegistry, contract=load_contract_file({str(CONTRACT)!r}))"
     found = _verify_in(scratch, old)

@@ -30,11 +30,13 @@ from __future__ import annotations
 
 import itertools
 import logging
+import re
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any
+from importlib import resources
+from typing import Any, Final
 
 from ..contract.errors import ContractViolation
 from ..contract.loader import Contract, RevisionContract, Transition, load_contract
@@ -165,6 +167,62 @@ def perturbations(revision: str = "seed", contract: Contract | None = None) -> l
         pairs.update(itertools.pairwise(chosen))
     out += [Perturbation(revision, "swap", a, other=b) for a, b in sorted(pairs)]
     return out
+
+
+def row_flips(rule: str, contract: Contract | None = None) -> list[Perturbation]:
+    """The perturbations that flip what a transition carrying ``rule`` decides, both revisions,
+    in file order: the row's outcome flipped where it gives one (:func:`perturbations`' flip),
+    and the row deleted.  A rule no (non-alternative) row carries has none: the table cannot
+    change it, and its tests are held by the record checks and the rule suites alone."""
+    c = contract or load_contract()
+    found: list[Perturbation] = []
+    for revision in c.revisions:
+        for p in perturbations(revision, c):
+            row = _by_index(c.revision(revision))[p.index]
+            flips = (p.kind == "outcome" and p.outcome is not None) or p.kind == "delete"
+            if flips and rule in row.rules and p not in found:
+                found.append(p)
+    return found
+
+
+def _specific(c: Contract, p: Perturbation) -> tuple[bool, bool, int]:
+    row = _by_index(c.revision(p.revision))[p.index]
+    return p.kind != "outcome", row.outcome is None, len(row.rules)
+
+
+EXPLAINED: Final = "SPEC-MUTANTS.md"
+"""Where the survivors of ``--max-wrappers 0`` are explained, one table row each (the package's
+``spec`` folder)."""
+
+_CELL = re.compile(r"(?:\\\||[^|])+")
+
+
+def explained_survivors(text: str | None = None) -> dict[tuple[str, str], str]:
+    """The survivors :data:`EXPLAINED` accounts for: ``(revision, what)`` (what: the
+    perturbation's :meth:`Perturbation.describe`) to the group whose paragraph explains it."""
+    if text is None:
+        text = resources.files("toolcancel.spec").joinpath(EXPLAINED).read_text("utf-8")
+    found: dict[tuple[str, str], str] = {}
+    for line in text.splitlines():
+        cells = [c.strip().replace("\\|", "|") for c in _CELL.findall(line.strip().strip("|"))]
+        if line.startswith("| ") and len(cells) == 3 and cells[1] in ("seed", "revised"):
+            found[(cells[1], cells[2])] = cells[0]
+    return found
+
+
+def row_flip(rule: str, contract: Contract | None = None,
+             explained: Mapping[tuple[str, str], str] | None = None) -> Perturbation | None:
+    """The mutant a test naming ``rule`` must fail (tests/test_rule_rows.py): of
+    :func:`row_flips`, an outcome flipped before a row deleted (all of R14's flips are
+    labels the registry does not read), on a row carrying the fewest
+    rules (the row most the rule's own), the first that is not an explained survivor (one
+    equivalent at the registry boundary cannot fail a test that drives the registry)."""
+    c = contract or load_contract()
+    known = explained_survivors() if explained is None else explained
+    for p in sorted(row_flips(rule, c), key=lambda p: _specific(c, p)):
+        if (p.revision, p.describe(c.revision(p.revision))) not in known:
+            return p
+    return None
 
 
 @dataclass
@@ -312,6 +370,25 @@ class Summary:
         }
 
 
+def unexplained(summary: Summary) -> tuple[list[str], list[str]]:
+    """The survivors :data:`EXPLAINED` does not account for, and (at bound 0, the table's, for
+    each revision judged) the perturbations it explains that no longer survive: both must be
+    empty -- a survivor is killed or explained, and an explanation is of a survivor."""
+    known = explained_survivors()
+    revisions = {v.perturbation.revision for v in summary.verdicts}
+    tables = {r: load_contract().revision(r) for r in revisions}
+    surviving = {
+        (v.perturbation.revision, v.perturbation.describe(tables[v.perturbation.revision]))
+        for v in summary.verdicts
+        if v.status == "surviving"
+    }
+    missing = [f"{r} {what}" for r, what in sorted(surviving - known.keys())]
+    stale: list[str] = []
+    if summary.max_wrappers == 0:
+        stale = [f"{r} {what}" for r, what in sorted(known.keys() - surviving) if r in revisions]
+    return missing, stale
+
+
 def summarize(verdicts: list[Verdict], seconds: float, max_wrappers: int) -> Summary:
     counts = {k: sum(v.status == k for v in verdicts) for k in
               ("killed", "stopped", "unreached", "surviving", "crashed")}
@@ -322,8 +399,12 @@ __all__ = [
     "Perturbation",
     "Summary",
     "Verdict",
+    "explained_survivors",
     "judge",
     "perturbations",
+    "row_flip",
+    "row_flips",
     "run_all",
     "summarize",
+    "unexplained",
 ]

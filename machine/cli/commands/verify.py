@@ -240,7 +240,7 @@ def _mutants(args: argparse.Namespace) -> int:
 
 
 def _spec_mutants(args: argparse.Namespace) -> int:
-    from ...selfcheck.specmutants import run_all, summarize
+    from ...selfcheck.specmutants import EXPLAINED, run_all, summarize, unexplained
 
     bound = args.max_wrappers
     with Progress(
@@ -251,6 +251,8 @@ def _spec_mutants(args: argparse.Namespace) -> int:
         )
         summary = summarize(verdicts, progress.elapsed(), bound)
     data = summary.to_json()
+    missing, stale = unexplained(summary)
+    data["unexplained"], data["explained_but_not_surviving"] = missing, stale
     if args.json:
         print(json.dumps(data, indent=2))
     else:
@@ -269,13 +271,19 @@ def _spec_mutants(args: argparse.Namespace) -> int:
             f"  killed under a rule the changed rows declare: "
             f"{data['killed_under_a_declared_rule']} of {c['killed']}"
         )
+        print(f"  surviving and explained in spec/{EXPLAINED}: "
+              f"{c['surviving'] - len(missing)} of {c['surviving']}")
         for row in data["perturbations"]:
-            if row["status"] in ("surviving", "unreached", "crashed"):
+            if row["status"] in ("unreached", "crashed"):
                 print(f"  {row['status'].upper():<9} {row['revision']:<7} {row['what']}")
             elif row["status"] == "killed" and row["rule"] not in row["declared"]:
                 print(f"  CITES {row['rule']:<4} {row['revision']:<7} {row['what']} "
                       f"(declares {', '.join(row['declared'])})")
-    return 1 if data["counts"]["surviving"] or data["counts"]["crashed"] else 0
+        for what in missing:
+            print(f"  UNEXPLAINED {what}")
+        for what in stale:
+            print(f"  STALE     explained in spec/{EXPLAINED}, no longer surviving: {what}")
+    return 1 if missing or stale or data["counts"]["crashed"] else 0
 
 
 def _compiled() -> bool:

@@ -31,7 +31,7 @@ from ...contract.loader import load_contract
 from ..scenario_language import NESTED
 from .calls import error_code
 from .record import SLOT_WRAPPERS, Failure, Record, Want, check
-from .setup import pre_aborted, received, text
+from .setup import pre_aborted, received, replaced_at_c3, text
 
 _CUT: Final = SLOT_WRAPPERS - {NESTED}
 """Wrappers that put a signal in the slot that does not follow its upstream (or none)."""
@@ -225,6 +225,7 @@ def _budget_first(record: Record, want: Want | None) -> bool:
         and want.scenario.timeout == "timer_first"
         and not any(w in _REPLACING for w in want.scenario.wrappers)
         and received(record)[1] is not None
+        and not replaced_at_c3(record, want)  # the caller's cancellation replaced it at C3
     )
 
 
@@ -239,7 +240,9 @@ def _budget_first(record: Record, want: Want | None) -> bool:
 )
 def deadline_first_is_tool_timeout(record: Record, want: Want | None) -> Failure | None:
     """When the tool's own deadline fired before any other source that feeds the body, the
-    around chain's result is TOOL_TIMEOUT, even if the caller aborts later."""
+    around chain's result is TOOL_TIMEOUT, even if the caller aborts later -- what post-execute
+    receives, unless the caller's cancellation publishes over any result and replaced it at C3
+    (``publishes_over``: :func:`~toolcancel.oracle.judge.setup.no_success_past_c3` judges that)."""
     if not _budget_first(record, want):
         return None
     i, post_in = received(record)

@@ -164,6 +164,30 @@ def _aborted_before_c3(record: Record, want: Want | None) -> bool:
     return steps is not None and at is not None and at < steps
 
 
+def _stage(record: Record, state: str) -> str:
+    """The title of the stage ``state`` belongs to, as the contract's ``[[stage]]`` data names
+    it under the record's revision."""
+    table = revision_table(record.revision)
+    return next(s.title(table.name) for s in table.contract.stages if state in s.states)
+
+
+def c3_publishes_over(record: Record) -> str | None:
+    """What the cancellation checkpoint C3 publishes for this call publishes over (``success``
+    or ``any``: ``publishes_over`` in contract.toml)."""
+    return revision_table(record.revision).publishes_over.get(_c4_cancellation(record))
+
+
+def replaced_at_c3(record: Record, want: Want | None) -> bool:
+    """The caller aborted after entry, before checkpoint C3, and the cancellation C3 publishes
+    there replaces *any* result the around chain settled with: what the chain returned (a
+    deadline's TOOL_TIMEOUT, a body's failure) never reaches post-execute."""
+    return (
+        record.has("caller_aborted")
+        and _aborted_before_c3(record, want)
+        and c3_publishes_over(record) == "any"
+    )
+
+
 @check(
     "R28",
     "late_success",
@@ -172,22 +196,27 @@ def _aborted_before_c3(record: Record, want: Want | None) -> bool:
     when=(_aborted_before_c3, "the caller aborted after entry, before checkpoint C3"),
 )
 def no_success_past_c3(record: Record, want: Want | None) -> Failure | None:
-    """Once the caller aborted after entry, no success reaches post-execute past checkpoint
-    C3."""
+    """Once the caller aborted after entry, nothing the cancellation publishes over reaches
+    post-execute past checkpoint C3: no success, or (``publishes_over = "any"``) no result but
+    the cancellation itself.  Cites the contract's ``publishes_over_rule`` and the stage."""
     if not _aborted_before_c3(record, want):
         return None
     i, got = received(record)
-    if is_error(got):
+    over = c3_publishes_over(record)
+    cancellation = revision_table(record.revision).texts[_c4_cancellation(record)]
+    if is_error(got) and (over != "any" or text(got) == cancellation):
         return None
-    return Failure(
-        "R28",
-        i,
-        "late_success",
-        "the caller aborted before checkpoint C3, yet post-execute received a success "
-        f"({text(got)!r})",
-        "an error",
-        "a success",
-    )
+    stage = _stage(record, "around_after")
+    rule = revision_table(record.revision).contract.publishes_over_rule
+    if over != "any":
+        return Failure(rule, i, "late_success",
+                       "the caller aborted before checkpoint C3, yet post-execute received a "
+                       f"success ({text(got)!r}) from the stage {stage!r}",
+                       "an error", "a success")  # fmt: skip
+    return Failure(rule, i, "late_success",
+                   "the caller aborted before checkpoint C3, whose cancellation publishes over "
+                   f"any result, yet post-execute received {text(got)!r} from the stage "
+                   f"{stage!r}", cancellation, text(got))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------

@@ -58,7 +58,7 @@ class Plan:
 
 def _decisions(record: Record) -> dict[str, tuple[int, int]]:
     """Per hook (pre, approval, guard): the record line of its decision and the contract
-    transition that took it, counted from 1 (:func:`.judge_setup.transition_steps`)."""
+    transition that took it, counted from 1 (:func:`.setup.transition_steps`)."""
     steps = transition_steps(record)
     found: dict[str, tuple[int, int]] = {}
     for hook, names in _DECISIONS.items():
