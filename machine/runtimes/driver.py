@@ -100,6 +100,9 @@ class Runtime:
     capabilities: ClassVar[dict[str, bool]] = {}
     cancel: ClassVar[list[str]] = []
     undriven: ClassVar[dict[str, str]] = {}
+    answered: ClassVar[bool] = False
+    """Whether the adapter answers a call its caller cancelled with what the call published
+    (:meth:`~toolcancel.runtimes.Call.answered`, through an integration): its control does too."""
 
     def open(self, call: Call) -> AbstractAsyncContextManager[Execute]:
         """Set the runtime up for ``call`` (the scenario's tool registered, a client connected)
