@@ -26,7 +26,7 @@ SHOWN: Final = ("R27", "R28", "R31")
 """The rules an integration exists to keep: always shown beside the plain row."""
 MARK: Final = "# integration"
 """What ends each line of an integrated row that applies the integration."""
-_IMPORT: Final = re.compile(r"^\s*(?:from|import)\s+toolcancel\.integrations\.(\w+)\b", re.M)
+IMPORT: Final = re.compile(r"^\s*(?:from|import)\s+toolcancel\.integrations\.(\w+)\b", re.M)
 
 
 class IntegrationError(ToolcancelError):
@@ -46,7 +46,7 @@ def plain_row(name: str) -> str:
 
 def module_of(adapter: Path) -> str:
     """The ``toolcancel.integrations`` module an integrated row imports (exactly one)."""
-    found = sorted(set(_IMPORT.findall(adapter.read_text(encoding="utf-8"))))
+    found = sorted(set(IMPORT.findall(adapter.read_text(encoding="utf-8"))))
     if len(found) != 1:
         raise IntegrationError(
             f"{adapter}: an integrated row imports exactly one toolcancel.integrations module "
