@@ -99,9 +99,10 @@ def output(value: Any) -> ToolOutput:
     return ToolOutput([])  # a Command: handed back as it is when published as it is
 
 
-def as_message(result: ToolResult, request: ToolCallRequest) -> ToolMessage:
-    """A registry's result as the ``ToolMessage`` the node records for ``request``."""
-    call = request.tool_call
+def as_message(result: ToolResult, call: Mapping[str, Any]) -> ToolMessage:
+    """A registry's result as the ``ToolMessage`` for tool call ``call`` (its ``id`` and
+    ``name``): what the node records -- and what a program whose graph run was cancelled adds to
+    its conversation for the call (with :meth:`Toolcancel.settled`)."""
     if result.is_error:
         return ToolMessage(result.text, tool_call_id=call["id"], name=call["name"], status="error")
     data = result.to_data()
@@ -129,7 +130,7 @@ def answer(published: Published, request: ToolCallRequest) -> ToolMessage | Comm
             raise raised
         if isinstance(raised, ErrorMessage):
             return raised.message
-    return as_message(published.result, request)
+    return as_message(published.result, request.tool_call)
 
 
 class Toolcancel:
@@ -164,7 +165,7 @@ class Toolcancel:
 
             async def execute(req: ToolCallRequest) -> ToolMessage | Command[Any]:
                 result = await nxt()
-                message = as_message(result, req)
+                message = as_message(result, req.tool_call)
                 made[id(message)] = (message, result)
                 return message
 
