@@ -57,6 +57,7 @@ class _Running:
     output: Output
     context: Any = None
     value: Any = None
+    out: Any = None  # what the registry was told the body returned
     returned: bool = False
     raised: BaseException | None = None
 
@@ -130,18 +131,20 @@ class Boundary:
     def _publish(
         self, key: str, done: asyncio.Future[Published], running: _Running, result: ToolResult
     ) -> Published:
-        results = self.registry.results
-        if running.returned and not result.is_error:
-            made = results.success(running.output(running.value))
-        elif running.raised is not None and result.is_error:
-            made = results.thrown(running.raised)
+        if running.returned and not result.is_error:  # the body's own success, untouched?
+            out = running.out
+            content, meta = (out.content, out.meta) if isinstance(out, ToolOutput) else (out, None)
+            own = tuple(result.content) == tuple(content) and result.meta == meta
+        elif running.raised is not None and result.is_error:  # the body's failure survived?
+            made = self.registry.results.thrown(running.raised)
+            own = made.content == result.content and made.error == result.error
         else:
-            made = None
-        own = made is not None and made.to_data() == result.to_data()
+            own = False
         published = Published(result, own, running.value, running.raised)
         self.published[key] = published
         if not done.done():
             done.set_result(published)
+        self._done.pop(key, None)  # its waiters hold it; settled() reads published from now on
         return published
 
     async def _body(self, arguments: Any, view: Execution) -> Any:
@@ -157,12 +160,13 @@ class Boundary:
                 raise
 
         value = await cancellable(view, run())
-        running.value, running.returned = value, True
         try:
-            return running.output(value)
+            out = running.output(value)
         except Exception as exc:  # a value that is the tool's failure (an error message)
-            running.raised = exc
+            running.value, running.raised = value, exc
             raise
+        running.value, running.out, running.returned = value, out, True
+        return out
 
     async def settled(self, key: str) -> Published:
         """Wait until the runtime's call ``key`` has published (its body settled first) and
