@@ -13,17 +13,16 @@ from __future__ import annotations
 
 from typing import Any
 
+from integration_timing import compare
 from langchain_core.messages import AIMessage
 from langchain_core.tools import tool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from toolcancel.integrations.langgraph import Toolcancel
 
-from integration_timing import compare
-
 CALLS = 20
-TURN = {"messages": [AIMessage("", tool_calls=[
-    {"name": "lookup", "args": {"key": f"k{i}"}, "id": f"c{i}"} for i in range(CALLS)])]}  # fmt: skip
+ASKED = [{"name": "lookup", "args": {"key": f"k{i}"}, "id": f"c{i}"} for i in range(CALLS)]
+TURN = {"messages": [AIMessage("", tool_calls=ASKED)]}
 
 
 @tool

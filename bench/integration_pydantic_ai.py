@@ -11,12 +11,11 @@ microseconds are a run's CPU time over 20, the model's two turns included in bot
 
 from __future__ import annotations
 
+from integration_timing import compare
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from toolcancel.integrations.pydantic_ai import Toolcancel
-
-from integration_timing import compare
 
 CALLS = 20
 

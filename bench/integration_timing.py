@@ -20,7 +20,9 @@ from collections.abc import Awaitable, Callable
 Run = Callable[[], Awaitable[None]]
 
 
-def compare(name: str, plain: Run, integrated: Run, calls: int, argv: list[str] | None = None) -> float:
+def compare(
+    name: str, plain: Run, integrated: Run, calls: int, argv: list[str] | None = None
+) -> float:
     """Time ``plain`` and ``integrated`` (each makes ``calls`` tool calls); print and return the
     ratio of integrated to plain microseconds per call."""
     parser = argparse.ArgumentParser(description=f"per-call cost of the {name} integration")
