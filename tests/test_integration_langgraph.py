@@ -134,3 +134,8 @@ async def test_the_nodes_own_wrapper_is_one_of_the_registrys_wrappers() -> None:
 
     refused = await answer(app(fine, awrap_tool_call=Toolcancel(around=short)))
     assert (refused.content, refused.status) == ("Error: not now", "error")
+
+
+def test_the_page_shows_the_examples_output() -> None:
+    page = (ROOT / "docs" / "integrations" / "langgraph.md").read_text(encoding="utf-8")
+    assert "```\n" + EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8") + "```" in page

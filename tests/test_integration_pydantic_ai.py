@@ -182,3 +182,8 @@ async def test_the_callers_registry_and_its_hooks_decide() -> None:
 
     out = await agent.run("go", capabilities=[Toolcancel(registry)])
     assert ran == [] and out.output.startswith("read 'Error: ") and "no tool today" in out.output
+
+
+def test_the_page_shows_the_examples_output() -> None:
+    page = (ROOT / "docs" / "integrations" / "pydantic-ai.md").read_text(encoding="utf-8")
+    assert "```\n" + EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8") + "```" in page

@@ -176,6 +176,26 @@ def test_a_runtime_adapter_outside_the_repository_runs_on_the_installed_kit(
             assert report["failed"] > 0  # the toy runtime is judged, findings and all
 
 
+def test_the_integration_examples_run_from_the_wheel_with_their_extras(
+    wheel: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Each user's page example (examples/integrations/) runs from a fresh virtual environment
+    holding the wheel with the runtime's extra, outside the checkout, and prints exactly what
+    the file beside it holds."""
+    env_dir = tmp_path_factory.mktemp("integrations-venv")
+    venv.EnvBuilder(with_pip=False).create(env_dir)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(env_dir / "bin" / "python"),
+                    "install", "-q", f"{wheel}[pydantic-ai,langgraph]"], check=True)  # fmt: skip
+    work = tmp_path_factory.mktemp("integrations")
+    for example in sorted((ROOT / "examples" / "integrations").glob("*.py")):
+        shutil.copy(example, work / example.name)
+        done = subprocess.run([str(env_dir / "bin" / "python"), example.name], cwd=work,
+                              capture_output=True, text=True, timeout=300, check=False)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        assert done.stdout == example.with_suffix(".stdout").read_text(encoding="utf-8")
+        assert done.stderr == example.with_suffix(".stderr").read_text(encoding="utf-8")
+
+
 def test_diagram_from_the_wheel_writes_every_text_format_without_dot(
     installed: Path, tmp_path: Path
 ) -> None:
