@@ -135,3 +135,24 @@ def test_a_row_whose_integration_has_no_limits_is_refused_in_one_line(tmp_path: 
     )
     with pytest.raises(RealWorldError, match=r"integrations/nothing\.py: missing"):
         integrations_of(tmp_path, {"x__integrated": {}})
+
+
+async def test_a_row_answers_only_its_callers_cancellation_with_what_was_published() -> None:
+    """``Call.answered``: the caller's own cancellation is answered with the published result;
+    any other (the driver ending a call that hangs) comes back as it is."""
+    import asyncio
+
+    from toolcancel.runtimes import Call, Outcome
+
+    async def cancelled(args: dict[str, Any]) -> Outcome:
+        raise asyncio.CancelledError
+
+    async def published() -> dict[str, Any]:
+        return {"content": [], "isError": True}
+
+    call = Call({})
+    execute = call.answered(cancelled, published)
+    with pytest.raises(asyncio.CancelledError):
+        await execute({})
+    call.caller_aborted = True
+    assert await execute({}) == Outcome(result={"content": [], "isError": True})
