@@ -111,7 +111,9 @@ class Boundary:
         try:
             result = await pending
         except asyncio.CancelledError:  # published first (P2): the observer kept it
-            self._publish(key, done, running, self._last.pop(pending.call_id))
+            kept = self._last.pop(pending.call_id, None)
+            if kept is not None:  # (nothing if a second interrupt abandoned the call, P7)
+                self._publish(key, done, running, kept)
             raise
         finally:
             del self._running[pending.call_id]

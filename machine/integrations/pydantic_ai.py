@@ -135,12 +135,16 @@ class ToolcancelToolset(WrapperToolset[Any]):
         def run() -> Any:
             return self.wrapped.call_tool(name, tool_args, ctx, tool)
 
+        earlier = self.boundary.published.get(key)
         try:
             published = await self.boundary.call(name, tool_args, key, run, output)
         except asyncio.CancelledError:
             # pydantic-ai cancelled this call's own task, and records the return of a task that
             # returned: what the call published goes there, never a late success.
-            published = self.boundary.published[key]
+            found = self.boundary.published.get(key)
+            if found is None or found is earlier:  # abandoned unpublished (P7): nothing to say
+                raise
+            published = found
         return answer(published)
 
 
