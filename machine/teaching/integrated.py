@@ -94,9 +94,11 @@ def limits(root: Path, module: str) -> dict[str, str]:
     )
 
 
-def verdicts(by_rev: Mapping[str, Any], rule: str) -> list[str]:
-    """A row's verdict on ``rule``, one per revision (``not judged`` where it never ran)."""
-    return [m["rules"].get(rule, {}).get("verdict", "not judged") for m in by_rev.values()]
+def verdicts(by_rev: Mapping[str, Any], rule: str, revisions: Iterable[str] = ()) -> list[str]:
+    """A row's verdict on ``rule``, one per revision (in ``revisions``' order if given; ``not
+    judged`` where it never ran)."""
+    return [by_rev[rev]["rules"].get(rule, {}).get("verdict", "not judged")
+            for rev in (revisions or by_rev)]  # fmt: skip
 
 
 def broken(by_rev: Mapping[str, Any], protocol: str) -> set[str]:
@@ -138,14 +140,13 @@ def _both(verdict: Iterable[str], revisions: Iterable[str]) -> str:
 
 def beside(
     name: str, data: Mapping[str, Mapping[str, Any]], module: str, reasons: Mapping[str, str],
-    protocol: str, cell: Any,
+    protocol: str, cell: Any, revisions: tuple[str, ...],
 ) -> list[str]:  # fmt: skip
     """The lines that show integrated row ``name`` beside its plain row: the rules an
     integration exists to keep, and every rule still broken, each with its reason."""
     plain = plain_row(name)
     here = data[name]
     there = data.get(plain)
-    revisions = list(here)
     rules = sorted(set(SHOWN) | broken(here, protocol) | (broken(there, protocol) if there
                                                            else set()),
                    key=lambda r: int(r[1:]) if r[1:].isdigit() else 0)  # fmt: skip
@@ -156,8 +157,8 @@ def beside(
            "| rule | plain row | with the integration | why it stays broken |",
            "| --- | --- | --- | --- |"]  # fmt: skip
     for rule in rules:
-        before = _both(verdicts(there, rule), revisions) if there else "not measured"
-        after = _both(verdicts(here, rule), revisions)
+        before = _both(verdicts(there, rule, revisions), revisions) if there else "not measured"
+        after = _both(verdicts(here, rule, revisions), revisions)
         why = cell(reasons.get(rule, ""), 400) if rule in broken(here, protocol) else "—"
         out.append(f"| {rule} | {before} | {after} | {why} |")
     return [*out, ""]

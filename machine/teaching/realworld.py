@@ -459,7 +459,7 @@ def render(
         out.append("")
         if name in integrations:
             module, reasons = integrations[name]
-            out += integrated.beside(name, data, module, reasons, PROTOCOL, _cell)
+            out += integrated.beside(name, data, module, reasons, PROTOCOL, _cell, REVISIONS)
         for state, words in (
             ("masked", "Ran but masked by an earlier failure"),
             ("vacuous", "Kept only vacuously (a stage the runtime lacks)"),
