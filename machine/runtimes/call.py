@@ -29,6 +29,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import anyio
 
+from ..contract.results import ToolResult
 from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BODY_TEXT
 
 HOLD_S: Final = 86_400.0
@@ -162,6 +163,28 @@ class Call:
         """The call settled earlier than ``execute`` returned: when ``snapshot`` was taken (an
         agent loop's tool call settles when its result reaches the model, not when the run ends)."""
         self.settled = snapshot
+
+    def answered(
+        self, execute: Execute, published: Callable[[], Awaitable[ToolResult | dict[str, Any]]]
+    ) -> Execute:
+        """``execute``, answered after the caller cancelled it with what the call published.
+
+        For a runtime that ends the call at once when its caller cancels (the cancellation
+        comes back) while an integration (:mod:`toolcancel.integrations`) gives the program a
+        way to wait for the call's quiescence and its published result: ``published()`` is
+        that wait.  Only the caller's own cancellation (after it aborted) is answered so; any
+        other -- the driver ending a call that hangs -- comes back as it is."""
+
+        async def answered(args: dict[str, Any]) -> Outcome:
+            try:
+                return await execute(args)
+            except asyncio.CancelledError:
+                if not self.caller_aborted:
+                    raise
+                result = await published()
+                return Outcome(result=result if isinstance(result, dict) else result.to_data())
+
+        return answered
 
     async def gate(self, name: str, stop: anyio.Event | None = None) -> None:
         """Wait at gate ``name`` until the driver releases it (or, if given, ``stop`` is set)."""

@@ -213,6 +213,7 @@ class RegistryControl(Runtime):
     def __init__(self, mapping: type[Runtime]) -> None:
         self.capabilities = dict(mapping.capabilities)  # type: ignore[misc]
         self.cancel = list(mapping.cancel)  # type: ignore[misc]
+        self.answered = mapping.answered  # type: ignore[misc]
         self.implementation = (  # type: ignore[misc]
             f"toolcancel {_version()} ToolRegistry, control of {mapping.implementation}"
         )
@@ -221,6 +222,9 @@ class RegistryControl(Runtime):
     async def open(self, call: Call) -> AsyncIterator[Execute]:
         registry = registry_for(call, self.capabilities)
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        published: list[ToolResult] = []
+        if self.answered:  # as the mapping's integration does: what the call published
+            registry.add_observer(lambda view, result: published.append(result))
 
         async def execute(args: dict[str, Any]) -> Outcome:
             caller = AbortController()  # the caller's signal, aborted only as the mapping's is
@@ -229,4 +233,7 @@ class RegistryControl(Runtime):
             result = await registry.execute(name, args, signal=caller.signal)
             return Outcome(result=result.to_data())
 
-        yield execute
+        async def settled() -> ToolResult:
+            return published[0]  # the call published before its cancellation came back (P2)
+
+        yield call.answered(execute, settled) if self.answered else execute

@@ -106,6 +106,10 @@ class Runtime:
     transport out of the driver's reach, a switch its public API does not expose): published
     on the runtime's section, so a reader knows what the rows do not cover."""
 
+    answered: ClassVar[bool] = False
+    """Whether the adapter answers a call its caller cancelled with what the call published
+    (:meth:`~toolcancel.runtimes.Call.answered`, through an integration): its control does too."""
+
     def open(self, call: Call) -> AbstractAsyncContextManager[Execute]:
         """Set the runtime up for ``call`` (the scenario's tool registered, a client connected)
         and yield the function that makes the one tool call through the runtime's public API.

@@ -37,6 +37,7 @@ from typing import Any, Final
 from ..contract.errors import ToolcancelError
 from ..oracle.conform.capabilities import STAGES
 from ..oracle.conform.jobs import available
+from . import integrated
 
 REVISIONS: Final = ("seed", "revised")
 TABLE: Final = Path("docs/REAL-WORLD.md")
@@ -63,7 +64,7 @@ quotes the runtime's documentation or source; ``inherited`` names a bare-asyncio
 (``Control: ``<function>``.``) that does the same without the runtime."""
 _KIND: Final = re.compile(r"^Kind: (\w+) -- (.*)$", re.S)
 _CONTROL_NAME: Final = re.compile(r"Control: ``(\w+)``")
-ROW_KINDS: Final = (*KINDS, "text", "shared")
+ROW_KINDS: Final = (*KINDS, "limit", "text", "shared")
 """The order of a runtime's findings on the page: what a maintainer could act on first; a
 text-only difference (another message, no error code: the same behaviour) and a failure the
 control shares (the mapping's) last."""
@@ -334,19 +335,32 @@ def _scenarios(root: Path, revision: str) -> dict[str, Any]:
     return _SCENARIOS[revision]
 
 
-def measure_all(root: Path, jobs: int | None = None) -> dict[str, Any]:
-    """Every runtime, both revisions (the contents of ``docs/real-world.json``): ``jobs`` conform
-    runs at once (default: the CPUs available), each on one adapter process, and each adapter's
-    ``--undriven`` asked once -- the same file as one run after another."""
+def measure_all(
+    root: Path,
+    only: Sequence[str] = (),
+    before: dict[str, Any] | None = None,
+    jobs: int | None = None,
+) -> dict[str, Any]:
+    """Every runtime, both revisions (the contents of ``docs/real-world.json``) -- or, with
+    ``only``, those rows measured again and every other row as ``before`` has it.  ``jobs``
+    conform runs at once (default: the CPUs available), each on one adapter process, and each
+    adapter's ``--undriven`` asked once: the same file as one run after another."""
     names = runtimes(root)
-    pairs = [(name, rev) for name in names for rev in REVISIONS]
+    unknown = sorted(set(only) - set(names))
+    if unknown:
+        raise RealWorldError(f"--only {', '.join(unknown)}: no such row (adapter_<row>.py in "
+                             f"{RUNTIMES_DIR})")  # fmt: skip
+    todo = [name for name in names if not only or name in only]
+    pairs = [(name, rev) for name in todo for rev in REVISIONS]
     with ThreadPoolExecutor(jobs or available()) as pool:
-        said = dict(zip(names, pool.map(lambda name: undriven(root, name), names), strict=True))
+        said = dict(zip(todo, pool.map(lambda name: undriven(root, name), todo), strict=True))
         got = list(pool.map(lambda p: measure(root, p[0], p[1], said[p[0]]), pairs))
-    out: dict[str, Any] = {name: {} for name in names}
+    out: dict[str, Any] = {name: {} for name in todo}
     for (name, rev), measured in zip(pairs, got, strict=True):
         out[name][rev] = measured
-    return out
+    kept = before or {}
+    return {name: out[name] if name in out else kept[name]
+            for name in names if name in out or name in kept}  # fmt: skip
 
 
 def _rule_number(rule: str) -> int:
@@ -364,6 +378,7 @@ _KIND_CELL: Final = {
     "design": "design",
     "inherited": "inherited",
     "mapping": "mapping",
+    "limit": "structural (LIMITS)",
     "text": "text only",
     "shared": "control fails too",
 }
@@ -406,11 +421,14 @@ def render(
     repros: dict[str, list[Reproduction]],
     setups: dict[str, str],
     control_sources: dict[str, dict[str, tuple[str, str]]] | None = None,
+    integrations: dict[str, tuple[str, dict[str, str]]] | None = None,
 ) -> str:
     """The markdown table for the measurements ``data``, each runtime's reproductions (and the
     bare-asyncio controls they name, ``control_sources``) and what they stand on
-    (:func:`setup`)."""
+    (:func:`setup`); an integrated row (``integrations``: row -> its integration module and
+    that module's ``LIMITS``) is shown beside its plain row, each failure with its reason."""
     control_sources = control_sources or {}
+    integrations = integrations or {}
     out = [
         "# Real-world tool runtimes against the contract",
         "",
@@ -467,6 +485,9 @@ def render(
             out.append(f"| {rev} | {m['vectors']} | {m['passed']} | {m['failed']} | "
                        f"{', '.join(kept) or '—'} | {', '.join(broken) or '—'} |")  # fmt: skip
         out.append("")
+        if name in integrations:
+            module, reasons = integrations[name]
+            out += integrated.beside(name, data, module, reasons, PROTOCOL, _cell, REVISIONS)
         for state, words in (
             ("masked", "Ran but masked by an earlier failure"),
             ("vacuous", "Kept only vacuously (a stage the runtime lacks)"),
@@ -520,6 +541,9 @@ def render(
                 )
                 if (e["id"], f["rule"]) in failed:  # the control fails it too: the mapping's
                     kind, link = "shared", "—"
+                elif name in integrations:  # the integration's structural reason, no repro
+                    kind = "text" if text_only(e["expected"], e["observed"]) else "limit"
+                    link = _cell(integrations[name][1].get(f["rule"], ""), 240)
                 elif repro is None:
                     raise RealWorldError(
                         f"{name}: the failure family {f['rule']} ({f['step']}, e.g. {e['id']}) "
@@ -539,17 +563,20 @@ def render(
                              f"{_cell(e['expected'])} | {link} |"))  # fmt: skip
         out += [f"What a maintainer could act on as it stands: "
                 f"{', '.join(actionable) or 'nothing'}.", ""]  # fmt: skip
-        for title, kinds in (("Behaviour", tuple(KINDS)),
+        for title, kinds in (("Behaviour", (*KINDS, "limit")),
                              ("Text only: the same behaviour in other words (another message, "
                               "no error code)", ("text",)),
                              ("The mapping's (the control fails these too)",
                               ("shared",))):  # fmt: skip
             kept = [line for k, line in sorted(rows, key=lambda row: row[0])
                     if ROW_KINDS[k] in kinds]  # fmt: skip
+            last = "why it stays broken" if name in integrations else "reproduction"
             if kept:
                 out += [f"{title}:", "", "| kind | rule | step | vectors | e.g. | what the "
-                        "runtime did | the contract | reproduction |",
+                        f"runtime did | the contract | {last} |",
                         "| --- | --- | --- | --- | --- | --- | --- | --- |", *kept, ""]  # fmt: skip
+        if name in integrations:  # its failures have their reasons, not reproductions
+            continue
         out += [f"The reproductions below stand on this set-up "
                 f"(`examples/runtimes/repro_{runtime_of(name)}.py`):", "", "```python",
                 setups.get(name, ""), "```", ""]  # fmt: skip
@@ -573,13 +600,16 @@ def render(
     return "\n".join(out).rstrip() + "\n"
 
 
-def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -> list[str]:
+def generate_real_world(
+    root: Path, *, run: bool = False, check: bool = False, only: Sequence[str] = ()
+) -> list[str]:
     """Make (or, with ``check``, compare) docs/REAL-WORLD.md -- and, with ``run``, measure again
-    into docs/real-world.json first.  Returns the files that differ (``check``) or were written."""
+    into docs/real-world.json first (``only``: just those rows, the others kept as they are).
+    Returns the files that differ (``check``) or were written."""
     data_path, table_path = root / DATA, root / TABLE
     before = _read(data_path)
     if run:
-        data = measure_all(root)
+        data = measure_all(root, only, json.loads(before) if only and before else None)
         if not check:  # the measurement stands even if the render below stops
             data_path.write_text(_data_text(data), encoding="utf-8")
     else:
@@ -595,6 +625,7 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
         repros,
         {name: setup(root, name) for name in data},
         {name: controls(root, name) for name in data},
+        integrations_of(root, data),
     )
     changed = []
     for path, text, old in (
@@ -606,6 +637,19 @@ def generate_real_world(root: Path, *, run: bool = False, check: bool = False) -
             if not check:
                 path.write_text(text, encoding="utf-8")
     return changed
+
+
+def integrations_of(root: Path, data: dict[str, Any]) -> dict[str, tuple[str, dict[str, str]]]:
+    """Each integrated row of ``data``: its integration module and that module's ``LIMITS``,
+    checked against the row's verdicts (:func:`toolcancel.teaching.integrated.check`)."""
+    try:
+        modules = {name: integrated.module_of(root / RUNTIMES_DIR / f"adapter_{name}.py")
+                   for name in data if integrated.is_integrated(name)}  # fmt: skip
+        reasons = {m: integrated.limits(root, m) for m in set(modules.values())}
+        integrated.check(data, modules, reasons, PROTOCOL)
+    except integrated.IntegrationError as exc:
+        raise RealWorldError(str(exc)) from None
+    return {name: (m, reasons[m]) for name, m in modules.items()}
 
 
 def _read(path: Path) -> str | None:
@@ -623,9 +667,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--run", action="store_true", help="measure every runtime again (slow)")
     parser.add_argument("--check", action="store_true", help="exit 1 if a file would change")
     parser.add_argument("--root", type=Path, default=Path.cwd(), help="the source checkout")
+    parser.add_argument("--only", action="append", default=[], metavar="ROW",
+                        help="with --run: measure only this row (adapter_ROW.py; repeatable), "
+                        "keeping the others' measurement")  # fmt: skip
     args = parser.parse_args(argv)
+    if args.only and not args.run:
+        parser.error("--only needs --run")
     try:
-        changed = generate_real_world(args.root, run=args.run, check=args.check)
+        changed = generate_real_world(args.root, run=args.run, check=args.check, only=args.only)
     except RealWorldError as exc:
         print(f"toolcancel.teaching.realworld: {exc}", file=sys.stderr)
         return 2

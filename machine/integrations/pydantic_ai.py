@@ -1,0 +1,181 @@
+"""pydantic-ai's tool calls through a ToolRegistry: a toolset wrapping the agent's toolsets.
+
+``pip install 'toolcancel[pydantic-ai]'``::
+
+    calls = Toolcancel()                               # a ToolRegistry of its own, or
+    calls = Toolcancel(my_registry)                    # yours, with its hooks
+    result = await agent.run(prompt, capabilities=[calls])
+
+:class:`Toolcancel` is a capability whose wrapper toolset (``get_wrapper_toolset``, pydantic-ai's
+public way to wrap an agent's assembled toolset) is a :class:`ToolcancelToolset`, a
+``WrapperToolset`` whose ``call_tool`` makes every function tool call the model asks for a call
+of :class:`~toolcancel.ToolRegistry` (:class:`~toolcancel.integrations.boundary.Boundary`).
+
+Cancellation.  pydantic-ai cancels a run -- ``CancellationToken.cancel()``, ``AgentRun.cancel()``
+or the cancellation of the task awaiting ``Agent.run`` -- by cancelling the run's task, which
+cancels each tool call's own task and waits for it (``cancel_and_drain``).  That cancellation is
+the caller's signal: the registry aborts the call, cancels the tool and awaits it to its end,
+and publishes one result.  pydantic-ai keeps in the interrupted request's history the return of
+every tool task that *returned* ("so resuming from that history doesn't re-run it"), so this
+toolset returns there what the registry published -- a late success replaced by ABORTED, as a
+failed tool return (``ToolFailed``) -- instead of re-raising the tool task's ``CancelledError``
+(which would leave the call without a return).  The run itself still ends as pydantic-ai
+decides (``RunCancelled``, or ``CancelledError``); :meth:`Toolcancel.settled` (by tool
+call id) and :attr:`Toolcancel.published` give the program what each call published.
+
+What the model sees.  A success the registry published as the body returned it reaches the
+model unchanged (the tool's own value, a ``ToolReturn`` with its metadata); a tool's failure
+that pydantic-ai handles itself (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
+``ApprovalRequired``) is raised to it unchanged; any other failure, and every result of the
+registry's own (ABORTED, an unserializable result, a hook's answer), is a failed tool return
+whose text is the result's -- never an exception out of the run (R31).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from pydantic_ai import ToolReturn
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import (
+    ApprovalRequired,
+    CallDeferred,
+    ModelRetry,
+    SkipToolExecution,
+    ToolFailed,
+)
+from pydantic_ai.tools import RunContext
+from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+from pydantic_core import to_jsonable_python
+
+from ..contract.results import ToolOutput, ToolResult, text_block
+from ..runtime.toolregistry import ToolRegistry
+from .boundary import Boundary, Published
+
+_TEXT_ONLY = (
+    "pydantic-ai's failed tool return (what ToolFailed makes) holds text only, so an error result "
+    "reaches the model and the history with the contract's text and error flag but without R1's "
+    "structured error (its code and name; in the revised contract its message too)."
+)
+_TASK = (
+    "pydantic-ai gives a tool no cancellation signal but its task's cancellation, which "
+    "interrupts the tool where it waits: the vectors' cooperative failing body, played as a tool "
+    "that stops when its await is cancelled, ends cancelled rather than failing, so the registry "
+    "publishes ABORTED where the contract expects the failure to survive."
+)
+LIMITS: Final[Mapping[str, str]] = {
+    "R3": _TEXT_ONLY,
+    "R6": "pydantic-ai answers a tool name no toolset has with its own retry prompt before any "
+    "toolset's call_tool runs, so the registry never sees the call.",
+    "R11": _TEXT_ONLY,
+    "R15": _TASK,
+    "R18": _TEXT_ONLY,
+    "R19": _TASK,
+    "R29": _TASK,
+    "R30": _TEXT_ONLY,
+    "R31": _TEXT_ONLY,
+}
+"""Rule id -> why pydantic-ai's structure keeps it broken with this toolset (docs/REAL-WORLD.md
+shows each beside the rule; the render stops if a broken rule has none, or one names a kept
+rule)."""
+
+HANDLED: Final = (ModelRetry, ToolFailed, CallDeferred, ApprovalRequired, SkipToolExecution)
+"""A tool's exceptions pydantic-ai turns into an answer of its own: raised to it unchanged."""
+
+
+def _blocks(value: Any) -> list[Any]:
+    """A tool's return value as content blocks (R1): a list of blocks as it is, a string as one
+    text block, anything else as the JSON pydantic-ai would send the model."""
+    if isinstance(value, list) and all(isinstance(b, Mapping) and "type" in b for b in value):
+        return value
+    if isinstance(value, str):
+        return [text_block(value)]
+    return [text_block(str(to_jsonable_python(value, fallback=repr)))]
+
+
+def output(value: Any) -> ToolOutput:
+    """What the registry is told a pydantic-ai tool returned: its content and metadata."""
+    if isinstance(value, ToolReturn):
+        return ToolOutput(_blocks(value.return_value), meta=value.metadata)
+    return ToolOutput(_blocks(value))
+
+
+def answer(published: Published) -> Any:
+    """What pydantic-ai gets for a call: the tool's own return or handled exception, or the
+    registry's result -- a success as a ``ToolReturn``, an error as ``ToolFailed``."""
+    if published.own:
+        if published.raised is None:
+            return published.value
+        if isinstance(published.raised, HANDLED):
+            raise published.raised
+    result = published.result
+    if result.is_error:
+        raise ToolFailed(result.text)
+    data = result.to_data()
+    return ToolReturn(return_value=data["content"], metadata=data.get("meta"))
+
+
+@dataclass
+class ToolcancelToolset(WrapperToolset[Any]):
+    """``wrapped``'s tools, each call made through ``boundary``'s registry (see the module).
+
+    Every copy pydantic-ai makes of it for a run (``for_run``) shares its boundary."""
+
+    boundary: Boundary = field(default_factory=Boundary)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
+    ) -> Any:
+        key = ctx.tool_call_id or name
+
+        def run() -> Any:
+            return self.wrapped.call_tool(name, tool_args, ctx, tool)
+
+        earlier = self.boundary.published.get(key)
+        try:
+            published = await self.boundary.call(name, tool_args, key, run, output)
+        except asyncio.CancelledError:
+            # pydantic-ai cancelled this call's own task, and records the return of a task that
+            # returned: what the call published goes there, never a late success.
+            found = self.boundary.published.get(key)
+            if found is None or found is earlier:  # abandoned unpublished (P7): nothing to say
+                raise
+            published = found
+        return answer(published)
+
+
+@dataclass
+class Toolcancel(AbstractCapability[Any]):
+    """The capability that puts every function tool call of a run through the registry::
+
+        calls = Toolcancel()                       # or Toolcancel(my_registry)
+        agent = Agent(model, capabilities=[calls])  # or agent.run(..., capabilities=[calls])
+
+    It wraps the agent's assembled toolset (output tools aside) in a :class:`ToolcancelToolset`,
+    each run's, all sharing one boundary: :meth:`settled` and :attr:`published` see every call."""
+
+    registry: ToolRegistry | None = None
+    """The caller's registry (its hooks apply to every call), or ``None`` for a new one."""
+    revision: str = "seed"
+    """The contract revision of the new registry (when ``registry`` is ``None``)."""
+    boundary: Boundary = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.boundary = Boundary(self.registry, revision=self.revision)
+
+    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
+        return ToolcancelToolset(toolset, self.boundary)
+
+    @property
+    def published(self) -> dict[str, Published]:
+        """Tool call id -> what that call published."""
+        return self.boundary.published
+
+    async def settled(self, tool_call_id: str) -> ToolResult:
+        """Wait until the call ``tool_call_id`` published (its tool stopped first) and return its
+        result: for a program whose run ended (``RunCancelled``) or whose task was cancelled."""
+        return (await self.boundary.settled(tool_call_id)).result

@@ -1,0 +1,189 @@
+"""toolcancel.integrations.pydantic_ai: pydantic-ai's tool calls through a ToolRegistry.
+
+The user's page example (examples/integrations/pydantic_ai_agent.py) prints exactly what its
+files beside it hold; the unit tests drive an ``Agent`` over ``FunctionModel`` (offline) with
+tools that wait on events, on the suite's virtual clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pydantic_ai", reason="pip install -e '.[pydantic-ai]'")
+
+from pydantic_ai import (
+    Agent,
+    CancellationToken,
+    ModelRetry,
+    RunCancelled,
+    ToolReturn,
+    capture_run_messages,
+)
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    RetryPromptPart,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+)
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from toolcancel import Deny, ToolRegistry
+from toolcancel.integrations.pydantic_ai import Toolcancel
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLE = ROOT / "examples" / "integrations" / "pydantic_ai_agent.py"
+
+
+@pytest.mark.real_io
+def test_the_example_prints_what_its_page_shows() -> None:
+    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
+                          timeout=120, check=False, cwd=ROOT)  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8")
+    assert done.stderr == EXAMPLE.with_suffix(".stderr").read_text(encoding="utf-8")
+
+
+def seen(messages: list[ModelMessage]) -> list[ToolReturnPart | RetryPromptPart]:
+    """What the history holds for the tool calls (returns and retry prompts)."""
+    return [p for m in messages if isinstance(m, ModelRequest) for p in m.parts
+            if isinstance(p, ToolReturnPart | RetryPromptPart)]  # fmt: skip
+
+
+def agent_calling(tool: str = "tool", args: dict[str, Any] | None = None) -> Agent[None, str]:
+    """An agent whose model calls ``tool`` once (id ``c1``), then answers with what it read."""
+
+    async def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        del info
+        parts = seen(messages)
+        if not parts:
+            return ModelResponse(parts=[ToolCallPart(tool, args or {}, tool_call_id="c1")])
+        last = parts[-1]
+        text = last.content if isinstance(last, ToolReturnPart) else last.model_response()
+        return ModelResponse(parts=[TextPart(f"read {text!r}")])
+
+    return Agent(FunctionModel(model))
+
+
+async def test_a_late_success_is_recorded_as_aborted_and_the_run_is_quiescent() -> None:
+    agent = agent_calling()
+    started, ended = asyncio.Event(), []
+
+    @agent.tool_plain(name="tool")
+    async def slow() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            pass  # a write half-done cannot stop: it returns anyway
+        ended.append(True)
+        return "late"
+
+    calls = Toolcancel()
+    with capture_run_messages() as messages:
+        run = asyncio.create_task(agent.run("go", capabilities=[calls]))
+        await started.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    assert ended == [True]  # quiescent before the run ended
+    (part,) = seen(messages)
+    assert isinstance(part, ToolReturnPart)
+    assert (part.content, part.outcome) == ("Error: tool call aborted", "failed")
+    result = await calls.settled("c1")
+    assert result.to_data()["error"] == {"code": "ABORTED", "name": "AbortError"}
+
+
+async def test_the_runs_own_token_cancels_the_same_way() -> None:
+    agent = agent_calling()
+    started = asyncio.Event()
+
+    @agent.tool_plain(name="tool")
+    async def slow() -> str:
+        started.set()
+        await asyncio.Event().wait()
+        return "never"
+
+    calls, token = Toolcancel(revision="revised"), CancellationToken()
+    with capture_run_messages() as messages:
+        run = asyncio.create_task(agent.run("go", capabilities=[calls], cancellation_token=token))
+        await started.wait()
+        token.cancel()
+        with pytest.raises(RunCancelled):
+            await run
+    (part,) = seen(messages)
+    assert isinstance(part, ToolReturnPart) and part.outcome == "failed"
+    result = await calls.settled("c1")
+    assert result.to_data()["error"]["info"] == {"code": "ABORTED", "name": "AbortError"}
+
+
+async def test_a_tool_failure_is_a_failed_return_the_model_reads_not_a_raise() -> None:
+    agent = agent_calling()
+
+    @agent.tool_plain(name="tool")
+    async def broken() -> str:
+        raise RuntimeError("disk full")
+
+    out = await agent.run("go", capabilities=[Toolcancel()])
+    assert out.output == "read 'Error: disk full'"
+
+
+async def test_a_success_and_pydantic_ais_own_answers_pass_unchanged() -> None:
+    agent = agent_calling()
+
+    @agent.tool_plain(name="tool", retries=0)
+    async def fine() -> ToolReturn:
+        return ToolReturn(return_value={"rooms": 3}, metadata={"source": "db"})
+
+    calls = Toolcancel()
+    with capture_run_messages() as messages:
+        await agent.run("go", capabilities=[calls])
+    (part,) = seen(messages)
+    assert isinstance(part, ToolReturnPart)
+    assert (part.content, part.metadata) == ({"rooms": 3}, {"source": "db"})
+    assert part.outcome == "success"
+    assert calls.published["c1"].own
+
+    retrying = agent_calling()
+
+    @retrying.tool_plain(name="tool", retries=1)
+    async def retry() -> str:
+        raise ModelRetry("ask again")
+
+    with capture_run_messages() as messages:
+        await retrying.run("go", capabilities=[Toolcancel()])
+    (prompt,) = seen(messages)  # pydantic-ai's own retry prompt, as without the integration
+    assert isinstance(prompt, ToolReturnPart)
+    assert (prompt.content, prompt.outcome) == ("ask again", "retried")
+
+
+async def test_the_callers_registry_and_its_hooks_decide() -> None:
+    registry = ToolRegistry()
+
+    async def deny(view: Any, nxt: Any) -> Deny:
+        del nxt
+        return Deny(f"no {view.name} today")
+
+    registry.add_pre_execute(deny)
+    agent = agent_calling()
+    ran = []
+
+    @agent.tool_plain(name="tool")
+    async def body() -> str:
+        ran.append(True)
+        return "done"
+
+    out = await agent.run("go", capabilities=[Toolcancel(registry)])
+    assert ran == [] and out.output.startswith("read 'Error: ") and "no tool today" in out.output
+
+
+def test_the_page_shows_the_examples_output() -> None:
+    page = (ROOT / "docs" / "integrations" / "pydantic-ai.md").read_text(encoding="utf-8")
+    assert "```\n" + EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8") + "```" in page

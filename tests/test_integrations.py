@@ -1,0 +1,158 @@
+"""The integrated rows (examples/runtimes/adapter_*__integrated.py): an integration that is
+removed or stubbed makes its row fail, and the page refuses a broken rule without its reason.
+
+The stub is the row with its ``# integration`` lines deleted -- the plain row's behaviour.  It is
+run on a few vectors (CI cost: the plain row's published R27/R28/R31 failures whose vector the
+integrated row does not cite as a failure, one revision, two conform runs a row): the row must
+break none of those three rules on them, the stub must break one again.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from toolcancel.teaching import integrated
+from toolcancel.teaching.realworld import DATA, PROTOCOL, RUNTIMES_DIR, RealWorldError, runtimes
+
+ROOT = Path(__file__).resolve().parent.parent
+PUBLISHED: dict[str, Any] = json.loads((ROOT / DATA).read_text(encoding="utf-8"))
+ROWS = [name for name in runtimes(ROOT) if integrated.is_integrated(name)]
+
+
+def stub(text: str) -> str:
+    """The row without the lines that apply its integration."""
+    return "".join(ln for ln in text.splitlines(keepends=True)
+                   if not ln.rstrip().endswith(integrated.MARK))  # fmt: skip
+
+
+def test_there_are_integrated_rows() -> None:
+    assert {"pydantic_ai__integrated", "langgraph__integrated"} <= set(ROWS)
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_each_integration_line_is_a_statement_of_its_own(name: str) -> None:
+    """Deleting any one line that applies the integration leaves a valid program, and deleting
+    them all leaves no trace of the integration."""
+    text = (ROOT / RUNTIMES_DIR / f"adapter_{name}.py").read_text(encoding="utf-8")
+    lines = text.splitlines(keepends=True)
+    marked = [i for i, ln in enumerate(lines) if ln.rstrip().endswith(integrated.MARK)]
+    assert marked, f"{name}: no line ends with {integrated.MARK!r}"
+    for i in marked:
+        ast.parse("".join(lines[:i] + lines[i + 1 :]))
+    assert not integrated.IMPORT.search(stub(text))
+
+
+def _candidates(name: str) -> tuple[str, list[str]]:
+    """A revision, and the vectors the plain row fails under R27, R28 or R31 there (published
+    examples) that the integrated row passes."""
+    plain = PUBLISHED[integrated.plain_row(name)]
+    for rev, m in PUBLISHED[name].items():
+        failing = {e["id"] for f in m["families"] for e in f["examples"]}
+        ids = [e["id"] for f in plain[rev]["families"] if f["rule"] in integrated.SHOWN
+               for e in f["examples"] if e["id"] not in failing]  # fmt: skip
+        if ids:
+            return rev, ids
+    pytest.fail(f"{name}: the plain row breaks none of {integrated.SHOWN} where this row passes")
+
+
+def _conform(adapter: Path, rev: str, ids: list[str], tmp_path: Path) -> dict[str, Any]:
+    vectors = tmp_path / f"{adapter.stem}-{rev}.jsonl"
+    lines = []
+    for file in (f"{rev}.jsonl", f"stageless-{rev}.jsonl"):
+        with (ROOT / "spec" / "vectors" / file).open(encoding="utf-8") as f:
+            lines += [x for x in f if json.loads(x)["id"] in ids]
+    vectors.write_text("".join(lines), encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "toolcancel", "conform", "--revision", rev,
+                           "--json", "--quiet", "--vectors", str(vectors), "--adapter",
+                           sys.executable, str(adapter)], capture_output=True, text=True,
+                          timeout=180, check=False)  # fmt: skip
+    assert done.returncode in (0, 1), done.stderr
+    report: dict[str, Any] = json.loads(done.stdout)
+    assert report["vectors"] == len(ids), report
+    return report
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_a_stubbed_integration_makes_its_row_fail(name: str, tmp_path: Path) -> None:
+    module = integrated.module_of(ROOT / RUNTIMES_DIR / f"adapter_{name}.py")
+    try:
+        importlib.import_module(f"toolcancel.integrations.{module}")
+    except ImportError as exc:
+        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    rev, ids = _candidates(name)
+    row = ROOT / RUNTIMES_DIR / f"adapter_{name}.py"
+    kept = _conform(row, rev, ids, tmp_path)
+    assert _breaks(kept) == set(), (name, rev, kept["families"])
+    planted = tmp_path / f"adapter_{name}_stub.py"
+    planted.write_text(stub(row.read_text(encoding="utf-8")), encoding="utf-8")
+    broken = _conform(planted, rev, ids, tmp_path)
+    assert _breaks(broken), (name, rev, broken["families"])
+
+
+def _breaks(report: dict[str, Any]) -> set[str]:
+    """Which of R27, R28 and R31 some vector of ``report`` breaks (cited first or not)."""
+    return {r for f in report["failures"] for r in f["broken"]} & set(integrated.SHOWN)
+
+
+def test_a_broken_rule_without_its_reason_stops_the_render(tmp_path: Path) -> None:
+    data = {"x__integrated": {"seed": {"rules": {"R27": {"verdict": "broken"},
+                                                 "R28": {"verdict": "kept"}}}}}  # fmt: skip
+    with pytest.raises(integrated.IntegrationError, match=r"x__integrated: R27 stays broken with "
+                       r"toolcancel\.integrations\.m, whose LIMITS gives no reason"):  # fmt: skip
+        integrated.check(data, {"x__integrated": "m"}, {"m": {}}, PROTOCOL)
+    with pytest.raises(integrated.IntegrationError, match=r"LIMITS gives a reason for R28, which "
+                       r"x__integrated keeps: drop it"):  # fmt: skip
+        integrated.check(data, {"x__integrated": "m"}, {"m": {"R27": "why", "R28": "why"}},
+                         PROTOCOL)  # fmt: skip
+    integrated.check(data, {"x__integrated": "m"}, {"m": {"R27": "why"}}, PROTOCOL)
+
+
+def test_limits_are_read_from_the_source_without_importing_the_runtime(tmp_path: Path) -> None:
+    folder = tmp_path / integrated.INTEGRATIONS_DIR
+    folder.mkdir(parents=True)
+    source = 'import absent\nWHY = "a reason"\nLIMITS: X = {"R6": WHY, "R3": "another"}\n'
+    (folder / "m.py").write_text(source)
+    assert integrated.limits(tmp_path, "m") == {"R6": "a reason", "R3": "another"}
+    (folder / "m.py").write_text("LIMITS = dict(R6=reason())\n")
+    with pytest.raises(integrated.IntegrationError, match="needs LIMITS, a dict of rule id"):
+        integrated.limits(tmp_path, "m")
+
+
+def test_a_row_whose_integration_has_no_limits_is_refused_in_one_line(tmp_path: Path) -> None:
+    from toolcancel.teaching.realworld import integrations_of
+
+    folder = tmp_path / RUNTIMES_DIR
+    folder.mkdir(parents=True)
+    (folder / "adapter_x__integrated.py").write_text(
+        "from toolcancel.integrations.nothing import X  # integration\n"
+    )
+    with pytest.raises(RealWorldError, match=r"integrations/nothing\.py: missing"):
+        integrations_of(tmp_path, {"x__integrated": {}})
+
+
+async def test_a_row_answers_only_its_callers_cancellation_with_what_was_published() -> None:
+    """``Call.answered``: the caller's own cancellation is answered with the published result;
+    any other (the driver ending a call that hangs) comes back as it is."""
+    import asyncio
+
+    from toolcancel.runtimes import Call, Outcome
+
+    async def cancelled(args: dict[str, Any]) -> Outcome:
+        raise asyncio.CancelledError
+
+    async def published() -> dict[str, Any]:
+        return {"content": [], "isError": True}
+
+    call = Call({})
+    execute = call.answered(cancelled, published)
+    with pytest.raises(asyncio.CancelledError):
+        await execute({})
+    call.caller_aborted = True
+    assert await execute({}) == Outcome(result={"content": [], "isError": True})
