@@ -27,16 +27,38 @@ ALLOWED: dict[str, tuple[int, str]] = {
     # 29 with the broken server (capped_drain, R27)
     "machine/selfcheck/mutants.py": (29, "each broken registry names the rule its kill "
                                      "must cite: the expected answer, not a restatement"),
+    "machine/teaching/integrated.py": (3, "the rules an integration exists to keep (issue 41: "
+                                       "R27, R28, R31), shown beside every plain row"),
 }
+DECLARATIONS = "LIMITS"
+"""A module-level dict of this name (each runtime integration's) is keyed by the rules the
+integration declares it cannot keep, each with the runtime's reason: claims the real-world page
+holds to the measured rows (regeneration fails on a missing or a stale key), not restatements."""
+
+
+def _declared_keys(tree: ast.Module) -> set[int]:
+    """The ids of the key nodes of the module's :data:`DECLARATIONS` dict."""
+    keys: set[int] = set()
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else (
+            node.targets[0] if isinstance(node, ast.Assign) and len(node.targets) == 1 else None
+        )
+        value = node.value if isinstance(node, (ast.Assign, ast.AnnAssign)) else None
+        named = isinstance(target, ast.Name) and target.id == DECLARATIONS
+        if named and isinstance(value, ast.Dict):
+            keys |= {id(k) for k in value.keys if k is not None}
+    return keys
 
 
 def _rule_literals(path: Path) -> list[int]:
     """Lines of the string constants in ``path`` that are exactly a rule id."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
+    declared = _declared_keys(tree)
     return [
         node.lineno
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant)
+        if id(node) not in declared
+        and isinstance(node, ast.Constant)
         and isinstance(node.value, str)
         and RULE_ID.fullmatch(node.value)
     ]

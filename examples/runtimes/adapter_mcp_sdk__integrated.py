@@ -18,7 +18,7 @@ from typing import Any
 from adapter_mcp_sdk import McpSdk
 from toolcancel import ToolRegistry
 from toolcancel import runtimes as kit
-from toolcancel.integrations.mcp import ToolCalls
+from toolcancel.integrations.mcp import ToolCalls  # integration
 
 
 class Integrated(McpSdk):

@@ -16,7 +16,7 @@ from typing import Any
 from adapter_openai_agents import OpenAiAgents
 from toolcancel import ToolRegistry
 from toolcancel import runtimes as kit
-from toolcancel.integrations.openai_agents import ToolCalls
+from toolcancel.integrations.openai_agents import ToolCalls  # integration
 
 
 class Integrated(OpenAiAgents):

@@ -414,7 +414,7 @@ def _closest(
     """Of the expectations an answer's path or result allows, the one whose result and body
     signals it shows, else the first: the steps that lead to one result may leave the body's
     signal aborted by either source (a caller aborting in the step the tool's deadline
-    expires, R34), and each order is its own expectation."""
+    expires, a MAY of the contract), and each order is its own expectation."""
     if len(exps) < 2:
         return exps[0] if exps else None
     signals = [
