@@ -609,6 +609,30 @@ def verifier_scaling(revision: str = "seed") -> dict[str, Any]:
 # ------------------------------------------------------------------------------------------------
 
 
+def integration_costs(quick: bool) -> dict[str, list[str]]:
+    """Each runtime integration's per-call cost beside the runtime's own tool call: every
+    bench/integration_<runtime>.py, run on this interpreter, by what it prints (a script whose
+    runtime is not installed says so in its place)."""
+    out = {}
+    for script in sorted(BENCH.glob("integration_*.py")):
+        if script.stem == "integration_timing":  # the shared timing loop, not a benchmark
+            continue
+        done = subprocess.run([sys.executable, str(script), *(["--rounds", "3"] if quick else [])],
+                              capture_output=True, text=True, cwd=BENCH, check=False)  # fmt: skip
+        last = (done.stderr.strip().splitlines() or [""])[-1]
+        lines = (done.stdout.splitlines() if done.returncode == 0
+                 else [f"did not run (exit {done.returncode}): {last}"])  # fmt: skip
+        out[script.stem.removeprefix("integration_")] = lines
+    return out
+
+
+def print_integrations(costs: dict[str, list[str]]) -> None:
+    print("\nruntime integrations, per tool call against the runtime's own (goal <= 1.25x):")
+    for runtime, lines in costs.items():
+        for line in lines:
+            print(f"  {runtime}: {line}")
+
+
 def print_table(out: dict[str, Any]) -> None:
     print(f"toolcancel benchmarks, {out['date']}, Python {out['python']}, "
           f"{os.cpu_count()} cores, load average {out['load_average']:.1f} at start")
@@ -618,6 +642,8 @@ def print_table(out: dict[str, Any]) -> None:
         print_rest(out)
     if "conform" in out:
         print_conform(out["conform"])
+    if "integrations" in out:
+        print_integrations(out["integrations"])
     if "verifier" in out:
         print_verifier(out["verifier"])
     if "verify" in out:
@@ -793,6 +819,8 @@ def main() -> int:
     parser.add_argument("--verify", action="store_true",
                         help="also time verify at its default bounds beside the recorded runs "
                              "(minutes); with --calls, only that and the per-call figures")
+    parser.add_argument("--integrations", action="store_true",
+                        help="with --calls: also each runtime integration's per-call cost")
     parser.add_argument("--calls", action="store_true",
                         help="only the per-call overhead, on every tested Python and build")
     ab = parser.add_argument_group(
@@ -829,6 +857,8 @@ def main() -> int:
         out["memory"] = in_flight_memory()
         out["throughput"] = throughput(args.quick)
         out["engines"] = engine_scaling(args.quick)
+    if not args.calls or args.integrations:
+        out["integrations"] = integration_costs(args.quick)
     if not args.calls or args.conform:
         out["conform"] = conform_scaling(args.quick)
     if args.verifier:

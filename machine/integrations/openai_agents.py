@@ -64,8 +64,22 @@ _FAILURE_TEXT: Final = (
     "before the registry sees it, so the model reads the SDK's words, not the contract's "
     "'Error: <message>' (text only)"
 )
+_GUARDRAILS_OUTSIDE: Final = (
+    "the SDK runs a tool's input and output guardrails (the rows' pre- and post-execute) "
+    "outside on_invoke_tool, the seam the integration wraps, and none for an unknown tool: a "
+    "cancellation while a guardrail runs meets the guardrail's own decision (a denial, a block) "
+    "or a call that already published its success, not the registry's checkpoints, and an "
+    "unknown tool's answer passes no post-execute; putting the guardrails inside the registry "
+    "as its pre- and post-execute policies is not done yet"
+)
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _FAILURE_TEXT,
+    "R5": _GUARDRAILS_OUTSIDE,
+    "R7": _GUARDRAILS_OUTSIDE,
+    "R11": _GUARDRAILS_OUTSIDE,
+    "R13": _GUARDRAILS_OUTSIDE,
+    "R20": _GUARDRAILS_OUTSIDE,
+    "R28": _GUARDRAILS_OUTSIDE,
     "R6": "the SDK makes an unknown tool's output item itself, from the formatter's text alone, "
     "so the registry's UNKNOWN_TOOL answer reaches the model without its error code (text only)",
     "R15": _STOPPED_BY_CANCEL,
