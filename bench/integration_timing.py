@@ -1,4 +1,4 @@
-"""The per-call cost of an integration against its runtime's own tool call (issue 41).
+"""The per-call cost of an integration against its runtime's own tool call.
 
 Shared by ``bench/integration_<runtime>.py``: each hands :func:`compare` two coroutines that make
 the same ``calls`` tool calls through the runtime, plain and with the integration.  Rounds

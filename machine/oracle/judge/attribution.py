@@ -1,4 +1,4 @@
-"""Which rule, and why: attribution as the judge's, not a driver's (issue 43).
+"""Which rule, and why: attribution as the judge's, not a driver's.
 
 conform replays a vector's allowed paths through the contract's machine (:class:`Attribution`)
 and, where an answer departs from them, asks here which rule the departure cites: the
