@@ -162,24 +162,29 @@ class Boundary:
         caller = AbortController()
         if self._aborted:
             caller.abort()
-        pending = registry.execute(name, arguments, signal=caller.signal)
-        running = self._running[pending.call_id] = _Running(key, name, run, output, context, caller)
         undo = setup() if setup is not None else None
-        watcher = asyncio.ensure_future(watch(caller)) if watch is not None else None
+        watcher: asyncio.Future[None] | None = None
         cancelled: asyncio.CancelledError | None = None
         try:
-            await pending
-        except asyncio.CancelledError as exc:  # published first (P2), unless abandoned (P7)
-            if running.published is None:
-                raise
-            cancelled = exc
+            pending = registry.execute(name, arguments, signal=caller.signal)
+            running = _Running(key, name, run, output, context, caller)
+            self._running[pending.call_id] = running
+            if watch is not None:
+                watcher = asyncio.ensure_future(watch(caller))
+            try:
+                await pending
+            except asyncio.CancelledError as exc:  # published first (P2), unless abandoned (P7)
+                if running.published is None:
+                    raise
+                cancelled = exc
+            finally:
+                if self._running.pop(pending.call_id, None) is not None:
+                    self._wake_idle()  # never published (abandoned): not waited for any more
         finally:
             if watcher is not None:
                 watcher.cancel()
             if undo is not None:
                 undo()
-            if self._running.pop(pending.call_id, None) is not None:
-                self._wake_idle()  # never published (abandoned): not waited for any more
         published = running.published
         assert published is not None  # every publication is observed (R31)
         return published, cancelled
