@@ -7,7 +7,15 @@ in-memory client in its default mode (``auto``) and in ``legacy`` mode (JSON-RPC
 streams): the server plain, and the same server with ``ToolCalls`` in its middleware.  Plain and
 integrated alternate on one open connection each, ``--rounds`` times each of ``--calls`` calls;
 the medians of CPU time per call are printed with their ratio and the difference, which is what
-the integration adds to each tool call.  A benchmark, not a test: nothing here passes or fails.
+the integration adds to each tool call.
+
+A third server says how much of that difference is the contract's: its middleware makes, beside
+the SDK's unchanged call, one registry call whose body awaits a one-line coroutine under the
+call's fused signal (``cancellable``) -- entry with its argument snapshot, the call's task of its
+own, awaiting to quiescence, one frozen result published -- and nothing of the integration's.
+``registry call`` is that server's cost over plain; the rest of ``added`` is the integration's
+own (the record of each publication, the SDK's answer as the body's output and back).  A
+benchmark, not a test: nothing here passes or fails.
 """
 
 from __future__ import annotations
@@ -18,16 +26,21 @@ import logging
 import statistics
 import sys
 import time
+from contextlib import AsyncExitStack
 from typing import Any
 
 import anyio
 from mcp import Client
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import MCPServer
-from toolcancel import ToolRegistry
+from toolcancel import AbortController, Execution, ToolRegistry, cancellable
+from toolcancel.contract.results import text_block
 from toolcancel.integrations.mcp import ToolCalls
 
+VARIANTS = ("plain", "registry call", "integrated")
 
-def server(integrated: bool) -> MCPServer:
+
+def server(variant: str) -> MCPServer:
     s = MCPServer("bench")
 
     @s.tool()
@@ -35,17 +48,40 @@ def server(integrated: bool) -> MCPServer:
         """Look a key up."""
         return f"value of {key}"
 
-    if integrated:
+    if variant == "integrated":
         s.middleware.append(ToolCalls(ToolRegistry()))
+    elif variant == "registry call":
+        s.middleware.append(registry_call_beside())
     return s
 
 
+def registry_call_beside() -> Any:
+    """Middleware making one registry call (the contract alone) beside the SDK's own call."""
+    registry = ToolRegistry()
+
+    async def value() -> list[Any]:
+        return [text_block("value of k")]
+
+    async def body(arguments: Any, view: Execution) -> list[Any]:
+        return await cancellable(view, value())
+
+    registry.register("lookup", body)
+
+    async def middleware(ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method == "tools/call":
+            arguments = (ctx.params or {}).get("arguments")
+            await registry.execute("lookup", arguments, signal=AbortController().signal)
+        return await call_next(ctx)
+
+    return middleware
+
+
 async def measure(mode: str, calls: int, rounds: int) -> dict[str, float]:
-    times: dict[str, list[float]] = {"plain": [], "integrated": []}
-    async with Client(server(False), mode=mode) as plain, Client(
-        server(True), mode=mode
-    ) as integrated:
-        clients: dict[str, Any] = {"plain": plain, "integrated": integrated}
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
+    async with AsyncExitStack() as stack:
+        clients = {
+            v: await stack.enter_async_context(Client(server(v), mode=mode)) for v in VARIANTS
+        }
         for client in clients.values():  # warm: the first calls build caches and plans
             for _ in range(20):
                 await client.call_tool("lookup", {"key": "k"})
@@ -55,8 +91,9 @@ async def measure(mode: str, calls: int, rounds: int) -> dict[str, float]:
                 for _ in range(calls):
                     await client.call_tool("lookup", {"key": "k"})
                 times[name].append((time.process_time() - start) / calls * 1e6)
-    p, i = statistics.median(times["plain"]), statistics.median(times["integrated"])
-    return {"plain_us": p, "integrated_us": i, "ratio": i / p, "added_us": i - p}
+    p, r, i = (statistics.median(times[v]) for v in VARIANTS)
+    return {"plain_us": p, "integrated_us": i, "ratio": i / p, "added_us": i - p,
+            "registry_call_us": r - p, "registry_call_ratio": r / p}  # fmt: skip
 
 
 def main() -> int:
@@ -76,7 +113,9 @@ def main() -> int:
         else:
             print(f"mcp call_tool (in-memory, mode={mode!r}, Python {python}): "
                   f"plain {got['plain_us']:.0f} µs, integrated {got['integrated_us']:.0f} µs, "
-                  f"ratio {got['ratio']:.3f} (+{got['added_us']:.0f} µs per call)")  # fmt: skip
+                  f"ratio {got['ratio']:.3f} (+{got['added_us']:.0f} µs per call, of which "
+                  f"the contract's registry call alone +{got['registry_call_us']:.0f} µs, "
+                  f"ratio {got['registry_call_ratio']:.3f})")  # fmt: skip
     return 0
 
 

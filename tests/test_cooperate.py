@@ -51,6 +51,51 @@ def test_cancellable_returns_the_work_result_when_nothing_aborts() -> None:
     assert run(main()) == 42
 
 
+@pytest.mark.skipif(
+    not hasattr(asyncio, "eager_task_factory"), reason="eager tasks are public from 3.12"
+)
+def test_cancellable_work_that_never_suspends_costs_no_turn_of_the_loop() -> None:
+    """Where asyncio starts a task eagerly, work that finishes in its first step is done before
+    cancellable returns to the loop: a callback scheduled before it has not run yet."""
+
+    async def main() -> list[str]:
+        seen: list[str] = []
+        asyncio.get_running_loop().call_soon(seen.append, "a turn of the loop")
+
+        async def work() -> str:
+            return "done"
+
+        seen.append(await cancellable(AbortController().signal, work()))
+        return list(seen)  # (the callback runs once main returns)
+
+    assert run(main()) == ["done"]
+
+
+def test_cancellable_work_that_aborts_its_signal_in_its_first_step_is_cancelled() -> None:
+    """An abort the work's first step makes (eager or not) is seen: the work is cancelled at its
+    next await and cancellable raises AbortError, as for any abort."""
+    stopped: list[str] = []
+
+    async def main() -> None:
+        ctl = AbortController()
+
+        async def work() -> str:
+            ctl.abort("from inside")
+            try:
+                await asyncio.sleep(5)  # virtual time
+            except asyncio.CancelledError:
+                stopped.append("cancelled")
+                raise
+            return "too late"
+
+        with pytest.raises(AbortError) as caught:
+            await cancellable(ctl.signal, work())
+        assert caught.value.reason == "from inside" and ctl.signal.listener_count == 0
+
+    run(main())
+    assert stopped == ["cancelled"]
+
+
 def test_cancellable_cancels_the_work_awaits_its_cleanup_then_raises_abort_error() -> None:
     cleaned: list[str] = []
 

@@ -1,33 +1,43 @@
-"""One registry at a runtime's tool boundary: the runtime's own tool call as a registry call.
+"""One registry at a runtime's tool boundary: each tool call the runtime makes, a registry call.
 
-What every integration shares.  The runtime hands its tool call -- the code it would have run,
-as an awaitable factory -- to :meth:`Boundary.call`, which makes it the body of a call of the
-:class:`~toolcancel.ToolRegistry`: the body runs under :func:`~toolcancel.cancellable`, so the
-call's signal (which the cancellation of the task awaiting the call aborts, P2) cancels the
-runtime's tool call and waits for it to finish; the registry publishes exactly one result.
-:class:`Published` then says what the runtime gets back: the runtime's own value or exception
-when the registry published exactly what the body produced (a success left alone, a failure
-that survived), else the registry's result (a late success replaced by ABORTED, a body that
-never started, a result that could not be published) for the integration to put in the
-runtime's own shape.
+The base of every integration (pydantic-ai, LangGraph, the OpenAI Agents SDK, MCP).  The runtime
+hands its tool call -- the code it would have run, as an awaitable factory ``run`` -- to
+:meth:`Boundary.enter`, which makes it the body of a call of the :class:`~toolcancel.ToolRegistry`,
+awaited in the runtime's own task: the body runs ``run()`` under :func:`~toolcancel.cancellable`,
+so the call's signal cancels the runtime's tool call and waits for it to finish, and the
+registry publishes exactly one result.  The cancellation of the runtime's task is the call's
+caller aborting (the registry's binding, P2): the call is still awaited to its result, then
+the cancellation is handed back -- with the result, which a re-raise alone cannot carry -- for
+the integration to re-raise or, where the runtime has a place for a cancelled call's answer, to
+answer with.  :class:`Published` then says what the runtime gets back: the runtime's own value
+or exception when the registry published exactly what the body produced (a success left alone,
+a failure that survived), else the registry's result (a late success replaced by ABORTED, a
+body that never started, a result that could not be published) in the runtime's own shape.
 
-Invariants: a call is in :attr:`Boundary.published` from its publication on, keyed by the
-runtime's call id; :meth:`Boundary.settled` returns once that call published -- which is after
-its body settled (R27) -- so a program whose runtime ended the run at once can wait for the
-call's quiescence and read what it published.
+Nothing here runs per call that the contract does not ask for: no task of its own (the
+registry's binding already runs the call in one), one caller signal (the runtime's cancellation,
+:meth:`Boundary.abort`), one observer that records the publication, and a waiter only for a
+program that asks to wait (:meth:`Boundary.settled`, :meth:`Boundary.settled_all`).
+
+Invariants: a call is in :attr:`Boundary.published` (by the runtime's call id) and
+:attr:`Boundary.in_order` from its publication on, which is after its body settled (R27);
+``_running`` holds exactly the calls entered here that have not published, each with its caller
+controller; after :meth:`Boundary.abort` a call enters with its caller signal aborted, so no
+body starts.  It imports no runtime.
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from ..contract.results import ToolOutput, ToolResult
 from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
-from ..runtime.signals import AbortController
+from ..runtime.signals import AbortController, AbortError
 from ..runtime.toolregistry import ToolRegistry
 
 Run = Callable[[], Awaitable[Any]]
@@ -35,35 +45,75 @@ Run = Callable[[], Awaitable[Any]]
 Output = Callable[[Any], ToolOutput | list[Any]]
 """What the registry is told the runtime's tool call returned (content blocks and meta); raises
 for a value that is the tool's failure (an error message the runtime made of an exception)."""
+Setup = Callable[[], Callable[[], object] | None]
+"""Run just before the call starts (a context variable set there is the body's: the call's task
+copies it); what it returns is called once the call published."""
+Watch = Callable[[AbortController], Awaitable[None]]
+"""Runs beside the call until it publishes: a way for the runtime's own cancellation flag to
+abort the call's caller signal."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class Published:
     """What one call published, and what the runtime's tool call itself did.
 
-    ``own`` is true when the registry published exactly what the body produced: then ``value``
-    (a return) or ``raised`` (a failure that survived) is the runtime's own object, handed back
-    unchanged; otherwise the integration answers with ``result``."""
+    ``call_id`` is the runtime's id for the call, ``tool`` its name, ``result`` the frozen
+    result.  ``returned``: the runtime's tool call returned ``value``; ``raised``: its failure
+    (what it raised, or what ``output`` made of its value).  :attr:`own` says whether that is
+    what the registry published."""
 
+    call_id: str
+    tool: str
     result: ToolResult
-    own: bool
+    returned: bool = False
     value: Any = None
     raised: BaseException | None = None
+    out: Any = field(default=None, repr=False, compare=False)
+    """What the registry was told the body returned (``output``'s answer)."""
+    thrown: Callable[[BaseException], ToolResult] | None = field(
+        default=None, repr=False, compare=False
+    )
+    """How the registry makes a result of a failure (its ``results.thrown``)."""
+
+    @cached_property
+    def own(self) -> bool:
+        """Whether the registry published exactly what the body produced: then ``value`` (a
+        return) or ``raised`` (a failure that survived) is the runtime's own object, to hand
+        back unchanged; otherwise the integration answers with ``result``.  Worked out when
+        first asked (an integration that never asks pays nothing for it)."""
+        result = self.result
+        if self.returned and self.raised is None and not result.is_error:  # success untouched?
+            out = self.out
+            content, meta = (out.content, out.meta) if isinstance(out, ToolOutput) else (out, None)
+            return tuple(result.content) == tuple(content) and result.meta == meta
+        if self.raised is not None and result.is_error and self.thrown is not None:
+            made = self.thrown(self.raised)  # the body's failure survived?
+            return made.content == result.content and made.error == result.error
+        return False
+
+
+def _unchanged(value: Any) -> Any:
+    return value
 
 
 @dataclass(slots=True)
 class _Running:
-    run: Run
+    key: str
+    name: str
+    run: Run | None
     output: Output
-    context: Any = None
+    context: Any
+    caller: AbortController
     value: Any = None
-    out: Any = None  # what the registry was told the body returned
+    out: Any = None
     returned: bool = False
     raised: BaseException | None = None
+    published: Published | None = None
 
 
 class Boundary:
-    """A :class:`~toolcancel.ToolRegistry` at one runtime's tool boundary.
+    """A :class:`~toolcancel.ToolRegistry` at one runtime's tool boundary (one run, one node,
+    one server: whatever one integration object serves).
 
     ``registry``: the caller's (its hooks, wrappers and observers apply to every tool call the
     runtime makes; the boundary registers one body per tool name the runtime calls, so the
@@ -73,11 +123,71 @@ class Boundary:
     def __init__(self, registry: ToolRegistry | None = None, *, revision: str = "seed") -> None:
         self.registry = registry if registry is not None else ToolRegistry(revision=revision)
         self.published: dict[str, Published] = {}
-        """The runtime's call id -> what that call published (kept until :meth:`forget`)."""
+        """The runtime's call id -> what that call published last (kept until :meth:`forget`)."""
+        self.in_order: list[Published] = []
+        """What every call published, in publication order (kept until :meth:`forget`)."""
         self._running: dict[str, _Running] = {}  # the registry's call id -> the runtime's call
-        self._done: dict[str, asyncio.Future[Published]] = {}  # the runtime's call id -> ...
-        self._last: dict[str, ToolResult] = {}  # the registry's call id -> its result (P2)
+        self._waiting: dict[str, asyncio.Future[Published]] = {}  # settled(key) before it published
+        self._idle: asyncio.Future[None] | None = None  # settled_all() while calls run
+        self._aborted = False
         self.registry.add_observer(self._observe)
+
+    async def enter(
+        self,
+        name: str,
+        arguments: Any,
+        key: str,
+        run: Run | None = None,
+        output: Output = _unchanged,
+        *,
+        known: bool = True,
+        context: Any = None,
+        setup: Setup | None = None,
+        watch: Watch | None = None,
+    ) -> tuple[Published, asyncio.CancelledError | None]:
+        """Make the runtime's tool call ``run`` (a call of tool ``name`` with ``arguments``,
+        which the runtime calls ``key``) a call of the registry; return what it published and
+        the cancellation of the awaiting task, if one came.
+
+        A tool the runtime does not know (``known`` false), or a call without ``run``, is not
+        registered: the registry answers it with its own body of that name, if it holds one,
+        else as an unknown tool (R6).  ``context`` is what the registry's hooks of this
+        integration read of the call (:meth:`context`); ``setup`` and ``watch`` are
+        :data:`Setup` and :data:`Watch`.  A cancellation of the awaiting task aborts the call's
+        caller; the call is awaited to its result all the same.  A second interrupt abandons
+        the call unpublished (P7): that is raised."""
+        registry = self.registry
+        if run is not None and known and registry.definition(name) is None:
+            registry.register(name, self._body)
+        caller = AbortController()
+        if self._aborted:
+            caller.abort()
+        undo = setup() if setup is not None else None
+        watcher: asyncio.Future[None] | None = None
+        cancelled: asyncio.CancelledError | None = None
+        try:
+            pending = registry.execute(name, arguments, signal=caller.signal)
+            running = _Running(key, name, run, output, context, caller)
+            self._running[pending.call_id] = running
+            if watch is not None:
+                watcher = asyncio.ensure_future(watch(caller))
+            try:
+                await pending
+            except asyncio.CancelledError as exc:  # published first (P2), unless abandoned (P7)
+                if running.published is None:
+                    raise
+                cancelled = exc
+            finally:
+                if self._running.pop(pending.call_id, None) is not None:
+                    self._wake_idle()  # never published (abandoned): not waited for any more
+        finally:
+            if watcher is not None:
+                watcher.cancel()
+            if undo is not None:
+                undo()
+        published = running.published
+        assert published is not None  # every publication is observed (R31)
+        return published, cancelled
 
     async def call(
         self,
@@ -90,35 +200,14 @@ class Boundary:
         known: bool = True,
         context: Any = None,
     ) -> Published:
-        """Make the runtime's tool call ``run`` (a call of tool ``name`` with ``arguments``,
-        which the runtime calls ``key``) a call of the registry, and return what it published.
-        A tool the runtime does not know (``known`` false) is not registered: the registry
-        answers it as an unknown tool (R6) unless it holds one of that name.  ``context`` is
-        what the registry's hooks of this integration read of the call (:meth:`context`).
-
-        If the task awaiting this is cancelled, the call's signal aborts, ``run`` is cancelled
-        and awaited to its end, the result is published -- and then ``CancelledError`` is
-        raised, as the binding does (P2): :attr:`published` and :meth:`settled` have the result.
-        """
-        registry = self.registry
-        if known and registry.definition(name) is None:
-            registry.register(name, self._body)
-        done = self._done.get(key)
-        if done is None or done.done():
-            done = self._done[key] = asyncio.get_running_loop().create_future()
-        pending = registry.execute(name, arguments, signal=AbortController().signal)
-        running = self._running[pending.call_id] = _Running(run, output, context)
-        try:
-            result = await pending
-        except asyncio.CancelledError:  # published first (P2): the observer kept it
-            kept = self._last.pop(pending.call_id, None)
-            if kept is not None:  # (nothing if a second interrupt abandoned the call, P7)
-                self._publish(key, done, running, kept)
-            raise
-        finally:
-            del self._running[pending.call_id]
-            self._last.pop(pending.call_id, None)
-        return self._publish(key, done, running, result)
+        """:meth:`enter`, raising the awaiting task's cancellation -- once the call published,
+        as the binding does (P2): :attr:`published` and :meth:`settled` have the result."""
+        published, cancelled = await self.enter(
+            name, arguments, key, run, output, known=known, context=context
+        )
+        if cancelled is not None:
+            raise cancelled
+        return published
 
     def context(self, view: Execution) -> Any:
         """The ``context`` the runtime's call behind ``view`` was made with (``None`` for a call
@@ -126,49 +215,58 @@ class Boundary:
         running = self._running.get(view.call_id)
         return None if running is None else running.context
 
-    def _observe(self, view: Execution, result: ToolResult) -> None:
-        if view.call_id in self._running:
-            self._last[view.call_id] = result
+    def abort(self) -> None:
+        """The caller of every call gives up: each call in flight aborts, and one entering later
+        enters aborted (its body never starts)."""
+        self._aborted = True
+        for running in list(self._running.values()):
+            running.caller.abort()
 
-    def _publish(
-        self, key: str, done: asyncio.Future[Published], running: _Running, result: ToolResult
-    ) -> Published:
-        if running.returned and not result.is_error:  # the body's own success, untouched?
-            out = running.out
-            content, meta = (out.content, out.meta) if isinstance(out, ToolOutput) else (out, None)
-            own = tuple(result.content) == tuple(content) and result.meta == meta
-        elif running.raised is not None and result.is_error:  # the body's failure survived?
-            made = self.registry.results.thrown(running.raised)
-            own = made.content == result.content and made.error == result.error
-        else:
-            own = False
-        published = Published(result, own, running.value, running.raised)
+    def result_of(self, key: str) -> ToolResult | None:
+        """The latest result published for the runtime's call ``key``, if any."""
+        found = self.published.get(key)
+        return None if found is None else found.result
+
+    def _observe(self, view: Execution, result: ToolResult) -> None:
+        """The registry published a result: record it, if it is one of ours."""
+        running = self._running.pop(view.call_id, None)
+        if running is None:
+            return
+        key = running.key
+        published = running.published = Published(
+            key, running.name, result, running.returned, running.value, running.raised,
+            running.out, self.registry.results.thrown,
+        )  # fmt: skip
         self.published[key] = published
-        if not done.done():
-            done.set_result(published)
-        self._done.pop(key, None)  # its waiters hold it; settled() reads published from now on
-        return published
+        self.in_order.append(published)
+        waiter = self._waiting.pop(key, None)
+        if waiter is not None and not waiter.done():
+            waiter.set_result(published)
+        self._wake_idle()
+
+    def _wake_idle(self) -> None:
+        if not self._running and self._idle is not None and not self._idle.done():
+            self._idle.set_result(None)
 
     async def _body(self, arguments: Any, view: Execution) -> Any:
         del arguments  # the runtime's call holds its own (validated) arguments
         running = self._running[view.call_id]
-        running.returned, running.raised = False, None
-
-        async def run() -> Any:
-            try:
-                return await running.run()
-            except Exception as exc:  # the tool's own failure (never the abort's AbortError)
-                running.raised = exc
-                raise
-
-        value = await cancellable(view, run())
+        assert running.run is not None  # registered only for a call with its run
+        running.value, running.out, running.returned, running.raised = None, None, False, None
         try:
-            out = running.output(value)
-        except Exception as exc:  # a value that is the tool's failure (an error message)
-            running.value, running.raised = value, exc
+            value = await cancellable(view, running.run())
+        except AbortError:  # the signal stopped it: not the tool's own failure
             raise
-        running.value, running.out, running.returned = value, out, True
-        return out
+        except Exception as exc:  # the tool's own failure
+            running.raised = exc
+            raise
+        running.value, running.returned = value, True
+        try:
+            running.out = running.output(value)
+        except Exception as exc:  # a value that is the tool's failure (an error message)
+            running.raised = exc
+            raise
+        return running.out
 
     async def settled(self, key: str) -> Published:
         """Wait until the runtime's call ``key`` has published (its body settled first) and
@@ -177,12 +275,78 @@ class Boundary:
         found = self.published.get(key)
         if found is not None:
             return found
-        done = self._done.get(key)
-        if done is None:
-            done = self._done[key] = asyncio.get_running_loop().create_future()
-        return await asyncio.shield(done)
+        waiter = self._waiting.get(key)
+        if waiter is None:
+            waiter = self._waiting[key] = asyncio.get_running_loop().create_future()
+        return await asyncio.shield(waiter)
+
+    async def settled_all(self) -> list[Published]:
+        """Wait until every call entered here has published -- however the runtime ended: a
+        cancelled run may have left its tools running -- and return what each published, in
+        order.  A further cancellation of the waiting task only waits again; the first is
+        raised after."""
+        cancelled: asyncio.CancelledError | None = None
+        while self._running:
+            if self._idle is None or self._idle.done():
+                self._idle = asyncio.get_running_loop().create_future()
+            try:
+                await asyncio.shield(self._idle)
+            except asyncio.CancelledError as exc:
+                cancelled = cancelled or exc
+        if cancelled is not None:
+            raise cancelled
+        return list(self.in_order)
 
     def forget(self, key: str) -> None:
         """Drop what the runtime's call ``key`` published (a long-lived boundary's bookkeeping)."""
-        self.published.pop(key, None)
-        self._done.pop(key, None)
+        if self.published.pop(key, None) is not None:
+            self.in_order = [p for p in self.in_order if p.call_id != key]
+        self._waiting.pop(key, None)
+
+
+class Calls:
+    """The calls one integration object (one run, one server) makes through ``registry``, in
+    order: the face of a :class:`Boundary` that the OpenAI Agents SDK's and MCP's integrations
+    show their users.
+
+    ``published`` holds what each call published, in publication order (:class:`Published`,
+    its ``call_id`` the runtime's); :meth:`result_of` the latest for a call id; :meth:`abort`
+    gives up every call; :meth:`settled` waits for all of them."""
+
+    def __init__(self, registry: ToolRegistry) -> None:
+        self.boundary = Boundary(registry)
+        self.registry = registry
+
+    @property
+    def published(self) -> list[Published]:
+        """What every call published, in publication order."""
+        return self.boundary.in_order
+
+    def abort(self) -> None:
+        """The caller of every call gives up: each call in flight aborts, and one entering later
+        enters aborted (its body never starts)."""
+        self.boundary.abort()
+
+    def result_of(self, call_id: str) -> ToolResult | None:
+        """The latest result published for the runtime's call ``call_id``, if any."""
+        return self.boundary.result_of(call_id)
+
+    async def settled(self) -> list[Published]:
+        """:meth:`Boundary.settled_all`: every call entered here published, in order."""
+        return await self.boundary.settled_all()
+
+    async def enter(
+        self,
+        name: str,
+        arguments: Any,
+        call_id: str,
+        setup: Setup | None = None,
+        watch: Watch | None = None,
+    ) -> tuple[ToolResult, asyncio.CancelledError | None]:
+        """One registry call of tool ``name``, whose body is the registry's own for that name
+        (``setup`` hands it the runtime's call): :meth:`Boundary.enter`'s result and the
+        awaiting task's cancellation, if one came."""
+        published, cancelled = await self.boundary.enter(
+            name, arguments, call_id, setup=setup, watch=watch
+        )
+        return published.result, cancelled

@@ -33,7 +33,7 @@ SDK's handling (a result it cannot convert), answered with the registry's error 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from contextvars import ContextVar
 from typing import Any, Final
 
@@ -45,12 +45,10 @@ from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.shared.dispatcher import DispatchContext, Dispatcher
 from pydantic import BaseModel
 
-from ..contract.results import ToolOutput, ToolResult
-from ..runtime.cooperate import cancellable
-from ..runtime.execution import Execution
+from ..contract.results import ToolOutput
 from ..runtime.mcp import to_call_tool_result
 from ..runtime.signals import AbortController
-from .calls import Calls, Published
+from .boundary import Calls, Published
 
 __all__ = ["LIMITS", "Published", "ToolCalls"]
 
@@ -96,11 +94,6 @@ LIMITS: Final[Mapping[str, str]] = {
 CANCELLATIONS: Final = frozenset({"ABORTED", "ABORTED_BEFORE_DISPATCH"})
 """The error codes of a result a cancellation made (what replaces the SDK's own answer)."""
 
-_REQUEST: ContextVar[tuple[CallNext, ServerRequestContext[Any, Any], list[Any]]] = ContextVar(
-    "toolcancel_mcp_request"
-)
-"""The rest of the SDK's handling a registry call runs as its body: set around the call's
-entry, read by the body in the task the registry runs it in."""
 _DISPATCH: ContextVar[DispatchContext[Any]] = ContextVar("toolcancel_mcp_dispatch")
 """The request's dispatch context (its ``cancel_requested``), where
 :meth:`ToolCalls.serve_connection` serves the connection."""
@@ -110,18 +103,9 @@ class _ErrorResult(Exception):
     """The SDK answered the request with an error result: the body failed (R3)."""
 
 
-async def _body(arguments: Any, view: Execution) -> Any:
-    """Every tool's registry body: the rest of the SDK's handling of the request, cancelled (and
-    awaited to its end) when the call's signal aborts.  What it answered is kept for the
-    client; an error result, or a raise, is the body's failure."""
-    del arguments
-    call_next, ctx, kept = _REQUEST.get()
-    try:
-        answer = await cancellable(view, call_next(ctx))
-    except Exception as exc:
-        kept.append(exc)
-        raise
-    kept.append(answer)
+def _output(answer: Any) -> ToolOutput:
+    """What the registry is told the SDK's handling answered: its content and ``_meta``; an
+    error result is the body's failure (R3)."""
     if isinstance(answer, BaseModel):
         wire = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     else:
@@ -146,7 +130,7 @@ class ToolCalls(Calls):
 
     ``published`` holds what each call published, in order (:class:`Published`, its
     ``call_id`` the request id); :meth:`result_of`, :meth:`abort` and :meth:`settled` are
-    :class:`~toolcancel.integrations.calls.Calls`'."""
+    :class:`~toolcancel.integrations.boundary.Calls`'."""
 
     async def __call__(
         self, ctx: ServerRequestContext[Any, Any], call_next: CallNext
@@ -155,21 +139,14 @@ class ToolCalls(Calls):
         name = params.get("name")
         if ctx.method != "tools/call" or not isinstance(name, str):
             return await call_next(ctx)  # not a tool call (or one the SDK itself refuses)
-        if self.registry.definition(name) is None:
-            self.registry.register(name, _body)
-        kept: list[Any] = []
-
-        def setup() -> Callable[[], None]:
-            token = _REQUEST.set((call_next, ctx, kept))
-            return lambda: _REQUEST.reset(token)
-
         dispatch = _DISPATCH.get(None)
         watch = None
         if dispatch is not None:
             requested = dispatch.cancel_requested
             watch = lambda caller: _watch(requested, caller)  # noqa: E731
-        result, cancelled = await self.enter(
-            name, params.get("arguments"), str(ctx.request_id), setup, watch
+        key, arguments = str(ctx.request_id), params.get("arguments")
+        published, cancelled = await self.boundary.enter(
+            name, arguments, key, lambda: call_next(ctx), _output, watch=watch
         )
         if cancelled is not None and anyio.current_effective_deadline() != -math.inf:
             raise cancelled  # a bare task cancellation: not ours to absorb
@@ -177,16 +154,17 @@ class ToolCalls(Calls):
         # checkpoint: the answer is handed over and the SDK decides whether it goes out --
         # never over JSON-RPC (MCP answers no cancelled request), to the in-memory client's
         # modern path yes.
-        return self._answer(result, kept)
+        return self._answer(published)
 
     @staticmethod
-    def _answer(result: ToolResult, kept: list[Any]) -> HandlerResult:
+    def _answer(published: Published) -> HandlerResult:
         """What the SDK hands on: its own answer unless a cancellation changed the result, else
         the published result -- which is also the answer where the SDK's handling raised (a
         result it could not convert): every call is answered with a result (R31)."""
+        result = published.result
         cancelled = result.error is not None and result.error.code in CANCELLATIONS
-        if kept and not cancelled and not isinstance(kept[0], Exception):
-            answer: HandlerResult = kept[0]
+        if published.returned and not cancelled:
+            answer: HandlerResult = published.value
             return answer
         return to_call_tool_result(result)
 

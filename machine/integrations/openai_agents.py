@@ -45,7 +45,7 @@ from agents.tool_context import ToolContext
 from ..contract.results import text_block
 from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
-from .calls import Calls, Published
+from .boundary import Calls, Published
 
 __all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
 
@@ -127,7 +127,7 @@ class ToolCalls(Calls):
 
     ``published`` holds what each call published, in order (:class:`Published`, the SDK's
     ``call_id``); :meth:`result_of`, :meth:`abort` and :meth:`settled` are
-    :class:`~toolcancel.integrations.calls.Calls`'."""
+    :class:`~toolcancel.integrations.boundary.Calls`'."""
 
     # -- putting it in ---------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import Awaitable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, Final, TypeVar
 
 from .eventloop import Waiter, on_trio
 from .signals import AbortError, AbortSignal
@@ -121,10 +121,10 @@ async def cancellable(watched: AbortSignal | Execution, work: Awaitable[T]) -> T
         raise
     if on_trio():
         return await _cancellable_trio(signals, work)
-    task = asyncio.ensure_future(work)
-    if _first_reason(signals)[0]:
+    task = asyncio.ensure_future(work) if _first_reason(signals)[0] else _start(work)
+    if _first_reason(signals)[0]:  # aborted before it started, or in its (eager) first step
         task.cancel()
-    else:
+    elif not task.done():  # (started eagerly, ``work`` may have finished in its first step)
 
         def stop(_: AbortSignal) -> None:
             task.cancel()
@@ -147,6 +147,19 @@ async def cancellable(watched: AbortSignal | Execution, work: Awaitable[T]) -> T
         if not done:
             raise  # cancelled from elsewhere: not ours to translate
         raise AbortError(MESSAGE, reason=reason) from None
+
+
+def _start(work: Awaitable[T]) -> asyncio.Future[T]:
+    """``work`` in a task of its own, started eagerly where asyncio offers it (3.12+): work that
+    finishes without suspending is done here, and the body goes on without a turn of the loop."""
+    if _EAGER is not None and inspect.iscoroutine(work):
+        task: asyncio.Future[T] = _EAGER(asyncio.get_running_loop(), work)
+        return task
+    return asyncio.ensure_future(work)
+
+
+_EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
+"""``asyncio.eager_task_factory`` (public since 3.12), or ``None`` before it."""
 
 
 async def _cancellable_trio(signals: tuple[AbortSignal, ...], work: Awaitable[T]) -> T:
