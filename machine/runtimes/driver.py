@@ -39,7 +39,12 @@ declare a stage only if the adapter drives it through the runtime (conform then 
 that need it, and a scenario needing an undeclared stage is refused here before it runs);
 ``body_signal`` if a body can see the caller's cancellation (:func:`task_signal` counts);
 ``meta``, ``raw_args``, ``error_flag`` false where the runtime's call cannot carry a metadata
-channel, non-JSON argument values (a wire protocol serializes them first) or an error flag.
+channel, non-JSON argument values (a wire protocol serializes them first) or an error flag;
+``timeout_policy`` if the adapter gives :attr:`~toolcancel.runtimes.Call.budget_s` to the
+runtime's own per-tool timeout -- the driver then moves the virtual clock past the budget when
+the body waits (``timer_first``; ``with_deadline`` aborts the caller first, in the same step,
+and needs ``signal``), holds an uncooperative body whose deadline passed as one whose caller
+aborted, and reports ``observed.deadline``.
 """
 
 from __future__ import annotations
@@ -50,13 +55,16 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import anyio
 
 from ..oracle.conform.capabilities import OPTIONAL, STAGES
 from ..runtime.virtual_time import VirtualClock
 from .call import HANG, HOLD_S, Call, Execute, Outcome, Unsupported
+
+PAST_BUDGET_S: Final = 0.001
+"""How far past the tool's budget the driver moves the clock for ``timer_first``."""
 
 
 class AdapterError(Exception):
@@ -172,10 +180,11 @@ async def run_vector(
         raise Unsupported(f"the runtime has no {', '.join(lacking)}")
     if s["caller"] == "none" and s["cancel"] != "never":
         raise Unsupported("a scenario without a caller cannot cancel")
-    if (s["caller"] == "aborted" or s["cancel"] == "before_entry") and "signal" not in (
-        runtime.cancel
-    ):
-        raise Unsupported("a caller aborted before the call exists needs a signal to pass")
+    if s["caller"] == "aborted" or s["cancel"] == "before_entry":
+        if "signal" not in runtime.cancel:
+            raise Unsupported("a caller aborted before the call exists needs a signal to pass")
+    if s["cancel"] == "with_deadline" and "signal" not in runtime.cancel:
+        raise Unsupported("a caller aborting in the deadline's own step needs a signal to abort")
     call = Call(s, revision)
     args: dict[str, Any] = {"q": "x"} if s["args"] == "ok" else {"q": {1}}
     scope = anyio.CancelScope()
@@ -186,6 +195,7 @@ async def run_vector(
     def abort() -> None:
         if not call.caller_aborted:
             call.caller_aborted = True
+            call.first_abort = call.first_abort or "caller"
             if by_signal:
                 for fire in list(call.aborters):
                     fire()
@@ -231,10 +241,19 @@ async def run_vector(
             if not call.gates:
                 break
             g = next(iter(call.gates))
+            expired = g == "body" and s["timeout"] == "timer_first"
+            if expired:  # README's loop: this wait's deadline passes, then the gate goes on
+                if s["cancel"] == "with_deadline":
+                    abort()  # the same synchronous step: the caller's abort first (ours)
+                call.expired = True
+                call.first_abort = call.first_abort or "timeout"
+                clock.advance(call.budget_s + PAST_BUDGET_S)  # type: ignore[operator]
+                await clock.idle()
             if s["cancel"] == f"gate:{g}":
                 abort()
                 await clock.idle()
-            if g == "body" and not s["cooperative"] and call.caller_aborted:
+            if g == "body" and not s["cooperative"] and (call.caller_aborted or expired):
+                call.expired = call.expired or call.budget_s is not None  # held past it
                 clock.advance(HOLD_S)
                 await clock.idle()
                 while (other := next((k for k in call.gates if k != "body"), None)) is not None:
@@ -264,9 +283,11 @@ async def run_vector(
         "raised": HANG if outcome is None else outcome.raised,
         "notifications": 0,
         "notified_same": True,
-        "bodies": [{"start": b.start, "settle": b.settle} for b in call.bodies],
+        "bodies": [b.seen(call) for b in call.bodies],
         "settled": box.get("settled"),
     }
+    if call.budget_s is not None:  # no outer_deadline wrapper: no runtime plays the slot
+        observed["deadline"] = {"expired": call.expired, "outer": False}
     if outcome is not None and outcome.cancelled:
         observed["caller_cancelled"] = True
     return {"result": None if outcome is None else outcome.result, "observed": observed}
