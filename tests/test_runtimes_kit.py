@@ -285,11 +285,13 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
 
     class Fine(Runtime):
         undriven = {"approval": "an approval seam, not driven yet"}  # noqa: RUF012
+        absent = {"guards": "no check after the decision"}  # noqa: RUF012
         unmeasured = {"stdio": "another process"}  # noqa: RUF012
 
     main(Fine(), argv=["--undriven"])
     assert json.loads(capsys.readouterr().out) == {
         "stages": {"approval": "an approval seam, not driven yet"},
+        "absent": {"guards": "no check after the decision"},
         "configurations": {"stdio": "another process"},
     }
 
@@ -298,7 +300,15 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
 
     with pytest.raises(SystemExit):
         main(Odd(), argv=["--undriven"])
-    assert "undriven names no stage of the hello: hooks" in capsys.readouterr().err
+    assert "undriven or absent names no stage of the hello: hooks" in capsys.readouterr().err
+
+    class Both(Runtime):
+        capabilities = {"around": True}  # noqa: RUF012
+        absent = {"around": "declared, yet said to be absent"}  # noqa: RUF012
+
+    with pytest.raises(SystemExit):
+        main(Both(), argv=["--undriven"])
+    assert "absent names a stage the hello declares: around" in capsys.readouterr().err
 
 
 def test_a_row_is_its_base_with_only_the_configuration_it_names_changed() -> None:

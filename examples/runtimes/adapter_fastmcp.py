@@ -134,6 +134,16 @@ class FastMcp(kit.Runtime):
         "(anyio.fail_after around the tool); a body it cancels is raised to the client as an "
         "error with FastMCP's text, not TOOL_TIMEOUT -- driving it is the next piece of work",
     }
+    absent: ClassVar[dict[str, str]] = {
+        "pre_policy": "middleware is FastMCP's one stage around a call (driven as around): "
+        "on_call_tool may answer before call_next, which is the around stage's short answer, "
+        "not a pre-execute decision",
+        "approval": "a tools/call runs without an approval step; elicitation (Context.elicit) "
+        "is a request the tool itself makes from its body",
+        "replace_signal": "no signal slot: a middleware gets the MiddlewareContext and "
+        "call_next; a tool's one cancellation is its request's task's",
+        "remove_signal": "no signal slot (see replace_signal)",
+    }
     raise_on_error: ClassVar[bool] = True
 
     def __init__(self, *, control: bool = False) -> None:

@@ -148,6 +148,13 @@ class OpenAiAgents(kit.Runtime):
         "observers": "RunHooks.on_tool_start/on_tool_end are told of the tool, not handed its "
         "result to observe once, frozen: nothing of R22/R29 to map them onto",
     }
+    absent: ClassVar[dict[str, str]] = {
+        "around": "nothing wraps a function tool's invocation: tool input and output "
+        "guardrails run before and after it (driven as pre_policy and post_policy), RunHooks "
+        "are told of it -- so no wrapper, and no signal slot, R16-R19's and R23's stage",
+        "guards": "a tool input guardrail is the SDK's one check before a tool runs, driven "
+        "as pre_policy; nothing checks the call again once it allowed it",
+    }
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
     """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
 

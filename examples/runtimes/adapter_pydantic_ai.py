@@ -132,6 +132,14 @@ class PydanticAi(kit.Runtime):
         "cannot hold",
     }
 
+    absent: ClassVar[dict[str, str]] = {
+        "guards": "nothing checks a call after it is allowed and before it runs: a tool's "
+        "prepare function decides whether the model sees the tool at all, before any call",
+        "replace_signal": "no signal slot: Hooks(tool_execute=...) gets the call, the tool "
+        "definition, the arguments and the handler; a tool's one cancellation is its task's",
+        "remove_signal": "no signal slot (see replace_signal)",
+    }
+
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"

@@ -109,6 +109,11 @@ class Runtime:
     capabilities: ClassVar[dict[str, bool]] = {}
     cancel: ClassVar[list[str]] = []
     undriven: ClassVar[dict[str, str]] = {}
+    absent: ClassVar[dict[str, str]] = {}
+    """Stages of the contract the runtime does not have (declared false, so the rules only
+    they decide cannot be judged on it), each with the runtime's design that leaves it out --
+    what it has instead, by its documented name: published beside the rules not judged, so a
+    reader never takes "not judged" for "not looked at"."""
     unmeasured: ClassVar[dict[str, str]] = {}
     """Configurations of the runtime its users run that no row measures, each with why (a
     transport out of the driver's reach, a switch its public API does not expose): published
@@ -331,8 +336,8 @@ def main(
 ) -> None:
     """An adapter script's entry point: serve ``runtime``, or with ``--control`` its control
     (toolcancel's own registry behind the same mapping, :mod:`toolcancel.runtimes.control`);
-    ``--undriven`` prints :attr:`Runtime.undriven` and :attr:`Runtime.unmeasured`
-    (``{"stages": ..., "configurations": ...}``)."""
+    ``--undriven`` prints :attr:`Runtime.undriven`, :attr:`Runtime.absent` and
+    :attr:`Runtime.unmeasured` (``{"stages": ..., "absent": ..., "configurations": ...}``)."""
     parser = argparse.ArgumentParser(description=runtime.implementation)
     parser.add_argument(
         "--control", action="store_true", help="serve toolcancel's registry through this mapping"
@@ -345,10 +350,14 @@ def main(
     )
     args = parser.parse_args(argv)
     if args.undriven:
-        unknown = sorted(set(runtime.undriven) - set(STAGES))
+        unknown = sorted((set(runtime.undriven) | set(runtime.absent)) - set(STAGES))
         if unknown:
-            parser.error(f"undriven names no stage of the hello: {', '.join(unknown)}")
-        said = {"stages": runtime.undriven, "configurations": runtime.unmeasured}
+            parser.error(f"undriven or absent names no stage of the hello: {', '.join(unknown)}")
+        declared = sorted(k for k in runtime.absent if runtime.capabilities.get(k))
+        if declared:
+            parser.error(f"absent names a stage the hello declares: {', '.join(declared)}")
+        said = {"stages": runtime.undriven, "absent": runtime.absent,
+                "configurations": runtime.unmeasured}  # fmt: skip
         print(json.dumps(said, sort_keys=True))
         return
     if args.control and control is None:
