@@ -205,12 +205,13 @@ def registry_for(call: Call, capabilities: dict[str, bool] | None = None) -> Too
     return registry
 
 
-def control_server(call: Call) -> Any:
+def control_server(call: Call, capabilities: dict[str, bool] | None = None) -> Any:
     """toolcancel's MCP server (:func:`~toolcancel.runtime.mcp.build_server`) over
-    :func:`registry_for`, for the control of a runtime behind MCP (needs the ``mcp`` extra)."""
+    :func:`registry_for` (with the mapping's ``capabilities``), for the control of a runtime
+    behind MCP (needs the ``mcp`` extra)."""
     from ..runtime.mcp import build_server  # the mcp extra: only an MCP control needs it
 
-    return build_server(registry_for(call), name="toolcancel-vectors")
+    return build_server(registry_for(call, capabilities), name="toolcancel-vectors")
 
 
 class RegistryControl(Runtime):
