@@ -82,6 +82,7 @@ class AutoGen(kit.Runtime):
         "blocks, not to tool calls)",
         "pre_policy": "no decision before a tool call: a Workbench lists and calls tools (see "
         "around)",
+        "timeout_policy": "FunctionTool has no timeout of its own",
     }
 
     @asynccontextmanager

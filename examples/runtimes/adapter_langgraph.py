@@ -110,6 +110,8 @@ class LangGraph(kit.Runtime):
         "replace_signal": "no signal slot: awrap_tool_call gets the ToolCallRequest and the "
         "handler; a tool's one cancellation is its task's",
         "remove_signal": "no signal slot (see replace_signal)",
+        "timeout_policy": "ToolNode has no per-tool timeout (a graph's step_timeout bounds a "
+        "whole superstep, not one tool's call)",
     }
     handle_tool_errors: ClassVar[bool | None] = None
     """``ToolNode(handle_tool_errors=...)``: ``None`` leaves its default (a row each,

@@ -134,6 +134,8 @@ class McpSdk(kit.Runtime):
         "(see around) wraps every request, with no decision of its own for a tool call",
         "approval": "a tools/call runs without an approval step; elicitation "
         "(ServerSession.elicit) is a request the tool itself makes from its body",
+        "timeout_policy": "MCPServer has no per-tool timeout; Client.call_tool's "
+        "read_timeout_seconds bounds the caller's wait for the answer, not the tool",
     }
     unmeasured: ClassVar[dict[str, str]] = {
         "stdio": "the server runs in another process (stdio_client), its tool body out of "
