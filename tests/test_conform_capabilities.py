@@ -471,3 +471,20 @@ def test_a_registry_that_forbids_removing_the_signal_is_not_sent_those_vectors(
     assert data["capabilities"]["remove_signal"] is False
     old = {k: x for k, x in EVERYTHING.items() if k not in OPTIONAL}
     assert Capabilities.from_hello(old).everything
+
+
+@pytest.mark.parametrize("revision", REVISIONS)
+def test_a_stage_failure_needs_only_the_stage_that_failed(revision: str) -> None:
+    """``pre_error`` leaves pre-execute, the approval seam and the guards, each by its own
+    event: a pre-execute listener that throws needs ``pre_policy``, not the approval seam it
+    never reaches (a runtime with a pre-execute stage and no seam is sent it, so R14 is judged
+    there); a seam that throws still needs ``approval``."""
+    rev = load_contract().revision(revision)
+    vectors = shipped_vectors(revision)
+    thrown = [v for v in vectors if v.scenario.pre == "throw" and v.scenario.guard == "none"
+              and v.scenario.cancel != "gate:approval"]  # fmt: skip
+    assert thrown and all("approval" not in needs(v, rev) for v in thrown)
+    assert all("pre_policy" in needs(v, rev) for v in thrown)
+    seam = [v for v in vectors if v.scenario.pre == "ask" and v.scenario.approval == "throw"
+            and v.scenario.approval_seam and v.scenario.agent]  # fmt: skip
+    assert seam and all("approval" in needs(v, rev) for v in seam)

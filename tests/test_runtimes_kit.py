@@ -18,6 +18,7 @@ from typing import Any
 
 import anyio
 import pytest
+from toolcancel import AbortController
 from toolcancel.oracle.conform.capabilities import STAGES, Capabilities
 from toolcancel.oracle.conform.capabilities import needs as capability_needs
 from toolcancel.oracle.conform.judge import Judge
@@ -284,11 +285,13 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
 
     class Fine(Runtime):
         undriven = {"approval": "an approval seam, not driven yet"}  # noqa: RUF012
+        absent = {"guards": "no check after the decision"}  # noqa: RUF012
         unmeasured = {"stdio": "another process"}  # noqa: RUF012
 
     main(Fine(), argv=["--undriven"])
     assert json.loads(capsys.readouterr().out) == {
         "stages": {"approval": "an approval seam, not driven yet"},
+        "absent": {"guards": "no check after the decision"},
         "configurations": {"stdio": "another process"},
     }
 
@@ -297,7 +300,15 @@ def test_an_adapter_says_which_stages_its_runtime_has_undriven_naming_only_stage
 
     with pytest.raises(SystemExit):
         main(Odd(), argv=["--undriven"])
-    assert "undriven names no stage of the hello: hooks" in capsys.readouterr().err
+    assert "undriven or absent names no stage of the hello: hooks" in capsys.readouterr().err
+
+    class Both(Runtime):
+        capabilities = {"around": True}  # noqa: RUF012
+        absent = {"around": "declared, yet said to be absent"}  # noqa: RUF012
+
+    with pytest.raises(SystemExit):
+        main(Both(), argv=["--undriven"])
+    assert "absent names a stage the hello declares: around" in capsys.readouterr().err
 
 
 def test_a_row_is_its_base_with_only_the_configuration_it_names_changed() -> None:
@@ -359,3 +370,59 @@ def test_the_control_plays_the_scenarios_pre_and_post_execute_on_the_kits_gates(
     assert failed == {}
     planted = {table.judge(v, play(PoliciesUnmounted(Policies), raw[v.id])).rule for v in sent}
     assert {"R5", "R7"} <= planted
+
+
+class Deadlines(Runtime):
+    """A mapping that gives its runtime's own tool timeout the scenario's budget (and nothing
+    else), its caller a signal: what the pydantic-ai token row declares."""
+
+    implementation = "deadlines"
+    capabilities = {"body_signal": True, "timeout_policy": True}  # noqa: RUF012
+    cancel = ["signal"]  # noqa: RUF012
+
+
+class DeadlineUnset(RegistryControl):
+    """A planted mapping fault: it declares the timeout stage but gives the tool no budget."""
+
+    @asynccontextmanager
+    async def open(self, call: Call) -> AsyncIterator[Execute]:
+        registry = registry_for(call)  # no capabilities: no timeout policy, no budget
+
+        async def execute(args: dict[str, Any]) -> Outcome:
+            caller = AbortController()
+            call.on_abort(caller.abort)
+            result = await registry.execute("tool", args, signal=caller.signal)
+            return Outcome(result=result.to_data())
+
+        yield execute
+
+
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_the_control_plays_the_scenarios_tool_deadline_on_the_kits_clock(revision: str) -> None:
+    """Our registry through a mapping that declares a tool timeout passes every vector such a
+    runtime is sent -- the budget alone, its deadline passing while the body waits
+    (``timer_first``), the caller aborting in that very step (``with_deadline``) -- its body's
+    signal classified as the deadline's where the deadline came first; the same declaration
+    with no budget given fails under the timeout's rules."""
+    deadlines = Capabilities.from_hello(Deadlines().hello()["capabilities"])
+    table = Judge(revision, level="outcome", capabilities=deadlines)
+    path = ROOT / "spec" / "vectors" / f"{revision}.jsonl"
+    raw = {v["id"]: v for v in map(json.loads, path.read_text("utf-8").splitlines())}
+    sent = [
+        v
+        for v in load_vectors(path)
+        if set(kit_needs(raw[v.id]["scenario"])) == {"timeout_policy"}
+        and not deadlines.lacks(capability_needs(v, table.table))
+    ]
+    assert {v.scenario.cancel for v in sent} >= {"with_deadline", "gate:body", "never"}
+    assert {v.scenario.timeout for v in sent} == {"budget", "timer_first"}
+    failed = {}
+    for v in sent:
+        verdict = table.judge(v, play(RegistryControl(Deadlines), raw[v.id]))
+        if not verdict.passed:
+            failed[v.id] = verdict.rule
+    assert failed == {}
+    planted = {table.judge(v, play(DeadlineUnset(Deadlines), raw[v.id])).rule for v in sent}
+    # no deadline to pass: the first thing that differs is the body's signal, which the
+    # deadline aborts (R21: the fused signal carries the first source's reason)
+    assert "R21" in planted

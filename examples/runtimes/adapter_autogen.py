@@ -76,6 +76,15 @@ class AutoGen(kit.Runtime):
         "around": "a Workbench wraps the tool set, not one call's dispatch: not driven",
     }
 
+    absent: ClassVar[dict[str, str]] = {
+        "approval": "AssistantAgent runs the model's tool calls through its Workbench with no "
+        "approval step (autogen-agentchat's approval_func belongs to CodeExecutorAgent's code "
+        "blocks, not to tool calls)",
+        "pre_policy": "no decision before a tool call: a Workbench lists and calls tools (see "
+        "around)",
+        "timeout_policy": "FunctionTool has no timeout of its own",
+    }
+
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         token = CancellationToken()

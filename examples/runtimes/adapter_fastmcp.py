@@ -25,8 +25,12 @@ Capabilities: ``around``, FastMCP's middleware -- each of the scenario's wrapper
 ``Middleware`` whose ``on_call_tool`` does what spec/vectors/README.md says (``delegate`` awaits
 ``call_next(context)``, ``retry`` awaits it twice, a short answer is a ``ToolResult`` of its own),
 passed to ``FastMCP(middleware=[...])`` outermost first; a middleware gets no signal to replace or
-remove, so ``replace_signal`` and ``remove_signal`` are declared false.  FastMCP's per-tool
-``timeout`` is not driven (``undriven`` says why).  The tool gets no signal object;
+remove, so ``replace_signal`` and ``remove_signal`` are declared false.  ``timeout_policy``:
+FastMCP's per-tool ``timeout`` (``@server.tool(timeout=...)``) is the scenario's budget
+(``kit.Call.budget_s``); the server runs the tool under ``anyio.fail_after`` (the loop's clock,
+so the driver's virtual one) and, past it, answers the request with the JSON-RPC error
+``-32000`` "Tool 'tool' execution timed out after 0.1s", which the client reads as an error
+result; the adapter tells the kit (``kit.Call.timed_out``).  The tool gets no signal object;
 it gets the cancellation of its task (``toolcancel.runtimes.task_signal``), which
 ``body_signal`` declares.
 """
@@ -53,6 +57,10 @@ from mcp.shared.memory import create_client_server_memory_streams
 from mcp_types import CallToolRequestParams, TextContent
 from toolcancel import runtimes as kit
 from typing_extensions import Unpack
+
+TIMED_OUT = "execution timed out after"
+"""What FastMCP's error for a tool past its ``timeout`` says (``MCPError(-32000, "Tool '...'
+execution timed out after ...s")``)."""
 
 
 class Settles(Middleware):
@@ -127,12 +135,18 @@ class FastMcp(kit.Runtime):
         "around": True,
         "replace_signal": False,
         "remove_signal": False,
+        "timeout_policy": True,
     }
     cancel: ClassVar[list[str]] = ["message"]
-    undriven: ClassVar[dict[str, str]] = {
-        "timeout_policy": "@tool(timeout=...) is measured on the wall clock in the server "
-        "(anyio.fail_after around the tool); a body it cancels is raised to the client as an "
-        "error with FastMCP's text, not TOOL_TIMEOUT -- driving it is the next piece of work",
+    absent: ClassVar[dict[str, str]] = {
+        "pre_policy": "middleware is FastMCP's one stage around a call (driven as around): "
+        "on_call_tool may answer before call_next, which is the around stage's short answer, "
+        "not a pre-execute decision",
+        "approval": "a tools/call runs without an approval step; elicitation (Context.elicit) "
+        "is a request the tool itself makes from its body",
+        "replace_signal": "no signal slot: a middleware gets the MiddlewareContext and "
+        "call_next; a tool's one cancellation is its request's task's",
+        "remove_signal": "no signal slot (see replace_signal)",
     }
     raise_on_error: ClassVar[bool] = True
 
@@ -147,14 +161,14 @@ class FastMcp(kit.Runtime):
         """What the client connects to: a ``FastMCP`` server with the scenario's wrappers as
         middleware, or (``control``) toolcancel's server, the wrappers its registry's own."""
         if self.control:
-            ours = kit.control_server(call)
+            ours = kit.control_server(call, self.capabilities)
             ours.middleware.append(handled)
             return InMemory(ours)
         chain = [Wrapper(call, i, kind) for i, kind in enumerate(call.scenario["wrappers"])]
         server = FastMCP("toolcancel-vectors", middleware=[Settles(handled), *chain])
         if call.scenario["tool_known"]:
 
-            @server.tool(name="tool")
+            @server.tool(name="tool", timeout=call.budget_s)
             async def tool(q: Any) -> ToolResult:
                 del q
                 value = await call.body(kit.task_signal, None)
@@ -176,11 +190,16 @@ class FastMcp(kit.Runtime):
                     got = await client.call_tool(name, args, raise_on_error=self.raise_on_error)
                 except ToolError as exc:  # raise_on_error: the error result, raised
                     await handled.settle()
-                    return kit.Outcome(result={"content": [kit.text(str(exc))], "isError": True})
+                    result = {"content": [kit.text(str(exc))], "isError": True}
                 except BaseException:
                     await handled.settle()
                     raise
-                return kit.Outcome(result=as_result(got))  # type: ignore[arg-type]
+                else:
+                    result = as_result(got)  # type: ignore[arg-type]
+                if result["isError"] and any(TIMED_OUT in c.get("text", "") for c in
+                                             result["content"]):  # fmt: skip
+                    call.timed_out()  # the tool's own timeout's error (FunctionTool.run)
+                return kit.Outcome(result=result)
 
             yield execute
 

@@ -98,6 +98,21 @@ class LangGraph(kit.Runtime):
         "remove_signal": False,
     }
     cancel: ClassVar[list[str]] = ["task"]
+    undriven: ClassVar[dict[str, str]] = {
+        "approval": "interrupt() (langgraph.types): a human-in-the-loop pause raises "
+        "GraphInterrupt, ends the invocation, and a later one resumes with Command(resume=...) "
+        "and re-executes the node -- no wait in the call a caller's signal could cancel",
+    }
+    absent: ClassVar[dict[str, str]] = {
+        "pre_policy": "ToolNode has no allow/deny decision before a tool: awrap_tool_call "
+        "(driven as around) may answer with a ToolMessage of its own instead of calling the "
+        "handler, which is the around stage's short answer",
+        "replace_signal": "no signal slot: awrap_tool_call gets the ToolCallRequest and the "
+        "handler; a tool's one cancellation is its task's",
+        "remove_signal": "no signal slot (see replace_signal)",
+        "timeout_policy": "ToolNode has no per-tool timeout (a graph's step_timeout bounds a "
+        "whole superstep, not one tool's call)",
+    }
     handle_tool_errors: ClassVar[bool | None] = None
     """``ToolNode(handle_tool_errors=...)``: ``None`` leaves its default (a row each,
     ``adapter_langgraph__handle_tool_errors.py``)."""

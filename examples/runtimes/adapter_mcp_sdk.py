@@ -129,6 +129,14 @@ class McpSdk(kit.Runtime):
         "uses it to see when the server is done with a request, not as the scenario's wrappers "
         "(FastMCP's middleware, its own row, is driven)",
     }
+    absent: ClassVar[dict[str, str]] = {
+        "pre_policy": "MCPServer dispatches a tools/call straight to the tool; Server.middleware "
+        "(see around) wraps every request, with no decision of its own for a tool call",
+        "approval": "a tools/call runs without an approval step; elicitation "
+        "(ServerSession.elicit) is a request the tool itself makes from its body",
+        "timeout_policy": "MCPServer has no per-tool timeout; Client.call_tool's "
+        "read_timeout_seconds bounds the caller's wait for the answer, not the tool",
+    }
     unmeasured: ClassVar[dict[str, str]] = {
         "stdio": "the server runs in another process (stdio_client), its tool body out of "
         "reach of the driver's gates and virtual clock, which time every vector; the legacy "

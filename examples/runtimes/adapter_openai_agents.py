@@ -34,9 +34,13 @@ post-execute")``, ``throw`` raises; ``accept_content`` and ``accept_contexts`` a
 output guardrail replaces an output only by rejecting it, and has no contexts).  A rejection
 carries no error flag; the SDK records it as the guardrail's ``reject_content`` behaviour in
 the run's ``tool_input_guardrail_results``/``tool_output_guardrail_results``, which is what
-``isError`` reads for it (as it reads the tool-failure path below).  The SDK's other stages --
-``needs_approval``, a tool's ``timeout_seconds``, ``RunHooks`` -- are not driven
-(``undriven`` says why).  A function tool's output has no metadata
+``isError`` reads for it (as it reads the tool-failure path below).  ``timeout_policy``: the
+function tool's own ``timeout`` (``timeout_seconds``) is the scenario's budget
+(``kit.Call.budget_s``); the SDK runs the tool under ``asyncio.wait_for`` and, past it, answers
+with its ``timeout_error_function`` -- here one returning the SDK's own
+``default_tool_timeout_error_message`` unchanged, noting the flag and telling the kit
+(``kit.Call.timed_out``).  The SDK's other stages -- ``needs_approval``, ``RunHooks`` -- are
+not driven (``undriven`` says why).  A function tool's output has no metadata
 channel and its arguments are JSON text: ``meta`` and ``raw_args`` are declared false.  The
 tool gets no cancellation signal object; it gets, as every Python body does, the cancellation of
 its task (``toolcancel.runtimes.task_signal``), which is what ``body_signal`` declares.
@@ -63,12 +67,14 @@ from agents import (
     ToolGuardrailFunctionOutput,
     ToolInputGuardrailData,
     ToolOutputGuardrailData,
+    ToolTimeoutError,
     default_tool_error_function,
     function_tool,
     tool_input_guardrail,
     tool_output_guardrail,
 )
 from agents.testing import ModelCall, ModelStep, ScriptedModel, assistant_message, function_call
+from agents.tool import default_tool_timeout_error_message
 from toolcancel import runtimes as kit
 
 NO_TRACES = RunConfig(tracing_disabled=True)
@@ -130,6 +136,7 @@ class OpenAiAgents(kit.Runtime):
         "body_signal": True,  # see the docstring
         "pre_policy": True,
         "post_policy": True,
+        "timeout_policy": True,
         "meta": False,
         "raw_args": False,
     }
@@ -138,10 +145,15 @@ class OpenAiAgents(kit.Runtime):
         "approval": "needs_approval: an approval interrupts the run (RunResult.interruptions) "
         "and resumes it from its RunState in another Runner.run, which the protocol's one call "
         "cannot hold",
-        "timeout_policy": "a function tool's timeout_seconds: not driven yet -- the kit plays "
-        "no tool deadline (timer_first) for any runtime so far",
         "observers": "RunHooks.on_tool_start/on_tool_end are told of the tool, not handed its "
         "result to observe once, frozen: nothing of R22/R29 to map them onto",
+    }
+    absent: ClassVar[dict[str, str]] = {
+        "around": "nothing wraps a function tool's invocation: tool input and output "
+        "guardrails run before and after it (driven as pre_policy and post_policy), RunHooks "
+        "are told of it -- so no wrapper, and no signal slot, R16-R19's and R23's stage",
+        "guards": "a tool input guardrail is the SDK's one check before a tool runs, driven "
+        "as pre_policy; nothing checks the call again once it allowed it",
     }
     streamed: ClassVar[Literal["immediate", "after_turn"] | None] = None
     """The run's own cancellation mode, for a ``cancel: ["signal"]`` variant."""
@@ -184,6 +196,16 @@ class OpenAiAgents(kit.Runtime):
             box["failed"] = True
             return default_tool_error_function(ctx, error)
 
+        def timed_out(ctx: RunContextWrapper[Any], error: Exception) -> str:
+            # The SDK's own answer to a tool past its timeout, unchanged: the flag, and the kit
+            # told that the runtime's timeout ended the call.
+            assert isinstance(error, ToolTimeoutError)
+            box["failed"] = True
+            call.timed_out()
+            return default_tool_timeout_error_message(
+                tool_name=error.tool_name, timeout_seconds=error.timeout_seconds
+            )
+
         @tool_input_guardrail
         async def pre(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
             del data
@@ -213,6 +235,8 @@ class OpenAiAgents(kit.Runtime):
         @function_tool(
             name_override="tool",
             failure_error_function=failure,
+            timeout=call.budget_s,
+            timeout_error_function=timed_out,
             tool_input_guardrails=[pre],
             tool_output_guardrails=[post],
         )

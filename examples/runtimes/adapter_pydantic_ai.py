@@ -27,9 +27,12 @@ pydantic-ai has are not driven, each for the reason ``undriven`` gives (publishe
 ``before_tool_execute`` and ``after_tool_execute`` can rewrite arguments and results but have no
 decision of their own (allow, deny, ask; accept, block), so the contract's pre- and post-execute
 policies have nothing to map onto; an approval (``requires_approval``) ends the run with a
-``DeferredToolRequests`` and resumes in another run, which the protocol's one call cannot hold;
-a tool's ``timeout`` is a retry prompt to the model, not a result the call publishes.  The tool
-gets no cancellation signal object
+``DeferredToolRequests`` and resumes in another run, which the protocol's one call cannot hold.
+``timeout_policy``: the tool's own ``timeout`` (``tool_plain(timeout=...)``) is the scenario's
+budget (``kit.Call.budget_s``); pydantic-ai enforces it with ``anyio.fail_after`` around the tool
+and, when it passes, sends the model a retry prompt ("Timed out after 0.1 seconds.") -- the
+result the call gets, with the tool's default retries -- which the adapter reports to the kit
+(``kit.Call.timed_out``).  The tool gets no cancellation signal object
 (its ``RunContext`` can request a cancellation, not observe one); it gets, as every Python body
 does, the cancellation of its task -- its await interrupted, ``Task.cancelling()`` positive
 (``toolcancel.runtimes.task_signal``) -- which is what ``body_signal`` declares.
@@ -73,6 +76,12 @@ def as_result(part: ToolReturnPart | RetryPromptPart) -> dict[str, Any]:
 Handler = Callable[[Any], Awaitable[Any]]
 
 
+def timed_out(part: RetryPromptPart) -> bool:
+    """The retry prompt pydantic-ai sends for a tool that exceeded its ``timeout``
+    (``FunctionToolset.call_tool``: ``ModelRetry(f'Timed out after {timeout} seconds.')``)."""
+    return isinstance(part.content, str) and part.content.startswith("Timed out after ")
+
+
 def wrapper(call: kit.Call, i: int, kind: str) -> Callable[[Any, Handler], Awaitable[Any]]:
     """Wrapper ``i`` of the scenario around ``handler`` (``kit.Call.wrap``); a short success is
     the hook's own return value."""
@@ -109,6 +118,7 @@ class PydanticAi(kit.Runtime):
         "around": True,
         "replace_signal": False,
         "remove_signal": False,
+        "timeout_policy": True,
     }
     cancel: ClassVar[list[str]] = ["task"]
     undriven: ClassVar[dict[str, str]] = {
@@ -120,8 +130,14 @@ class PydanticAi(kit.Runtime):
         "approval": "deferred tools (requires_approval): an approval ends the run with "
         "DeferredToolRequests and resumes it in another run, which the protocol's one call "
         "cannot hold",
-        "timeout_policy": "a tool's timeout becomes a retry prompt to the model (the run goes "
-        "on), not a TOOL_TIMEOUT result the call publishes",
+    }
+
+    absent: ClassVar[dict[str, str]] = {
+        "guards": "nothing checks a call after it is allowed and before it runs: a tool's "
+        "prepare function decides whether the model sees the tool at all, before any call",
+        "replace_signal": "no signal slot: Hooks(tool_execute=...) gets the call, the tool "
+        "definition, the arguments and the handler; a tool's one cancellation is its task's",
+        "remove_signal": "no signal slot (see replace_signal)",
     }
 
     @asynccontextmanager
@@ -146,6 +162,8 @@ class PydanticAi(kit.Runtime):
                     parts=[ToolCallPart(tool_name=name, args=box["args"], tool_call_id="c1")]
                 )
             received.append(parts[0])
+            if isinstance(parts[0], RetryPromptPart) and timed_out(parts[0]):
+                call.timed_out()
             box["settled"] = call.settled_now()
             return ModelResponse(parts=[TextPart("finished")])
 
@@ -153,7 +171,7 @@ class PydanticAi(kit.Runtime):
         agent = Agent(FunctionModel(model), capabilities=hooks)
         if call.scenario["tool_known"]:
 
-            @agent.tool_plain(name="tool", retries=0)
+            @agent.tool_plain(name="tool", timeout=call.budget_s)
             async def tool(q: Any) -> Any:
                 del q
                 value = await call.body(kit.task_signal, None)

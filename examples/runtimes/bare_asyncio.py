@@ -49,6 +49,7 @@ async def bare_await_waits_for_the_tool() -> bool:
     print(" -> ".join(events))
     return events[:2] == ["run done before the write: False", "tool: the write is done"]
 
+
 async def bare_task_late_failure() -> bool:
     """Control: the same body in a bare asyncio task, no LangGraph: cancelled while it finishes
     a write that cannot stop half-way, then failing -- awaiting the task raises the body's
@@ -79,7 +80,47 @@ async def bare_task_late_failure() -> bool:
     return False
 
 
-CONTROLS = {f.__name__: f for f in (bare_await_waits_for_the_tool, bare_task_late_failure)}
+async def bare_timeout_keeps_a_late_result() -> bool:
+    """Control: the same body under a bare ``asyncio.timeout()``, no runtime: its deadline passes
+    while the body finishes a write that cannot stop half-way -- the body swallows the
+    timeout's cancellation and returns, and the ``async with`` block ends without
+    ``TimeoutError``: the late result comes out as if no deadline had passed (asyncio raises
+    ``TimeoutError`` only for the ``CancelledError`` its own cancellation caused)."""
+    release = asyncio.Event()
+    events: list[str] = []
+
+    async def write_file() -> str:
+        while not release.is_set():
+            try:
+                await release.wait()
+            except asyncio.CancelledError:
+                events.append("tool: cancelled by the deadline, finishing the write")
+                await release.wait()
+        return "written"
+
+    async def later() -> None:
+        await asyncio.sleep(0.05)
+        release.set()
+
+    helper = asyncio.ensure_future(later())
+    try:
+        async with asyncio.timeout(0.01):
+            events.append(f"returned {await write_file()!r}")
+    except TimeoutError:
+        events.append("raised TimeoutError")
+    await helper
+    print(" -> ".join(events))
+    return events == ["tool: cancelled by the deadline, finishing the write", "returned 'written'"]
+
+
+CONTROLS = {
+    f.__name__: f
+    for f in (
+        bare_await_waits_for_the_tool,
+        bare_task_late_failure,
+        bare_timeout_keeps_a_late_result,
+    )
+}
 
 if __name__ == "__main__":
     from toolcancel.runtimes import reproduce

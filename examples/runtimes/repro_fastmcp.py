@@ -222,6 +222,71 @@ async def unknown_tool() -> bool:
     return result.is_error and texts == ["Unknown tool: 'no_such_tool'"]
 
 
+async def late_failure_past_timeout() -> bool:
+    """R34 [timeout=timer_first, cooperative=false, body=throw]: a tool that outlasts its
+    ``timeout`` finishing work that cannot stop half-way, then fails, is answered with its own
+    failure, not the timeout -- while a late success past the same deadline is refused as a
+    timeout.
+
+    Kind: runtime -- ``FunctionTool`` rejects a result that outlasted the deadline ("Reject
+    their result if execution outlasted the deadline", fastmcp/tools/function_tool.py) but lets
+    an exception raised after it through: the deadline is checked for one outcome, not the
+    other."""
+    server = FastMCP("repro")
+
+    async def outlast(fail: bool) -> str:
+        with anyio.CancelScope(shield=True):  # the write cannot stop half-way
+            await anyio.sleep(0.05)
+        if fail:
+            raise RuntimeError("tool failed")
+        return "written"
+
+    @server.tool(timeout=0.01)
+    async def write_ok() -> str:
+        return await outlast(False)
+
+    @server.tool(timeout=0.01)
+    async def write_fails() -> str:
+        return await outlast(True)
+
+    texts = []
+    async with Client(server) as client:
+        for name in ("write_ok", "write_fails"):
+            result = await client.call_tool(name, {}, raise_on_error=False)
+            texts.append(result.content[0].model_dump()["text"])
+    print(f"late success: {texts[0]!r}; late failure: {texts[1]!r}")
+    return texts == [
+        "Error calling tool 'write_ok': Tool 'write_ok' execution timed out after 0.01s",
+        "Error calling tool 'write_fails': tool failed",
+    ]
+
+
+async def tool_timeout_error() -> bool:
+    """R34 [timeout=timer_first]: a tool past its ``timeout`` is answered with FastMCP's own
+    error, "Error calling tool '<name>': Tool '<name>' execution timed out after <t>s" (a
+    JSON-RPC error ``-32000`` the client turns into an error result), not the contract's
+    ``TOOL_TIMEOUT`` -- and a middleware around the tool gets it as an exception out of
+    ``call_next`` (see ``middleware_sees_tool_error_raised``).
+
+    Kind: design -- ``FunctionTool.run`` raises ``MCPError(code=-32000, message=f"Tool
+    '{self.name}' execution timed out after {self.timeout}s")`` (fastmcp/tools/function_tool.py):
+    a timeout is an error in FastMCP's words, without the contract's code."""
+    server = FastMCP("repro")
+
+    @server.tool(timeout=0.01)
+    async def lookup() -> str:
+        await anyio.sleep(10)
+        return "found"
+
+    async with Client(server) as client:
+        result = await client.call_tool("lookup", {}, raise_on_error=False)
+    text = result.content[0].model_dump()["text"]
+    print(f"isError={result.is_error} content={text!r}")
+    return result.is_error and text == (
+        "Error calling tool 'lookup': Tool 'lookup' execution timed out after 0.01s"
+    )
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -233,6 +298,8 @@ REPRODUCTIONS = {
         error_text,
         lossy_arguments,
         unknown_tool,
+        late_failure_past_timeout,
+        tool_timeout_error,
     )
 }
 

@@ -469,6 +469,89 @@ async def unknown_tool_as_text() -> bool:
     return items == [('Error: unknown tool "no_such_tool"', None)]
 
 
+async def tool_timeout_message() -> bool:
+    """R34 [timeout=timer_first, cooperative=true]: a function tool past its ``timeout`` is
+    answered with the SDK's model-visible message "Tool 'lookup' timed out after 0.01 seconds."
+    -- an output like any other, no error code.
+
+    Kind: design -- ``function_tool(timeout_behavior=...)``: ""error_as_result" returns a
+    model-visible message, while "raise_exception" raises ToolTimeoutError and fails the run"
+    (agents/tool.py; "error_as_result" is the default)."""
+
+    @function_tool(timeout=0.01)
+    async def lookup() -> str:
+        """Looks up."""
+        await asyncio.sleep(10)
+        return "found"
+
+    result = await Runner.run(agent_calling(lookup), "look up", run_config=NO_TRACES)
+    outputs = [i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the call's output: {outputs}")
+    return outputs == ["Tool 'lookup' timed out after 0.01 seconds."]
+
+
+async def late_success_past_timeout() -> bool:
+    """R34 [timeout=timer_first, cooperative=false]: a function tool that outlasts its
+    ``timeout``, finishing work that cannot stop half-way, has its late result -- a success, or
+    its failure -- kept as the call's output: the timeout is not reported.
+
+    Kind: inherited -- ``asyncio.wait_for``, like a bare ``asyncio.timeout()``, returns what
+    the awaited task returned once it swallowed the cancellation (and the SDK keeps a task that
+    "done and not cancelled" ended, agents/tool.py). Control:
+    ``bare_timeout_keeps_a_late_result``."""
+    release = asyncio.Event()
+    cancelled: list[bool] = []
+
+    @function_tool(timeout=0.01)
+    async def write_file() -> str:
+        """Writes."""
+        try:
+            await release.wait()
+        except asyncio.CancelledError:
+            cancelled.append(True)  # the write cannot stop half-way: finish it first
+            await asyncio.sleep(0.05)
+        return "written"
+
+    result = await Runner.run(agent_calling(write_file), "write", run_config=NO_TRACES)
+    outputs = [i.output for i in result.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"tool cancelled by its timeout: {cancelled}; the call's output: {outputs}")
+    return cancelled == [True] and outputs == ["written"]
+
+
+async def after_turn_leaves_the_tool_to_its_timeout() -> bool:
+    """R21 [cancel=with_deadline, row=openai_agents__cancel_after_turn]: ``cancel("after_turn")``
+    in the very step the tool's ``timeout`` passes: only the timeout reaches the tool (the
+    cancel does not tell it), so the call ends as a timeout, its output the SDK's timeout
+    message.
+
+    Kind: design -- ``RunResultStreaming.cancel``: ""after_turn": Complete current turn
+    gracefully before stopping" (agents/result.py): the tool of the current turn is left to
+    finish, here to its own timeout."""
+    started: asyncio.Event = asyncio.Event()
+    told: list[str] = []
+
+    @function_tool(timeout=0.05)
+    async def lookup() -> str:
+        """Looks up."""
+        started.set()
+        try:
+            await asyncio.sleep(10)
+        except asyncio.CancelledError:
+            told.append("cancelled")
+            raise
+        return "found"
+
+    streamed = Runner.run_streamed(agent_calling(lookup), "look up", run_config=NO_TRACES)
+    stream = asyncio.ensure_future(_drain(streamed.stream_events()))
+    await started.wait()
+    await asyncio.sleep(0.05)  # the timeout is due: cancel in the step its timer runs
+    streamed.cancel("after_turn")
+    await stream
+    outputs = [i.output for i in streamed.new_items if isinstance(i, ToolCallOutputItem)]
+    print(f"the tool: {told}; the call's output: {outputs}")
+    return told == ["cancelled"] and outputs == ["Tool 'lookup' timed out after 0.05 seconds."]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -485,6 +568,9 @@ REPRODUCTIONS = {
         after_turn_guardrail_decision_stands,
         stopped_tool_leaves_by_cancellation,
         unknown_tool_as_text,
+        tool_timeout_message,
+        late_success_past_timeout,
+        after_turn_leaves_the_tool_to_its_timeout,
     )
 }
 

@@ -15,6 +15,7 @@ import asyncio
 import sys
 from typing import Any
 
+import anyio
 from pydantic_ai import Agent, CancellationToken, ToolReturn, capture_run_messages
 from pydantic_ai.capabilities import Hooks
 from pydantic_ai.exceptions import RunCancelled
@@ -214,6 +215,70 @@ async def unknown_tool_skips_the_hook() -> bool:
     return ran == [] and len(parts) == 1 and "Unknown tool name" in str(parts[0].content)
 
 
+async def tool_timeout_is_a_retry_prompt() -> bool:
+    """R34/R16/R17/R18/R19 [timeout=timer_first, cooperative=true]: a tool past its ``timeout``
+    is answered with pydantic-ai's own text for the model, "Timed out after 0.01 seconds." (no
+    error code), and a ``tool_execute`` hook around the tool gets that timeout from its handler
+    as an exception (``ToolRetryError``), not as a result: what a wrapper does with the tool's
+    result -- fail after it, call it again -- never happens.
+
+    Kind: design -- ``Tool(timeout=...)``: "Timeout in seconds for tool execution. If the tool
+    takes longer, a retry prompt is returned to the model." (pydantic_ai/tools.py): a timeout is
+    a retry prompt raised through the hooks, not a timeout result of the call."""
+    seen: list[str] = []
+
+    async def tool_execute(ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        try:
+            return await handler(args)
+        except Exception as exc:
+            seen.append(f"hook: the handler raised {type(exc).__name__}: {exc}")
+            raise
+
+    agent = Agent(calls("slow", {}), capabilities=[Hooks(tool_execute=tool_execute)])
+
+    @agent.tool_plain(timeout=0.01)
+    async def slow() -> str:
+        await asyncio.sleep(10)
+        return "done"
+
+    with capture_run_messages() as history:
+        await agent.run("go")
+    parts = returned(history)
+    print(f"{seen}; the model got {[p.content for p in parts]}")
+    return seen == ["hook: the handler raised ToolRetryError: Timed out after 0.01 seconds."] and [
+        p.content for p in parts
+    ] == ["Timed out after 0.01 seconds."]
+
+
+async def late_success_past_timeout() -> bool:
+    """R34/R17 [timeout=timer_first, cooperative=false]: a tool that outlasts its ``timeout``,
+    finishing work that cannot stop half-way, has its late result returned as the tool's
+    success: the timeout is not reported, and a hook around the tool sees a success and goes on.
+
+    Kind: inherited -- ``anyio.fail_after``, like a bare ``asyncio.timeout()``, raises only for
+    the cancellation it caused; a body that swallowed it and returned leaves the block without
+    ``TimeoutError``. Control: ``bare_timeout_keeps_a_late_result``."""
+    agent = Agent(calls("write_file", {}))
+    outlasted: list[bool] = []
+
+    @agent.tool_plain(timeout=0.01)
+    async def write_file() -> str:
+        deadline = anyio.current_effective_deadline()  # the tool's timeout
+        with anyio.CancelScope(shield=True):  # the write cannot stop half-way
+            await asyncio.sleep(0.05)
+            outlasted.append(anyio.current_time() > deadline)
+        return "written"
+
+    with capture_run_messages() as history:
+        await agent.run("go")
+    parts = returned(history)
+    print(f"the tool outlasted its timeout: {outlasted}; the model got "
+          f"{[(type(p).__name__, p.content) for p in parts]}")  # fmt: skip
+    return outlasted == [True] and [(type(p), p.content) for p in parts] == [
+        (ToolReturnPart, "written")
+    ]
+
+
 REPRODUCTIONS = {
     f.__name__: f
     for f in (
@@ -223,6 +288,8 @@ REPRODUCTIONS = {
         lossy_arguments,
         unknown_tool,
         unknown_tool_skips_the_hook,
+        tool_timeout_is_a_retry_prompt,
+        late_success_past_timeout,
     )
 }
 

@@ -72,6 +72,13 @@ _GUARDRAILS_OUTSIDE: Final = (
     "unknown tool's answer passes no post-execute; putting the guardrails inside the registry "
     "as its pre- and post-execute policies is not done yet"
 )
+_SDK_TIMEOUT: Final = (
+    "a function tool's timeout is the SDK's asyncio.wait_for around on_invoke_tool, the seam "
+    "the integration wraps: it cancels the call's task from outside, which the registry sees "
+    "as a cancellation (ABORTED, the body stopped by it even where the caller aborted in that "
+    "step), not as its own deadline (TOOL_TIMEOUT); giving the tool's budget to the registry's "
+    "timeout policy instead is not done yet"
+)
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _FAILURE_TEXT,
     "R5": _GUARDRAILS_OUTSIDE,
@@ -88,6 +95,9 @@ LIMITS: Final[Mapping[str, str]] = {
     "R29": _STOPPED_BY_CANCEL,
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
+    "R34": _SDK_TIMEOUT,
+    "R21": _SDK_TIMEOUT,
+    "R41": _SDK_TIMEOUT,
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 

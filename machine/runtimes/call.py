@@ -17,6 +17,14 @@ The rules an adapter keeps (each is checked here or by the driver, never left to
 * **A scenario the runtime cannot run** raises :class:`Unsupported` -- from ``open()`` or from
   ``execute()``: either way the vector is answered with a protocol ``error`` naming why, never
   scored as the runtime raising.
+* **A tool deadline** (``timeout_policy``): a runtime with a per-tool timeout of its own gives
+  the scenario's tool :attr:`Call.budget_s` as that timeout (the vector's ``timeoutMs``), and
+  nothing else -- the driver moves the virtual clock past it where the scenario says
+  (``timer_first``; ``with_deadline`` aborts the caller in that same step, first).  A runtime
+  whose answer says its own timeout ended the call (its timeout message, its timeout
+  exception) tells the kit with :meth:`Call.timed_out`; that, and the driver's own order of
+  events, is how the body's signal gets the reason ``timeout`` (a cancelled task carries no
+  reason): see :meth:`Call.reason`.
 """
 
 from __future__ import annotations
@@ -30,7 +38,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 import anyio
 
 from ..contract.results import ToolResult
-from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BODY_TEXT
+from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BODY_TEXT, BUDGET_MS
 
 HOLD_S: Final = 86_400.0
 """How long an uncooperative body is held after the call was cancelled (R27: no grace period)."""
@@ -116,10 +124,21 @@ Execute: TypeAlias = Callable[[dict[str, Any]], Awaitable[Outcome]]
 
 @dataclass
 class Body:
-    """One body invocation: its signal when it started and when it stopped waiting."""
+    """One body invocation: its signal when it started and when it stopped waiting;
+    ``untold``: read by :func:`task_signal`, which cannot tell whose abort it was (the answer
+    gives :meth:`Call.reason` for it)."""
 
     start: Signal
     settle: Signal | None = None
+    untold: bool = False
+
+    def seen(self, call: Call) -> dict[str, Signal | None]:
+        """``observed.bodies``' entry: an aborted settle the reader could not attribute carries
+        :meth:`Call.reason`."""
+        settle = self.settle
+        if self.untold and settle is not None and settle["aborted"]:
+            settle = {**settle, "reason": call.reason()}
+        return {"start": self.start, "settle": settle}
 
 
 @dataclass
@@ -131,7 +150,11 @@ class Call:
     driver's reading of an exception; ``settled``, set by :meth:`settled_at`, wins over the
     driver's count when ``execute`` ends; ``aborters``, grown by :meth:`on_abort`, are fired
     once, in order, when the caller aborts (only for a runtime whose ``cancel`` is
-    ``["signal"]``)."""
+    ``["signal"]``); ``first_abort`` is who aborted the call first, as the driver did it
+    (``"caller"``, or ``"timeout"`` once it moved the clock past the tool's budget), set once;
+    ``expired`` whether the clock passed the budget while the call ran (``observed.deadline``);
+    ``timer_claimed``, set by :meth:`timed_out`, whether the runtime said its own timeout ended
+    the call."""
 
     scenario: dict[str, Any]
     revision: str = "seed"
@@ -141,6 +164,30 @@ class Call:
     outcome: Outcome | None = None
     settled: dict[str, int] | None = None
     aborters: list[Callable[[], None]] = field(default_factory=list)
+    first_abort: str | None = None
+    expired: bool = False
+    timer_claimed: bool = False
+
+    @property
+    def budget_s(self) -> float | None:
+        """The scenario tool's budget in seconds (its ``timeoutMs``), or None when it declares
+        none: what an adapter gives its runtime's own per-tool timeout (``timeout_policy``)."""
+        return None if self.scenario["timeout"] == "absent" else BUDGET_MS / 1000
+
+    def timed_out(self) -> None:
+        """The runtime said its own tool timeout ended this call (its timeout message or
+        exception reached the adapter): where the caller aborted in the very step the deadline
+        expired (``with_deadline``), this is what tells the two orders apart (:meth:`reason`)."""
+        self.timer_claimed = True
+
+    def reason(self) -> str:
+        """Whose abort a body's aborted signal carries, for a runtime that hands its body no
+        reason (a cancelled task, a cancel scope): the deadline's (``timeout``) where the driver
+        moved the clock past the budget before the caller aborted, or in the same step where
+        the runtime claimed the timeout (:meth:`timed_out`); else the caller's."""
+        same_step = self.scenario["cancel"] == "with_deadline"
+        timer = self.first_abort == "timeout" or (same_step and self.timer_claimed)
+        return "timeout" if timer else "caller"
 
     def settled_now(self) -> dict[str, int]:
         """What had started and settled so far (``observed.settled``)."""
@@ -258,7 +305,7 @@ class Call:
         scenario language (a list of content blocks, or a dict with ``content`` and ``meta``);
         raises as the scenario says."""
         s = self.scenario
-        record = Body(start=signal())
+        record = Body(start=signal(), untold=signal is task_signal)
         self.bodies.append(record)
         try:
             if s["cooperative"]:

@@ -14,7 +14,9 @@ the view's signal, a cooperative body stopping when it aborts.  A mapping that d
 the runtime's around stage (``around``) gets the scenario's wrappers as the registry's own
 around hooks (:func:`control_wrapper`), one that drives its pre- or post-execute stage
 (``pre_policy``, ``post_policy``) the scenario's listeners (:func:`control_pre`,
-:func:`control_post`), on the same gates.
+:func:`control_post`), on the same gates; one that gives the runtime's tool timeout the
+scenario's budget (``timeout_policy``) the registry's own timeout policy with that budget
+(:func:`~toolcancel.install_timeout_policy`, innermost, as the scenario says).
 
 The control must pass every vector conform sends it.  Where it fails, the mapping (or the
 judge's reading of it) is wrong, and a runtime failing the same vector the same way has not
@@ -60,6 +62,7 @@ from ..runtime.hooks import (
     PreHook,
 )
 from ..runtime.signals import AbortController, AbortSignal
+from ..runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 from ..runtime.toolregistry import ToolRegistry
 from .call import WRAPPERS, Call, Execute, Outcome, Signal, ToolError, Unsupported
 from .driver import Runtime
@@ -86,8 +89,10 @@ def control_body(call: Call) -> Callable[[Any, Execution], Any]:
 
         def signal() -> Signal:
             s = view.signal
-            aborted = s is not None and s.aborted
-            return {"aborted": aborted, "reason": "caller" if aborted else None}
+            if s is None or not s.aborted:
+                return {"aborted": False, "reason": None}
+            timer = getattr(s.reason, "code", None) == TOOL_TIMEOUT
+            return {"aborted": True, "reason": "timeout" if timer else "caller"}
 
         def heard(_: AbortSignal) -> None:
             stop.set()
@@ -181,7 +186,8 @@ def registry_for(call: Call, capabilities: dict[str, bool] | None = None) -> Too
     """A registry of the vector's revision holding the scenario's tool (``tool``; none when the
     scenario's is unknown) inside the scenario's wrappers, outermost first -- and, where the
     mapping's ``capabilities`` declare them, the scenario's pre- and post-execute listeners
-    (always mounted then, as the runtime's stage is: an ``allow`` or ``accept`` waits too)."""
+    (always mounted then, as the runtime's stage is: an ``allow`` or ``accept`` waits too) and
+    the timeout policy with the tool's budget (:attr:`~toolcancel.runtimes.Call.budget_s`)."""
     registry = ToolRegistry(revision=call.revision)
     if (capabilities or {}).get("pre_policy"):
         registry.add_pre_execute(control_pre(call))
@@ -191,17 +197,21 @@ def registry_for(call: Call, capabilities: dict[str, bool] | None = None) -> Too
         registry.add_post_execute(control_post(call))
     for i, kind in enumerate(call.scenario["wrappers"]):
         registry.add_around(control_wrapper(call, i, kind))
+    budget = (capabilities or {}).get("timeout_policy") and call.budget_s
+    if budget:
+        install_timeout_policy(registry)  # after the wrappers: the innermost, as the vector says
     if call.scenario["tool_known"]:
-        registry.register("tool", control_body(call))
+        registry.register("tool", control_body(call), timeout_ms=budget * 1000 if budget else None)
     return registry
 
 
-def control_server(call: Call) -> Any:
+def control_server(call: Call, capabilities: dict[str, bool] | None = None) -> Any:
     """toolcancel's MCP server (:func:`~toolcancel.runtime.mcp.build_server`) over
-    :func:`registry_for`, for the control of a runtime behind MCP (needs the ``mcp`` extra)."""
+    :func:`registry_for` (with the mapping's ``capabilities``), for the control of a runtime
+    behind MCP (needs the ``mcp`` extra)."""
     from ..runtime.mcp import build_server  # the mcp extra: only an MCP control needs it
 
-    return build_server(registry_for(call), name="toolcancel-vectors")
+    return build_server(registry_for(call, capabilities), name="toolcancel-vectors")
 
 
 class RegistryControl(Runtime):

@@ -39,7 +39,12 @@ declare a stage only if the adapter drives it through the runtime (conform then 
 that need it, and a scenario needing an undeclared stage is refused here before it runs);
 ``body_signal`` if a body can see the caller's cancellation (:func:`task_signal` counts);
 ``meta``, ``raw_args``, ``error_flag`` false where the runtime's call cannot carry a metadata
-channel, non-JSON argument values (a wire protocol serializes them first) or an error flag.
+channel, non-JSON argument values (a wire protocol serializes them first) or an error flag;
+``timeout_policy`` if the adapter gives :attr:`~toolcancel.runtimes.Call.budget_s` to the
+runtime's own per-tool timeout -- the driver then moves the virtual clock past the budget when
+the body waits (``timer_first``; ``with_deadline`` aborts the caller first, in the same step,
+and needs ``signal``), holds an uncooperative body whose deadline passed as one whose caller
+aborted, and reports ``observed.deadline``.
 """
 
 from __future__ import annotations
@@ -50,13 +55,16 @@ import json
 import sys
 from collections.abc import Sequence
 from contextlib import AbstractAsyncContextManager
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
 import anyio
 
 from ..oracle.conform.capabilities import OPTIONAL, STAGES
 from ..runtime.virtual_time import VirtualClock
 from .call import HANG, HOLD_S, Call, Execute, Outcome, Unsupported
+
+PAST_BUDGET_S: Final = 0.001
+"""How far past the tool's budget the driver moves the clock for ``timer_first``."""
 
 
 class AdapterError(Exception):
@@ -101,6 +109,11 @@ class Runtime:
     capabilities: ClassVar[dict[str, bool]] = {}
     cancel: ClassVar[list[str]] = []
     undriven: ClassVar[dict[str, str]] = {}
+    absent: ClassVar[dict[str, str]] = {}
+    """Stages of the contract the runtime does not have (declared false, so the rules only
+    they decide cannot be judged on it), each with the runtime's design that leaves it out --
+    what it has instead, by its documented name: published beside the rules not judged, so a
+    reader never takes "not judged" for "not looked at"."""
     unmeasured: ClassVar[dict[str, str]] = {}
     """Configurations of the runtime its users run that no row measures, each with why (a
     transport out of the driver's reach, a switch its public API does not expose): published
@@ -172,10 +185,11 @@ async def run_vector(
         raise Unsupported(f"the runtime has no {', '.join(lacking)}")
     if s["caller"] == "none" and s["cancel"] != "never":
         raise Unsupported("a scenario without a caller cannot cancel")
-    if (s["caller"] == "aborted" or s["cancel"] == "before_entry") and "signal" not in (
-        runtime.cancel
-    ):
-        raise Unsupported("a caller aborted before the call exists needs a signal to pass")
+    if s["caller"] == "aborted" or s["cancel"] == "before_entry":
+        if "signal" not in runtime.cancel:
+            raise Unsupported("a caller aborted before the call exists needs a signal to pass")
+    if s["cancel"] == "with_deadline" and "signal" not in runtime.cancel:
+        raise Unsupported("a caller aborting in the deadline's own step needs a signal to abort")
     call = Call(s, revision)
     args: dict[str, Any] = {"q": "x"} if s["args"] == "ok" else {"q": {1}}
     scope = anyio.CancelScope()
@@ -186,6 +200,7 @@ async def run_vector(
     def abort() -> None:
         if not call.caller_aborted:
             call.caller_aborted = True
+            call.first_abort = call.first_abort or "caller"
             if by_signal:
                 for fire in list(call.aborters):
                     fire()
@@ -231,10 +246,19 @@ async def run_vector(
             if not call.gates:
                 break
             g = next(iter(call.gates))
+            expired = g == "body" and s["timeout"] == "timer_first"
+            if expired:  # README's loop: this wait's deadline passes, then the gate goes on
+                if s["cancel"] == "with_deadline":
+                    abort()  # the same synchronous step: the caller's abort first (ours)
+                call.expired = True
+                call.first_abort = call.first_abort or "timeout"
+                clock.advance(call.budget_s + PAST_BUDGET_S)  # type: ignore[operator]
+                await clock.idle()
             if s["cancel"] == f"gate:{g}":
                 abort()
                 await clock.idle()
-            if g == "body" and not s["cooperative"] and call.caller_aborted:
+            if g == "body" and not s["cooperative"] and (call.caller_aborted or expired):
+                call.expired = call.expired or call.budget_s is not None  # held past it
                 clock.advance(HOLD_S)
                 await clock.idle()
                 while (other := next((k for k in call.gates if k != "body"), None)) is not None:
@@ -264,9 +288,11 @@ async def run_vector(
         "raised": HANG if outcome is None else outcome.raised,
         "notifications": 0,
         "notified_same": True,
-        "bodies": [{"start": b.start, "settle": b.settle} for b in call.bodies],
+        "bodies": [b.seen(call) for b in call.bodies],
         "settled": box.get("settled"),
     }
+    if call.budget_s is not None:  # no outer_deadline wrapper: no runtime plays the slot
+        observed["deadline"] = {"expired": call.expired, "outer": False}
     if outcome is not None and outcome.cancelled:
         observed["caller_cancelled"] = True
     return {"result": None if outcome is None else outcome.result, "observed": observed}
@@ -310,8 +336,8 @@ def main(
 ) -> None:
     """An adapter script's entry point: serve ``runtime``, or with ``--control`` its control
     (toolcancel's own registry behind the same mapping, :mod:`toolcancel.runtimes.control`);
-    ``--undriven`` prints :attr:`Runtime.undriven` and :attr:`Runtime.unmeasured`
-    (``{"stages": ..., "configurations": ...}``)."""
+    ``--undriven`` prints :attr:`Runtime.undriven`, :attr:`Runtime.absent` and
+    :attr:`Runtime.unmeasured` (``{"stages": ..., "absent": ..., "configurations": ...}``)."""
     parser = argparse.ArgumentParser(description=runtime.implementation)
     parser.add_argument(
         "--control", action="store_true", help="serve toolcancel's registry through this mapping"
@@ -324,10 +350,14 @@ def main(
     )
     args = parser.parse_args(argv)
     if args.undriven:
-        unknown = sorted(set(runtime.undriven) - set(STAGES))
+        unknown = sorted((set(runtime.undriven) | set(runtime.absent)) - set(STAGES))
         if unknown:
-            parser.error(f"undriven names no stage of the hello: {', '.join(unknown)}")
-        said = {"stages": runtime.undriven, "configurations": runtime.unmeasured}
+            parser.error(f"undriven or absent names no stage of the hello: {', '.join(unknown)}")
+        declared = sorted(k for k in runtime.absent if runtime.capabilities.get(k))
+        if declared:
+            parser.error(f"absent names a stage the hello declares: {', '.join(declared)}")
+        said = {"stages": runtime.undriven, "absent": runtime.absent,
+                "configurations": runtime.unmeasured}  # fmt: skip
         print(json.dumps(said, sort_keys=True))
         return
     if args.control and control is None:

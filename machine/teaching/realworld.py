@@ -268,6 +268,7 @@ def measure(
         "capabilities": report.get("capabilities"),
         "undriven": (said := undriven(root, name) if said is None else said)["stages"],
         "unmeasured": said["configurations"],
+        "absent": said.get("absent", {}),
         "vectors": report["vectors"],
         "passed": report["passed"],
         "failed": report["failed"],
@@ -511,6 +512,12 @@ def render(
             undriven_text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in stages)
             out += ["Stages the runtime has that this adapter does not drive (declared absent, "
                     f"so their rules are not judged here): {undriven_text}.", ""]  # fmt: skip
+        if first.get("absent"):
+            absent = "; ".join(
+                f"**{k}**: {_cell(v, 400)}" for k, v in sorted(first["absent"].items())
+            )
+            out += [f"Stages of the contract the runtime does not have (declared absent, so the "
+                    f"rules only they decide cannot be judged on it): {absent}.", ""]  # fmt: skip
         if first.get("unmeasured"):
             configurations = sorted(first["unmeasured"].items())
             text = "; ".join(f"**{k}**: {_cell(v, 400)}" for k, v in configurations)
@@ -535,8 +542,11 @@ def render(
             failed = {(c["id"], c["rule"]) for c in control}
             for e in f["examples"]:
                 repro = next(
-                    (r for r in repros.get(name, [])
-                     if r.shows(f["rule"], {**e["scenario"], "row": name})),
+                    (
+                        r
+                        for r in repros.get(name, [])
+                        if r.shows(f["rule"], {**e["scenario"], "row": name})
+                    ),
                     None,
                 )
                 if (e["id"], f["rule"]) in failed:  # the control fails it too: the mapping's
