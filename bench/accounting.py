@@ -14,7 +14,9 @@ C. + what the contract asks of the call's data, still in the awaiting task: the 
 D. + a task of its own, awaited through a future (Python binding P1, P2: cancelling the task that
    awaits the call never reaches the body, which runs to quiescence): the minimal pipeline;
 E. the registry: D's guarantees, plus the machine's transitions and what the registry promises
-   beyond the contract's outcome.
+   beyond the contract's outcome;
+
+and, beside them, the hooked shape (one hook of each kind) through both pipelines.
 
 For an interpreted registry, E - D is split further by a ``cProfile`` of the registry's plain call
 (self time per function, grouped by what the function does, scaled to E's measured cost).
@@ -33,7 +35,7 @@ from functools import partial
 from typing import Any
 
 import minimal  # bench/ is the script's folder, first on the path
-from test_overhead import body, plain
+from test_overhead import body, hooked, plain
 from toolcancel import AbortController
 
 BATCH = 1000
@@ -97,8 +99,10 @@ def _contract_data() -> Callable[[], Coroutine[Any, Any, None]]:
     return batch
 
 
-def _execute(factory: Callable[..., Any]) -> Callable[[], Coroutine[Any, Any, None]]:
-    reg = plain(factory) if factory is not None else plain()
+def _execute(
+    factory: Callable[..., Any], shape: Callable[..., Any] = plain
+) -> Callable[[], Coroutine[Any, Any, None]]:
+    reg = shape(factory)
     signal = AbortController().signal
 
     async def batch() -> None:
@@ -113,7 +117,9 @@ def rungs() -> dict[str, float]:
     from toolcancel import ToolRegistry
 
     batches = {"A": _bare(), "B": _inline(), "C": _contract_data(),
-               "D": _execute(minimal.Pipeline), "E": _execute(ToolRegistry)}
+               "D": _execute(minimal.Pipeline), "E": _execute(ToolRegistry),
+               "hooked minimal": _execute(minimal.Pipeline, hooked),
+               "hooked": _execute(ToolRegistry, hooked)}
     loop = asyncio.new_event_loop()
     times: dict[str, list[float]] = {k: [] for k in batches}
     for rnd in range(ROUNDS + 2):
@@ -193,6 +199,9 @@ def main() -> None:
     print(f"  beyond the bare task: {us['E'] - us['A']:+.2f} us; the contract's share (D - A, "
           f"the minimal pipeline's): {us['D'] - us['A']:+.2f} us; the registry's beyond it "
           f"(E - D): {us['E'] - us['D']:+.2f} us")
+    print(f"  hooked (one hook of each kind): the registry {us['hooked']:.2f} us "
+          f"({us['hooked'] / us['A']:.2f}x), the minimal pipeline {us['hooked minimal']:.2f} us "
+          f"({us['hooked minimal'] / us['A']:.2f}x)")
     if not compiled:
         print("  E by group (cProfile self time scaled to E; 'yes': the contract requires it):")
         for group, required, cost in profile_split(us["E"]):
