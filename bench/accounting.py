@@ -55,10 +55,10 @@ GROUPS: list[tuple[str, bool, Callable[[str, str], bool]]] = [
                                                     "objects>",)),
     ("awaiting the body, the stages' frames (run, base_dispatch, publish)", True,
      lambda f, n: f.endswith("driver.py")),
-    ("entry bookkeeping: the call object, its id and plan, in_flight()", False,
+    ("the call's entry: its object, id, plan, view, first node; in_flight()'s listing", False,
      lambda f, n: f.endswith(("stepping.py", "toolregistry.py", "plan.py", "execution.py",
                               "registry.py"))),
-    ("the drain watchdog's clock readings", False,
+    ("the clock read at each state change (in_flight()'s time in state)", False,
      lambda f, n: n in ("drain", "_clock_of", "<built-in method time.monotonic>", "time")
      or f.endswith("eventloop.py")),
 ]
