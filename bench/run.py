@@ -17,7 +17,8 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
 * ``toolcancel check`` events/s and ``toolcancel conform --self`` vectors/s (wall clock: what a
   user waits for);
 * ``conform`` through the JavaScript example's adapter on 1 job and on one per CPU (``--jobs``),
-  alternating, with the speed-up judged on quiet pairs;
+  alternating, with the speed-up judged on quiet pairs and set beside the bound the cores put on
+  it (:func:`scaling_bound`, from the pairs' CPU figures);
 * the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
   processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
@@ -379,6 +380,22 @@ def conform_scaling(quick: bool) -> dict[str, Any]:
     return {"jobs": jobs, "pairs": pairs}
 
 
+def scaling_bound(one: dict[str, Any], many: dict[str, Any], cores: int) -> dict[str, float]:
+    """What ``N`` jobs can give at best, from one pair's CPU figures.  The serial run keeps
+    ``busy`` cores busy (the judge in this process, the adapter in its own), so on ``free`` cores
+    the speed-up is at most ``free / busy`` even if sharing cost no CPU, and at most the serial
+    wall over the N-job run's CPU spread on the free cores (what it did cost); never above N.
+    ``needed``: the free cores the target would take at the N-job run's CPU."""
+    jobs = many["jobs"]
+    free = max(1.0, cores - max(one["others_cores"], many["others_cores"]))
+    per_core = many["cpu_seconds"] / one["seconds"]  # serial walls of work the N-job run did
+    bound = min(jobs, free / per_core)
+    measured = one["seconds"] / many["seconds"]
+    return {"busy": one["cpu_seconds"] / one["seconds"], "free": free,
+            "ideal": min(jobs, free * one["seconds"] / one["cpu_seconds"]), "bound": bound,
+            "measured": measured, "share": measured / bound, "needed": SPEEDUP_TARGET * per_core}
+
+
 def print_conform(c: dict[str, Any]) -> None:
     print(f"\nconform through the JS example's adapter (node, seed, call and turn vectors): 1 job "
           f"and {c['jobs']}, alternating (wall clock of the whole command)")
@@ -404,6 +421,18 @@ def print_conform(c: dict[str, Any]) -> None:
     else:
         print(f"  speed-up: no quiet pair (target >= {SPEEDUP_TARGET}x on two idle cores: "
               "not judged)")
+    calm = [p for p in c["pairs"]
+            if max(p[1]["others_cores"], p[c["jobs"]]["others_cores"]) < QUIET_CORES]
+    bounds = [scaling_bound(p[1], p[c["jobs"]], c["jobs"]) for p in calm or c["pairs"]]
+    b = {k: statistics.median(x[k] for x in bounds) for k in bounds[0]}
+    print(f"  the bound (medians of the {'quiet' if calm else 'not quiet'} pairs): the serial run "
+          f"kept {b['busy']:.2f} cores busy (this process judging, the adapter answering), so "
+          f"on {b['free']:.1f} free cores {c['jobs']} jobs give at most {b['ideal']:.2f}x if "
+          f"sharing cost no CPU, and {b['bound']:.2f}x with the CPU the {c['jobs']}-job run "
+          f"used; measured {b['measured']:.2f}x, {b['share']:.0%} of that bound.  The "
+          f"{SPEEDUP_TARGET}x target would take {b['needed']:.1f} free cores at that CPU: "
+          f"{'reachable' if b['needed'] <= b['free'] else 'not reachable'} on this machine"
+          f"{'' if calm else ' (other processes shared the cores: indicative only)'}")
 
 
 def product_of_bounds(revision: str, max_wrappers: int) -> int:

@@ -9,8 +9,8 @@ spec/SPEC-MUTANTS.md explains as equivalent at the registry boundary.  Each rule
 in a pytest of their own, on the registry and judge built from the changed table, cheapest first,
 until one fails.
 
-Cost: a sample in the suite (:data:`SAMPLE`, about 30 s of CPU); every rule with
-``TOOLCANCEL_ROW_FLIPS=all`` (``scripts/verify --rule-rows``).
+Cost: a sample in the suite (:data:`SAMPLE`, about 50 s of CPU, seven pytest start-ups among
+it); every rule with ``TOOLCANCEL_ROW_FLIPS=all`` (``scripts/verify --rule-rows``).
 """
 
 from __future__ import annotations

@@ -205,18 +205,9 @@ async def _run_vectors(
     report.skipped_total = len(skipped) + unsent
     report.skipped = dict(sorted(wants.items(), key=lambda kv: (-kv[1], kv[0])))
     report.wanting = _wanting(judge, skipped, len(items), unsent)
-    report.scenarios = {
-        v.id: v.turn_data() if isinstance(v, TurnVector) else scenario_data(v.scenario)
-        for v in items
-    }
     report.titles = {**judge.titles, PROTOCOL_RULE: "adapter failures (hang, crash, garbage)"}
     start = time.perf_counter()
-    lines = [
-        v.message(adapter.protocol)
-        if isinstance(v, TurnVector)
-        else vector_message(v, adapter.protocol)
-        for v in items
-    ]
+    protocol = adapter.protocol  # the first hello's, as a restart is sent the same lines
     if claim is None:
         claim = _everything()
     todo = collections.deque(claim(len(items)))
@@ -237,7 +228,7 @@ async def _run_vectors(
                 batch = []
                 while todo and len(pending) < window:
                     i = todo.popleft()
-                    batch.append(lines[i])
+                    batch.append(_message(items[i], protocol))
                     pending.append(i)
                 adapter.send(b"".join(batch))
                 await adapter.drain()
@@ -285,12 +276,26 @@ async def _run_vectors(
     judged.sort(key=lambda ij: ij[0])
     indices[:] = [i for i, _ in judged]
     report.judgements = [j for _, j in judged]
+    # of the items this adapter judged only (a job's share: the merge puts them in item order)
+    report.scenarios = {items[i].id: _scenario(items[i]) for i in indices}
     report.seconds = time.perf_counter() - start
     report.strays = adapter.strays
     # "turns" seen: the scheduler could be judged (the hello declares turns), whether or not this
     # run's vectors held any turn vector -- the coverage table says which of the two it was
     report.seen = frozenset(judge.seen | ({"turns"} if adapter.turns else set()))
     return report
+
+
+def _message(item: Vector | TurnVector, protocol: int) -> bytes:
+    """The line that sends ``item``: made when it is sent, so a job encodes only its share."""
+    if isinstance(item, TurnVector):
+        return item.message(protocol)
+    return vector_message(item, protocol)
+
+
+def _scenario(item: Vector | TurnVector) -> dict[str, Any]:
+    """What the report's coverage reads of ``item``."""
+    return item.turn_data() if isinstance(item, TurnVector) else scenario_data(item.scenario)
 
 
 def _everything() -> Callable[[int], Sequence[int]]:

@@ -145,10 +145,17 @@ def _merged(parts: list[tuple[Report, list[int], dict[str, Any]]], seconds: floa
                 "share its vectors; run with --jobs 1"
             )
     verdicts = sorted(
-        (pair for part, indices, _ in parts for pair in zip(indices, part.judgements, strict=True)),
-        key=lambda ij: ij[0],
+        (
+            (i, judgement, scenario)
+            for part, indices, _ in parts
+            for i, judgement, scenario in zip(
+                indices, part.judgements, part.scenarios.items(), strict=True
+            )
+        ),
+        key=lambda item: item[0],
     )
-    report.judgements = [j for _, j in verdicts]
+    report.judgements = [j for _, j, _ in verdicts]
+    report.scenarios = dict(scenario for _, _, scenario in verdicts)
     report.restarts = sum(part.restarts for part, _, _ in parts)
     report.strays = sum(part.strays for part, _, _ in parts)
     report.seen = frozenset().union(*(part.seen for part, _, _ in parts))
