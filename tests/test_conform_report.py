@@ -615,13 +615,13 @@ def test_the_vectors_readme_explains_every_step_a_verdict_can_name() -> None:
     """Every judging step conform can report -- its own, the turn vectors', and those of each
     check it asks (a check may name a finer step than it registers under: R28's late start is
     also a late success) -- has a row in spec/vectors/README.md's table of steps."""
-    from toolcancel.oracle.judge.record import checks
+    from toolcancel.oracle.judge.registry import RECORD, of
 
     text = (Path(__file__).resolve().parent.parent / "spec/vectors/README.md").read_text()
     rows = set(re.findall(r"^\| `([a-z_]+)` \| ", text, flags=re.M))
     own = {"adapter", "answer", "capabilities", "quiescence", "trace", "path", "result",
            "turn", "turn_calls", "turn_result", "late_success"}  # fmt: skip
-    asked = {c.step for c in checks() if not c.needs_setup}
+    asked = {c.on for c in of(RECORD) if not c.needs_setup}
     assert own | asked <= rows, sorted((own | asked) - rows)
 
 

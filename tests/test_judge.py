@@ -20,17 +20,14 @@ from toolcancel.contract.trace import ENVIRONMENT, vocabulary
 from toolcancel.contract.trace_reader import parse_lines, validate
 from toolcancel.oracle.judge import VERIFY_ONLY, rule_status
 from toolcancel.oracle.judge.record import (
-    BOTH,
-    CHECKS,
-    LEVELS,
     Record,
     Want,
     answer_record,
-    checks,
     could_fail,
     env_line,
     first_failure,
 )
+from toolcancel.oracle.judge.registry import BOTH, LEVELS, RECORD, by_rule, of
 from toolcancel.oracle.scenario_language import entry_caller
 from toolcancel.oracle.vectors import REVISIONS, Vector
 from toolcancel.runtime.registry import ToolRegistry
@@ -67,11 +64,11 @@ def _first(shape: Any) -> Vector:
 def test_every_check_is_registered_under_a_contract_rule_and_reads_the_trace_vocabulary() -> None:
     rules = {r.id for r in load_contract().rules}
     events = set(vocabulary())
-    assert set(CHECKS) <= rules
-    for c in checks():
+    assert set(by_rule(RECORD)) <= rules
+    for c in of(RECORD):
         assert c.levels and c.levels <= BOTH, c
         assert c.reads <= events, c
-        assert c.judge.__doc__, f"{c.rule} {c.step}: a check says what its rule means"
+        assert c.judge.__doc__, f"{c.rule} {c.on}: a check says what its rule means"
     assert ENVIRONMENT <= events
     assert set(LEVELS) == set(BOTH)
 
@@ -192,15 +189,16 @@ def test_the_trace_checkers_line_rules_are_the_judges_registered_checks() -> Non
     """The checker judges listener, slot, result and notify lines and the end of a call only by
     asking the judge's trace checks: each registered under a contract rule, on a line the trace
     vocabulary has, and counted among the rules the checker decides."""
+    from toolcancel.oracle.judge import TRACE_RULES
     from toolcancel.oracle.judge.checker import check_lines
-    from toolcancel.oracle.judge.lines import ON_LINE, TRACE_CHECKS, TRACE_RULES
+    from toolcancel.oracle.judge.registry import LINE, on
+    from toolcancel.oracle.judge.registry import rules as registered
 
     rules = {r.id for r in load_contract().rules}
-    assert set(TRACE_CHECKS) <= rules & TRACE_RULES
-    assert set(ON_LINE) - {"end"} <= set(vocabulary())
-    for found in TRACE_CHECKS.values():
-        for c in found:
-            assert c.judge.__doc__, f"{c.rule} on {c.event}: a check says what its rule means"
+    assert registered(LINE) <= rules & TRACE_RULES
+    assert set(on(LINE)) - {"end"} <= set(vocabulary())
+    for c in of(LINE):
+        assert c.judge.__doc__, f"{c.rule} on {c.on}: a check says what its rule means"
     v = _first(lambda s: s.caller == "none")
     trace = _answer(v, "trace")["trace"]
     twice = [*trace, trace[-1]]  # a second notify line
@@ -215,20 +213,20 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
     """The automaton's deaths and the result's shape are the judge's step checks: each under a
     contract rule (or citing the contract's own), saying what it means; the rules the automaton
     cites by itself are derived from them; and a death names the check's rule."""
+    from toolcancel.oracle.judge import TRACE_RULES
     from toolcancel.oracle.judge.checker import check_lines
-    from toolcancel.oracle.judge.lines import AUTOMATON_RULES
+    from toolcancel.oracle.judge.registry import CONTRACT, STEP, on
+    from toolcancel.oracle.judge.registry import rules as registered
     from toolcancel.oracle.judge.results import result_death
-    from toolcancel.oracle.judge.steps import CONTRACT, ON_STEP, STEP_CHECKS, step_rules
 
     assert result_death.__module__ == "toolcancel.oracle.judge.results"
     rules = {r.id for r in load_contract().rules}
-    assert set(STEP_CHECKS) - {CONTRACT} <= rules
-    assert AUTOMATON_RULES == step_rules() == frozenset(STEP_CHECKS) - {CONTRACT}
-    assert {"event", "machine", "decision", "stage_enter", "fused", "body_start"} <= set(ON_STEP)
-    assert {"body_settle", "no_invoke", "result"} <= set(ON_STEP)
-    for found in STEP_CHECKS.values():
-        for c in found:
-            assert c.judge.__doc__, f"{c.rule} on {c.on}: a check says what its rule means"
+    assert {c.rule for c in of(STEP)} - {CONTRACT} == registered(STEP) <= rules
+    assert registered(STEP) <= TRACE_RULES
+    assert {"event", "machine", "decision", "stage_enter", "fused", "body_start"} <= set(on(STEP))
+    assert {"body_settle", "no_invoke", "result"} <= set(on(STEP))
+    for c in of(STEP):
+        assert c.judge.__doc__, f"{c.rule} on {c.on}: a check says what its rule means"
     v = _first(
         lambda s: (s.caller, s.args, s.tool_known, s.pre, s.wrappers, s.timeout)
         == ("none", "ok", True, "allow", (), "absent")
@@ -243,14 +241,14 @@ def test_the_checkers_automaton_asks_registered_step_checks_for_every_death() ->
 def test_the_turn_rules_are_registered_turn_checks_and_a_hang_is_r36_alone() -> None:
     """turncheck (verify) and turnvectors (conform) judge a turn only through the judge's turn
     checks; a turn that never returned is reported as that alone (nothing after it is known)."""
-    from toolcancel.oracle.judge.turns import TURN_CHECKS, TURN_RULES, TurnRecord, turn_problems
+    from toolcancel.oracle.judge.registry import TURN, by_rule
+    from toolcancel.oracle.judge.turns import TURN_RULES, TurnRecord, turn_problems
     from toolcancel.oracle.vectors.turns import RULES
 
-    assert RULES == TURN_RULES == frozenset(TURN_CHECKS)
+    assert RULES == TURN_RULES == frozenset(by_rule(TURN))
     assert TURN_RULES <= {r.id for r in load_contract().rules}
-    for found in TURN_CHECKS.values():
-        for c in found:
-            assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
+    for c in of(TURN):
+        assert c.judge.__doc__, f"{c.rule}: a check says what its rule means"
     unreturned = TurnRecord(1, [{"event": "pre", "call": "c0"}], [], None, {})
     assert [rule for rule, _ in turn_problems(unreturned)] == ["R36"]
     # a hang the harness saw is a fact of the record; the judge alone says what it breaks

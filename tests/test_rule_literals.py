@@ -122,3 +122,148 @@ def test_conforms_judge_cites_no_rule_of_its_own() -> None:
     }
     constants = sorted(n for n in imported if _is_rule_constant(getattr(module, n, None)))
     assert not constants, f"{CONFORM_JUDGE} imports rule constants: {constants}"
+
+
+# ------------------------------------------------------------------------------------------------
+# One registry (issue 43): every check, from every vantage, is a registry.Check
+# ------------------------------------------------------------------------------------------------
+
+JUDGE_ROOM = ROOT / "machine/oracle/judge"
+REGISTRY_MODULE = "machine/oracle/judge/registry.py"
+ATTRIBUTION = ("attribution.py", "differences.py", "results.py")
+"""Attribution and the result checks: a rule id is written there only as the rule a check
+registers under (``check("R..", ...)``); every other rule they cite is the registry's or the
+contract's data."""
+PLAIN_DECORATORS = frozenset(
+    {"dataclass", "property", "staticmethod", "classmethod", "cache", "cached_property", "_once"}
+)
+"""Decorators in the judge's room that register nothing (``_once``: setup's memo of a fact
+worked out once per record)."""
+
+
+def _decorator_name(node: ast.expr) -> str:
+    target = node.func if isinstance(node, ast.Call) else node
+    if isinstance(target, ast.Attribute):
+        return target.attr
+    return target.id if isinstance(target, ast.Name) else ast.dump(target)
+
+
+@pytest.mark.rules("R10")
+def test_every_check_of_every_vantage_is_in_the_one_registry() -> None:
+    """One ``Check`` type and one decorator: no module of the package defines another check
+    type, no function of the judge's room is registered by another decorator, every vantage
+    has checks, and each vantage's runner reads the registry's own index (not a copy)."""
+    from toolcancel.oracle.judge import attribution, lines, steps
+    from toolcancel.oracle.judge.registry import (
+        CHECKS,
+        LINE,
+        RESULT,
+        STEP,
+        VANTAGES,
+        by_rule,
+        check,
+        of,
+        on,
+    )
+
+    types = {
+        f"{path.relative_to(ROOT).as_posix()}:{node.name}"
+        for path in sorted((ROOT / "machine").rglob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Check")
+    }
+    assert types == {f"{REGISTRY_MODULE}:Check"}, types
+    decorators = {
+        f"{path.name}:{node.name}": _decorator_name(d)
+        for path in sorted(JUDGE_ROOM.glob("*.py"))
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.ClassDef)
+        for d in node.decorator_list
+    }
+    other = {f: d for f, d in decorators.items() if d not in PLAIN_DECORATORS | {check.__name__}}
+    assert not other, f"checks registered outside the one registry: {other}"
+    staged = sum(  # the stage's end: one check per rule, registered by stage._stage_check
+        isinstance(node, ast.Call) and _decorator_name(node) == "_stage_check"
+        for node in ast.walk(ast.parse((JUDGE_ROOM / "stage.py").read_text(encoding="utf-8")))
+    )
+    registered = sum(d == check.__name__ for d in decorators.values()) + staged
+    assert registered == len(CHECKS), "every registered check is a decorated function"
+    for vantage in VANTAGES:
+        assert of(vantage), f"no {vantage} check registered"
+        assert all(c.vantage == vantage for c in of(vantage))
+        assert sorted(map(id, of(vantage))) == sorted(
+            id(c) for found in by_rule(vantage).values() for c in found
+        )
+    assert sorted(map(id, CHECKS)) == sorted(id(c) for v in VANTAGES for c in of(v))
+    assert lines.LINES is on(LINE)
+    assert steps._ON_STEP is on(STEP)
+    assert attribution._DIFFERENCES is on(RESULT)
+
+
+@pytest.mark.rules("R10")
+def test_what_coverage_prints_is_derived_from_the_registry() -> None:
+    """The rules the trace checker, the turn checks and the result comparison decide, and each
+    rule's status, are read off the registry: a check registered for a rule no check decided
+    (planted here, then removed) makes it checked at its levels."""
+    from toolcancel.contract.loader import load_contract
+    from toolcancel.oracle import judge
+    from toolcancel.oracle.judge import registry
+    from toolcancel.oracle.judge.registry import LINE, RECORD, RESULT, STEP, TURN, rules
+    from toolcancel.oracle.vectors.turns import RULES as TURN_VECTOR_RULES
+
+    assert judge.TRACE_RULES == rules(STEP) | rules(LINE)
+    assert judge.TURN_RULES == rules(TURN) == TURN_VECTOR_RULES
+    assert judge.RESULT_ATTRIBUTED == rules(RESULT, "result")
+    assert set(judge.TRACE_READS.values()) <= set(judge.OPTIONAL_LINES)
+    for rule, event in judge.TRACE_READS.items():
+        assert rule in rules(LINE, event)
+    contract = load_contract()
+    for r in contract.rules:
+        levels = {lv for c in registry.by_rule(RECORD).get(r.id, ()) if not c.needs_setup
+                  for lv in c.levels}  # fmt: skip
+        assert judge.registered_levels(r.id) == levels
+    unjudged = [
+        r.id for r in contract.rules
+        if judge.static_status(r.id, contract)[:2] == (judge.NONE, judge.NONE)
+    ]  # fmt: skip
+    assert unjudged, "a rule no check decides (else plant the check under a made-up rule)"
+    rule = unjudged[0]
+
+    def planted(record: object, want: object) -> None:
+        """A planted check: fails nothing."""
+
+    before = len(registry.CHECKS)
+    registry.check(rule, RECORD, "planted")(planted)
+    try:
+        assert judge.static_status(rule, contract)[:2] == (judge.CHECKED, judge.CHECKED)
+        assert judge.registered_levels(rule) == {"trace", "outcome"}
+    finally:
+        registry.CHECKS.pop()
+        registry.by_rule(RECORD).pop(rule)
+        registry.on(RECORD).pop("planted")
+    assert len(registry.CHECKS) == before
+    assert judge.static_status(rule, contract)[:2] == (judge.NONE, judge.NONE)
+
+
+@pytest.mark.rules("R10")
+def test_attribution_and_the_result_checks_cite_no_rule_of_their_own() -> None:
+    """Attribution is data on the checks: what conform cites for a wrong result or input to
+    post-execute is the first ``result`` check that finds the difference its own, else the
+    contract's transition; so attribution, the result checks and the step checks of the result
+    line write a rule id only as the rule a check registers under."""
+    for name in ATTRIBUTION:
+        tree = ast.parse((JUDGE_ROOM / name).read_text(encoding="utf-8"))
+        registered = {
+            id(node.args[0])
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and _decorator_name(node) == "check" and node.args
+        }
+        loose = [
+            node.lineno
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and RULE_ID.fullmatch(node.value)
+            and id(node) not in registered
+        ]
+        assert not loose, f"{name} writes rule ids outside a check's registration: {loose}"

@@ -16,8 +16,9 @@ import pytest
 from support import mutant
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
-from toolcancel.oracle.judge import Want, checks, environment_judgement, environment_record
+from toolcancel.oracle.judge import RECORD, Want, environment_judgement, environment_record
 from toolcancel.oracle.judge.registration import REGISTRATION
+from toolcancel.oracle.judge.registry import of
 from toolcancel.oracle.observation import Observation
 from toolcancel.oracle.scenario_language import REWRITTEN, Scenario, ScenarioError
 from toolcancel.runtime.registry import ToolRegistry
@@ -115,8 +116,8 @@ def test_the_first_source_that_feeds_the_body_names_its_reason_and_its_rule() ->
     rules, could = _judged(plain, "timeout")
     assert rules[:1] == ["R21"], rules
     assert _judged(through, None)[0][:1] == ["R21"]  # a signal left live is fusion's, always
-    assert "R35" not in {c.rule for c in checks() if c.could_fail(
-        environment_record(plain), Want(plain.scenario), "trace") and c.step == "fused_signal"}
+    assert "R35" not in {c.rule for c in of(RECORD) if c.could_fail(
+        environment_record(plain), Want(plain.scenario), "trace") and c.on == "fused_signal"}
     # A wrapper's own signal that a wrapper inside it replaced never reaches the body: its
     # abort is not the first source's, and the body's live signal is no failure.
     cut = run_scenario(Scenario(wrappers=("replace_aborting", "replace_live")))

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from toolcancel.contract.loader import load_contract
-from toolcancel.oracle.judge import CHECKS
+from toolcancel.oracle.judge.registry import RECORD, VANTAGES, by_rule
 from toolcancel.selfcheck.mutants import MUTANTS
 from toolcancel.teaching.where import Section, WhereError, where
 
@@ -31,7 +31,11 @@ def test_where_answers_for_every_rule_from_the_data(rule: str) -> None:
     transitions = [line.split(" ")[0] for line in _section(sections, "transitions")]
     assert transitions == [t.id for t in CONTRACT.transitions if rule in t.rules]
     checks = _section(sections, "judge checks")
-    assert sum(line.startswith("call check ") for line in checks) == len(CHECKS.get(rule, []))
+    assert sum(line.startswith("call check ") for line in checks) == len(
+        by_rule(RECORD).get(rule, [])
+    )
+    # every vantage's checks of it, from the registry
+    assert len(checks) == sum(len(by_rule(v).get(rule, [])) for v in VANTAGES)
     shown = {line.split(":")[0] for line in _section(sections, "mutants")}
     assert shown >= {m.name for m in MUTANTS if m.rule == rule}
     prose = _section(sections, "prose naming it")

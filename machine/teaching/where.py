@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 from ..contract.errors import ToolcancelError
 from ..contract.loader import Contract
@@ -60,10 +61,18 @@ def _anchor(heading: str) -> str:
     return text.replace(" ", "-")
 
 
+_CHECK_WORDS: Final = {
+    "record": "call check {}",
+    "line": "trace check on {}",
+    "step": "step check on {}",
+    "result": "result check on {}",
+    "turn": "turn check",
+}
+"""How ``where`` names a check of each vantage of the judge's registry."""
+
+
 def _rule_sections(contract: Contract, rule: str) -> Iterator[Section]:
-    from ..oracle.judge import CHECKS
-    from ..oracle.judge.lines import TRACE_CHECKS
-    from ..oracle.judge.turns import TURN_CHECKS
+    from ..oracle.judge import VANTAGES, by_rule
     from ..selfcheck import mutants
     from ..selfcheck.specmutants import perturbations
 
@@ -84,12 +93,8 @@ def _rule_sections(contract: Contract, rule: str) -> Iterator[Section]:
         [f"guard {g.name}: {g.doc}" for g in contract.guards if g.rule == rule]
         + [f"outcome {o.name}" for o in contract.outcomes if o.rule == rule]))
     yield Section("judge checks", tuple(
-        [f"call check {c.step}: {c.judge.__module__}.{c.judge.__qualname__}"
-         for c in CHECKS.get(rule, ())]
-        + [f"trace check on {c.event}: {c.judge.__module__}.{c.judge.__qualname__}"
-           for c in TRACE_CHECKS.get(rule, ())]
-        + [f"turn check: {c.judge.__module__}.{c.judge.__qualname__}"
-           for c in TURN_CHECKS.get(rule, ())]))
+        f"{_CHECK_WORDS[vantage].format(c.on)}: {c.judge.__module__}.{c.judge.__qualname__}"
+        for vantage in VANTAGES for c in by_rule(vantage).get(rule, ())))
     every = (*mutants.MUTANTS, *mutants.TURN_MUTANTS, *mutants.OBSERVATION_MUTANTS)
     yield Section("mutants (verify --mutants)", tuple(
         f"{m.name}: {m.what}" for m in every if m.rule == rule))

@@ -68,7 +68,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
-from ..judge.record import CHECKS
+from ..judge.registry import RECORD, by_rule
 from ..vectors import (
     Vector,
     load_vectors,
@@ -354,7 +354,8 @@ def _wanting(
     if caps.declared and unsent:
         for rule in turnvectors.RULES:
             out.setdefault(rule, collections.Counter())["turns"] += unsent
-    for rule, found in CHECKS.items():  # every check reads what a lacking stage cannot show
+    # every check reads what a lacking stage cannot show
+    for rule, found in by_rule(RECORD).items():
         asked = [c for c in found if judge.level in c.levels]
         blind = [
             {st for st, events in STAGE_OBSERVATIONS.items() if c.reads & set(events)}

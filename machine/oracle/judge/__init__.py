@@ -1,50 +1,65 @@
 """One judge: what each rule observably means, written once, under its rule id.
 
 Every judge of a call reads one **record**: the call's lines in the canonical trace format
-(:mod:`toolcancel.contract.trace`) -- the registry's own trace when the implementation writes one,
-and the
-*environment observations* of :data:`toolcancel.contract.trace.ENVIRONMENT` that only a harness
-around the registry can see (each body's signal at start and settle, when ``execute()`` settled,
-what it returned or raised, the notifications, listener counts, what post-execute received, the
-frozen result and view, the approval request's signal, the slot after each ``next()``, when the
-caller was aborted and what the tool's own deadline did).  ``conform``
-builds one from an adapter's answer (:func:`answer_record`); an adapter may write the
-environment lines itself.
+(:mod:`toolcancel.contract.trace`) -- the registry's own trace when the implementation writes
+one, and the *environment observations* of :data:`toolcancel.contract.trace.ENVIRONMENT` that
+only a harness around the registry can see (each body's signal at start and settle, when
+``execute()`` settled, what it returned or raised, the notifications, listener counts, what
+post-execute received, the frozen result and view, the approval request's signal, the slot
+after each ``next()``, when the caller was aborted and what the tool's own deadline did).
+``conform`` builds one from an adapter's answer (:func:`answer_record`); an adapter may write
+the environment lines itself.
 
-A **check** is one function registered under the rule id it decides
-(:func:`toolcancel.oracle.judge.record.check`, where the record and the registry live), declaring
-the events it reads, the conformance levels at which it can fail (``trace``: the registry's trace is
-in the record; ``outcome``: only what a user sees) and its antecedent.  It *could have failed* on
-a record when the events it reads are there and its antecedent held
-(:meth:`~toolcancel.oracle.judge.record.Check.could_fail`); that, and nothing kept by hand, is what
-coverage reports as checked (:func:`coverage_rows`).
+A **check** is one function registered under the rule id it decides, in the one registry
+(:mod:`toolcancel.oracle.judge.registry`: one :class:`~toolcancel.oracle.judge.registry.Check`
+type, one decorator :func:`~toolcancel.oracle.judge.registry.check`), with its **vantage** --
+what it is handed and who asks it: ``record`` (a call's record, the vector or setup: verify's
+harness, conform, the pre-policy stage's end and a registration probe's record among them),
+``line`` (a trace line against the checker's ledger), ``step`` (a step of the contract's
+machine in one state the call may be in, the result line's shape among them), ``result`` (a
+result or post-execute's input that differs from the vector's: conform's attribution) and
+``turn`` (a turn of the scheduler).  Besides its function a check carries, as data, the events
+it reads, the conformance levels at which it can fail (``trace``: the registry's trace is in
+the record; ``outcome``: only what a user sees), its antecedent (a predicate and its words), and
+what it needs (a vector, the setup).  A record check *could have failed* on a record when the
+events it reads are there and its antecedent held
+(:meth:`~toolcancel.oracle.judge.registry.Check.could_fail`); that, and nothing kept by hand, is
+what coverage reports as checked (:func:`rule_status`, :func:`static_status`).
 
 The contract's transitions are checked by the trace checker
-(:mod:`toolcancel.oracle.judge.checker`),
-which replays the registry's trace through the machine and cites the rule the contract data gives
-the transition it could not take.  The checks here decide what no transition carries: quiescence,
+(:mod:`toolcancel.oracle.judge.checker`), which replays the registry's trace through the machine,
+asking the ``step`` and ``line`` checks, and cites the rule the contract data gives the
+transition it could not take.  The record checks decide what no transition carries: quiescence,
 the body's signals, the notifications, listener leaks, the slot, what post-execute received.
 Where several fail, the one whose evidence comes first in the record is the first broken rule
-(:func:`~toolcancel.oracle.judge.record.first_failure`): the record departs from every allowed path
-there.
+(:func:`~toolcancel.oracle.judge.record.first_failure`): the record departs from every allowed
+path there.  Where conform's answer differs from the vector and no record check decides it,
+the ``result`` checks, in registration order, say whether the difference is their rule's (a late
+success, contexts only, a deadline first or misclassified); else the contract's transition along
+the path is cited (:mod:`toolcancel.oracle.judge.attribution`).
 
 Theory of operation (the judge sub-room): a record flows in (from a trace file, an adapter's
 answer, or our harness's observation) and failures flow out, each a rule id, a why and the record
-line it rests on.  The modules are the vantages a check takes: ``record`` (the record, the check
-type and its decorator), ``calls`` (a call's environment), ``lines`` (a trace line), ``steps``
-and ``results`` (a step of the machine, a result), ``turns`` (a turn), ``setup`` and ``stage``
-(what the call's setup and stages said), ``fusion`` and ``registration``; ``path`` and
-``checker`` replay a trace through the contract's machine.  Invariants: a rule's observable
-meaning is written once, here, as a check registered under its rule id; what verify, check and
-conform print about coverage is read off these checks; the judge reads the contract and the
-record and imports no runtime.  A contributor may add a check (under the rule it decides, with
-the events it reads) or sharpen one; a new rule id starts in ``spec/contract.toml``.
+line it rests on.  ``registry`` holds every check; the modules that register them are the
+vantages' -- ``calls``, ``setup``, ``stage``, ``fusion``, ``registration`` and this module
+(record checks), ``lines`` (line checks), ``steps`` and ``results`` (step checks),
+``differences`` (result checks), ``turns`` (turn checks); ``record`` asks the record checks of a
+record, ``path`` and ``checker`` replay a trace through the contract's machine, ``attribution``
+picks the rule a departure cites.  Each vantage's runner reads the registry's own index of its
+checks (by what they judge, or precomputed per kind of record), so dispatch costs what a
+registry per vantage cost.  Invariants: a rule's observable meaning is written once, as a check
+registered under its rule id; what verify, check and conform print about coverage (the rules
+exercised, the levels registered, each rule's status) is read off the registry; the registry
+only grows, at import, and its order is the order checks are asked and ties broken; the judge
+reads the contract and the record and imports no runtime.  A contributor may add a check (under
+the rule it decides, from its vantage, with the events it reads) or sharpen one; a new rule id
+starts in ``spec/contract.toml``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any, Final
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Final
 
 from ...contract.loader import load_contract
 from ...contract.trace import ENVIRONMENT
@@ -58,24 +73,36 @@ from .calls import (
     quiescent,
     relay_on_live_caller,
 )
+from .differences import Difference  # noqa: F401 (imported: its result checks register)
 from .fusion import fusion  # noqa: F401 (imported: its checks register)
-from .lines import TRACE_CHECKS, TRACE_RULES, published_once, result_envelope
+from .lines import published_once, result_envelope
 from .record import (
-    _REGISTERED,
-    CHECKS,
     ENTRY_RULES,
-    Check,
     Failure,
     Record,
     Want,
-    _asked,
     answer_record,
-    check,
-    checks,
+    asked,
     could_fail,
     first_failure,
 )
 from .registration import budget_declared_positive_and_finite  # noqa: F401 (registers)
+from .registry import (
+    LINE,
+    RECORD,
+    RESULT,
+    STEP,
+    TURN,
+    VANTAGES,
+    Check,
+    by_rule,
+    check,
+    of,
+    rule_of,
+    rules,
+    size,
+)
+from .results import revised_error_shape
 from .setup import same_text  # noqa: F401 (imported: its checks register)
 from .stage import plan  # noqa: F401 (imported: its checks register)
 from .turns import TURN_RULES
@@ -83,27 +110,13 @@ from .turns import TURN_RULES
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from ...contract.loader import Contract
     from ..observation import Observation
-    from ..scenario_language import Scenario
 
 # ------------------------------------------------------------------------------------------------
-# Attribution: the rules conform cites for a difference from the vector, named once
+# Attribution: the rules conform cites for a difference from the vector, read off the registry
 # ------------------------------------------------------------------------------------------------
-# conform compares an answer with what the contract allows; where no check above decides a
-# difference by itself (another path, another result, another input to post-execute), it cites
-# the rule of the contract's transition there, or one of these.  Each is the rule of a check
-# registered above where one exists, so a rule id is written in this module only.
-
-
-def rule_of(fn: Callable[..., Any]) -> str:
-    """The rule the registered check (or trace check) ``fn`` decides."""
-    for c in checks():
-        if c.judge is fn:
-            return c.rule
-    for found in TRACE_CHECKS.values():
-        for t in found:
-            if t.judge is fn:
-                return t.rule
-    raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
+# conform compares an answer with what the contract allows; where no check decides a difference
+# by itself (another path, another result, another input to post-execute), it cites the rule of
+# the contract's transition there, or the rule of one of these registered checks.
 
 
 ENVELOPE: Final = rule_of(result_envelope)
@@ -122,38 +135,16 @@ CALLER_LISTENERS: Final = rule_of(no_listener_left)
 """No listener left on the caller's signal: decidable where a caller is."""
 POST_INPUT: Final = rule_of(post_sees_the_decided_result)
 """Post-execute receives the result as the call decided it."""
-ERROR_SHAPE: Final = "R44"
+ERROR_SHAPE: Final = rule_of(revised_error_shape)
 """The revised contract's error shape (``error.message``, ``error.info``), of every result."""
-LATE_SUCCESS: Final = "R28"
-"""No late start, no late success: a success published after the caller cancelled before C4
-(listed with the transitions of every cancellation, so a transition's other rule comes first)."""
-CONTEXTS: Final = "R29"
-"""What ``additionalContexts`` keeps, orders and drops: a result that differs only there."""
-DEADLINE_FIRST: Final = "R34"
-"""The deadline fired first: the around chain's result is TOOL_TIMEOUT."""
-CHECKPOINT_C3: Final = "R19"
-"""Checkpoint C3 replaces a late success by ABORTED before post-execute."""
-
-
-DEADLINE_IDENTITY: Final = "R35"
-"""A deadline is classified by its identity: only the registry's own is its TOOL_TIMEOUT."""
-RESULT_ATTRIBUTED: Final = frozenset({LATE_SUCCESS, CONTEXTS, DEADLINE_FIRST, DEADLINE_IDENTITY})
-"""The rules the result comparison cites of itself, where their antecedent holds (conform's
-``Judge.result_attributions``): at outcome level each is decided through the result at least."""
-
-
-def foreign_deadline(scenario: Scenario, wanted: Any) -> bool:
-    """Whether a deadline that is not the registry's own (a wrapper's) is in the chain where the
-    contract gives another result than TOOL_TIMEOUT: where a result can show that deadline
-    classified by its code (:func:`misclassified_deadline`)."""
-    return error_code(wanted) != "TOOL_TIMEOUT" and "outer_deadline" in scenario.wrappers
-
-
-def misclassified_deadline(scenario: Scenario, got: Any, wanted: Any) -> bool:
-    """Whether ``got`` is a TOOL_TIMEOUT where the contract gives another result although a
-    deadline that is not the registry's own (a wrapper's) is in the chain: that deadline was
-    classified by its code, not its identity (``DEADLINE_IDENTITY``)."""
-    return error_code(got) == "TOOL_TIMEOUT" and foreign_deadline(scenario, wanted)
+RESULT_ATTRIBUTED: Final = rules(RESULT, "result")
+"""The rules the result comparison cites of itself, where their antecedent holds (the
+``result`` checks, :mod:`toolcancel.oracle.judge.differences`): at outcome level each is decided
+through the result at least."""
+TRACE_RULES: Final = rules(STEP) | rules(LINE)
+"""What the trace checker decides beyond the contract's data: its automaton's deaths (the step
+checks' own rules) and the line checks'; what :func:`static_status` counts as decided at trace
+level."""
 
 
 def result_rules(rule_ids: Iterable[str]) -> frozenset[str]:
@@ -173,6 +164,7 @@ def _watched(record: Record, want: Want | None) -> bool:
 
 @check(
     "R22",
+    RECORD,
     "listeners",
     reads=("listeners_left",),
     when=(_watched, "the environment counted listeners on a signal it handed or got"),
@@ -195,7 +187,7 @@ def no_signal_keeps_listeners(record: Record, want: Want | None) -> Failure | No
     )
 
 
-@check("R27", "quiescence", reads=("held",))
+@check("R27", RECORD, "quiescence", reads=("held",))
 def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
     """A body that ignores its aborted signal is awaited however long it runs on: the call
     neither settles nor moves on to another stage meanwhile (no grace period)."""
@@ -239,7 +231,7 @@ def environment_judgement(
     found: list[Failure] = []
     rules: set[str] = set()
     for c in _applicable(record.events(), step, setup is not None):
-        if not c.antecedent(record, setup):
+        if c.antecedent is not None and not c.antecedent(record, setup):
             continue  # it could not have failed
         rules.add(c.rule)
         failure = c.judge(record, setup)
@@ -251,10 +243,10 @@ def environment_judgement(
 
 def _record_checks() -> tuple[Check, ...]:
     """The checks that decide from a record alone, at either level, once each."""
-    key = len(_REGISTERED)
+    key = size()
     cached = _RECORD_CHECKS.get(key)
     if cached is None:
-        both = _asked("trace", "record") + _asked("outcome", "record")
+        both = asked("trace", "record") + asked("outcome", "record")
         cached = _RECORD_CHECKS[key] = tuple(dict.fromkeys(both))
     return cached
 
@@ -266,12 +258,12 @@ def _applicable(present: frozenset[str], step: str | None, setup: bool) -> tuple
     """The record checks whose events are all ``present`` (of ``step``, and reading the setup
     only if there is one), in order: worked out once per kind of record (verify judges
     thousands of records of a few dozen kinds)."""
-    key = (len(_REGISTERED), present, step, setup)
+    key = (size(), present, step, setup)
     found = _APPLICABLE.get(key)
     if found is None:
         found = _APPLICABLE[key] = tuple(
             c for c in _record_checks()
-            if (step is None or c.step == step)
+            if (step is None or c.on == step)
             and c.reads <= present
             and (setup or not c.needs_setup)
         )
@@ -286,10 +278,12 @@ _APPLICABLE: dict[tuple[int, frozenset[str], str | None, bool], tuple[Check, ...
 # ------------------------------------------------------------------------------------------------
 
 
-TRACE_READS: Final = {"R22": "listener", "R23": "slot"}
-"""Rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) decides from lines a registry's
-trace
-may leave out: listener lines are balanced (R22), slot lines never follow publication (R23)."""
+OPTIONAL_LINES: Final = ("listener", "slot")
+"""Call-level lines a registry's trace may leave out (the trace format's optional lines)."""
+TRACE_READS: Final = {c.rule: c.on for c in of(LINE) if c.on in OPTIONAL_LINES}
+"""Rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) decides from lines a
+registry's trace may leave out (the line checks on them): listener lines are balanced, slot
+lines never follow publication."""
 
 
 def entry_rule(caller: str, revised: bool) -> str:
@@ -322,7 +316,7 @@ def rule_status(
         return CHECKED, ""
     if consequence:
         return OUTCOME, CONSEQUENCE_WHY
-    if rule in TURN_RULES and not CHECKS.get(rule):
+    if rule in TURN_RULES and not by_rule(RECORD).get(rule):
         return NONE, TURNS_WHY if "turns" not in seen else NOT_EXERCISED
     optional = TRACE_READS.get(rule)
     if level == "trace" and optional is not None and optional not in seen:
@@ -359,7 +353,7 @@ def registered_levels(rule: str) -> frozenset[str]:
 def _conform_checks(rule: str) -> list[Check]:
     """The checks of ``rule`` an answer to a vector is asked (those that read the setup judge
     runs no vector lists: :attr:`Check.needs_setup`)."""
-    return [c for c in CHECKS.get(rule, ()) if not c.needs_setup]
+    return [c for c in by_rule(RECORD).get(rule, ()) if not c.needs_setup]
 
 
 def static_why(rule: str, level: str) -> str:
@@ -369,7 +363,7 @@ def static_why(rule: str, level: str) -> str:
     levels = registered_levels(rule)
     if levels:
         return f"its checks read what only the {' and '.join(sorted(levels))} level reports"
-    if CHECKS.get(rule):  # every check of it reads what verify set up, never a vector's answer
+    if by_rule(RECORD).get(rule):  # every check of it reads what verify set up, no answer
         return VERIFY_ONLY
     return "no check of the judge reads it and no transition carries it"
 
@@ -462,14 +456,19 @@ def markdown_table(contract: Contract) -> str:
 
 
 __all__ = [
-    "CHECKS",
+    "LINE",
+    "RECORD",
+    "RESULT",
+    "STEP",
+    "TURN",
+    "VANTAGES",
     "Check",
     "Failure",
     "Record",
     "Want",
     "answer_record",
+    "by_rule",
     "check",
-    "checks",
     "could_fail",
     "entry_rule",
     "environment_failures",
@@ -481,6 +480,7 @@ __all__ = [
     "quiescent",
     "registered_levels",
     "relay_on_live_caller",
+    "rule_of",
     "rule_status",
     "static_status",
     "static_why",

@@ -29,13 +29,8 @@ from . import (
     BODY_SIGNAL,
     CALLER_LISTENERS,
     CHECKPOINT_C2,
-    CHECKPOINT_C3,
-    CONTEXTS,
-    DEADLINE_FIRST,
-    DEADLINE_IDENTITY,
     ENVELOPE,
     ERROR_SHAPE,
-    LATE_SUCCESS,
     POST_INPUT,
     PUBLICATION,
     QUIESCENCE,
@@ -43,10 +38,10 @@ from . import (
     TRACE_READS,
     entry_rule,
     error_code,
-    foreign_deadline,
-    misclassified_deadline,
     result_rules,
 )
+from .differences import Difference
+from .registry import RESULT, Check, on
 
 if TYPE_CHECKING:  # vectors read the judge: the judge reads them only as types
     from ..vectors import Expectation, Vector
@@ -54,6 +49,9 @@ if TYPE_CHECKING:  # vectors read the judge: the judge reads them only as types
 _CANCEL_GUARDS: Final = frozenset({"cancelled_after_entry", "caller_aborted", "fused_aborted"})
 """Guards that read an abort: a transition with one of them wanted true is a checkpoint."""
 _CANCEL_EVENTS: Final = ("caller_abort", "fused_abort")
+_DIFFERENCES: Final = on(RESULT)
+"""The result checks (:mod:`toolcancel.oracle.judge.differences`) by what they compare: the
+``result`` and what post-execute received (``post``), in the order they are asked."""
 
 
 class Attribution:
@@ -208,7 +206,8 @@ class Attribution:
             why = f"at contract event {k} the trace has {seen}, the contract {best[k]}."
             return STAGE_ORDER, why
         t = taken[m]
-        rule = next((r for r in t.rules if r != LATE_SUCCESS), t.rules[0])
+        late = self.table.contract.publishes_over_rule  # listed with every cancellation's rows
+        rule = next((r for r in t.rules if r != late), t.rules[0])
         return (
             rule,
             f"at contract event {k} the trace has {seen} where the contract has {best[k]}"
@@ -259,25 +258,14 @@ class Attribution:
         self, v: Vector, exp: Expectation, result: Mapping[str, Any]
     ) -> tuple[str, str, tuple[str, ...]]:
         """The rule a wrong result breaks, as the model checker attributes the same mistake, why,
-        and every rule it breaks: those of the contract's decision it departs from."""
-        want, got = exp.result, result
+        and every rule it breaks: the first ``result`` check that finds the difference its own
+        (:mod:`toolcancel.oracle.judge.differences`), else the contract's decision it departs
+        from (and that decision's rules)."""
+        got = result
         why = f"the result is {answer_json(got)}; the contract's is {exp.result_json}"
-        can = self.result_attributions(v, exp)
-        if LATE_SUCCESS in can and got.get("isError") is False:
-            return LATE_SUCCESS, f"{why} -- a success after the caller cancelled before C4.", ()
-        rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
-        rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
-        if misclassified_deadline(v.scenario, got, want):
-            return DEADLINE_IDENTITY, f"{why} -- a wrapper's deadline classified by its code.", ()
-        if answer_json(rest_w) == answer_json(rest_g):
-            return (
-                CONTEXTS,
-                (f"{why} -- only the contexts differ (kept, ordered and dropped per {CONTEXTS})."),
-                (),
-            )
-        if DEADLINE_FIRST in can:
-            first = f"{why} -- the deadline fired first: the result is TOOL_TIMEOUT."
-            return DEADLINE_FIRST, first, ()
+        own = _first(_DIFFERENCES["result"], self.difference(v, exp, exp.result, got))
+        if own is not None:
+            return own[0].rule, f"{why} -- {own[1]}", ()
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = self.could_have_decided(taken, path, got)
@@ -300,20 +288,16 @@ class Attribution:
         decided = f"{why} (outcome {exp.outcome}, decided at {path[i]}: {', '.join(t.rules)})."
         return rule, decided, t.rules
 
+    def difference(self, v: Vector, exp: Expectation, wanted: Any, got: Any = None) -> Difference:
+        """What the result checks are handed: ``got`` where the contract gives ``wanted``."""
+        return Difference(v.scenario, exp.outcome, exp.outcome in self.cancellations, wanted, got)
+
     def result_attributions(self, v: Vector, exp: Expectation) -> frozenset[str]:
-        """The rules the result comparison cites of itself for ``v`` (:meth:`result_rule`), where
-        their antecedent holds: a success where the contract cancels (R28's late success), a
-        TOOL_TIMEOUT where a wrapper's deadline is in the chain and the contract gives another
-        result (R35), a result that differs only in its contexts (always), the deadline that
-        fired first (R34).  So coverage counts them where a wrong result could cite them."""
-        out = {CONTEXTS}
-        if exp.outcome in self.cancellations:
-            out.add(LATE_SUCCESS)
-        if foreign_deadline(v.scenario, exp.result):
-            out.add(DEADLINE_IDENTITY)
-        if v.scenario.timeout == "timer_first" and exp.outcome == "tool_timeout":
-            out.add(DEADLINE_FIRST)
-        return frozenset(out)
+        """The rules the result comparison cites of itself for ``v`` (:meth:`result_rule`): those
+        of the ``result`` checks whose antecedent holds.  So coverage counts them where a wrong
+        result could cite them."""
+        d = self.difference(v, exp, exp.result)
+        return frozenset(c.rule for c in _DIFFERENCES["result"] if c.holds(d))
 
     def could_have_decided(
         self, taken: Sequence[Transition], path: Sequence[str], got: Any
@@ -340,26 +324,14 @@ class Attribution:
         return None
 
     def post_rule(self, v: Vector, exp: Expectation, got: Any) -> str:
-        """The rule a wrong input to post-execute breaks.  Of the kind the contract decided (an
-        error with the same code, or a success), it is what post-execute was handed (R20), or
-        its contexts (R29); of another kind, the rule of the transition that decided what
-        post-execute had to receive (the deadline's TOOL_TIMEOUT, R34; checkpoint C3's ABORTED
-        for a late success, R19; C1's for a denial, R13)."""
-        want = exp.post_received
-        if isinstance(got, dict) and isinstance(want, dict):
-            rest_w = {k: x for k, x in want.items() if k != "additionalContexts"}
-            rest_g = {k: x for k, x in got.items() if k != "additionalContexts"}
-            if answer_json(rest_w) == answer_json(rest_g):
-                return CONTEXTS  # only the contexts differ (kept, ordered and dropped)
-            if (got.get("isError"), error_code(got)) == (want.get("isError"), error_code(want)):
-                return POST_INPUT
-        if misclassified_deadline(v.scenario, got, want):
-            return DEADLINE_IDENTITY  # a wrapper's deadline classified as the registry's own
-        if v.scenario.timeout == "timer_first" and error_code(want) == "TOOL_TIMEOUT":
-            return DEADLINE_FIRST  # the deadline fired first: the around chain's is TOOL_TIMEOUT
-        late = isinstance(got, dict) and got.get("isError") is False
-        if late and error_code(want) in ("ABORTED", "ABORTED_BEFORE_DISPATCH"):
-            return CHECKPOINT_C3  # checkpoint C3 replaces a late success before post-execute
+        """The rule a wrong input to post-execute breaks: the first ``post`` result check that
+        finds the difference its own (:mod:`toolcancel.oracle.judge.differences`: only its
+        contexts differ, another result of the decided kind, a wrapper's deadline taken for the
+        registry's, the deadline first, a late success C3 had to replace); else the rule of the
+        transition that decided what post-execute had to receive (C1's for a denial, R13)."""
+        own = _first(_DIFFERENCES["post"], self.difference(v, exp, exp.post_received, got))
+        if own is not None:
+            return own[0].rule
         path = exp.paths[0]
         taken = self.transitions(v, path, exp.outcome) or []
         k = next((k for k, t in enumerate(taken) if t.dest == "post_policy"), len(taken) - 1)
@@ -440,6 +412,16 @@ class Attribution:
         """The rules the result comparison decides in full: the envelope (R1), the outcome's
         own shape and, in the revised contract, the error shape (R44)."""
         return self.result_rules | {self.outcome_rule[exp.outcome]}
+
+
+def _first(checks: list[Check], d: Difference) -> tuple[Check, str] | None:
+    """The first of ``checks`` whose antecedent holds and that finds ``d`` its own, and why."""
+    for c in checks:
+        if c.holds(d):
+            why = c.judge(d)
+            if why is not None:
+                return c, why
+    return None
 
 
 def answer_json(data: Any) -> str:

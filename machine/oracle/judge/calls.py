@@ -13,7 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.results import canonical_json
-from .record import SLOT_WRAPPERS, Failure, Record, Want, check
+from .record import SLOT_WRAPPERS, Failure, Record, Want
+from .registry import RECORD, check
 
 if TYPE_CHECKING:
     from ..scenario_language import Scenario
@@ -31,7 +32,7 @@ def _signal(line: Mapping[str, Any]) -> dict[str, Any]:
     return {"aborted": bool(line["aborted"]), "reason": line.get("reason")}
 
 
-@check("R27", "quiescence", reads=("settled",))
+@check("R27", RECORD, "quiescence", reads=("settled",))
 def quiescent(record: Record, want: Want | None) -> Failure | None:
     """execute() settles only once every body it started has settled, and starts none after."""
     (i,) = record.at("settled")[:1]
@@ -61,7 +62,7 @@ def quiescent(record: Record, want: Want | None) -> Failure | None:
     return None
 
 
-@check("R27", "quiescence")
+@check("R27", RECORD, "quiescence")
 def settles(record: Record, want: Want | None) -> Failure | None:
     """execute() settles: it neither hangs nor leaves the call waiting on nothing."""
     if record.has("settled") or record.has("returned"):
@@ -78,7 +79,7 @@ def settles(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "result")
+@check("R31", RECORD, "result")
 def returns_a_result(record: Record, want: Want | None) -> Failure | None:
     """Every call publishes a result: execute() returns it, never raises -- unless what it
     raised is the caller's own cancellation coming back to a caller that gave up while the call
@@ -113,7 +114,7 @@ def cancels_awaiting_task(s: Scenario) -> bool:
     return s.entry_caller == "live" and (s.cancel == "after_call" or s.cancel.startswith("gate:"))
 
 
-@check("R31", "result", reads=("caller_cancelled",))
+@check("R31", RECORD, "result", reads=("caller_cancelled",))
 def cancelled_after_publication(record: Record, want: Want | None) -> Failure | None:
     """A caller that cancelled the task awaiting the call may get ``CancelledError`` instead of
     the result, but only once the call published exactly one result (``returned`` holds it, and
@@ -145,6 +146,7 @@ def _not_seed_pre_aborted(record: Record, want: Want | None) -> bool:
 
 @check(
     "R17",
+    RECORD,
     "body_start_signals",
     reads=("body_signal",),
     levels=frozenset({"outcome"}),
@@ -176,6 +178,7 @@ def _seed_pre_aborted(record: Record, want: Want | None) -> bool:
 
 @check(
     "R25",
+    RECORD,
     "body_start_signals",
     reads=("body_signal",),
     levels=frozenset({"outcome"}),
@@ -213,7 +216,7 @@ def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None
     )
 
 
-@check("R18", "body_starts", needs_vector=True)
+@check("R18", RECORD, "body_starts", needs_vector=True)
 def body_starts(record: Record, want: Want | None) -> Failure | None:
     """The body is invoked exactly as often as the contract's path invokes it (one per dispatch
     the contract lets through; a late start is R28's)."""
@@ -238,7 +241,7 @@ def body_starts(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R21", "body_signals", reads=("body_signal",), needs_vector=True, outcome=True)
+@check("R21", RECORD, "body_signals", reads=("body_signal",), needs_vector=True, outcome=True)
 # asked with the result, earliest evidence first: what the body's signal showed when it settled
 # comes before what post-execute received and the result, which it may explain
 def fused_signal(record: Record, want: Want | None) -> Failure | None:
@@ -263,7 +266,7 @@ def fused_signal(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "notifications", reads=("notified",))
+@check("R31", RECORD, "notifications", reads=("notified",))
 def notified_once(record: Record, want: Want | None) -> Failure | None:
     """Observers are notified exactly once per call (as often as the contract notifies)."""
     expected = 1 if want is None or want.expectation is None else want.expectation.notifications
@@ -282,7 +285,7 @@ def notified_once(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "notified_same", reads=("notified",))
+@check("R31", RECORD, "notified_same", reads=("notified",))
 def notified_same(record: Record, want: Want | None) -> Failure | None:
     """Observers get the very object execute() returns."""
     i = record.at("notified")[0]
@@ -299,7 +302,7 @@ def notified_same(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R30", "frozen", reads=("frozen",))
+@check("R30", RECORD, "frozen", reads=("frozen",))
 def result_frozen(record: Record, want: Want | None) -> Failure | None:
     """The published result is deep-frozen before any observer sees it."""
     i = record.at("frozen")[0]
@@ -316,7 +319,7 @@ def result_frozen(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R31", "frozen", reads=("frozen",))
+@check("R31", RECORD, "frozen", reads=("frozen",))
 def view_frozen(record: Record, want: Want | None) -> Failure | None:
     """The execution view is frozen immediately before observers are notified."""
     i = record.at("frozen")[0]
@@ -333,7 +336,7 @@ def view_frozen(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R24", "approval_signal", reads=("approval_signal",))
+@check("R24", RECORD, "approval_signal", reads=("approval_signal",))
 def approval_signal(record: Record, want: Want | None) -> Failure | None:
     """The approval seam receives the slot's signal as pre-execute left it."""
     i = record.at("approval_signal")[0]
@@ -351,7 +354,7 @@ def approval_signal(record: Record, want: Want | None) -> Failure | None:
     )
 
 
-@check("R23", "slot_after_next", reads=("slot_after_next",))
+@check("R23", RECORD, "slot_after_next", reads=("slot_after_next",))
 def slot_restored(record: Record, want: Want | None) -> Failure | None:
     """After next() settles, a wrapper finds in the slot the signal it handed on."""
     for k, i in enumerate(record.at("slot_after_next")):
@@ -413,6 +416,7 @@ def _stated(record: Record, want: Want | None) -> bool:
 
 @check(
     "R10",
+    RECORD,
     "post_received",
     reads=("post_received",),
     when=(_stated, "the vector states what post-execute receives"),
@@ -437,6 +441,7 @@ def _received_something(record: Record, want: Want | None) -> bool:
 
 @check(
     "R20",
+    RECORD,
     "post_received",
     reads=("post_received",),
     when=(_received_something, "post-execute runs"),
@@ -474,6 +479,7 @@ def _leak_visible(record: Record, want: Want | None) -> bool:
 
 @check(
     "R22",
+    RECORD,
     "listeners",
     reads=("listener_count",),
     levels=frozenset({"outcome"}),
@@ -511,6 +517,7 @@ def _own_deadline_never_first(record: Record, want: Want | None) -> bool:
 
 @check(
     "R35",
+    RECORD,
     "timeout_identity",
     reads=("deadline",),
     when=(_own_deadline_never_first, "the tool's own deadline never expired first"),
@@ -551,7 +558,7 @@ contexts): a judge that replays the path (verify) asks them after it, so the dep
 -- the checkpoint that missed the abort -- is the first broken rule where the path shows one."""
 
 
-@check("R28", "late_start", reads=("caller_aborted",))
+@check("R28", RECORD, "late_start", reads=("caller_aborted",))
 def no_late_start_or_success(record: Record, want: Want | None) -> Failure | None:
     """Once the caller aborted after entry, no body starts past checkpoint C2, and no success
     reaches the caller past checkpoint C4 (an abort before post-execute ran)."""

@@ -60,11 +60,11 @@ from ...contract.trace_reader import (
     iter_batches,
     parse_lines,
 )
-from .lines import ON_LINE, judge_line
+from .lines import LINES, judge_line
+from .registry import CONTRACT
 from .results import describe, describe_outcome, result_death
 from .steps import (
     BODY_REPORTS,
-    CONTRACT,
     DECISION_STAGE,
     DISPATCHED,
     DISPATCHED_ABORTED,
@@ -524,7 +524,7 @@ class Checker:
         name, data = ev.event, ev.data
         if name in ENVIRONMENT:
             return  # what a harness saw: judged by toolcancel.oracle.judge, not by the automaton
-        if name not in ON_LINE or name == "call_entry":  # the readers refuse a second entry
+        if name not in LINES or name == "call_entry":  # the readers refuse a second entry
             raise AssertionError(f"{name} inside a call")
         found = judge_line(run, name, data)
         death: Death | None = None

@@ -30,7 +30,8 @@ from typing import Any, Final
 from ...contract.loader import load_contract
 from ..scenario_language import NESTED
 from .calls import error_code
-from .record import SLOT_WRAPPERS, Failure, Record, Want, check
+from .record import SLOT_WRAPPERS, Failure, Record, Want
+from .registry import RECORD, check
 from .setup import pre_aborted, received, replaced_at_c3, text
 
 _CUT: Final = SLOT_WRAPPERS - {NESTED}
@@ -136,6 +137,7 @@ def _caller_through_deadline(record: Record, want: Want | None) -> bool:
 
 @check(
     "R21",
+    RECORD,
     "fused_signal",
     reads=("body_signal", "call_entry"),
     levels=frozenset({"trace"}),
@@ -164,6 +166,7 @@ def pre_aborted_body_is_born_aborted(record: Record, want: Want | None) -> Failu
 
 @check(
     "R21",
+    RECORD,
     "fused_signal",
     reads=("body_signal", "signal_aborted", "call_entry"),
     levels=frozenset({"trace"}),
@@ -192,6 +195,7 @@ def first_source_aborts_the_body(record: Record, want: Want | None) -> Failure |
 
 @check(
     "R35",
+    RECORD,
     "fused_signal",
     reads=("body_signal", "signal_aborted", "call_entry"),
     levels=frozenset({"trace"}),
@@ -231,6 +235,7 @@ def _budget_first(record: Record, want: Want | None) -> bool:
 
 @check(
     "R34",
+    RECORD,
     "post_received",
     reads=("body_signal", "signal_aborted", "post_received", "call_entry"),
     levels=frozenset({"trace"}),

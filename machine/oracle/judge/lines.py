@@ -1,18 +1,16 @@
-"""The trace checks: the rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) asks of a
-call's
-own lines, each registered once under its rule id (the one judge's trace side, beside
-:mod:`toolcancel.oracle.judge`)."""
+"""The line checks: the rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) asks of a
+call's own lines, each registered once under its rule id in the one registry (the ``line``
+vantage, :mod:`toolcancel.oracle.judge.registry`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any, Final, Protocol
 
-from .results import step_rules
+from .registry import LINE, Check, check, on
 
 # ------------------------------------------------------------------------------------------------
-# Trace checks: the rules the trace checker (toolcancel.oracle.judge.checker) asks of a call's own
+# Line checks: the rules the trace checker (toolcancel.oracle.judge.checker) asks of a call's own
 # lines
 # ------------------------------------------------------------------------------------------------
 # The checker replays the contract events through the machine (its automaton says where a step
@@ -32,53 +30,23 @@ class Ledger(Protocol):
     slot_slot: int
 
 
-LineJudge = Callable[[Ledger, Mapping[str, Any]], "str | None"]
-"""A trace check: the line's data against the ledger; the explanation of a violation, or None."""
-
-
-@dataclass(frozen=True)
-class TraceCheck:
-    """One rule's meaning for one kind of call-level line (``end``: the end of the call's
-    trace)."""
-
-    rule: str
-    event: str
-    judge: LineJudge
-    allowed: Callable[[Ledger], list[str]] | None = None  # what the call could have done instead
-
-
-TRACE_CHECKS: Final[dict[str, list[TraceCheck]]] = {}
-"""The trace checks by rule id, in registration order."""
-ON_LINE: Final[dict[str, list[TraceCheck]]] = {}
-"""The same checks by the line they judge, in the order the checker asks them."""
-
-
-def trace_check(
-    rule: str, event: str, *, allowed: Callable[[Ledger], list[str]] | None = None
-) -> Callable[[LineJudge], LineJudge]:
-    """Register the decorated function as the trace check of ``rule`` on ``event`` lines."""
-
-    def register(fn: LineJudge) -> LineJudge:
-        found = TraceCheck(rule, event, fn, allowed)
-        TRACE_CHECKS.setdefault(rule, []).append(found)
-        ON_LINE.setdefault(event, []).append(found)
-        return fn
-
-    return register
+LINES: Final = on(LINE)
+"""The line checks by the line they judge, in the order the checker asks them (the registry's
+live index: the call-level lines the checker counts are its keys)."""
 
 
 def judge_line(
     ledger: Ledger, event: str, data: Mapping[str, Any]
-) -> tuple[TraceCheck, str] | None:
-    """The first trace check ``event``'s line fails, and why (None: every one holds)."""
-    for c in ON_LINE.get(event, ()):
+) -> tuple[Check, str] | None:
+    """The first line check ``event``'s line fails, and why (None: every one holds)."""
+    for c in LINES.get(event, ()):
         why = c.judge(ledger, data)
         if why is not None:
             return c, why
     return None
 
 
-@trace_check("R22", "listener")
+@check("R22", LINE, "listener")
 def no_listener_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """A call keeps no listener once its result is published."""
     if not ledger.resulted:
@@ -90,7 +58,7 @@ def no_listener_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str | N
     )
 
 
-@trace_check("R22", "listener")
+@check("R22", LINE, "listener")
 def removes_only_what_it_added(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """A listener removed was added before."""
     held = ledger.caller_slot if data["signal"] == "caller" else ledger.slot_slot
@@ -99,7 +67,7 @@ def removes_only_what_it_added(ledger: Ledger, data: Mapping[str, Any]) -> str |
     return f"The registry removed a listener from the {data['signal']} signal that it never added."
 
 
-@trace_check("R23", "slot")
+@check("R23", LINE, "slot")
 def slot_fixed_once_published(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """The slot never changes once the result is published (the view is frozen)."""
     if not ledger.published:
@@ -110,7 +78,7 @@ def slot_fixed_once_published(ledger: Ledger, data: Mapping[str, Any]) -> str | 
     )
 
 
-@trace_check("R31", "result")
+@check("R31", LINE, "result")
 def published_once(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """Exactly one result, after the registry published it."""
     if ledger.resulted:
@@ -123,7 +91,7 @@ def published_once(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     return None
 
 
-@trace_check("R1", "result")
+@check("R1", LINE, "result")
 def result_envelope(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """The result object's envelope, whatever its outcome."""
     return envelope_problem(data["result"])
@@ -137,7 +105,7 @@ def _removals(ledger: Ledger) -> list[str]:
     return [f'listener(action="remove", signal="{s}")' for s, _ in _held(ledger)]
 
 
-@trace_check("R22", "result", allowed=_removals)
+@check("R22", LINE, "result", allowed=_removals)
 def listeners_removed_by_publication(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """Every listener the registry added is removed by the time the result is published."""
     left = _held(ledger)
@@ -150,7 +118,7 @@ def listeners_removed_by_publication(ledger: Ledger, data: Mapping[str, Any]) ->
     )
 
 
-@trace_check("R31", "notify")
+@check("R31", LINE, "notify")
 def notifies_once_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """Observers are notified exactly once, with the materialized result."""
     if ledger.notified:
@@ -163,7 +131,7 @@ def notifies_once_after_result(ledger: Ledger, data: Mapping[str, Any]) -> str |
     return None
 
 
-@trace_check("R31", "end")
+@check("R31", LINE, "end")
 def ends_published(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """A call's trace ends after its result and its notification (``data``: ``line``, the last
     line's number, and ``states``, where the call may be)."""
@@ -184,7 +152,7 @@ def _with_a_caller(ledger: Ledger) -> list[str]:
     return ["call_entry(caller=live)", "call_entry(caller=aborted)"]
 
 
-@trace_check("R40", "call_entry", allowed=_with_a_caller)
+@check("R40", LINE, "call_entry", allowed=_with_a_caller)
 def caller_signal_when_required(ledger: Ledger, data: Mapping[str, Any]) -> str | None:
     """A call under a revision that requires a caller signal has one (``data``: the call_entry
     line and ``caller_signal``, what its revision says of the caller's signal)."""
@@ -218,15 +186,3 @@ def envelope_problem(res: Any) -> str | None:
     if "additionalContexts" in res and (not isinstance(contexts, list) or not contexts):
         return "additionalContexts must be a non-empty list; an empty one is omitted."
     return None
-
-
-AUTOMATON_RULES: Final = step_rules()
-"""The rules the trace checker's automaton (:mod:`toolcancel.oracle.judge.checker`) cites where a
-step
-check (:mod:`toolcancel.oracle.judge.steps`, :mod:`toolcancel.oracle.judge.results`) kills a
-possible state, besides those the contract's transitions, guards and outcomes carry."""
-TRACE_RULES: Final = AUTOMATON_RULES | frozenset(TRACE_CHECKS)
-"""What the checker decides beyond the contract's data: its automaton's deaths and the judge's
-trace checks (:data:`TRACE_CHECKS`); what :func:`static_status` counts as decided at trace
-level."""
-

@@ -22,11 +22,13 @@ from typing import Any, Final, NamedTuple
 from ...contract.errors import ContractViolation
 from ...contract.loader import RevisionContract
 from ...contract.trace import ENVIRONMENT
+from .calls import post_runs
 from .checker import Checker
-from .lines import TRACE_CHECKS, published_once, result_envelope
+from .lines import published_once, result_envelope
 from .record import ENTRY_RULES, Failure, Record
+from .registry import rule_of
 
-STAGE_ORDER: Final = "R10"
+STAGE_ORDER: Final = rule_of(post_runs)
 """The stage order: a step no transition takes in that state at all."""
 PRECEDENCE: Final = "R39"
 """The outcome precedence table: decides where a transition cites one of its rows."""
@@ -131,15 +133,11 @@ def _key(lines: list[Any], steps: int | None) -> tuple[Any, ...] | None:
     return key
 
 
-def _rule(fn: object) -> str:
-    return next(t.rule for found in TRACE_CHECKS.values() for t in found if t.judge is fn)
-
-
 @functools.cache
 def _entry_could_fail() -> dict[str, frozenset[str]]:
     """Per caller at entry: the rules every replayed record could fail (the stage order, the
     entry's rule, each result's envelope and its single publication)."""
-    every = {STAGE_ORDER, _rule(result_envelope), _rule(published_once)}
+    every = {STAGE_ORDER, rule_of(result_envelope), rule_of(published_once)}
     return {caller: frozenset({rule, *every}) for caller, rule in ENTRY_RULES.items()}
 
 

@@ -1,25 +1,24 @@
-"""The judge's record and its check registry: what every check reads and how it registers.
+"""The judge's record, and how the registry's record checks are asked of it.
 
-A check module (:mod:`toolcancel.oracle.judge.calls` and the judge's other modules) imports the
-registry from here, and :mod:`toolcancel.oracle.judge` imports the check modules, so that every
-check registers on ``import toolcancel.oracle.judge`` with no import running back up (the record is
-:mod:`toolcancel.oracle.judge`'s docstring's subject; attribution and coverage stay there).
+A record check (:mod:`toolcancel.oracle.judge.calls` and the judge's other modules) registers in
+the one registry (:mod:`toolcancel.oracle.judge.registry`) from the ``record`` vantage; the
+functions here ask them of a record -- the first broken rule, every broken rule, the rules that
+could have failed -- reading the registry's record checks once per kind of record.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.trace import FORMAT_VERSION
+from .registry import RECORD, Check, of, size
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from ..scenario_language import Scenario
     from ..vectors import Expectation
 
-LEVELS: Final = ("trace", "outcome")
-BOTH: Final = frozenset(LEVELS)
 SLOT_WRAPPERS: Final = frozenset(
     {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
 )
@@ -240,110 +239,6 @@ class Failure:
     observed: Any = ""
 
 
-Judge = Callable[[Record, "Want | None"], "Failure | None"]
-Antecedent = Callable[[Record, "Want | None"], bool]
-
-
-def _always(record: Record, want: Want | None) -> bool:
-    return True
-
-
-@dataclass(frozen=True)
-class Check:
-    """One rule's observable meaning: a function of a record (and the vector, if any)."""
-
-    rule: str
-    step: str
-    judge: Judge
-    reads: frozenset[str]  # events that must be in the record for it to decide anything
-    levels: frozenset[str]  # conformance levels at which it can fail
-    antecedent: Antecedent = _always
-    when: str = ""  # the antecedent in words
-    needs_vector: bool = False  # it compares with what the contract allows (a Want)
-    outcome: bool = False  # ... and what it compares is part of the outcome, like the result
-    needs_setup: bool = False
-    """It reads the call's setup (the scenario) and judges a run no vector lists: given a vector,
-    the comparison with its expectation (the contract's own replay of that setup) judges the
-    same observations, citing the decision that made them, so the check is not asked."""
-
-    @property
-    def phase(self) -> str:
-        """When it is asked: ``record`` (decided by the record alone), ``outcome`` (with the
-        result: what the call decided) or ``vector`` (the other differences from the vector)."""
-        if not self.needs_vector:
-            return "record"
-        return "outcome" if self.outcome else "vector"
-
-    def answerable(self, want: Want | None) -> bool:
-        """Whether ``want`` gives what the check compares with: a vector, or the setup alone."""
-        if self.needs_vector:
-            return want is not None and want.expectation is not None
-        if self.needs_setup:
-            return want is not None and want.expectation is None
-        return True
-
-    def could_fail(self, record: Record, want: Want | None, level: str) -> bool:
-        """Whether this check could have failed on ``record``: its level, its events, the
-        vector it compares with, and its antecedent."""
-        if level not in self.levels or not self.answerable(want):
-            return False
-        return all(record.has(e) for e in self.reads) and self.antecedent(record, want)
-
-    def __call__(self, record: Record, want: Want | None) -> Failure | None:
-        if not self.answerable(want):
-            return None
-        if not all(record.has(e) for e in self.reads):
-            return None
-        return self.judge(record, want)
-
-
-CHECKS: Final[dict[str, list[Check]]] = {}
-"""The registry: rule id -> its checks, in registration order (the contract's rule order)."""
-_REGISTERED: Final[list[str]] = []
-"""The rule of each registration, in order (its length keys the caches of asked checks)."""
-
-
-def check(
-    rule: str,
-    step: str,
-    *,
-    reads: Sequence[str] = (),
-    levels: frozenset[str] = BOTH,
-    when: tuple[Antecedent, str] | None = None,
-    needs_vector: bool = False,
-    outcome: bool = False,
-    needs_setup: bool = False,
-) -> Callable[[Judge], Judge]:
-    """Register the decorated function as a check of ``rule``."""
-
-    def register(fn: Judge) -> Judge:
-        antecedent, words = when if when is not None else (_always, "")
-        CHECKS.setdefault(rule, []).append(
-            Check(
-                rule,
-                step,
-                fn,
-                frozenset(reads),
-                levels,
-                antecedent,
-                words,
-                needs_vector,
-                outcome,
-                needs_setup,
-            )
-        )
-        _REGISTERED.append(rule)
-        return fn
-
-    return register
-
-
-def checks() -> Iterator[Check]:
-    """Every registered check, in registration order."""
-    for found in CHECKS.values():
-        yield from found
-
-
 def first_failure(
     record: Record,
     want: Want | None,
@@ -391,7 +286,7 @@ def could_fail(record: Record, want: Want | None, level: str) -> frozenset[str]:
     return frozenset(
         c.rule
         for c in _reading(level, None, record.events())
-        if c.answerable(want) and c.antecedent(record, want)
+        if c.answerable(want) and c.holds(record, want)
     )
 
 
@@ -399,26 +294,25 @@ _READING: dict[tuple[str, str | None, int, frozenset[str]], tuple[Check, ...]] =
 
 
 def _reading(level: str, phase: str | None, present: frozenset[str]) -> tuple[Check, ...]:
-    """:func:`_asked`, of those whose events are all ``present``: worked out once per kind of
+    """:func:`asked`, of those whose events are all ``present``: worked out once per kind of
     record (conform judges thousands of answers of a few dozen kinds)."""
-    key = (level, phase, len(_REGISTERED), present)
+    key = (level, phase, size(), present)
     found = _READING.get(key)
     if found is None:
-        found = _READING[key] = tuple(c for c in _asked(level, phase) if c.reads <= present)
+        found = _READING[key] = tuple(c for c in asked(level, phase) if c.reads <= present)
     return found
 
 
 _ASKED: dict[tuple[str, str | None, int], tuple[Check, ...]] = {}
 
 
-def _asked(level: str, phase: str | None) -> tuple[Check, ...]:
-    """The registered checks that can fail at ``level`` (and are asked at ``phase``), in
-    registration order; cached per size of the registry (every judged answer asks this)."""
-    size = sum(len(found) for found in CHECKS.values())
-    key = (level, phase, size)
+def asked(level: str, phase: str | None) -> tuple[Check, ...]:
+    """The registry's record checks that can fail at ``level`` (and are asked at ``phase``), in
+    the registry's order; cached per size of the registry (every judged answer asks this)."""
+    key = (level, phase, size())
     found = _ASKED.get(key)
     if found is None:
         found = _ASKED[key] = tuple(
-            c for c in checks() if level in c.levels and (phase is None or c.phase == phase)
+            c for c in of(RECORD) if level in c.levels and (phase is None or c.phase == phase)
         )
     return found

@@ -14,7 +14,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from .record import Failure, Record, Want, check
+from .record import Failure, Record, Want
+from .registry import RECORD, check
 
 REGISTRATION: Final = "registration"
 """The step of these checks: a probe's record is judged by them alone."""
@@ -23,7 +24,7 @@ REFUSAL: Final = re.compile(r'tool ".*" (timeoutMs|timeout_ms) must be a positiv
 way: Python's ``timeout_ms``)."""
 
 
-@check("R32", REGISTRATION, reads=("registered",), needs_setup=True)
+@check("R32", RECORD, REGISTRATION, reads=("registered",), needs_setup=True)
 def budget_declared_positive_and_finite(record: Record, want: Want | None) -> Failure | None:
     """Registering a tool whose declared budget is not a positive finite number fails with the
     contract's type error (``tool "{name}" timeout_ms must be a positive finite number``);
@@ -46,7 +47,7 @@ def budget_declared_positive_and_finite(record: Record, want: Want | None) -> Fa
     return None
 
 
-@check("R40", REGISTRATION, reads=("begun_without_caller",), needs_setup=True)
+@check("R40", RECORD, REGISTRATION, reads=("begun_without_caller",), needs_setup=True)
 def revised_call_needs_a_caller_signal(record: Record, want: Want | None) -> Failure | None:
     """Revised: a call without a caller signal is a usage error, raised before the call exists
     (never a result)."""

@@ -3,8 +3,8 @@
 The trace checker (:mod:`toolcancel.oracle.judge.checker`) asks these of every ``result`` line, for
 each
 state the contract allows the call to be in (:func:`result_death`); a state whose outcome the
-result does not fit dies with the first broken rule.  They are step checks (registered in
-:mod:`toolcancel.oracle.judge.steps` on ``result`` steps), asked in order: the outcome's kind (error
+result does not fit dies with the first broken rule.  They are step checks (the one registry's
+``step`` vantage, on ``result`` steps), asked in order: the outcome's kind (error
 or success, its code), then its shape -- the registry's exact texts, ``meta``, contexts on the final
 route, and the error shape of the revision.
 
@@ -21,10 +21,10 @@ from typing import Any, Final
 
 from ...contract.loader import Transition
 from ...contract.results import block_message, canonical_json
-from .steps import CONTRACT, Branch, Death, Replay, judge_step, step_check, step_rules
+from .registry import CONTRACT, STEP, check
+from .steps import Branch, Death, Replay, judge_step
 
-__all__ = ["describe", "describe_outcome", "result_death", "step_rules"]
-"""``step_rules`` is re-exported here: asked once every step check is registered."""
+__all__ = ["describe", "describe_outcome", "result_death"]
 
 CANCEL_CODES: Final = frozenset({"ABORTED", "ABORTED_BEFORE_DISPATCH"})
 _REGISTRY_AUTHORED: Final = frozenset({"denied", "blocked", "args_error", "serialization_error"})
@@ -50,7 +50,7 @@ def result_death(replay: Replay, b: Branch, res: Mapping[str, Any]) -> Death | N
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check("R31", "result")
+@check("R31", STEP, "result")
 def has_an_outcome(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """A result is published only once the contract decided an outcome (total for foreign
     contracts: the machine publishes only with one)."""
@@ -69,7 +69,7 @@ def _mismatch(replay: Replay, b: Branch, res: Mapping[str, Any]) -> bool:
     return mismatch or (b.cs.outcome in _REGISTRY_AUTHORED and code is not None)
 
 
-@step_check(CONTRACT, "result")
+@check(CONTRACT, STEP, "result")
 def of_the_decided_kind(replay: Replay, b: Branch, res: Mapping[str, Any]) -> Death | None:
     """The result is of the kind (error or success, and its code) the contract decided: cite
     the rule of the decision that made it, or the outcome's rule."""
@@ -128,7 +128,7 @@ def decisive_rule(
     """The rule to cite when the result is of another kind than ``t`` decided (``over``: the
     rule of a cancellation published over an earlier result, :func:`published_over`)."""
     if seen_cancel and expected_cancel:  # the right cancellation with the wrong code
-        return "R41" if "R41" in replay.rule_ids else replay.first_rule(t)
+        return replay.code_rule or replay.first_rule(t)
     if over is not None and not seen_cancel:
         return over  # the result the cancellation had to replace was published instead
     row = replay.table.precedence_row(t.precedence) if t.precedence is not None else None
@@ -173,7 +173,12 @@ def _seed_thrown(replay: Replay, b: Branch) -> bool:
     return not replay.revised and b.cs.outcome in _THROWN
 
 
-@step_check(CONTRACT, "result", applies=_authored_text)
+@check(
+    CONTRACT,
+    STEP,
+    "result",
+    when=(_authored_text, "the registry authors the outcome's text and no accept supplied it"),
+)
 def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) -> Death | None:
     """A result the registry authors reads its exact text (the outcome's rule)."""
     outcome = b.cs.outcome or ""
@@ -190,7 +195,9 @@ def reads_the_registrys_text(replay: Replay, b: Branch, res: Mapping[str, Any]) 
     return None
 
 
-@step_check("R4", "result", applies=_meta_refused)
+@check(
+    "R4", STEP, "result", when=(_meta_refused, "the outcome is not a body's or a wrapper's result")
+)
 def no_meta_on_a_cancellation(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """A cancellation's result carries no meta."""
     outcome = b.cs.outcome or ""
@@ -199,7 +206,9 @@ def no_meta_on_a_cancellation(replay: Replay, b: Branch, res: Mapping[str, Any])
     return None
 
 
-@step_check("R1", "result", applies=_meta_refused)
+@check(
+    "R1", STEP, "result", when=(_meta_refused, "the outcome is not a body's or a wrapper's result")
+)
 def meta_only_on_a_bodys_success(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:
@@ -210,7 +219,9 @@ def meta_only_on_a_bodys_success(
     return None
 
 
-@step_check("R29", "result", applies=Replay.final_route)
+@check(
+    "R29", STEP, "result", when=(Replay.final_route, "the call is on the final route")
+)
 def no_contexts_on_the_final_route(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:
@@ -224,7 +235,12 @@ def no_contexts_on_the_final_route(
     return None
 
 
-@step_check(CONTRACT, "result", applies=_seed_coded)
+@check(
+    CONTRACT,
+    STEP,
+    "result",
+    when=(_seed_coded, "seed: the outcome has a code, or the registry authors it"),
+)
 def seed_error_of_the_outcome(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> Death | None:
@@ -254,7 +270,9 @@ def seed_error_of_the_outcome(
     return None
 
 
-@step_check("R3", "result", applies=_seed_thrown)
+@check(
+    "R3", STEP, "result", when=(_seed_thrown, "seed: the outcome is a thrown value's")
+)
 def seed_thrown_error(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """Seed: a thrown value's error key is {name, code} of a structured error."""
     error = res.get("error")
@@ -280,7 +298,9 @@ def _message(res: Mapping[str, Any]) -> str | None:
     return None
 
 
-@step_check("R44", "result", applies=_revised_error)
+@check(
+    "R44", STEP, "result", when=(_revised_error, "revised: a registry-authored error result")
+)
 def revised_error_shape(replay: Replay, b: Branch, res: Mapping[str, Any]) -> str | None:
     """Revised: every error result the registry authors carries error {message, info?}, info
     {name, code} exactly where the outcome has a code."""
@@ -312,7 +332,9 @@ def revised_error_shape(replay: Replay, b: Branch, res: Mapping[str, Any]) -> st
     return None
 
 
-@step_check(CONTRACT, "result", applies=_revised_error)
+@check(
+    CONTRACT, STEP, "result", when=(_revised_error, "revised: a registry-authored error result")
+)
 def revised_message_reads_the_text(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> Death | None:
@@ -333,7 +355,9 @@ def revised_message_reads_the_text(
     return None
 
 
-@step_check("R44", "result", applies=_revised_error)
+@check(
+    "R44", STEP, "result", when=(_revised_error, "revised: a registry-authored error result")
+)
 def revised_message_is_the_feedback(
     replay: Replay, b: Branch, res: Mapping[str, Any]
 ) -> str | None:

@@ -34,7 +34,8 @@ from ..scenario_language import (
 )
 from .calls import error_code
 from .path import path_facts
-from .record import Failure, Record, Want, check
+from .record import Failure, Record, Want
+from .registry import RECORD, check
 
 ANY_NAME: Final = "\x00"
 """Stands for the tool's name in an expected text: the record does not name the tool (the
@@ -190,6 +191,7 @@ def replaced_at_c3(record: Record, want: Want | None) -> bool:
 
 @check(
     "R28",
+    RECORD,
     "late_success",
     reads=("caller_aborted", "post_received", "call_entry"),
     levels=frozenset({"trace"}),
@@ -289,6 +291,7 @@ def _imposed(record: Record, want: Want | None, got: Mapping[str, Any] | None) -
 
 @check(
     "R2",
+    RECORD,
     "post_received",
     reads=("post_received", "call_entry"),
     levels=frozenset({"trace"}),
@@ -335,6 +338,7 @@ def _accepted_untouched(record: Record, want: Want | None) -> bool:
 
 @check(
     "R7",
+    RECORD,
     "post_decision",
     reads=("post_received", "returned", "call_entry"),
     levels=frozenset({"trace"}),
@@ -404,6 +408,7 @@ def _fits(record: Record, want: Want, outcome: str, got: Mapping[str, Any]) -> b
 
 @check(
     "R20",
+    RECORD,
     "post_received",
     reads=("post_received", "call_entry"),
     levels=frozenset({"trace"}),
@@ -460,6 +465,7 @@ def _post_failure_text(record: Record, want: Want | None) -> bool:
 
 @check(
     "R20",
+    RECORD,
     "post_decision",
     reads=("post_received", "returned", "call_entry"),
     levels=frozenset({"trace"}),
@@ -504,6 +510,7 @@ def _c4(record: Record, want: Want | None) -> bool:
 
 @check(
     "R28",
+    RECORD,
     "post_decision",
     reads=("post_received", "returned", "caller_aborted", "call_entry"),
     levels=frozenset({"trace"}),
@@ -550,6 +557,7 @@ def _applied(record: Record, want: Want | None) -> bool:
 
 @check(
     "R7",
+    RECORD,
     "post_decision",
     reads=("post_received", "returned", "call_entry"),
     levels=frozenset({"trace"}),
@@ -629,6 +637,7 @@ def _expected_contexts(record: Record, want: Want, outcome: str) -> list[Any]:
 
 @check(
     "R29",
+    RECORD,
     "contexts",
     reads=("returned", "call_entry"),
     levels=frozenset({"trace"}),
@@ -682,6 +691,7 @@ def _seed_pre_aborted_entry(record: Record, want: Want | None) -> bool:
 
 @check(
     "R25",
+    RECORD,
     "post_received",
     reads=("post_received", "returned", "call_entry"),
     levels=frozenset({"trace"}),
@@ -728,6 +738,7 @@ def _aborted_before_dispatch(record: Record, want: Want | None) -> bool:
 
 @check(
     "R17",
+    RECORD,
     "post_received",
     reads=("post_received", "caller_aborted", "call_entry"),
     levels=frozenset({"trace"}),
@@ -760,6 +771,7 @@ def _revised_cancellation(record: Record, want: Want | None) -> bool:
 
 @check(
     "R41",
+    RECORD,
     "post_received",
     reads=("post_received", "call_entry"),
     levels=frozenset({"trace"}),
@@ -808,6 +820,7 @@ def _settled_aborted(record: Record, want: Want | None) -> bool:
 
 @check(
     "R18",
+    RECORD,
     "post_received",
     reads=("body_signal", "post_received", "call_entry"),
     levels=frozenset({"trace"}),

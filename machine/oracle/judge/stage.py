@@ -16,7 +16,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from .record import Failure, Record, Want, check
+from .record import Failure, Record, Want
+from .registry import RECORD, check
 from .setup import (
     ANY_NAME,
     is_error,
@@ -213,6 +214,7 @@ def _stage_check(rule: str, words: str) -> None:
     stage_ends_as_the_rule_says.__name__ = f"stage_ends_as_{rule}_says"
     check(
         rule,
+        RECORD,
         "pre_stage",
         reads=("post_received", "returned", "call_entry"),
         levels=frozenset({"trace"}),
@@ -241,6 +243,7 @@ def _pre_asked(record: Record, want: Want | None) -> bool:
 
 @check(
     "R5",
+    RECORD,
     "pre_stage",
     reads=("call_entry",),
     levels=frozenset({"trace"}),
@@ -266,6 +269,7 @@ def _revised_pre_aborted(record: Record, want: Want | None) -> bool:
 
 @check(
     "R42",
+    RECORD,
     "pre_stage",
     reads=("returned", "call_entry"),
     levels=frozenset({"trace"}),

@@ -10,6 +10,7 @@ violation.  So the automaton only replays: what each line observably means -- th
 phases, the stages, the fused signal, a body started where none was invoked, an event the
 contract has no transition for -- is decided here, each rule once, under its rule id.
 
+The checks are the one registry's ``step`` vantage (:mod:`toolcancel.oracle.judge.registry`).
 A check registered under :data:`CONTRACT` cites the rule the contract's data gives the
 transition concerned (a guard's rule, the transition that set the outcome, the one that would
 have gone elsewhere), so no rule id is restated for it.  The result line's checks are in
@@ -20,11 +21,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any, Final, NamedTuple
 
 from ...contract.core import GUARDS, CallState, Occurrence
 from ...contract.loader import Contract, RevisionContract, Transition
+from .registry import CONTRACT, STEP, check, on
 
 
 class Death(NamedTuple):
@@ -123,8 +124,15 @@ class Replay:
         last_wait = max(i for i, st in enumerate(table.states) if st.wait)
         self.decided_states = frozenset(st.name for st in table.states[last_wait + 1 :])
         self.cancellations = frozenset(o.name for o in table.outcomes if o.cancellation)
+        self.code_rule = next(
+            (o.rule for o in table.outcomes if o.cancellation and o.rule in self.specific), None
+        )
+        """The rule of the cancellation outcome only this revision has: where a call gets one
+        cancellation code or the other, it decides which (None: one cancellation, one code)."""
         self.patterns: dict[Any, re.Pattern[str]] = {}  # the registry's texts, per builder
         self.asked: dict[tuple[str, Branch], tuple[tuple[str, StepJudge], ...]] = {}
+        """Per kind of step and branch: (rule, function) of the step checks whose antecedent
+        holds there (:func:`judge_step`)."""
 
     def title(self, rule: str) -> str:
         return self._titles.get(rule, rule)
@@ -217,50 +225,9 @@ class Replay:
 StepJudge = Callable[[Replay, Branch, Any], "Death | str | None"]
 """A step check: the branch and the line's data (per kind of step) against the contract; a
 violation (its explanation, or a :class:`Death` when it cites the contract's rule), or None."""
-Applies = Callable[[Replay, Branch], bool]
-"""Whether a check can fail at all in a branch, whatever the line says (its antecedent)."""
-CONTRACT: Final = "contract"
-"""The rule of a step check that cites the rule the contract's data gives the step."""
-
-
-@dataclass(frozen=True)
-class StepCheck:
-    """One rule's meaning for one kind of step the automaton replays."""
-
-    rule: str
-    on: str
-    judge: StepJudge
-    applies: Applies | None = None  # None: in every branch
-
-    def __call__(self, replay: Replay, b: Branch, data: Any) -> Death | None:
-        found = self.judge(replay, b, data)
-        if found is None or isinstance(found, Death):
-            return found
-        return Death(self.rule, found)
-
-
-STEP_CHECKS: Final[dict[str, list[StepCheck]]] = {}
-"""The step checks by rule id (:data:`CONTRACT`: those citing the contract's rule)."""
-ON_STEP: Final[dict[str, list[StepCheck]]] = {}
-"""The same checks by the kind of step they judge, in the order they are asked."""
-_ASK: Final[dict[str, list[tuple[str, StepJudge, Applies | None]]]] = {}
-"""(rule, function, antecedent) of :data:`ON_STEP`'s checks: what :func:`judge_step` asks."""
-
-
-def step_check(
-    rule: str, on: str, *, applies: Applies | None = None
-) -> Callable[[StepJudge], StepJudge]:
-    """Register the decorated function as a check of ``rule`` on ``on`` steps (``applies``: the
-    branches in which it can fail at all)."""
-
-    def register(fn: StepJudge) -> StepJudge:
-        found = StepCheck(rule, on, fn, applies)
-        STEP_CHECKS.setdefault(rule, []).append(found)
-        ON_STEP.setdefault(on, []).append(found)
-        _ASK.setdefault(on, []).append((rule, fn, applies))
-        return fn
-
-    return register
+_ON_STEP: Final = on(STEP)
+"""The step checks by the kind of step they judge, in the order they are asked (the registry's
+live index)."""
 
 
 def judge_step(replay: Replay, on: str, b: Branch, data: Any = None) -> Death | None:
@@ -270,7 +237,7 @@ def judge_step(replay: Replay, on: str, b: Branch, data: Any = None) -> Death | 
     asked = replay.asked.get(key)
     if asked is None:
         asked = replay.asked[key] = tuple(
-            (rule, fn) for rule, fn, applies in _ASK[on] if applies is None or applies(replay, b)
+            (c.rule, c.judge) for c in _ON_STEP[on] if c.holds(replay, b)
         )
     for rule, judge in asked:
         found = judge(replay, b, data)
@@ -279,17 +246,12 @@ def judge_step(replay: Replay, on: str, b: Branch, data: Any = None) -> Death | 
     return None
 
 
-def step_rules() -> frozenset[str]:
-    """The rule ids the step checks cite by themselves (besides the contract's)."""
-    return frozenset(STEP_CHECKS) - {CONTRACT}
-
-
 # ------------------------------------------------------------------------------------------------
 # The body's phases (``body_settle``; ``event``: a contract event, data its name)
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check("R27", "body_settle")
+@check("R27", STEP, "body_settle")
 def settles_once(replay: Replay, b: Branch, how: Any) -> str | None:
     """A body settles once per start."""
     if b.phase in SETTLED:
@@ -297,7 +259,7 @@ def settles_once(replay: Replay, b: Branch, how: Any) -> str | None:
     return None
 
 
-@step_check("R18", "body_settle")
+@check("R18", STEP, "body_settle")
 def settles_a_running_body(replay: Replay, b: Branch, how: Any) -> str | None:
     """Only a running body settles."""
     if b.phase != RUNNING:
@@ -310,7 +272,7 @@ def _moving_on(b: Branch, name: str) -> bool:
     return b.phase != IDLE and name not in CANCELLATION
 
 
-@step_check("R18", "event")
+@check("R18", STEP, "event")
 def dispatch_invokes_the_body(replay: Replay, b: Branch, name: str) -> str | None:
     """A dispatch the contract lets through invokes the body before anything else happens."""
     if _moving_on(b, name) and b.phase in (DISPATCHED, DISPATCHED_ABORTED, FUSED):
@@ -321,7 +283,7 @@ def dispatch_invokes_the_body(replay: Replay, b: Branch, name: str) -> str | Non
     return None
 
 
-@step_check("R27", "event")
+@check("R27", STEP, "event")
 def awaits_the_running_body(replay: Replay, b: Branch, name: str) -> str | None:
     """The registry awaits a running body to quiescence before it goes on."""
     if _moving_on(b, name) and b.phase == RUNNING:
@@ -332,7 +294,7 @@ def awaits_the_running_body(replay: Replay, b: Branch, name: str) -> str | None:
     return None
 
 
-@step_check("R18", "event")
+@check("R18", STEP, "event")
 def reports_how_the_body_settled(replay: Replay, b: Branch, name: str) -> str | None:
     """After a body settled the registry reports how (``body_ok`` / ``body_raise``), and only
     then; never without a body."""
@@ -377,7 +339,7 @@ DECISION_STAGE: Final = {
 """Contract events that are a stage's decision: each needs that stage's ``stage_enter`` first."""
 
 
-@step_check("R27", "event")
+@check("R27", STEP, "event")
 def awaits_the_started_stage(replay: Replay, b: Branch, name: str) -> str | None:
     """A stage that started decides before anything else happens (hooks are awaited)."""
     if b.stage is not None and DECISION_STAGE.get(name) != b.stage and name not in CANCELLATION:
@@ -388,7 +350,7 @@ def awaits_the_started_stage(replay: Replay, b: Branch, name: str) -> str | None
     return None
 
 
-@step_check("R10", "decision")
+@check("R10", STEP, "decision")
 def decides_after_it_ran(replay: Replay, b: Branch, name: str) -> str | None:
     """A stage decides only after its ``stage_enter`` (asked once the machine allows it)."""
     stage = DECISION_STAGE.get(name)
@@ -405,7 +367,7 @@ def decides_after_it_ran(replay: Replay, b: Branch, name: str) -> str | None:
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check("R31", "machine")
+@check("R31", STEP, "machine")
 def nothing_after_publication(replay: Replay, b: Branch, occ: Occurrence) -> str | None:
     """Nothing of a call happens after it published its result."""
     if b.cs.state == "materialized":
@@ -416,7 +378,7 @@ def nothing_after_publication(replay: Replay, b: Branch, occ: Occurrence) -> str
     return None
 
 
-@step_check(CONTRACT, "machine")
+@check(CONTRACT, STEP, "machine")
 def guard_held(replay: Replay, b: Branch, occ: Occurrence) -> Death | None:
     """The event happens here only when a guard holds: cite the guard's rule."""
     cs, name = b.cs, occ.event
@@ -436,13 +398,13 @@ def guard_held(replay: Replay, b: Branch, occ: Occurrence) -> Death | None:
     return None
 
 
-@step_check(CONTRACT, "machine")
+@check(CONTRACT, STEP, "machine")
 def went_elsewhere(replay: Replay, b: Branch, occ: Occurrence) -> Death | None:
     """The previous event led elsewhere than where this one happens: cite that transition."""
     return replay.other_path(b, lambda dest: (dest, occ.event) in replay.table.candidates)
 
 
-@step_check(CONTRACT, "machine")
+@check(CONTRACT, STEP, "machine")
 def outcome_skips_it(replay: Replay, b: Branch, occ: Occurrence) -> Death | None:
     """The decided outcome sent the call past where the event happens: cite its transition."""
     name = occ.event
@@ -457,7 +419,7 @@ def outcome_skips_it(replay: Replay, b: Branch, occ: Occurrence) -> Death | None
     )
 
 
-@step_check("R10", "machine")
+@check("R10", STEP, "machine")
 def in_pipeline_order(replay: Replay, b: Branch, occ: Occurrence) -> str:
     """Anything else the contract refuses: the stage order (asked last, it always fails)."""
     return f"{occ.event} cannot happen while the call is in {b.cs.state}: {ORDER}."
@@ -468,7 +430,7 @@ def in_pipeline_order(replay: Replay, b: Branch, occ: Occurrence) -> str:
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check("R27", "stage_enter")
+@check("R27", STEP, "stage_enter")
 def no_stage_while_the_body_runs(replay: Replay, b: Branch, stage: str) -> str | None:
     """No stage starts while the body runs (it is awaited to quiescence)."""
     if b.phase == RUNNING:
@@ -479,7 +441,7 @@ def no_stage_while_the_body_runs(replay: Replay, b: Branch, stage: str) -> str |
     return None
 
 
-@step_check("R18", "stage_enter")
+@check("R18", STEP, "stage_enter")
 def no_stage_before_the_body_is_reported(replay: Replay, b: Branch, stage: str) -> str | None:
     """No stage starts between a dispatch and the report of how its body settled."""
     if b.phase not in (IDLE, RUNNING):
@@ -490,7 +452,7 @@ def no_stage_before_the_body_is_reported(replay: Replay, b: Branch, stage: str) 
     return None
 
 
-@step_check("R10", "stage_enter")
+@check("R10", STEP, "stage_enter")
 def one_stage_at_a_time(replay: Replay, b: Branch, stage: str) -> str | None:
     """A stage starts after the previous one decided."""
     if b.stage is not None:
@@ -503,7 +465,7 @@ def _misplaced(b: Branch, stage: str) -> bool:
     return b.cs.state != STAGE_STATE[stage]
 
 
-@step_check("R31", "stage_enter")
+@check("R31", STEP, "stage_enter")
 def no_stage_after_publication(replay: Replay, b: Branch, stage: str) -> str | None:
     """No stage runs after the call published."""
     if _misplaced(b, stage) and b.cs.state == "materialized":
@@ -518,7 +480,7 @@ def _post_on_final_route(replay: Replay, b: Branch, stage: str) -> bool:
     return stage == "post" and b.cs.state == "finalizing" and _misplaced(b, stage)
 
 
-@step_check("R10", "stage_enter")
+@check("R10", STEP, "stage_enter")
 def post_runs_once(replay: Replay, b: Branch, stage: str) -> str | None:
     """Post-execute runs once per call."""
     if _post_on_final_route(replay, b, stage) and not replay.final_route(b):
@@ -526,7 +488,7 @@ def post_runs_once(replay: Replay, b: Branch, stage: str) -> str | None:
     return None
 
 
-@step_check(CONTRACT, "stage_enter")
+@check(CONTRACT, STEP, "stage_enter")
 def no_post_on_the_final_route(replay: Replay, b: Branch, stage: str) -> Death | None:
     """Post-execute is skipped on the final route: cite the transition that put the call there."""
     if not _post_on_final_route(replay, b, stage) or b.decided < 0:
@@ -540,7 +502,7 @@ def no_post_on_the_final_route(replay: Replay, b: Branch, stage: str) -> Death |
     )
 
 
-@step_check(CONTRACT, "stage_enter")
+@check(CONTRACT, STEP, "stage_enter")
 def stage_elsewhere(replay: Replay, b: Branch, stage: str) -> Death | None:
     """The stage runs where the previous event would have led only under other conditions, or
     the decided outcome skips it: cite that transition."""
@@ -557,7 +519,7 @@ def stage_elsewhere(replay: Replay, b: Branch, stage: str) -> Death | None:
     return Death(rule, f"The {stage} stage ran, but {b.decided_event} had already {decided}.")
 
 
-@step_check("R10", "stage_enter")
+@check("R10", STEP, "stage_enter")
 def stage_in_its_state(replay: Replay, b: Branch, stage: str) -> str | None:
     """Each stage runs in its own state of the pipeline."""
     if _misplaced(b, stage):
@@ -577,7 +539,7 @@ def _dispatched(b: Branch) -> bool:
     return b.phase in (DISPATCHED, DISPATCHED_ABORTED)
 
 
-@step_check("R21", "fused")
+@check("R21", STEP, "fused")
 def one_signal_per_dispatch(replay: Replay, b: Branch, data: tuple[str, bool]) -> str | None:
     """The body gets exactly one signal per dispatch."""
     if b.phase != IDLE and not _dispatched(b):
@@ -585,7 +547,7 @@ def one_signal_per_dispatch(replay: Replay, b: Branch, data: tuple[str, bool]) -
     return None
 
 
-@step_check(CONTRACT, "fused")
+@check(CONTRACT, STEP, "fused")
 def fused_for_an_invoked_body(replay: Replay, b: Branch, data: tuple[str, bool]) -> Death | None:
     """A fused signal is built only for a body the contract invoked."""
     if b.phase != IDLE:
@@ -593,7 +555,7 @@ def fused_for_an_invoked_body(replay: Replay, b: Branch, data: tuple[str, bool])
     return judge_step(replay, "no_invoke", b, "a fused signal was built for a body")
 
 
-@step_check("R21", "fused")
+@check("R21", STEP, "fused")
 def keeps_the_callers_signal(replay: Replay, b: Branch, data: tuple[str, bool]) -> str | None:
     """The body's signal is the caller's own, or a relay of the caller's and the slot's."""
     kind, caller = data[0], b.cs.caller
@@ -608,7 +570,7 @@ def keeps_the_callers_signal(replay: Replay, b: Branch, data: tuple[str, bool]) 
     return None
 
 
-@step_check("R17", "fused")
+@check("R17", STEP, "fused")
 def c2_refuses_an_aborted_slot(replay: Replay, b: Branch, data: tuple[str, bool]) -> str | None:
     """Checkpoint C2 returns ABORTED rather than invoke a body with an aborted signal."""
     if data[1] and b.phase == DISPATCHED:
@@ -626,7 +588,7 @@ _LIVE_BUT_ABORTED: Final = (
 )
 
 
-@step_check("R25", "fused")
+@check("R25", STEP, "fused")
 def aborted_caller_aborts_the_body(
     replay: Replay, b: Branch, data: tuple[str, bool]
 ) -> str | None:
@@ -636,7 +598,7 @@ def aborted_caller_aborts_the_body(
     return None
 
 
-@step_check("R21", "fused")
+@check("R21", STEP, "fused")
 def aborted_slot_aborts_the_body(replay: Replay, b: Branch, data: tuple[str, bool]) -> str | None:
     """An aborted slot's signal reaches the body through the fused signal."""
     if not data[1] and b.phase == DISPATCHED_ABORTED:
@@ -644,7 +606,7 @@ def aborted_slot_aborts_the_body(replay: Replay, b: Branch, data: tuple[str, boo
     return None
 
 
-@step_check("R21", "body_start")
+@check("R21", STEP, "body_start")
 def body_start_after_fused(replay: Replay, b: Branch, data: Any) -> str | None:
     """A fused line (which signal the body got) follows the dispatch that invokes a body."""
     if _dispatched(b):
@@ -655,7 +617,7 @@ def body_start_after_fused(replay: Replay, b: Branch, data: Any) -> str | None:
     return None
 
 
-@step_check("R27", "body_start")
+@check("R27", STEP, "body_start")
 def one_body_at_a_time(replay: Replay, b: Branch, data: Any) -> str | None:
     """Bodies of one call run one after the other."""
     if b.phase not in (IDLE, FUSED):
@@ -666,7 +628,7 @@ def one_body_at_a_time(replay: Replay, b: Branch, data: Any) -> str | None:
     return None
 
 
-@step_check(CONTRACT, "body_start")
+@check(CONTRACT, STEP, "body_start")
 def started_where_invoked(replay: Replay, b: Branch, data: Any) -> Death | None:
     """A body starts only where the contract invoked one."""
     if b.phase != IDLE:
@@ -679,7 +641,7 @@ def started_where_invoked(replay: Replay, b: Branch, data: Any) -> Death | None:
 # ------------------------------------------------------------------------------------------------
 
 
-@step_check("R28", "no_invoke")
+@check("R28", STEP, "no_invoke")
 def no_body_once_decided(replay: Replay, b: Branch, what: str) -> str | None:
     """No body starts after the call's result was decided for publication."""
     if b.cs.state in replay.decided_states:
@@ -690,7 +652,7 @@ def no_body_once_decided(replay: Replay, b: Branch, what: str) -> str | None:
     return None
 
 
-@step_check("R28", "no_invoke")
+@check("R28", STEP, "no_invoke")
 def no_body_after_cancellation(replay: Replay, b: Branch, what: str) -> str | None:
     """No body starts after the caller cancelled and before checkpoint C2."""
     cs = b.cs
@@ -705,7 +667,7 @@ def no_body_after_cancellation(replay: Replay, b: Branch, what: str) -> str | No
     return None
 
 
-@step_check(CONTRACT, "no_invoke")
+@check(CONTRACT, STEP, "no_invoke")
 def no_body_past_the_outcome(replay: Replay, b: Branch, what: str) -> Death | None:
     """The decided outcome skips the body: cite the transition that decided it."""
     past = replay.decided_past(b, (replay.body_state,))
@@ -718,7 +680,7 @@ def no_body_past_the_outcome(replay: Replay, b: Branch, what: str) -> Death | No
     )
 
 
-@step_check("R18", "no_invoke")
+@check("R18", STEP, "no_invoke")
 def body_only_after_dispatch(replay: Replay, b: Branch, what: str) -> str:
     """A body starts only right after a base dispatch that lets it through (asked last)."""
     return (

@@ -1,16 +1,17 @@
 """The turn checks: the scheduler's rules over what an environment sees of a turn, each
-registered once under its rule id (the one judge's turn side, beside
-:mod:`toolcancel.oracle.judge`)."""
+registered once under its rule id in the one registry (the ``turn`` vantage,
+:mod:`toolcancel.oracle.judge.registry`)."""
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
 from ...contract.results import canonical_json, same_json
 from .record import Record, env_line
+from .registry import TURN, check, of, rule_of, rules
 
 # ------------------------------------------------------------------------------------------------
 # Turn checks: the scheduler's rules over what an environment sees of a turn
@@ -66,29 +67,6 @@ class TurnRecord:
         return calls == self.ids and results == self.ids
 
 
-TurnJudge = Callable[[TurnRecord], "list[tuple[float, str]]"]
-"""A turn check: its problems, each with where it shows (problems are reported in that order)."""
-
-
-@dataclass(frozen=True)
-class TurnCheck:
-    rule: str
-    judge: TurnJudge
-    paired: bool  # it reads the log's pairs: asked only when the log has one per model call
-
-
-TURN_CHECKS: Final[dict[str, list[TurnCheck]]] = {}
-"""The turn checks by rule id, in registration order."""
-
-
-def turn_check(rule: str, *, paired: bool = False) -> Callable[[TurnJudge], TurnJudge]:
-    """Register the decorated function as a turn check of ``rule``."""
-
-    def register(fn: TurnJudge) -> TurnJudge:
-        TURN_CHECKS.setdefault(rule, []).append(TurnCheck(rule, fn, paired))
-        return fn
-
-    return register
 
 
 def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
@@ -101,8 +79,7 @@ def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
     paired = turn.paired()
     found = [
         (at, c.rule, why)
-        for checks_of in TURN_CHECKS.values()
-        for c in checks_of
+        for c in of(TURN)
         if paired or not c.paired
         for at, why in c.judge(turn)
     ]
@@ -110,7 +87,7 @@ def turn_problems(turn: TurnRecord) -> list[tuple[str, str]]:
     return [(rule, why) for _, rule, why in found]
 
 
-@turn_check("R36")
+@check("R36", TURN, "turn")
 def no_start_after_turn_abort(turn: TurnRecord) -> list[tuple[float, str]]:
     """No call starts (none of its hooks or body runs) after the turn signal aborted."""
     abort = next((i for i, e in enumerate(turn.events) if e["event"] == "abort"), None)
@@ -124,7 +101,7 @@ def no_start_after_turn_abort(turn: TurnRecord) -> list[tuple[float, str]]:
     ]
 
 
-@turn_check("R36")
+@check("R36", TURN, "turn")
 def drained_before_return(turn: TurnRecord) -> list[tuple[float, str]]:
     """Every started body settles before the turn returns (drained, never abandoned)."""
     head = turn.events[: turn.returned]
@@ -137,7 +114,7 @@ def drained_before_return(turn: TurnRecord) -> list[tuple[float, str]]:
     return out
 
 
-@turn_check("R38")
+@check("R38", TURN, "turn")
 def hooks_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
     """Pre- and post-execute run in model order."""
     ids, out = turn.ids, []
@@ -150,7 +127,7 @@ def hooks_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
     return out
 
 
-@turn_check("R37")
+@check("R37", TURN, "turn")
 def one_call_one_result(turn: TurnRecord) -> list[tuple[float, str]]:
     """Every model call has exactly one ``tool/call`` and one ``tool/result``."""
     if turn.paired():
@@ -169,7 +146,7 @@ def _order(turn: TurnRecord) -> tuple[list[str], list[str]]:
     return order, [c for c in order if c in started]
 
 
-@turn_check("R38", paired=True)
+@check("R38", TURN, "turn", paired=True)
 def commits_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
     """Results commit in model order."""
     _, committed = _order(turn)
@@ -178,7 +155,7 @@ def commits_in_model_order(turn: TurnRecord) -> list[tuple[float, str]]:
     return [(6.0, f"results committed as {committed}, not in model order")]
 
 
-@turn_check("R37", paired=True)
+@check("R37", TURN, "turn", paired=True)
 def unstarted_last(turn: TurnRecord) -> list[tuple[float, str]]:
     """Calls that never started get their results after all started calls', in model order."""
     order, committed = _order(turn)
@@ -191,7 +168,7 @@ def unstarted_last(turn: TurnRecord) -> list[tuple[float, str]]:
     ]
 
 
-@turn_check("R38", paired=True)
+@check("R38", TURN, "turn", paired=True)
 def contexts_after_results(turn: TurnRecord) -> list[tuple[float, str]]:
     """Contexts are logged after all of the turn's results."""
     last = max(i for i, e in enumerate(turn.log) if e["kind"] == "tool/result")
@@ -218,7 +195,7 @@ SKIPPED_RULE: Final = "R9"
 """The synthetic result of a call that never started: a turn exercises it only with one."""
 
 
-@turn_check(SKIPPED_RULE, paired=True)
+@check(SKIPPED_RULE, TURN, "turn", paired=True)
 def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
     """A call that never started gets the revision's synthetic result."""
     started = turn.first()
@@ -229,7 +206,7 @@ def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
     ]
 
 
-@turn_check("R31", paired=True)
+@check("R31", TURN, "turn", paired=True)
 def turn_call_notified_once(turn: TurnRecord) -> list[tuple[float, str]]:
     """Every started call is notified exactly once."""
     started, notified = turn.first(), _notified(turn)
@@ -240,7 +217,7 @@ def turn_call_notified_once(turn: TurnRecord) -> list[tuple[float, str]]:
     ]
 
 
-@turn_check("R38", paired=True)
+@check("R38", TURN, "turn", paired=True)
 def logs_the_published_results(turn: TurnRecord) -> list[tuple[float, str]]:
     """Each ``tool/result`` entry is the published result without its contexts, and exactly the
     committed results' contexts are logged, in commit order."""
@@ -315,18 +292,11 @@ def turn_call_record(call: str, events: Sequence[Mapping[str, Any]], revision: s
     return Record(lines, revision, "live")
 
 
-TURN_DRAINS: Final = next(
-    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is drained_before_return
-)
+TURN_DRAINS: Final = rule_of(drained_before_return)
 """A turn that never returned, or hangs: its started calls were not drained."""
-TURN_STARTS: Final = next(
-    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is no_start_after_turn_abort
-)
+TURN_STARTS: Final = rule_of(no_start_after_turn_abort)
 """What the scheduler prepares once the turn signal aborted: nothing more."""
-TURN_HOOKS: Final = next(
-    c.rule for found in TURN_CHECKS.values() for c in found if c.judge is hooks_in_model_order
-)
+TURN_HOOKS: Final = rule_of(hooks_in_model_order)
 """Where and in which order the scheduler runs a call's pre- and post-execute."""
-TURN_RULES: Final = frozenset(TURN_CHECKS)
+TURN_RULES: Final = rules(TURN)
 """The rules the turn checks decide (``conform`` reports them for an adapter that runs turns)."""
-
