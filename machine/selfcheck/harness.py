@@ -140,6 +140,7 @@ class Harness:
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
         self.task_cancelled = False  # a task caller cancelled the task awaiting the call
         self.split_step = False  # with_deadline:timer's abort came after a body moved on
+        self.uninstall: Callable[[], None] = _nothing  # the timeout policy's, once installed
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -231,7 +232,7 @@ class Harness:
         if s.timeout != "absent":
             from ..runtime.timeout_policy import install_timeout_policy
 
-            install_timeout_policy(reg, classify=self.classify)
+            self.uninstall = install_timeout_policy(reg, classify=self.classify)
         if s.tool_known:
             reg.register(
                 TOOL_NAME, self.body, timeout_ms=None if s.timeout == "absent" else BUDGET_MS
@@ -415,7 +416,17 @@ class Harness:
     async def run(self) -> Observation:
         """Run the scenario to quiescence, releasing gates one at a time."""
         with quiet_failures():
-            return await self._run()
+            try:
+                return await self._run()
+            finally:
+                # Let go of what makes a finished run a reference cycle, so it is freed by
+                # reference counting rather than left for the cycle collector (a model check
+                # runs them by the hundred thousand): the call's task holds the call, whose
+                # hooks are this harness's methods; the timeout policy's wrapper holds the
+                # registry whose hook list holds it (uninstalled: no call enters after this).
+                self.task = None
+                uninstall, self.uninstall = self.uninstall, _nothing
+                uninstall()
 
     async def _run(self) -> Observation:
         s, obs = self.s, self.obs
@@ -638,6 +649,10 @@ _MUTATIONS: Final = (_poke_block, _poke_content, _poke_field)
 """What an acting observer tries on the result it was handed: each must fail.  One that does not
 is reported and undone at once, so the rest of the record (and an adapter's answer built from
 it) still shows what the registry published, and the failure cites R30, not its consequences."""
+
+
+def _nothing() -> None:
+    pass
 
 
 def _throwing_observer(view: Execution, result: ToolResult) -> None:
