@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import gc
 import math
 import time
 from collections.abc import Callable, Generator, Sequence
@@ -251,7 +252,28 @@ def run_batch(
 ) -> Tally:
     """Check a batch of configurations on one virtual-time loop (``replay``: see :func:`check`)."""
     clock = VirtualClock()
-    return run(_run_configs(configs, factory, clock, replay=replay), clock=clock)
+    with rare_collections():
+        return run(_run_configs(configs, factory, clock, replay=replay), clock=clock)
+
+
+YOUNG_COLLECTION: Final = 10_000
+"""Allocations between two young collections while schedules run (Python's default: 700)."""
+
+
+@contextlib.contextmanager
+def rare_collections() -> Generator[None, None, None]:
+    """Run the cycle collector's young collection every :data:`YOUNG_COLLECTION` allocations
+    instead of every 700, and restore the thresholds after.  A schedule allocates a few hundred
+    objects and the reference counts free them (the harness lets go of its cycles), so at the
+    default nearly every collection scans only live objects for nothing: about 5-8 % of a
+    batch's CPU time."""
+    before = gc.get_threshold()
+    young = max(before[0], YOUNG_COLLECTION) if before[0] else 0  # 0: collection is off
+    gc.set_threshold(young, *before[1:])
+    try:
+        yield
+    finally:
+        gc.set_threshold(*before)
 
 
 JOB_CONFIGURATIONS = 200
