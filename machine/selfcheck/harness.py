@@ -46,6 +46,7 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..contract.core import PathStep
@@ -140,6 +141,7 @@ class Harness:
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
         self.task_cancelled = False  # a task caller cancelled the task awaiting the call
         self.split_step = False  # with_deadline:timer's abort came after a body moved on
+        self.abort_step = _abort_step(scenario.cancel)  # the transition ``step:<k>`` aborts after
         self.uninstall: Callable[[], None] = _nothing  # the timeout policy's, once installed
 
     # -- the environment's own record ----------------------------------------------------------
@@ -188,7 +190,7 @@ class Harness:
         if step.event == "caller_abort":
             return
         self.steps += 1
-        if self.s.cancel == f"step:{self.steps}":
+        if self.steps == self.abort_step:
             self.abort_caller()
 
     async def gate(self, name: str, signal: AbortSignal | None = None) -> None:
@@ -564,6 +566,13 @@ class Harness:
             await _idle()
 
 
+def _abort_step(cancel: str) -> int:
+    """The ``k`` of a ``step:<k>`` cancellation point as written (``step:7``), else 0 (never:
+    transitions count from 1)."""
+    kind, _, k = cancel.partition(":")
+    return int(k) if kind == "step" and k.isdigit() and f"step:{int(k)}" == cancel else 0
+
+
 class _AbortingArguments(Mapping[str, Any]):
     """Arguments whose snapshot aborts the caller: ``abort`` runs as entry iterates them."""
 
@@ -582,11 +591,14 @@ class _AbortingArguments(Mapping[str, Any]):
         return len(self.data)
 
 
+_REGISTRY_LOG: Final = logging.getLogger("toolcancel.runtime.registry")
+
+
 @contextlib.contextmanager
 def quiet_failures() -> Iterator[None]:
     """Silence the registry's failure log (P6) while a scenario runs: its hooks fail by design,
     and a model check runs them by the hundred thousand."""
-    logger = logging.getLogger("toolcancel.runtime.registry")
+    logger = _REGISTRY_LOG
     before = logger.disabled
     logger.disabled = True
     try:
@@ -604,18 +616,26 @@ def unfrozen(result: ToolResult) -> str | None:
         pass
     else:
         return "the result object has a writable __dict__"
-    parts: list[tuple[str, Any]] = [("content", result.content), ("contexts", result.contexts),
-                                    ("meta", result.meta)]
+    # (where the container is, how its part is named, the part's key, the part): a part's name
+    # is written out only for a container or the failure (most parts are scalars)
+    parts: list[tuple[str, str, Any, Any]] = [
+        ("", "", "content", result.content),
+        ("", "", "contexts", result.contexts),
+        ("", "", "meta", result.meta),
+    ]
     while parts:
-        where, value = parts.pop()
+        within, how, key, value = parts.pop()
         if value is None or type(value) in _SCALARS:
             continue
-        if type(value) is FrozenDict:  # the snapshot's own mapping: the common case
-            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        where = f"{within}[{key}]" if how == "[" else f"{within}{how}{key}"
+        if type(value) is FrozenDict or (  # the snapshot's own mapping: the common case
+            not isinstance(value, tuple)
+            and isinstance(value, Mapping)
+            and not isinstance(value, MutableMapping)
+        ):
+            parts.extend(zip(repeat(where), repeat("."), value.keys(), value.values()))
         elif isinstance(value, tuple):
-            parts += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
-        elif isinstance(value, Mapping) and not isinstance(value, MutableMapping):
-            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+            parts.extend(zip(repeat(where), repeat("["), count(), value))
         else:
             return f"{where} is a {type(value).__name__}"
     return None

@@ -36,6 +36,7 @@ import collections
 import contextlib
 import gc
 import math
+import operator
 import time
 from collections.abc import Callable, Generator, Sequence
 from dataclasses import dataclass, field, replace
@@ -159,7 +160,8 @@ class Tally:
     configurations: int = 0
     schedules: int = 0
     pruned: int = 0
-    paths: set[tuple[str, ...]] = field(default_factory=set)
+    paths: set[tuple[tuple[str, str], ...]] = field(default_factory=set)
+    """The distinct paths taken, each step as its (event, destination)."""
     transitions: set[int] = field(default_factory=set)
     rules: set[str] = field(default_factory=set)
     violations: list[Violation] = field(default_factory=list)
@@ -183,6 +185,10 @@ class Tally:
         self.turn_batches += other.turn_batches
         self.turn_schedules += other.turn_schedules
         self.by_retry.update(other.by_retry)
+
+
+_EVENT_DEST: Final = operator.attrgetter("event", "dest")
+_TRANSITION: Final = operator.attrgetter("transition")
 
 
 async def _run_configs(
@@ -210,10 +216,12 @@ async def _run_configs(
             if kin != family:
                 twins.clear()
                 family = kin
+        # the cooperative twin whose uncancelled run this one may reuse
+        cooperative = None if config.cooperative or matters else replace(config, cooperative=True)
         for retry in behaviours if config.retries else (None,):
             twin = None
-            if not (config.cooperative or matters):
-                twin = twins.get((replace(config, cooperative=True), retry))
+            if cooperative is not None:
+                twin = twins.get((cooperative, retry))
             if twin is not None:
                 # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and
                 # it is used only to choose the schedules.  (When something does abort -- the
@@ -236,8 +244,8 @@ async def _run_configs(
                 assert table is not None
                 tally.schedules += 1
                 result = check(obs, table, replay=replay)
-                tally.paths.add(tuple(f"{p.event}>{p.dest}" for p in obs.path))
-                tally.transitions.update(p.transition for p in obs.path)
+                tally.paths.add(tuple(map(_EVENT_DEST, obs.path)))
+                tally.transitions.update(map(_TRANSITION, obs.path))
                 tally.rules |= result.rules
                 tally.violation_count += len(result.violations)
                 if len(tally.violations) < 20:
