@@ -102,6 +102,22 @@ def _show(value: Any) -> str:
     return text if len(text) <= 60 else text[:57] + "..."
 
 
+_CHOICES: Final[Mapping[str, tuple[str, ...]]] = {
+    "revision": ("seed", "revised"),
+    "caller": CALLERS,
+    "args": ARGS,
+    "pre": PRE,
+    "approval": APPROVALS,
+    "guard": GUARDS,
+    "timeout": TIMEOUTS,
+    "body": BODIES,
+    "post": POSTS,
+    "observer": OBSERVERS,
+}
+"""Each field of a scenario that takes one word of the vocabulary, and its words (checked as a
+scenario is made: verify makes one per schedule)."""
+
+
 @dataclass(frozen=True)
 class Scenario:
     """One call, every hook's behaviour, and when it is cancelled."""
@@ -124,19 +140,7 @@ class Scenario:
     cancel: str = "never"
 
     def __post_init__(self) -> None:
-        choices: Mapping[str, tuple[str, ...]] = {
-            "revision": ("seed", "revised"),
-            "caller": CALLERS,
-            "args": ARGS,
-            "pre": PRE,
-            "approval": APPROVALS,
-            "guard": GUARDS,
-            "timeout": TIMEOUTS,
-            "body": BODIES,
-            "post": POSTS,
-            "observer": OBSERVERS,
-        }
-        for name, allowed in choices.items():
+        for name, allowed in _CHOICES.items():
             if getattr(self, name) not in allowed:
                 raise ScenarioError(
                     f"{name}: {_show(getattr(self, name))} is not one of {', '.join(allowed)}"

@@ -45,7 +45,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
 from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -143,6 +143,7 @@ class Harness:
         self.split_step = False  # with_deadline:timer's abort came after a body moved on
         self.abort_step = _abort_step(scenario.cancel)  # the transition ``step:<k>`` aborts after
         self.uninstall: Callable[[], None] = _nothing  # the timeout policy's, once installed
+        self.idle: Callable[[], Awaitable[None]] = _idle  # the loop's clock's, once running
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -417,6 +418,8 @@ class Harness:
 
     async def run(self) -> Observation:
         """Run the scenario to quiescence, releasing gates one at a time."""
+        # the clock the loop runs on, looked up once: ``idle()`` is the harness's every wait
+        self.idle = _clock_of(asyncio.get_running_loop()).idle
         with quiet_failures():
             try:
                 return await self._run()
@@ -466,7 +469,7 @@ class Harness:
 
         self.task.add_done_callback(settled)
         while True:
-            await _idle()
+            await self.idle()
             if not self.waiting:
                 break
             name = next(iter(self.waiting))
@@ -492,7 +495,7 @@ class Harness:
             obs.result = task.result()
         if s.cancel == "after":
             self.abort_caller()
-            await _idle()
+            await self.idle()
         obs.watched = len(self.signals)
         for what, sig in self.signals:
             if sig.listener_count:
@@ -512,7 +515,7 @@ class Harness:
                 for i, _ in live:
                     self.log("abort", "wrapper", self.steps, i)
                 self.clock.advance(OUTER_MS / 1000 + 0.001)
-                await _idle()
+                await self.idle()
             if s.timeout == "timer_first":
                 if self.clock is None:
                     raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
@@ -522,16 +525,16 @@ class Harness:
                 self.clock.advance(BUDGET_MS / 1000 + 0.001)
                 if s.same_step == "timer":
                     self.abort_right_after_the_timer()
-                await _idle()
+                await self.idle()
                 if self.split_step:
                     raise ScenarioError("with_deadline:timer: a body settled between the "
                                         "deadline and the caller's abort (not one step)")
         if s.cancel == f"gate:{name}":
             self.abort_caller()
             if s.caller == "task":
-                await _idle()  # the cancelled task runs: only then does the call learn of it
+                await self.idle()  # the cancelled task runs: only then does the call learn of it
         if name == "body" and self.obs.body_pending and not s.cooperative:
-            await _idle()
+            await self.idle()
             assert self.task is not None
             if self.task.done():
                 pass  # settled with its body running: the settled counts show it (R27)
@@ -546,7 +549,7 @@ class Harness:
             raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
         self.log("hold", self.steps)
         clock.advance(HOLD_S)
-        await _idle()
+        await self.idle()
         assert self.task is not None
         elsewhere = [g for g in self.waiting if g != "body"]
         went = "settled" if self.task.done() else f"gate {elsewhere[0]}" if elsewhere else ""
@@ -563,7 +566,7 @@ class Harness:
             fut = self.waiting.get(elsewhere[0])
             if fut is not None and not fut.done():
                 fut.set_result(None)
-            await _idle()
+            await self.idle()
 
 
 def _abort_step(cancel: str) -> int:
@@ -686,12 +689,17 @@ async def _idle() -> None:
     (:meth:`VirtualClock.idle`).  A deterministic condition instead of "wait a bit", read through
     the clock rather than the loop's private ready queue.
     """
-    clock = VirtualClock.of(asyncio.get_running_loop())
+    await _clock_of(asyncio.get_running_loop()).idle()
+
+
+def _clock_of(loop: asyncio.AbstractEventLoop) -> VirtualClock:
+    """The virtual clock ``loop`` runs on (the harness waits for its idle moments)."""
+    clock = VirtualClock.of(loop)
     if clock is None:
         raise ScenarioError(
             "the scenario harness runs on virtual time (toolcancel.runtime.virtual_time)"
         )
-    await clock.idle()
+    return clock
 
 
 def run_scenario(
