@@ -406,7 +406,7 @@ class ToolRegistry:
         overrides it, else the same lookup over the tools table.  The plan is the registry's,
         so a bound method there would make every registry a reference cycle, freed only by the
         cycle collector (the model checker builds one per schedule)."""
-        if type(self).definition is not ToolRegistry.definition:
+        if type(self).definition is not _DEFINITION:  # a subclass's, or patched
             return self.definition
         return functools.partial(_visible, self._tools)
 
@@ -425,4 +425,9 @@ class ToolRegistry:
                 self._plan = None
 
         return remove
+
+
+_DEFINITION: Final = ToolRegistry.definition
+"""The lookup as written here: a registry whose class's ``definition`` is another is asked
+through it."""
 
