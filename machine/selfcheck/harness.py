@@ -95,7 +95,7 @@ from ..runtime.hooks import (
     PreDecision,
 )
 from ..runtime.signals import AbortController, AbortSignal
-from ..runtime.timeout_policy import TOOL_TIMEOUT
+from ..runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 from ..runtime.virtual_time import VirtualClock, run
 
 if TYPE_CHECKING:  # loaded only when a harness runs a call
@@ -233,8 +233,6 @@ class Harness:
         for i, w in enumerate(s.wrappers):
             reg.add_around(self.wrapper(i, w))
         if s.timeout != "absent":
-            from ..runtime.timeout_policy import install_timeout_policy
-
             self.uninstall = install_timeout_policy(reg, classify=self.classify)
         if s.tool_known:
             reg.register(
