@@ -510,6 +510,10 @@ PREVIOUS_VERIFY: Final = (
      "source": "when the speed work began: the release before, default bounds, two quiet cores"},
     {"build": "the build the speed work started from", "schedules": 391_458, "seconds": 96.0,
      "source": "when the speed work began: default bounds and the deeper family, two quiet cores"},
+    {"build": "this round's start (70bd7ba)", "schedules": 416_520,
+     "seconds": 77.4, "cpu_seconds": 152.9,
+     "source": "`toolcancel verify` at 70bd7ba, two idle cores, interpreted, 2 workers; turn "
+               "batches included"},
 )
 """Recorded default-bound ``verify`` runs (wall clock on two quiet cores), with their source:
 what this checkout's schedules/s is printed beside."""
@@ -544,9 +548,12 @@ def print_default_verify(v: dict[str, Any]) -> None:
           f" s ({v['schedules_per_cpu_s']:,.0f} per CPU second); other processes kept "
           f"{v['others_cores']:.1f} cores busy")
     for before in PREVIOUS_VERIFY:
+        cpu = before.get("cpu_seconds")
+        per_cpu = "" if cpu is None else (
+            f"; CPU {cpu:.1f} s, {before['schedules'] / cpu:,.0f} per CPU second")
         print(f"  {before['build']}: {before['schedules']:,} schedules in "
-              f"{before['seconds']:.0f} s ({before['schedules'] / before['seconds']:,.0f}/s) "
-              f"-- recorded: {before['source']}")
+              f"{before['seconds']:.0f} s ({before['schedules'] / before['seconds']:,.0f}/s"
+              f"{per_cpu}) -- recorded: {before['source']}")
     print(f"  target: within {VERIFY_TARGET_S:.0f} s on two idle cores: CPU / workers = "
           f"{v['idle_estimate_s']:.1f} s  {mark(v['idle_estimate_s'] <= VERIFY_TARGET_S)}"
           f"{'' if v['others_cores'] < QUIET_CORES else '  (machine busy: wall not judged)'}")

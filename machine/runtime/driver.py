@@ -277,6 +277,9 @@ class _Call(_Stepping):
         except (ContractViolation, GeneratorExit):
             raise
         except BaseException as exc:
+            # Caught for good: forget it, or its traceback's frames would hold this call in a
+            # reference cycle freed only by the cycle collector.
+            self.unwinding = None
             self.merged = True
             self.offer("around_raised")
             return self.results.thrown(exc)

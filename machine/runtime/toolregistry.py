@@ -9,6 +9,7 @@ a registration changed.
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
@@ -43,6 +44,18 @@ if TYPE_CHECKING:
 DRAIN_WARNING: Final = 30.0
 """Default of ``ToolRegistry(drain_warning=...)``: seconds a body may run on after its signal
 aborted before the registry logs it as not cooperating (P5)."""
+
+
+def _visible(
+    tools: Mapping[tuple[str, str | None], ToolDefinition], name: str, agent: str | None
+) -> ToolDefinition | None:
+    """The definition of ``name`` visible to ``agent`` in ``tools``: its own first, then the
+    global one."""
+    if agent is not None:
+        found = tools.get((name, agent))
+        if found is not None:
+            return found
+    return tools.get((name, None))
 
 
 class _Own:
@@ -238,11 +251,7 @@ class ToolRegistry:
 
     def definition(self, name: str, agent: str | None = None) -> ToolDefinition | None:
         """The definition visible to ``agent`` (its own first, then the global one)."""
-        if agent is not None:
-            found = self._tools.get((name, agent))
-            if found is not None:
-                return found
-        return self._tools.get((name, None))
+        return _visible(self._tools, name, agent)
 
     def add_pre_execute(self, hook: PreHook, *, prepend: bool = False) -> Callable[[], None]:
         """Add ``async pre(call, next) -> Allow() | Deny(reason) | Ask(reason=None)`` to the
@@ -387,10 +396,19 @@ class ToolRegistry:
             self._trace,
             self._on_step,
             self._drain_warning,
-            self.definition,
+            self._lookup(),
             self._calls,
         )
         return self._plan
+
+    def _lookup(self) -> Callable[[str, str | None], ToolDefinition | None]:
+        """The plan's live tool lookup: this registry's own ``definition`` when a subclass
+        overrides it, else the same lookup over the tools table.  The plan is the registry's,
+        so a bound method there would make every registry a reference cycle, freed only by the
+        cycle collector (the model checker builds one per schedule)."""
+        if type(self).definition is not _DEFINITION:  # a subclass's, or patched
+            return self.definition
+        return functools.partial(_visible, self._tools)
 
     def _add(self, items: list[Any], item: Any, prepend: bool) -> Callable[[], None]:
         """Add ``item`` to ``items`` (a hook list); return the function that removes it.  Either
@@ -407,4 +425,9 @@ class ToolRegistry:
                 self._plan = None
 
         return remove
+
+
+_DEFINITION: Final = ToolRegistry.definition
+"""The lookup as written here: a registry whose class's ``definition`` is another is asked
+through it."""
 

@@ -45,7 +45,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
 from ..contract.core import PathStep
@@ -94,7 +95,7 @@ from ..runtime.hooks import (
     PreDecision,
 )
 from ..runtime.signals import AbortController, AbortSignal
-from ..runtime.timeout_policy import TOOL_TIMEOUT
+from ..runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 from ..runtime.virtual_time import VirtualClock, run
 
 if TYPE_CHECKING:  # loaded only when a harness runs a call
@@ -140,6 +141,9 @@ class Harness:
         self.body_signal: AbortSignal | None = None  # the signal the latest body run was given
         self.task_cancelled = False  # a task caller cancelled the task awaiting the call
         self.split_step = False  # with_deadline:timer's abort came after a body moved on
+        self.abort_step = _abort_step(scenario.cancel)  # the transition ``step:<k>`` aborts after
+        self.uninstall: Callable[[], None] = _nothing  # the timeout policy's, once installed
+        self.idle: Callable[[], Awaitable[None]] = _idle  # the loop's clock's, once running
 
     # -- the environment's own record ----------------------------------------------------------
 
@@ -187,7 +191,7 @@ class Harness:
         if step.event == "caller_abort":
             return
         self.steps += 1
-        if self.s.cancel == f"step:{self.steps}":
+        if self.steps == self.abort_step:
             self.abort_caller()
 
     async def gate(self, name: str, signal: AbortSignal | None = None) -> None:
@@ -229,9 +233,7 @@ class Harness:
         for i, w in enumerate(s.wrappers):
             reg.add_around(self.wrapper(i, w))
         if s.timeout != "absent":
-            from ..runtime.timeout_policy import install_timeout_policy
-
-            install_timeout_policy(reg, classify=self.classify)
+            self.uninstall = install_timeout_policy(reg, classify=self.classify)
         if s.tool_known:
             reg.register(
                 TOOL_NAME, self.body, timeout_ms=None if s.timeout == "absent" else BUDGET_MS
@@ -414,8 +416,20 @@ class Harness:
 
     async def run(self) -> Observation:
         """Run the scenario to quiescence, releasing gates one at a time."""
+        # the clock the loop runs on, looked up once: ``idle()`` is the harness's every wait
+        self.idle = _clock_of(asyncio.get_running_loop()).idle
         with quiet_failures():
-            return await self._run()
+            try:
+                return await self._run()
+            finally:
+                # Let go of what makes a finished run a reference cycle, so it is freed by
+                # reference counting rather than left for the cycle collector (a model check
+                # runs them by the hundred thousand): the call's task holds the call, whose
+                # hooks are this harness's methods; the timeout policy's wrapper holds the
+                # registry whose hook list holds it (uninstalled: no call enters after this).
+                self.task = None
+                uninstall, self.uninstall = self.uninstall, _nothing
+                uninstall()
 
     async def _run(self) -> Observation:
         s, obs = self.s, self.obs
@@ -453,7 +467,7 @@ class Harness:
 
         self.task.add_done_callback(settled)
         while True:
-            await _idle()
+            await self.idle()
             if not self.waiting:
                 break
             name = next(iter(self.waiting))
@@ -479,7 +493,7 @@ class Harness:
             obs.result = task.result()
         if s.cancel == "after":
             self.abort_caller()
-            await _idle()
+            await self.idle()
         obs.watched = len(self.signals)
         for what, sig in self.signals:
             if sig.listener_count:
@@ -499,7 +513,7 @@ class Harness:
                 for i, _ in live:
                     self.log("abort", "wrapper", self.steps, i)
                 self.clock.advance(OUTER_MS / 1000 + 0.001)
-                await _idle()
+                await self.idle()
             if s.timeout == "timer_first":
                 if self.clock is None:
                     raise ScenarioError("timeout: timer_first needs the harness's virtual clock")
@@ -509,16 +523,16 @@ class Harness:
                 self.clock.advance(BUDGET_MS / 1000 + 0.001)
                 if s.same_step == "timer":
                     self.abort_right_after_the_timer()
-                await _idle()
+                await self.idle()
                 if self.split_step:
                     raise ScenarioError("with_deadline:timer: a body settled between the "
                                         "deadline and the caller's abort (not one step)")
         if s.cancel == f"gate:{name}":
             self.abort_caller()
             if s.caller == "task":
-                await _idle()  # the cancelled task runs: only then does the call learn of it
+                await self.idle()  # the cancelled task runs: only then does the call learn of it
         if name == "body" and self.obs.body_pending and not s.cooperative:
-            await _idle()
+            await self.idle()
             assert self.task is not None
             if self.task.done():
                 pass  # settled with its body running: the settled counts show it (R27)
@@ -533,7 +547,7 @@ class Harness:
             raise ScenarioError("holding an uncooperative body needs the harness's virtual clock")
         self.log("hold", self.steps)
         clock.advance(HOLD_S)
-        await _idle()
+        await self.idle()
         assert self.task is not None
         elsewhere = [g for g in self.waiting if g != "body"]
         went = "settled" if self.task.done() else f"gate {elsewhere[0]}" if elsewhere else ""
@@ -550,7 +564,14 @@ class Harness:
             fut = self.waiting.get(elsewhere[0])
             if fut is not None and not fut.done():
                 fut.set_result(None)
-            await _idle()
+            await self.idle()
+
+
+def _abort_step(cancel: str) -> int:
+    """The ``k`` of a ``step:<k>`` cancellation point as written (``step:7``), else 0 (never:
+    transitions count from 1)."""
+    kind, _, k = cancel.partition(":")
+    return int(k) if kind == "step" and k.isdigit() and f"step:{int(k)}" == cancel else 0
 
 
 class _AbortingArguments(Mapping[str, Any]):
@@ -571,11 +592,14 @@ class _AbortingArguments(Mapping[str, Any]):
         return len(self.data)
 
 
+_REGISTRY_LOG: Final = logging.getLogger("toolcancel.runtime.registry")
+
+
 @contextlib.contextmanager
 def quiet_failures() -> Iterator[None]:
     """Silence the registry's failure log (P6) while a scenario runs: its hooks fail by design,
     and a model check runs them by the hundred thousand."""
-    logger = logging.getLogger("toolcancel.runtime.registry")
+    logger = _REGISTRY_LOG
     before = logger.disabled
     logger.disabled = True
     try:
@@ -593,18 +617,26 @@ def unfrozen(result: ToolResult) -> str | None:
         pass
     else:
         return "the result object has a writable __dict__"
-    parts: list[tuple[str, Any]] = [("content", result.content), ("contexts", result.contexts),
-                                    ("meta", result.meta)]
+    # (where the container is, how its part is named, the part's key, the part): a part's name
+    # is written out only for a container or the failure (most parts are scalars)
+    parts: list[tuple[str, str, Any, Any]] = [
+        ("", "", "content", result.content),
+        ("", "", "contexts", result.contexts),
+        ("", "", "meta", result.meta),
+    ]
     while parts:
-        where, value = parts.pop()
+        within, how, key, value = parts.pop()
         if value is None or type(value) in _SCALARS:
             continue
-        if type(value) is FrozenDict:  # the snapshot's own mapping: the common case
-            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+        where = f"{within}[{key}]" if how == "[" else f"{within}{how}{key}"
+        if type(value) is FrozenDict or (  # the snapshot's own mapping: the common case
+            not isinstance(value, tuple)
+            and isinstance(value, Mapping)
+            and not isinstance(value, MutableMapping)
+        ):
+            parts.extend(zip(repeat(where), repeat("."), value.keys(), value.values()))
         elif isinstance(value, tuple):
-            parts += [(f"{where}[{i}]", v) for i, v in enumerate(value)]
-        elif isinstance(value, Mapping) and not isinstance(value, MutableMapping):
-            parts += [(f"{where}.{k}", v) for k, v in value.items()]
+            parts.extend(zip(repeat(where), repeat("["), count(), value))
         else:
             return f"{where} is a {type(value).__name__}"
     return None
@@ -640,6 +672,10 @@ is reported and undone at once, so the rest of the record (and an adapter's answ
 it) still shows what the registry published, and the failure cites R30, not its consequences."""
 
 
+def _nothing() -> None:
+    pass
+
+
 def _throwing_observer(view: Execution, result: ToolResult) -> None:
     raise RuntimeError("observer crashed")
 
@@ -651,12 +687,17 @@ async def _idle() -> None:
     (:meth:`VirtualClock.idle`).  A deterministic condition instead of "wait a bit", read through
     the clock rather than the loop's private ready queue.
     """
-    clock = VirtualClock.of(asyncio.get_running_loop())
+    await _clock_of(asyncio.get_running_loop()).idle()
+
+
+def _clock_of(loop: asyncio.AbstractEventLoop) -> VirtualClock:
+    """The virtual clock ``loop`` runs on (the harness waits for its idle moments)."""
+    clock = VirtualClock.of(loop)
     if clock is None:
         raise ScenarioError(
             "the scenario harness runs on virtual time (toolcancel.runtime.virtual_time)"
         )
-    await clock.idle()
+    return clock
 
 
 def run_scenario(
