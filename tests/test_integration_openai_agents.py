@@ -22,7 +22,13 @@ from agents import (  # noqa: E402
     RunConfig,
     Runner,
     ToolCallOutputItem,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailData,
     function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 from toolcancel import ToolRegistry  # noqa: E402
@@ -191,6 +197,85 @@ async def test_run_config_keeps_the_programs_own_formatter_for_other_errors() ->
                                       run_context=None)  # type: ignore[arg-type]
     )  # fmt: skip
     assert await said == "theirs" and seen == ["approval_rejected"]
+
+
+async def test_a_cancel_while_the_input_guardrail_runs_meets_the_registrys_checkpoint() -> None:
+    """The guardrail is the registry's pre-execute policy: it allows after the run was
+    cancelled, and the tool never starts (the SDK alone would run it)."""
+    checking, allow = asyncio.Event(), asyncio.Event()
+
+    @tool_input_guardrail
+    async def slow(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        checking.set()
+        await allow.wait()
+        return ToolGuardrailFunctionOutput.allow()
+
+    write = Write()
+    tool = write.tool()
+    tool.tool_input_guardrails = [slow]
+    registry = ToolRegistry()
+    calls = ToolCalls(registry)
+    run = asyncio.ensure_future(
+        calls.run(Runner.run(calls.agent(Agent(name="a", model=model(), tools=[tool])), "go",
+                             run_config=CONFIG))
+    )  # fmt: skip
+    await checking.wait()
+    run.cancel()
+    while not registry.in_flight()[0].aborted:  # the cancellation reaches the call's caller
+        await asyncio.sleep(0)
+    allow.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert not write.writing.is_set()
+    [published] = calls.published
+    assert published.result.error is not None
+    assert published.result.error.code == "ABORTED"  # seed's cancellation before the body
+
+
+async def test_the_guardrails_rejections_are_the_registrys_denial_and_block() -> None:
+    @tool_input_guardrail
+    async def deny(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content("Error: not today")
+
+    @tool_output_guardrail
+    async def block(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        assert data.output == "saved r"  # the tool's own output, as the SDK shows it
+        return ToolGuardrailFunctionOutput.reject_content("withheld")
+
+    async def answer(guard: str) -> tuple[list[Any], Write]:
+        write = Write()
+        write.finish.set()
+        tool = write.tool()
+        if guard == "input":
+            tool.tool_input_guardrails = [deny]
+        else:
+            tool.tool_output_guardrails = [block]
+        calls = ToolCalls(ToolRegistry())
+        agent = calls.agent(Agent(name="a", model=model(), tools=[tool]))
+        done = await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+        assert done.tool_input_guardrail_results == done.tool_output_guardrail_results == []
+        return received(done), write
+
+    said, write = await answer("input")
+    assert said == ["Error: not today"] and not write.writing.is_set()
+    said, write = await answer("output")
+    assert said == ["withheld"] and write.order == ["tool wrote"]
+
+
+async def test_a_tripwire_ends_the_run_as_the_sdks_once_the_call_published() -> None:
+    @tool_input_guardrail
+    async def trip(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.raise_exception()
+
+    write = Write()
+    tool = write.tool()
+    tool.tool_input_guardrails = [trip]
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[tool]))
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+    [published] = calls.published
+    assert published.result.is_error and not write.writing.is_set()
 
 
 def test_limits_name_rules_of_the_contract_each_with_a_reason() -> None:
