@@ -167,3 +167,35 @@ async def test_the_callers_registry_and_its_hooks_decide() -> None:
 
     out = await agent.run("go", capabilities=[Toolcancel(registry)])
     assert ran == [] and out.output.startswith("read 'Error: ") and "no tool today" in out.output
+
+
+async def test_another_capabilitys_tool_hook_runs_inside_the_registry_call() -> None:
+    """Toolcancel is the outermost capability, listed last or not: a ``tool_execute`` hook of the
+    agent's own that waits after the tool is cancelled with the call, and what the history keeps
+    is ABORTED, never the hook's late success."""
+    from pydantic_ai.capabilities import Hooks
+
+    waiting = asyncio.Event()
+
+    async def after(ctx: Any, *, call: Any, tool_def: Any, args: Any, handler: Any) -> Any:
+        value = await handler(args)
+        waiting.set()
+        await asyncio.Event().wait()  # cancelled with the registry call's body
+        return value
+
+    agent = agent_calling()
+    agent = Agent(agent.model, capabilities=[Hooks(tool_execute=after)])
+
+    @agent.tool_plain(name="tool")
+    async def quick() -> str:
+        return "done"
+
+    calls = Toolcancel()
+    with capture_run_messages() as messages:
+        run = asyncio.create_task(agent.run("go", capabilities=[calls]))
+        await waiting.wait()
+        run.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await run
+    (part,) = seen(messages)
+    assert (part.content, part.outcome) == ("Error: tool call aborted", "failed")
