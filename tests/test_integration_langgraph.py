@@ -1,16 +1,12 @@
 """toolcancel.integrations.langgraph: ``ToolNode``'s tool calls through a ToolRegistry.
 
-The user's page example (examples/integrations/langgraph_agent.py) prints exactly what its files
-beside it hold; the unit tests run a one-node graph (START -> tools -> END) with tools that wait
-on events, on the suite's virtual clock.
+The unit tests run a one-node graph (START -> tools -> END) with tools that wait on events, on
+the suite's virtual clock.  The user's example and page: tests/test_integration_pages.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,18 +18,6 @@ from langchain_core.tools import StructuredTool
 from langgraph.graph import END, START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from toolcancel.integrations.langgraph import Toolcancel
-
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "integrations" / "langgraph_agent.py"
-
-
-@pytest.mark.real_io
-def test_the_example_prints_what_its_page_shows() -> None:
-    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
-                          timeout=120, check=False, cwd=ROOT)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8")
-    assert done.stderr == EXAMPLE.with_suffix(".stderr").read_text(encoding="utf-8")
 
 
 def app(body: Any, **options: Any) -> Any:
@@ -134,8 +118,3 @@ async def test_the_nodes_own_wrapper_is_one_of_the_registrys_wrappers() -> None:
 
     refused = await answer(app(fine, awrap_tool_call=Toolcancel(around=short)))
     assert (refused.content, refused.status) == ("Error: not now", "error")
-
-
-def test_the_page_shows_the_examples_output() -> None:
-    page = (ROOT / "docs" / "integrations" / "langgraph.md").read_text(encoding="utf-8")
-    assert "```\n" + EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8") + "```" in page

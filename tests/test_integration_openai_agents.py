@@ -2,15 +2,12 @@
 
 Every run uses the SDK's own ``ScriptedModel`` (no network); every wait is on an event, and the
 async tests run on the suite's virtual clock, which fails a test that waits for nothing.  The
-user's example is run and compared with its expected output.
+user's example and page: tests/test_integration_pages.py.
 """
 
 from __future__ import annotations
 
 import asyncio
-import subprocess
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,15 +19,18 @@ from agents import (  # noqa: E402
     RunConfig,
     Runner,
     ToolCallOutputItem,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrailData,
     function_tool,
+    tool_input_guardrail,
+    tool_output_guardrail,
 )
 from agents.testing import ScriptedModel, assistant_message, function_call  # noqa: E402
 from toolcancel import ToolRegistry  # noqa: E402
-from toolcancel.contract.loader import load_contract  # noqa: E402
-from toolcancel.integrations.openai_agents import ERROR_KEY, LIMITS, ToolCalls  # noqa: E402
+from toolcancel.integrations.openai_agents import ERROR_KEY, ToolCalls  # noqa: E402
 
-ROOT = Path(__file__).resolve().parent.parent
-EXAMPLE = ROOT / "examples" / "integrations" / "openai_agents_agent.py"
 CONFIG = RunConfig(tracing_disabled=True)
 
 
@@ -193,22 +193,80 @@ async def test_run_config_keeps_the_programs_own_formatter_for_other_errors() ->
     assert await said == "theirs" and seen == ["approval_rejected"]
 
 
-def test_limits_name_rules_of_the_contract_each_with_a_reason() -> None:
-    rules = {r.id for r in load_contract().rules}
-    assert set(LIMITS) <= rules
-    assert all(isinstance(v, str) and len(v) > 40 for v in LIMITS.values())
+async def test_a_cancel_while_the_input_guardrail_runs_meets_the_registrys_checkpoint() -> None:
+    """The guardrail is the registry's pre-execute policy: it allows after the run was
+    cancelled, and the tool never starts (the SDK alone would run it)."""
+    checking, allow = asyncio.Event(), asyncio.Event()
+
+    @tool_input_guardrail
+    async def slow(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        checking.set()
+        await allow.wait()
+        return ToolGuardrailFunctionOutput.allow()
+
+    write = Write()
+    tool = write.tool()
+    tool.tool_input_guardrails = [slow]
+    registry = ToolRegistry()
+    calls = ToolCalls(registry)
+    run = asyncio.ensure_future(
+        calls.run(Runner.run(calls.agent(Agent(name="a", model=model(), tools=[tool])), "go",
+                             run_config=CONFIG))
+    )  # fmt: skip
+    await checking.wait()
+    run.cancel()
+    while not registry.in_flight()[0].aborted:  # the cancellation reaches the call's caller
+        await asyncio.sleep(0)
+    allow.set()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert not write.writing.is_set()
+    [published] = calls.published
+    assert published.result.error is not None
+    assert published.result.error.code == "ABORTED"  # seed's cancellation before the body
 
 
-@pytest.mark.slow
-def test_the_example_prints_what_its_expected_file_holds() -> None:
-    done = subprocess.run([sys.executable, str(EXAMPLE)], capture_output=True, text=True,
-                          cwd=ROOT, timeout=120, check=False)  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    assert done.stdout == EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8")
-    assert done.stderr == EXAMPLE.with_suffix(".stderr").read_text(encoding="utf-8")
+async def test_the_guardrails_rejections_are_the_registrys_denial_and_block() -> None:
+    @tool_input_guardrail
+    async def deny(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.reject_content("Error: not today")
+
+    @tool_output_guardrail
+    async def block(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        assert data.output == "saved r"  # the tool's own output, as the SDK shows it
+        return ToolGuardrailFunctionOutput.reject_content("withheld")
+
+    async def answer(guard: str) -> tuple[list[Any], Write]:
+        write = Write()
+        write.finish.set()
+        tool = write.tool()
+        if guard == "input":
+            tool.tool_input_guardrails = [deny]
+        else:
+            tool.tool_output_guardrails = [block]
+        calls = ToolCalls(ToolRegistry())
+        agent = calls.agent(Agent(name="a", model=model(), tools=[tool]))
+        done = await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+        assert done.tool_input_guardrail_results == done.tool_output_guardrail_results == []
+        return received(done), write
+
+    said, write = await answer("input")
+    assert said == ["Error: not today"] and not write.writing.is_set()
+    said, write = await answer("output")
+    assert said == ["withheld"] and write.order == ["tool wrote"]
 
 
-def test_the_users_page_shows_the_examples_output_as_it_is() -> None:
-    page = (ROOT / "docs" / "integrations" / "openai-agents.md").read_text(encoding="utf-8")
-    expected = EXAMPLE.with_suffix(".stdout").read_text(encoding="utf-8")
-    assert f"```text\n{expected}```" in page
+async def test_a_tripwire_ends_the_run_as_the_sdks_once_the_call_published() -> None:
+    @tool_input_guardrail
+    async def trip(data: ToolInputGuardrailData) -> ToolGuardrailFunctionOutput:
+        return ToolGuardrailFunctionOutput.raise_exception()
+
+    write = Write()
+    tool = write.tool()
+    tool.tool_input_guardrails = [trip]
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[tool]))
+    with pytest.raises(ToolInputGuardrailTripwireTriggered):
+        await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+    [published] = calls.published
+    assert published.result.is_error and not write.writing.is_set()

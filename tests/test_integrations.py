@@ -199,3 +199,31 @@ async def test_a_row_answers_only_its_callers_cancellation_with_what_was_publish
         await execute({})
     call.caller_aborted = True
     assert await execute({}) == Outcome(result={"content": [], "isError": True})
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_an_integrated_row_is_built_from_its_plain_row_never_copied(name: str) -> None:
+    """The row file is its plain row plus an install step (``kit.integrated``): it defines no
+    runtime class of its own, so nothing of the plain row's mapping can drift in a copy."""
+    tree = ast.parse((ROOT / RUNTIMES_DIR / f"adapter_{name}.py").read_text(encoding="utf-8"))
+    assert not [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)], name
+    built = [n for n in ast.walk(tree) if isinstance(n, ast.Call)
+             and isinstance(n.func, ast.Attribute) and n.func.attr == "integrated"]  # fmt: skip
+    assert len(built) == 1, name
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_an_integrated_row_runs_every_vector_its_plain_row_runs(name: str) -> None:
+    plain = PUBLISHED[integrated.plain_row(name)]
+    for rev, measured in PUBLISHED[name].items():
+        assert measured["vectors"] >= plain[rev]["vectors"], (name, rev)
+
+
+def test_a_plain_row_without_an_integration_point_is_refused() -> None:
+    from toolcancel import runtimes as kit
+
+    class Plain(kit.Runtime):
+        pass
+
+    with pytest.raises(AttributeError, match="Plain has no integration"):
+        kit.integrated(Plain, lambda call, plain: plain, "m")

@@ -117,6 +117,12 @@ class LangGraph(kit.Runtime):
     """``ToolNode(handle_tool_errors=...)``: ``None`` leaves its default (a row each,
     ``adapter_langgraph__handle_tool_errors.py``)."""
 
+    def integration(self, call: kit.Call, wrapper: Wrapper | None) -> Any:
+        """The node's ``awrap_tool_call`` given its own ``wrapper`` (the scenario's): that one
+        here; ``adapter_langgraph__integrated.py`` puts toolcancel's there, ``wrapper`` inside
+        it (``toolcancel.runtimes.integrated``)."""
+        return wrapper
+
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         async def body(q: Any) -> tuple[Any, Any]:
@@ -136,8 +142,9 @@ class LangGraph(kit.Runtime):
         options: dict[str, Any] = {}
         if self.handle_tool_errors is not None:
             options["handle_tool_errors"] = self.handle_tool_errors
-        if call.scenario["wrappers"]:
-            options["awrap_tool_call"] = around(call)
+        wrapper = self.integration(call, around(call) if call.scenario["wrappers"] else None)
+        if wrapper is not None:
+            options["awrap_tool_call"] = wrapper
         node = ToolNode([tool], **options)
         graph.add_node("tools", node)
         graph.add_edge(START, "tools")

@@ -155,8 +155,15 @@ class McpSdk(kit.Runtime):
                 f"toolcancel build_server, control of {type(self).implementation}"
             )
 
+    def integration(self, call: kit.Call) -> Any:
+        """The server middleware an integration adds (``toolcancel.runtimes.integrated``): none
+        here; ``adapter_mcp_sdk__integrated.py`` puts toolcancel's there.  The control (our own
+        server) never asks: the mapping is the plain row's, the integration what is judged."""
+        return None
+
     def server(self, call: kit.Call) -> Any:
-        """The server the client calls: the SDK's ``MCPServer``, or toolcancel's own."""
+        """The server the client calls: the SDK's ``MCPServer`` (with the integration's
+        middleware, if any), or toolcancel's own."""
         if self.control:
             return kit.control_server(call)
         server = MCPServer("toolcancel-vectors")
@@ -169,6 +176,8 @@ class McpSdk(kit.Runtime):
                 meta = value.get("meta") if isinstance(value, dict) else None
                 return CallToolResult(content=[TextContent(**c) for c in content], _meta=meta)
 
+        if (glue := self.integration(call)) is not None:
+            server.middleware.append(glue)
         return server
 
     @asynccontextmanager

@@ -1,37 +1,33 @@
-"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``, cancelled by its run's
-``cancel(mode="after_turn")``.
+"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``: adapter_openai_agents__cancel_after_turn.py's
+row (the caller's signal is the run's own ``cancel(mode="after_turn")``).
 
     toolcancel conform --revision seed --adapter python \\
         examples/runtimes/adapter_openai_agents__cancel_after_turn__integrated.py
 
-adapter_openai_agents__cancel_after_turn.py's row with adapter_openai_agents__integrated.py's
-integration: the one line that puts it in ends with ``# integration``.
+A ``ToolCalls`` on a registry of the vector's revision stands at the plain row's integration
+points (the agent, the run's configuration, awaiting the run, its cancellation, the call's
+result).  Everything else is the plain row's (``toolcancel.runtimes.integrated``); the line
+that puts the integration in ends with ``# integration``, and without it this is the plain row.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
-from typing import Any, ClassVar, Literal
+from typing import Any
 
-from adapter_openai_agents import OpenAiAgents
+from adapter_openai_agents__cancel_after_turn import CancelRun
 from toolcancel import ToolRegistry
 from toolcancel import runtimes as kit
 from toolcancel.integrations.openai_agents import ToolCalls  # integration
 
 
-class Integrated(OpenAiAgents):
-    implementation = (
-        f"openai-agents {version('openai-agents')} (ScriptedModel, run_streamed"
-        " cancel('after_turn')) + toolcancel.integrations.openai_agents"
-    )
-    cancel: ClassVar[list[str]] = ["signal"]
-    streamed: ClassVar[Literal["immediate", "after_turn"] | None] = "after_turn"
+def install(call: kit.Call, plain: Any) -> Any:
+    """The run's tool calls through toolcancel's registry."""
+    glue = plain
+    glue = ToolCalls(ToolRegistry(revision=call.revision))  # integration
+    return glue
 
-    def integration(self, call: kit.Call) -> Any:
-        glue = super().integration(call)
-        glue = ToolCalls(ToolRegistry(revision=call.revision))  # integration
-        return glue
 
+Integrated = kit.integrated(CancelRun, install, "toolcancel.integrations.openai_agents")
 
 if __name__ == "__main__":
     kit.main(Integrated(), kit.RegistryControl(Integrated))

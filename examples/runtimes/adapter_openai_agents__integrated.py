@@ -1,16 +1,17 @@
-"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``, cancelled by its task.
+"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``: adapter_openai_agents.py's
+row (the caller cancels the task awaiting ``Runner.run``).
 
     toolcancel conform --revision seed --adapter python \\
         examples/runtimes/adapter_openai_agents__integrated.py
 
-adapter_openai_agents.py's row (the caller cancels the task awaiting ``Runner.run``) with the
-agent's tools run through a ``ToolRegistry`` of the vector's revision: each line that puts the
-integration in ends with ``# integration``, and without those lines this is the plain row.
+A ``ToolCalls`` on a registry of the vector's revision stands at the plain row's integration
+points (the agent, the run's configuration, awaiting the run, its cancellation, the call's
+result).  Everything else is the plain row's (``toolcancel.runtimes.integrated``); the line
+that puts the integration in ends with ``# integration``, and without it this is the plain row.
 """
 
 from __future__ import annotations
 
-from importlib.metadata import version
 from typing import Any
 
 from adapter_openai_agents import OpenAiAgents
@@ -19,17 +20,14 @@ from toolcancel import runtimes as kit
 from toolcancel.integrations.openai_agents import ToolCalls  # integration
 
 
-class Integrated(OpenAiAgents):
-    implementation = (
-        f"openai-agents {version('openai-agents')} (ScriptedModel, task cancel)"
-        " + toolcancel.integrations.openai_agents"
-    )
+def install(call: kit.Call, plain: Any) -> Any:
+    """The run's tool calls through toolcancel's registry."""
+    glue = plain
+    glue = ToolCalls(ToolRegistry(revision=call.revision))  # integration
+    return glue
 
-    def integration(self, call: kit.Call) -> Any:
-        glue = super().integration(call)
-        glue = ToolCalls(ToolRegistry(revision=call.revision))  # integration
-        return glue
 
+Integrated = kit.integrated(OpenAiAgents, install, "toolcancel.integrations.openai_agents")
 
 if __name__ == "__main__":
     kit.main(Integrated(), kit.RegistryControl(Integrated))

@@ -36,6 +36,9 @@ result the call gets, with the tool's default retries -- which the adapter repor
 (its ``RunContext`` can request a cancellation, not observe one); it gets, as every Python body
 does, the cancellation of its task -- its await interrupted, ``Task.cancelling()`` positive
 (``toolcancel.runtimes.task_signal``) -- which is what ``body_signal`` declares.
+
+Where ``toolcancel.integrations.pydantic_ai`` goes in (a capability of the run):
+:meth:`PydanticAi.integration`, none here; ``adapter_pydantic_ai__integrated.py`` puts one there.
 """
 
 from __future__ import annotations
@@ -140,9 +143,15 @@ class PydanticAi(kit.Runtime):
         "remove_signal": "no signal slot (see replace_signal)",
     }
 
+    def integration(self, call: kit.Call) -> Any:
+        """The capability an integration adds to the run (``toolcancel.runtimes.integrated``):
+        none here."""
+        return None
+
     @asynccontextmanager
     async def open(self, call: kit.Call) -> AsyncIterator[kit.Execute]:
         name = "tool" if call.scenario["tool_known"] else "no_such_tool"
+        glue = self.integration(call)
         token = CancellationToken()
         if self.cancel == ["signal"]:  # pydantic-ai's own: Agent.run(..., cancellation_token=)
             call.on_abort(token.cancel)
@@ -168,7 +177,7 @@ class PydanticAi(kit.Runtime):
             return ModelResponse(parts=[TextPart("finished")])
 
         hooks = [around(call)] if call.scenario["wrappers"] else []
-        agent = Agent(FunctionModel(model), capabilities=hooks)
+        agent = Agent(FunctionModel(model), capabilities=[*hooks, *([glue] if glue else [])])
         if call.scenario["tool_known"]:
 
             @agent.tool_plain(name="tool", timeout=call.budget_s)

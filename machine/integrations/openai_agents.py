@@ -20,7 +20,18 @@ invocation, unchanged (its argument parsing, its ``failure_error_function``).  T
   error code in the output item's ``custom_data`` (:data:`ERROR_KEY`);
 * **an unknown tool** is answered by the registry (:meth:`ToolCalls.run_config`: the SDK's
   ``tool_not_found_behavior="return_error_to_model"`` with a ``tool_error_formatter`` that asks
-  the registry), not by ending the run.
+  the registry), not by ending the run;
+* **the tool's guardrails are the registry's policies**: the wrapped tool's
+  ``tool_input_guardrails`` run as a pre-execute policy and its ``tool_output_guardrails`` as a
+  post-execute policy of the registry (the SDK's own ``guardrail.run``, in the SDK's order), so
+  a cancellation while a guardrail runs meets the registry's checkpoints: ``reject_content`` is
+  a denial (``Deny``; the model reads the guardrail's message, ``Error: `` before it unless it
+  starts so) or a block (``Block``: the model reads the message); a guardrail that raises is
+  the contract's failing policy; ``raise_exception`` is that failure too, and once the call
+  published, its tripwire (``ToolInputGuardrailTripwireTriggered``, ``...Output...``) is raised
+  out of the tool call, ending the run as the SDK's would.  The run's
+  ``tool_input_guardrail_results`` / ``tool_output_guardrail_results`` no longer list them: the
+  SDK fills those lists only for the guardrails it runs itself.
 
 **Where the SDK cannot wait.**  A run cancelled by its task, or by ``cancel("immediate")``,
 ends at once and detaches the tool's task (the SDK's design: it cancels the task and attaches a
@@ -34,17 +45,33 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import weakref
 from collections.abc import Awaitable, Callable, Mapping
 from contextvars import ContextVar
-from typing import Any, Final, Literal, TypeVar
+from typing import Any, Final, Literal, TypeVar, cast
 
-from agents import Agent, FunctionTool, RunConfig, RunResultStreaming, ToolErrorFormatterArgs
+from agents import (
+    Agent,
+    FunctionTool,
+    RunConfig,
+    RunResultStreaming,
+    ToolErrorFormatterArgs,
+    ToolGuardrailFunctionOutput,
+    ToolInputGuardrail,
+    ToolInputGuardrailData,
+    ToolInputGuardrailTripwireTriggered,
+    ToolOutputGuardrail,
+    ToolOutputGuardrailData,
+    ToolOutputGuardrailTripwireTriggered,
+)
 from agents.tool import FunctionToolCustomDataContext
 from agents.tool_context import ToolContext
 
-from ..contract.results import text_block
+from ..contract.results import ToolResult, text_block
 from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
+from ..runtime.hooks import Accept, Allow, Block, Deny, Next, PostDecision, PreDecision
+from ..runtime.toolregistry import ToolRegistry
 from .boundary import Calls, Published
 
 __all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
@@ -64,13 +91,10 @@ _FAILURE_TEXT: Final = (
     "before the registry sees it, so the model reads the SDK's words, not the contract's "
     "'Error: <message>' (text only)"
 )
-_GUARDRAILS_OUTSIDE: Final = (
-    "the SDK runs a tool's input and output guardrails (the rows' pre- and post-execute) "
-    "outside on_invoke_tool, the seam the integration wraps, and none for an unknown tool: a "
-    "cancellation while a guardrail runs meets the guardrail's own decision (a denial, a block) "
-    "or a call that already published its success, not the registry's checkpoints, and an "
-    "unknown tool's answer passes no post-execute; putting the guardrails inside the registry "
-    "as its pre- and post-execute policies is not done yet"
+_NO_GUARDRAILS_UNKNOWN: Final = (
+    "the SDK's guardrails belong to a tool: an unknown tool has none, so nothing stands at "
+    "post-execute for the registry's UNKNOWN_TOOL answer, which no block or failing policy can "
+    "replace (the rows' post-execute is the known tool's output guardrail)"
 )
 _SDK_TIMEOUT: Final = (
     "a function tool's timeout is the SDK's asyncio.wait_for around on_invoke_tool, the seam "
@@ -81,18 +105,17 @@ _SDK_TIMEOUT: Final = (
 )
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _FAILURE_TEXT,
-    "R5": _GUARDRAILS_OUTSIDE,
-    "R7": _GUARDRAILS_OUTSIDE,
-    "R11": _GUARDRAILS_OUTSIDE,
-    "R13": _GUARDRAILS_OUTSIDE,
-    "R20": _GUARDRAILS_OUTSIDE,
-    "R28": _GUARDRAILS_OUTSIDE,
     "R6": "the SDK makes an unknown tool's output item itself, from the formatter's text alone, "
     "so the registry's UNKNOWN_TOOL answer reaches the model without its error code (text only)",
+    "R7": _NO_GUARDRAILS_UNKNOWN,
     "R15": _STOPPED_BY_CANCEL,
     "R18": _FAILURE_TEXT,
     "R19": _STOPPED_BY_CANCEL,
-    "R29": _STOPPED_BY_CANCEL,
+    "R20": _NO_GUARDRAILS_UNKNOWN,
+    "R29": "a function tool's output item holds the output alone: the SDK has no field for the "
+    "additionalContexts a post-execute block adds (a guardrail's reject_content carries a "
+    "message only); and where the body is to fail after the stop, R15's reason: the SDK stops a "
+    "tool only by cancelling its task",
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
     "R34": _SDK_TIMEOUT,
@@ -106,21 +129,93 @@ ERROR_KEY: Final = "toolcancel/error"
 the published result's error (R1's ``error``: its code), which the output text cannot carry."""
 
 Invoke = Callable[[ToolContext[Any], str], Awaitable[Any]]
-_INVOCATION: ContextVar[tuple[Invoke, ToolContext[Any], str, list[Any]]] = ContextVar(
-    "toolcancel_openai_agents_invocation"
-)
-"""The SDK's invocation a registry call runs as its body: set around the call's entry, read by
-the body in the task the registry runs it in (a task copies its creator's context)."""
+
+
+@dataclasses.dataclass
+class _Invocation:
+    """One SDK tool call as its registry call sees it: the SDK's invocation of the tool, the
+    tool's guardrails (taken off the tool, run by the registry), what the tool returned
+    (``output``, at most one) and a guardrail's tripwire (raised once the call published)."""
+
+    invoke: Invoke
+    ctx: ToolContext[Any]
+    raw: str
+    inputs: list[ToolInputGuardrail[Any]]
+    outputs: list[ToolOutputGuardrail[Any]]
+    output: list[Any] = dataclasses.field(default_factory=list)
+    tripped: list[Exception] = dataclasses.field(default_factory=list)
+
+
+_INVOCATION: ContextVar[_Invocation] = ContextVar("toolcancel_openai_agents_invocation")
+"""The SDK's call a registry call runs: set around the call's entry, read by the body and the
+policies in the task the registry runs them in (a task copies its creator's context)."""
+
+_GUARDED: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+"""The registries whose pre- and post-execute policies include the guardrails' (mounted once
+per registry, however many runs share it)."""
 
 
 async def _body(arguments: Any, view: Execution) -> Any:
     """Every wrapped tool's registry body: the SDK's own invocation of the tool, cancelled (and
     awaited to its end) when the call's signal aborts."""
     del arguments
-    invoke, ctx, raw, kept = _INVOCATION.get()
-    output = await cancellable(view, invoke(ctx, raw))
-    kept.append(output)
+    inv = _INVOCATION.get()
+    output = await cancellable(view, inv.invoke(inv.ctx, inv.raw))
+    inv.output.append(output)
     return [text_block(output if isinstance(output, str) else str(output))]
+
+
+def _verdict(said: ToolGuardrailFunctionOutput, inv: _Invocation, trip: Exception) -> str | None:
+    """A guardrail's ``reject_content`` message, or None for ``allow``; ``raise_exception`` is
+    kept as ``inv``'s tripwire and raised here (the registry publishes a failing policy)."""
+    behavior = said.behavior
+    if behavior["type"] == "raise_exception":
+        inv.tripped.append(trip)
+        raise trip
+    if behavior["type"] == "reject_content":
+        message: str = behavior["message"]
+        return message
+    return None
+
+
+def _agent(inv: _Invocation) -> Agent[Any]:
+    """The agent running the call, as the SDK hands it to a guardrail."""
+    agent: Any = inv.ctx.agent
+    return cast(Agent[Any], agent)
+
+
+async def _inputs(view: Execution, nxt: Next) -> PreDecision:
+    """The registry's pre-execute policy: the call's tool input guardrails, in order; the first
+    rejection denies the call (a registry call not made here has none)."""
+    del view, nxt
+    inv = _INVOCATION.get(None)
+    if inv is None:
+        return Allow()
+    for guardrail in inv.inputs:
+        said = await guardrail.run(ToolInputGuardrailData(context=inv.ctx, agent=_agent(inv)))
+        message = _verdict(said, inv, ToolInputGuardrailTripwireTriggered(guardrail, said))
+        if message is not None:
+            return Deny(message.removeprefix("Error: "))
+    return Allow()
+
+
+async def _outputs(view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
+    """The registry's post-execute policy: the call's tool output guardrails, in order; the
+    first rejection blocks the result.  Each is shown what the model would read: the tool's own
+    output for its success, else the result's text (a cancellation's included: what
+    post-execute sees is the registry's result)."""
+    del view, nxt
+    inv = _INVOCATION.get(None)
+    if inv is None:
+        return Accept()
+    output = inv.output[0] if inv.output and not result.is_error else result.text
+    for guardrail in inv.outputs:
+        data = ToolOutputGuardrailData(context=inv.ctx, agent=_agent(inv), output=output)
+        said = await guardrail.run(data)
+        message = _verdict(said, inv, ToolOutputGuardrailTripwireTriggered(guardrail, said))
+        if message is not None:
+            return Block([text_block(message)])
+    return Accept()
 
 
 def _arguments(raw: str) -> Any:
@@ -142,16 +237,23 @@ class ToolCalls(Calls):
     # -- putting it in ---------------------------------------------------------------------
 
     def tool(self, tool: FunctionTool) -> FunctionTool:
-        """A copy of ``tool`` whose invocation is a registry call (its body ``tool``'s own)."""
+        """A copy of ``tool`` whose invocation is a registry call (its body ``tool``'s own, its
+        guardrails the registry's policies)."""
         invoke = tool.on_invoke_tool
         name = tool.name
+        inputs = list(tool.tool_input_guardrails or ())
+        outputs = list(tool.tool_output_guardrails or ())
         if self.registry.definition(name) is None:
             self.registry.register(name, _body, description=tool.description)
+        if self.registry not in _GUARDED:
+            self.registry.add_pre_execute(_inputs)
+            self.registry.add_post_execute(_outputs)
+            _GUARDED.add(self.registry)
 
         theirs = tool.custom_data_extractor
 
         async def on_invoke_tool(ctx: ToolContext[Any], raw: str) -> Any:
-            return await self._call(name, invoke, ctx, raw)
+            return await self._call(name, _Invocation(invoke, ctx, raw, inputs, outputs))
 
         async def custom_data(seen: FunctionToolCustomDataContext) -> Mapping[str, Any] | None:
             said = theirs(seen) if theirs is not None else None
@@ -162,7 +264,11 @@ class ToolCalls(Calls):
             return {**(said or {}), ERROR_KEY: result.error.to_data(result.revision)}
 
         return dataclasses.replace(
-            tool, on_invoke_tool=on_invoke_tool, custom_data_extractor=custom_data
+            tool,
+            on_invoke_tool=on_invoke_tool,
+            custom_data_extractor=custom_data,
+            tool_input_guardrails=None,  # the registry runs them (_inputs, _outputs)
+            tool_output_guardrails=None,
         )
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
@@ -211,20 +317,23 @@ class ToolCalls(Calls):
 
     # -- one call --------------------------------------------------------------------------
 
-    async def _call(self, name: str, invoke: Invoke, ctx: ToolContext[Any], raw: str) -> Any:
+    async def _call(self, name: str, inv: _Invocation) -> Any:
         """What the SDK's tool call now runs: the registry call; the tool's own output for a
         success, the published result's text for anything else.  A cancellation (the SDK
         cancelling the tool's task) is raised once the call published -- if the SDK still
-        waits; if it stopped waiting, :meth:`settled` is where the result is waited for."""
-        kept: list[Any] = []
+        waits; if it stopped waiting, :meth:`settled` is where the result is waited for.  So is
+        a guardrail's tripwire, after a cancellation."""
 
         def setup() -> Callable[[], None]:
-            token = _INVOCATION.set((invoke, ctx, raw, kept))
+            token = _INVOCATION.set(inv)
             return lambda: _INVOCATION.reset(token)
 
-        result, cancelled = await self.enter(name, _arguments(raw), ctx.tool_call_id, setup)
+        arguments = _arguments(inv.raw)
+        result, cancelled = await self.enter(name, arguments, inv.ctx.tool_call_id, setup)
         if cancelled is not None:
             raise cancelled
-        if kept and not result.is_error:
-            return kept[0]
+        if inv.tripped:
+            raise inv.tripped[0]
+        if inv.output and not result.is_error:
+            return inv.output[0]
         return result.text

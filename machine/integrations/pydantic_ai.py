@@ -6,10 +6,15 @@
     calls = Toolcancel(my_registry)                    # yours, with its hooks
     result = await agent.run(prompt, capabilities=[calls])
 
-:class:`Toolcancel` is a capability whose wrapper toolset (``get_wrapper_toolset``, pydantic-ai's
-public way to wrap an agent's assembled toolset) is a :class:`ToolcancelToolset`, a
-``WrapperToolset`` whose ``call_tool`` makes every function tool call the model asks for a call
-of :class:`~toolcancel.ToolRegistry` (:class:`~toolcancel.integrations.boundary.Boundary`).
+:class:`Toolcancel` is a capability whose ``wrap_tool_execute`` (pydantic-ai's public hook around
+a tool call's whole execution) makes every function tool call the model asks for a call of
+:class:`~toolcancel.ToolRegistry` (:class:`~toolcancel.integrations.boundary.Boundary`).  It
+declares itself the outermost capability (``get_ordering``), so the run's other capabilities'
+tool hooks (``Hooks(tool_execute=...)``, ``before_tool_execute``, ``after_tool_execute``) run
+inside the registry call, as part of its body: a cancellation while one of them waits meets the
+registry, not a call that already published.  :class:`ToolcancelToolset`, a ``WrapperToolset``
+doing the same at ``call_tool``, is for a program that passes toolsets rather than capabilities
+(a capability's hooks then run outside it).
 
 Cancellation.  pydantic-ai cancels a run -- ``CancellationToken.cancel()``, ``AgentRun.cancel()``
 or the cancellation of the task awaiting ``Agent.run`` -- by cancelling the run's task, which
@@ -34,27 +39,29 @@ whose text is the result's -- never an exception out of the run (R31).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from pydantic_ai import ToolReturn
-from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.capabilities import AbstractCapability, CapabilityOrdering
 from pydantic_ai.exceptions import (
     ApprovalRequired,
     CallDeferred,
     ModelRetry,
     SkipToolExecution,
     ToolFailed,
+    ToolRetryError,
 )
-from pydantic_ai.tools import RunContext
-from pydantic_ai.toolsets import AbstractToolset, WrapperToolset
+from pydantic_ai.messages import ToolCallPart
+from pydantic_ai.tools import RunContext, ToolDefinition
+from pydantic_ai.toolsets import WrapperToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 from pydantic_core import to_jsonable_python
 
 from ..contract.results import ToolOutput, ToolResult, text_block
 from ..runtime.toolregistry import ToolRegistry
-from .boundary import Boundary, Published
+from .boundary import Boundary, Published, Run
 
 _TEXT_ONLY = (
     "pydantic-ai's failed tool return (what ToolFailed makes) holds text only, so an error result "
@@ -67,24 +74,44 @@ _TASK = (
     "that stops when its await is cancelled, ends cancelled rather than failing, so the registry "
     "publishes ABORTED where the contract expects the failure to survive."
 )
+_CHAIN = (
+    "pydantic-ai hands the outermost capability's wrap_tool_execute one handler for the rest of "
+    "the tool's execution, the other capabilities' tool hooks (the rows' around wrappers) "
+    "included, so they run inside the registry call's body and are cancelled with its task: a "
+    "wrapper that waits after the tool, or retries it, does so inside one body, and where the "
+    "contract refuses a re-dispatch after a cancel (ABORTED_BEFORE_DISPATCH) or keeps a "
+    "wrapper's own outcome, the registry publishes the body's ABORTED; and pydantic-ai answers a "
+    "tool name no toolset has before any hook runs, so a cancel where the vectors' wrappers "
+    "would wait finds no call."
+)
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _TEXT_ONLY,
     "R6": "pydantic-ai answers a tool name no toolset has with its own retry prompt before any "
     "toolset's call_tool runs, so the registry never sees the call.",
     "R11": _TEXT_ONLY,
     "R15": _TASK,
+    "R16": "a tool's failure reaches a capability's tool_execute hook (the rows' around "
+    "wrappers) as an exception, not as a result the hook goes on from, so a wrapper that is to "
+    "fail after delegating never runs its own failure; and pydantic-ai answers a tool name no "
+    "toolset has before any hook runs, so the wrappers never answer for it.",
+    "R17": _CHAIN,
     "R18": _TEXT_ONLY,
     "R19": _TASK,
+    "R21": _CHAIN,
+    "R28": _CHAIN,
     "R29": _TASK,
     "R30": _TEXT_ONLY,
     "R31": _TEXT_ONLY,
+    "R41": _CHAIN,
 }
 """Rule id -> why pydantic-ai's structure keeps it broken with this toolset (docs/REAL-WORLD.md
 shows each beside the rule; the render stops if a broken rule has none, or one names a kept
 rule)."""
 
-HANDLED: Final = (ModelRetry, ToolFailed, CallDeferred, ApprovalRequired, SkipToolExecution)
-"""A tool's exceptions pydantic-ai turns into an answer of its own: raised to it unchanged."""
+HANDLED: Final = (ModelRetry, ToolFailed, CallDeferred, ApprovalRequired, SkipToolExecution,
+                  ToolRetryError)  # fmt: skip
+"""A tool's exceptions pydantic-ai turns into an answer of its own: raised to it unchanged
+(``ToolRetryError``: a ``ModelRetry`` as a ``wrap_tool_execute`` hook sees it, documented there)."""
 
 
 def _blocks(value: Any) -> list[Any]:
@@ -119,6 +146,22 @@ def answer(published: Published) -> Any:
     return ToolReturn(return_value=data["content"], metadata=data.get("meta"))
 
 
+async def _through(boundary: Boundary, name: str, args: Any, key: str, run: Run) -> Any:
+    """pydantic-ai's tool call ``run`` (its call ``key``) as a registry call: what pydantic-ai
+    gets for it (:func:`answer`)."""
+    earlier = boundary.published.get(key)
+    try:
+        published = await boundary.call(name, args, key, run, output)
+    except asyncio.CancelledError:
+        # pydantic-ai cancelled this call's own task, and records the return of a task that
+        # returned: what the call published goes there, never a late success.
+        found = boundary.published.get(key)
+        if found is None or found is earlier:  # abandoned unpublished (P7): nothing to say
+            raise
+        published = found
+    return answer(published)
+
+
 @dataclass
 class ToolcancelToolset(WrapperToolset[Any]):
     """``wrapped``'s tools, each call made through ``boundary``'s registry (see the module).
@@ -130,22 +173,10 @@ class ToolcancelToolset(WrapperToolset[Any]):
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
     ) -> Any:
-        key = ctx.tool_call_id or name
-
         def run() -> Any:
             return self.wrapped.call_tool(name, tool_args, ctx, tool)
 
-        earlier = self.boundary.published.get(key)
-        try:
-            published = await self.boundary.call(name, tool_args, key, run, output)
-        except asyncio.CancelledError:
-            # pydantic-ai cancelled this call's own task, and records the return of a task that
-            # returned: what the call published goes there, never a late success.
-            found = self.boundary.published.get(key)
-            if found is None or found is earlier:  # abandoned unpublished (P7): nothing to say
-                raise
-            published = found
-        return answer(published)
+        return await _through(self.boundary, name, tool_args, ctx.tool_call_id or name, run)
 
 
 @dataclass
@@ -155,8 +186,9 @@ class Toolcancel(AbstractCapability[Any]):
         calls = Toolcancel()                       # or Toolcancel(my_registry)
         agent = Agent(model, capabilities=[calls])  # or agent.run(..., capabilities=[calls])
 
-    It wraps the agent's assembled toolset (output tools aside) in a :class:`ToolcancelToolset`,
-    each run's, all sharing one boundary: :meth:`settled` and :attr:`published` see every call."""
+    The outermost capability, it wraps each function tool call's execution (output tools
+    aside), the other capabilities' tool hooks included; every run shares one boundary:
+    :meth:`settled` and :attr:`published` see every call."""
 
     registry: ToolRegistry | None = None
     """The caller's registry (its hooks apply to every call), or ``None`` for a new one."""
@@ -167,8 +199,22 @@ class Toolcancel(AbstractCapability[Any]):
     def __post_init__(self) -> None:
         self.boundary = Boundary(self.registry, revision=self.revision)
 
-    def get_wrapper_toolset(self, toolset: AbstractToolset[Any]) -> AbstractToolset[Any]:
-        return ToolcancelToolset(toolset, self.boundary)
+    def get_ordering(self) -> CapabilityOrdering:
+        return CapabilityOrdering(position="outermost")
+
+    async def wrap_tool_execute(
+        self,
+        ctx: RunContext[Any],
+        *,
+        call: ToolCallPart,
+        tool_def: ToolDefinition,
+        args: dict[str, Any],
+        handler: Callable[[dict[str, Any]], Awaitable[Any]],
+    ) -> Any:
+        def run() -> Any:
+            return handler(args)
+
+        return await _through(self.boundary, call.tool_name, args, call.tool_call_id, run)
 
     @property
     def published(self) -> dict[str, Published]:

@@ -11,7 +11,8 @@ adapter is a script holding one :class:`Runtime` subclass -- what the runtime ha
 The kit does the rest: the protocol (:func:`serve`), each vector's gates, virtual clock and
 caller (:func:`run_vector`), the scenario's tool body (:meth:`Call.body`), the answer
 (:class:`Outcome`), the control row (:class:`RegistryControl`), a configuration's row
-(:func:`row`) and a reproduction script's runner (:func:`reproduce`): toolcancel's own registry
+(:func:`row`), an integrated row (:func:`integrated`: a plain row with a toolcancel integration
+put in) and a reproduction script's runner (:func:`reproduce`): toolcancel's own registry
 through the same mapping, which must pass every vector it is sent.  The rules -- for
 :class:`Unsupported`, for a call that raised, for each capability -- are in
 :mod:`toolcancel.runtimes.driver` and :mod:`toolcancel.runtimes.call`.
@@ -47,6 +48,7 @@ from .control import (
     registry_for,
 )
 from .driver import AdapterError, Runtime, main, needs, not_json, row, run_vector, serve
+from .integrated import integrated
 from .reproduce import Reproduction, reproduce
 
 __all__ = [
@@ -70,6 +72,7 @@ __all__ = [
     "control_pre",
     "control_server",
     "control_wrapper",
+    "integrated",
     "main",
     "needs",
     "no_signal",

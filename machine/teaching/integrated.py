@@ -1,11 +1,13 @@
 """The integrated rows of docs/REAL-WORLD.md: a runtime judged with its toolcancel integration.
 
 An integrated row is ``examples/runtimes/adapter_<runtime>__integrated.py``: the plain row
-(``adapter_<runtime>.py``) plus the lines that apply the integration, each ending ``#
-integration`` (deleting them leaves the plain row's behaviour: tests/test_integrations.py plants
-that stub and sees the row fail).  The integration is the ``toolcancel.integrations.<module>``
-the row imports; its ``LIMITS`` (a literal dict, read here without importing the runtime) gives,
-for each rule the row still breaks, the runtime's structural reason.  The page shows the row
+(``adapter_<runtime>.py``) with the integration's install step at the plain row's integration
+point (:func:`toolcancel.runtimes.integrated`), whose lines that apply the integration each end
+``# integration`` (deleting them leaves the plain row's behaviour: tests/test_integrations.py
+plants that stub and sees the row fail).  The integration is the
+``toolcancel.integrations.<module>`` the row imports; its ``LIMITS`` (a literal dict, read here
+without importing the runtime) gives, for each rule the row still breaks, the runtime's
+structural reason.  The page shows the row
 beside its plain row and that reason for every rule still broken; the render stops, naming the
 row and the rule, when a broken rule has no reason or a reason names a rule every such row keeps.
 """
