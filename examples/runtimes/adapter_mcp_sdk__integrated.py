@@ -1,4 +1,5 @@
-"""The MCP Python SDK's ``MCPServer`` with ``toolcancel.integrations.mcp``: adapter_mcp_sdk.py's row.
+"""The MCP Python SDK's ``MCPServer`` with ``toolcancel.integrations.mcp``:
+adapter_mcp_sdk.py's row.
 
     toolcancel conform --revision seed --adapter python \\
         examples/runtimes/adapter_mcp_sdk__integrated.py

@@ -1,5 +1,6 @@
-"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``: adapter_openai_agents__cancel_after_turn.py's
-row (the caller's signal is the run's own ``cancel(mode="after_turn")``).
+"""The OpenAI Agents SDK with ``toolcancel.integrations.openai_agents``:
+adapter_openai_agents__cancel_after_turn.py's row (the caller's signal is the run's own
+``cancel(mode="after_turn")``).
 
     toolcancel conform --revision seed --adapter python \\
         examples/runtimes/adapter_openai_agents__cancel_after_turn__integrated.py
