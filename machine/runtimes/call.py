@@ -37,6 +37,7 @@ from typing import Any, Final, TypeAlias, TypeVar
 
 import anyio
 
+from ..contract.errors import ToolError as ContractToolError
 from ..contract.results import ToolResult
 from ..oracle.scenario_language import BODY_FAILURE, BODY_STRUCTURED_FAILURE, BODY_TEXT, BUDGET_MS
 
@@ -86,12 +87,16 @@ class Unsupported(Exception):
     refusal is never scored as the runtime raising."""
 
 
-class ToolError(Exception):
-    """The scenario's structured error (``throw_structured``): a message and a code."""
+class ToolError(ContractToolError):
+    """The scenario's structured error (``throw_structured``): a message and a code.
+
+    It is the registry's own structured failure (``toolcancel.ToolError``), so a registry an
+    integration puts in the runtime's path keeps its code (R3's ``error``) as the contract's
+    result does: a structured throw the registry saw as a plain exception would lose it, and
+    the row would be charged with a loss that is the mapping's."""
 
     def __init__(self, message: str, code: str) -> None:
-        super().__init__(message)
-        self.code = code
+        super().__init__(message, code=code)
 
 
 @dataclass(frozen=True)
