@@ -107,12 +107,12 @@ _NO_GUARDRAILS_UNKNOWN: Final = (
     "post-execute for the registry's UNKNOWN_TOOL answer, which no block or failing policy can "
     "replace (the rows' post-execute is the known tool's output guardrail)"
 )
-_SDK_TIMEOUT: Final = (
-    "a function tool's timeout is the SDK's asyncio.wait_for around on_invoke_tool, the seam "
-    "the integration wraps: it cancels the call's task from outside, which the registry sees "
-    "as a cancellation (ABORTED, the body stopped by it even where the caller aborted in that "
-    "step), not as its own deadline (TOOL_TIMEOUT); giving the tool's budget to the registry's "
-    "timeout policy instead is not done yet"
+_SDK_TIMEOUT_TEXT: Final = (
+    "the registry decides TOOL_TIMEOUT with its own deadline (the tool's timeout is its budget), "
+    "but the model reads what the SDK's timeout path says (the tool's timeout_error_function, "
+    "else 'Tool ... timed out after N seconds.'), kept so a program's timeout answer does not "
+    "change: not the contract's 'Error: tool call timed out after <ms>ms' (text only; the code "
+    "is in the output item's custom_data)"
 )
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _FAILURE_TEXT,
@@ -129,9 +129,11 @@ LIMITS: Final[Mapping[str, str]] = {
     "tool only by cancelling its task",
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
-    "R34": _SDK_TIMEOUT,
-    "R21": _SDK_TIMEOUT,
-    "R41": _SDK_TIMEOUT,
+    "R34": _SDK_TIMEOUT_TEXT,
+    "R14": "the rows' structured pre-execute failure (throw_structured) is the conformance "
+    "kit's ToolError raised by a tool input guardrail: a Python exception with a code, not "
+    "toolcancel's ToolError, whose code alone the registry reads (R3), so the failure is "
+    "published without its code: a limit of that mapping, which the control does not share",
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
