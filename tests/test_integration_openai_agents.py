@@ -190,6 +190,9 @@ def test_one_name_has_one_budget_in_a_registry() -> None:
     calls.tool(Write().tool(timeout=1))
     with pytest.raises(ValueError, match=r"'save'.*timeout_ms=1000"):
         calls.tool(Write().tool(timeout=2))
+    other = ToolCalls(ToolRegistry())
+    other.tool(stuck(timeout=0.3))
+    assert other.registry.definition("save").timeout_ms == 300  # not 300.00000000000006
 
 
 async def test_a_call_entering_after_abort_never_starts_its_tool() -> None:

@@ -290,7 +290,8 @@ class ToolCalls(Calls):
         inputs = list(tool.tool_input_guardrails or ())
         outputs = list(tool.tool_output_guardrails or ())
         timed_out = _timeout_answer(tool)
-        ms = None if tool.timeout_seconds is None else tool.timeout_seconds * 1000
+        # in ms, rounded to the nanosecond: 0.3 s is 300 ms, not 300.00000000000006
+        ms = None if tool.timeout_seconds is None else round(tool.timeout_seconds * 1000, 6)
         known = self.registry.definition(name)
         if known is None:
             self.registry.register(name, _body, description=tool.description, timeout_ms=ms)
