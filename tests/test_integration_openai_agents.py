@@ -23,6 +23,7 @@ from agents import (  # noqa: E402
     ToolInputGuardrailData,
     ToolInputGuardrailTripwireTriggered,
     ToolOutputGuardrailData,
+    ToolTimeoutError,
     function_tool,
     tool_input_guardrail,
     tool_output_guardrail,
@@ -43,8 +44,8 @@ class Write:
         self.finish = asyncio.Event()
         self.order: list[str] = []
 
-    def tool(self) -> Any:
-        @function_tool(name_override="save")
+    def tool(self, **options: Any) -> Any:
+        @function_tool(name_override="save", **options)
         async def save(record: str) -> str:
             self.writing.set()
             try:
@@ -124,6 +125,74 @@ async def test_cancel_after_turn_tells_the_tool_and_the_history_keeps_aborted() 
     [item] = [i for i in run.new_items if isinstance(i, ToolCallOutputItem)]
     assert item.output == "Error: tool call aborted"  # not the late "saved r"
     assert item.custom_data == {ERROR_KEY: {"name": "AbortError", "code": "ABORTED"}}
+
+
+async def test_a_tools_timeout_is_the_registrys_deadline_published_once_the_body_settled() -> None:
+    """The SDK's own timeout would cancel the call's task from outside (ABORTED); here the copy
+    has none, the registry's deadline stops the body, and TOOL_TIMEOUT is published only once
+    it finished its write; the model reads what the SDK's timeout path says."""
+    write = Write()
+    answered: list[ToolTimeoutError] = []
+
+    def timed_out(ctx: Any, error: Exception) -> str:
+        assert isinstance(error, ToolTimeoutError)
+        answered.append(error)
+        write.order.append("timeout answered")
+        return f"too slow: {error}"
+
+    calls = ToolCalls(ToolRegistry())
+    tool = calls.tool(write.tool(timeout=2.5, timeout_error_function=timed_out))
+    assert tool.timeout_seconds is None  # the SDK has no timeout of its own to fire
+    assert calls.registry.definition("save").timeout_ms == 2500
+    agent = Agent(name="a", model=model(), tools=[tool])
+    run = asyncio.ensure_future(calls.run(Runner.run(agent, "go", run_config=CONFIG)))
+    await write.told.wait()  # the registry's deadline aborted the call: the body is told
+    assert calls.result_of("c1") is None and not run.done()  # not before the body settled
+    write.finish.set()
+    done = await run
+    assert write.order == ["tool wrote", "timeout answered"]
+    [published] = calls.published
+    assert published.result.error is not None and published.result.error.code == "TOOL_TIMEOUT"
+    assert [(e.tool_name, e.timeout_seconds) for e in answered] == [("save", 2.5)]
+    assert received(done) == ["too slow: Tool 'save' timed out after 2.5 seconds."]
+    [item] = [i for i in done.new_items if isinstance(i, ToolCallOutputItem)]
+    assert item.custom_data is not None and item.custom_data[ERROR_KEY]["code"] == "TOOL_TIMEOUT"
+
+
+def stuck(**options: Any) -> Any:
+    """A tool only its deadline ends (its task cancelled, it leaves at once)."""
+
+    @function_tool(name_override="save", **options)
+    async def save(record: str) -> str:
+        await asyncio.Event().wait()
+        return record
+
+    return save
+
+
+async def test_a_timeout_keeps_the_sdks_default_message_and_raise_exception() -> None:
+    calls = ToolCalls(ToolRegistry())
+    agent = calls.agent(Agent(name="a", model=model(), tools=[stuck(timeout=1)]))
+    done = await calls.run(Runner.run(agent, "go", run_config=CONFIG))
+    assert received(done) == ["Tool 'save' timed out after 1 seconds."]
+
+    raising = ToolCalls(ToolRegistry())
+    tool = stuck(timeout=1, timeout_behavior="raise_exception")
+    agent = raising.agent(Agent(name="a", model=model(), tools=[tool]))
+    with pytest.raises(ToolTimeoutError):
+        await raising.run(Runner.run(agent, "go", run_config=CONFIG))
+    [published] = raising.published
+    assert published.result.error is not None and published.result.error.code == "TOOL_TIMEOUT"
+
+
+def test_one_name_has_one_budget_in_a_registry() -> None:
+    calls = ToolCalls(ToolRegistry())
+    calls.tool(Write().tool(timeout=1))
+    with pytest.raises(ValueError, match=r"'save'.*timeout_ms=1000"):
+        calls.tool(Write().tool(timeout=2))
+    other = ToolCalls(ToolRegistry())
+    other.tool(stuck(timeout=0.3))
+    assert other.registry.definition("save").timeout_ms == 300  # not 300.00000000000006
 
 
 async def test_a_call_entering_after_abort_never_starts_its_tool() -> None:

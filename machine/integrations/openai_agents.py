@@ -18,6 +18,15 @@ invocation, unchanged (its argument parsing, its ``failure_error_function``).  T
 * **a late success is ABORTED**: what the model and the run's history get for the call is the
   published result -- the tool's own output for a success, the contract's text otherwise, its
   error code in the output item's ``custom_data`` (:data:`ERROR_KEY`);
+* **a tool's timeout is the registry's deadline**: a tool's ``timeout_seconds`` becomes its
+  registry budget (``timeout_ms``; the integration installs
+  :func:`~toolcancel.install_timeout_policy` once per registry -- do not install it again) and
+  the SDK gets the tool without a timeout of its own, whose ``asyncio.wait_for`` would cancel
+  the call from outside (an ``ABORTED`` to the registry): the deadline stops the body, the call
+  publishes TOOL_TIMEOUT once the body stopped (R34, R35), and the model reads what the SDK's
+  timeout path says (its ``timeout_error_function``'s text or default message;
+  ``timeout_behavior="raise_exception"`` raises ``ToolTimeoutError`` once the call published);
+  an output guardrail, the registry's post-execute, sees the registry's timeout text;
 * **an unknown tool** is answered by the registry (:meth:`ToolCalls.run_config`: the SDK's
   ``tool_not_found_behavior="return_error_to_model"`` with a ``tool_error_formatter`` that asks
   the registry), not by ending the run;
@@ -63,14 +72,16 @@ from agents import (
     ToolOutputGuardrail,
     ToolOutputGuardrailData,
     ToolOutputGuardrailTripwireTriggered,
+    ToolTimeoutError,
 )
-from agents.tool import FunctionToolCustomDataContext
+from agents.tool import FunctionToolCustomDataContext, default_tool_timeout_error_message
 from agents.tool_context import ToolContext
 
 from ..contract.results import ToolResult, text_block
 from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
 from ..runtime.hooks import Accept, Allow, Block, Deny, Next, PostDecision, PreDecision
+from ..runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 from ..runtime.toolregistry import ToolRegistry
 from .boundary import Calls, Published
 
@@ -96,12 +107,12 @@ _NO_GUARDRAILS_UNKNOWN: Final = (
     "post-execute for the registry's UNKNOWN_TOOL answer, which no block or failing policy can "
     "replace (the rows' post-execute is the known tool's output guardrail)"
 )
-_SDK_TIMEOUT: Final = (
-    "a function tool's timeout is the SDK's asyncio.wait_for around on_invoke_tool, the seam "
-    "the integration wraps: it cancels the call's task from outside, which the registry sees "
-    "as a cancellation (ABORTED, the body stopped by it even where the caller aborted in that "
-    "step), not as its own deadline (TOOL_TIMEOUT); giving the tool's budget to the registry's "
-    "timeout policy instead is not done yet"
+_SDK_TIMEOUT_TEXT: Final = (
+    "the registry decides TOOL_TIMEOUT with its own deadline (the tool's timeout is its budget), "
+    "but the model reads what the SDK's timeout path says (the tool's timeout_error_function, "
+    "else 'Tool ... timed out after N seconds.'), kept so a program's timeout answer does not "
+    "change: not the contract's 'Error: tool call timed out after <ms>ms' (text only; the code "
+    "is in the output item's custom_data)"
 )
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _FAILURE_TEXT,
@@ -118,9 +129,11 @@ LIMITS: Final[Mapping[str, str]] = {
     "tool only by cancelling its task",
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
-    "R34": _SDK_TIMEOUT,
-    "R21": _SDK_TIMEOUT,
-    "R41": _SDK_TIMEOUT,
+    "R34": _SDK_TIMEOUT_TEXT,
+    "R14": "the rows' structured pre-execute failure (throw_structured) is the conformance "
+    "kit's ToolError raised by a tool input guardrail: a Python exception with a code, not "
+    "toolcancel's ToolError, whose code alone the registry reads (R3), so the failure is "
+    "published without its code: a limit of that mapping, which the control does not share",
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
@@ -134,14 +147,16 @@ Invoke = Callable[[ToolContext[Any], str], Awaitable[Any]]
 @dataclasses.dataclass
 class _Invocation:
     """One SDK tool call as its registry call sees it: the SDK's invocation of the tool, the
-    tool's guardrails (taken off the tool, run by the registry), what the tool returned
-    (``output``, at most one) and a guardrail's tripwire (raised once the call published)."""
+    tool's guardrails (taken off the tool, run by the registry), the SDK's answer to the tool's
+    timeout (``timed_out``, for a tool with one), what the tool returned (``output``, at most
+    one) and a guardrail's tripwire (raised once the call published)."""
 
     invoke: Invoke
     ctx: ToolContext[Any]
     raw: str
     inputs: list[ToolInputGuardrail[Any]]
     outputs: list[ToolOutputGuardrail[Any]]
+    timed_out: Invoke | None
     output: list[Any] = dataclasses.field(default_factory=list)
     tripped: list[Exception] = dataclasses.field(default_factory=list)
 
@@ -153,6 +168,10 @@ policies in the task the registry runs them in (a task copies its creator's cont
 _GUARDED: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 """The registries whose pre- and post-execute policies include the guardrails' (mounted once
 per registry, however many runs share it)."""
+
+_TIMED: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
+"""The registries whose around chain holds the timeout policy the integration installed (once
+per registry, for the first tool with a timeout)."""
 
 
 async def _body(arguments: Any, view: Execution) -> Any:
@@ -218,6 +237,29 @@ async def _outputs(view: Execution, result: ToolResult, nxt: Next) -> PostDecisi
     return Accept()
 
 
+def _timeout_answer(tool: FunctionTool) -> Invoke | None:
+    """What the SDK's own timeout path answers for ``tool`` past its ``timeout_seconds`` (None
+    for a tool without one): ``ToolTimeoutError`` raised for ``timeout_behavior=
+    "raise_exception"``, else its ``timeout_error_function``'s text, else the SDK's default
+    message.  The integration gives it once the registry published TOOL_TIMEOUT."""
+    seconds = tool.timeout_seconds
+    if seconds is None:
+        return None
+    name, behavior, formatter = tool.name, tool.timeout_behavior, tool.timeout_error_function
+
+    async def answer(ctx: ToolContext[Any], raw: str) -> Any:
+        del raw
+        error = ToolTimeoutError(tool_name=name, timeout_seconds=seconds)
+        if behavior == "raise_exception":
+            raise error
+        if formatter is None:
+            return default_tool_timeout_error_message(tool_name=name, timeout_seconds=seconds)
+        said = formatter(ctx, error)
+        return await said if isinstance(said, Awaitable) else said
+
+    return answer
+
+
 def _arguments(raw: str) -> Any:
     """The call's arguments as the registry sees them: the JSON the model sent, else its text."""
     try:
@@ -238,13 +280,30 @@ class ToolCalls(Calls):
 
     def tool(self, tool: FunctionTool) -> FunctionTool:
         """A copy of ``tool`` whose invocation is a registry call (its body ``tool``'s own, its
-        guardrails the registry's policies)."""
+        guardrails the registry's policies, its ``timeout_seconds`` the registry's budget for
+        it: the copy has no SDK timeout, the registry's timeout policy decides TOOL_TIMEOUT).
+
+        Raises ``ValueError`` if ``registry`` already has a tool of that name with another
+        budget: one name has one budget in a registry."""
         invoke = tool.on_invoke_tool
         name = tool.name
         inputs = list(tool.tool_input_guardrails or ())
         outputs = list(tool.tool_output_guardrails or ())
-        if self.registry.definition(name) is None:
-            self.registry.register(name, _body, description=tool.description)
+        timed_out = _timeout_answer(tool)
+        # in ms, rounded to the nanosecond: 0.3 s is 300 ms, not 300.00000000000006
+        ms = None if tool.timeout_seconds is None else round(tool.timeout_seconds * 1000, 6)
+        known = self.registry.definition(name)
+        if known is None:
+            self.registry.register(name, _body, description=tool.description, timeout_ms=ms)
+        elif known.timeout_ms != ms:
+            raise ValueError(
+                f"tool {name!r}: the registry has it with timeout_ms={known.timeout_ms!r}, the "
+                f"FunctionTool's timeout is {ms!r} ms; give both the same budget, or use "
+                "another registry"
+            )
+        if ms is not None and self.registry not in _TIMED:
+            install_timeout_policy(self.registry)
+            _TIMED.add(self.registry)
         if self.registry not in _GUARDED:
             self.registry.add_pre_execute(_inputs)
             self.registry.add_post_execute(_outputs)
@@ -253,7 +312,8 @@ class ToolCalls(Calls):
         theirs = tool.custom_data_extractor
 
         async def on_invoke_tool(ctx: ToolContext[Any], raw: str) -> Any:
-            return await self._call(name, _Invocation(invoke, ctx, raw, inputs, outputs))
+            inv = _Invocation(invoke, ctx, raw, inputs, outputs, timed_out)
+            return await self._call(name, inv)
 
         async def custom_data(seen: FunctionToolCustomDataContext) -> Mapping[str, Any] | None:
             said = theirs(seen) if theirs is not None else None
@@ -269,6 +329,7 @@ class ToolCalls(Calls):
             custom_data_extractor=custom_data,
             tool_input_guardrails=None,  # the registry runs them (_inputs, _outputs)
             tool_output_guardrails=None,
+            timeout_seconds=None,  # the registry's timeout policy keeps the budget
         )
 
     def agent(self, agent: Agent[Any]) -> Agent[Any]:
@@ -319,7 +380,8 @@ class ToolCalls(Calls):
 
     async def _call(self, name: str, inv: _Invocation) -> Any:
         """What the SDK's tool call now runs: the registry call; the tool's own output for a
-        success, the published result's text for anything else.  A cancellation (the SDK
+        success, the SDK's own answer to a timeout for TOOL_TIMEOUT (:func:`_timeout_answer`),
+        the published result's text for anything else.  A cancellation (the SDK
         cancelling the tool's task) is raised once the call published -- if the SDK still
         waits; if it stopped waiting, :meth:`settled` is where the result is waited for.  So is
         a guardrail's tripwire, after a cancellation."""
@@ -336,4 +398,7 @@ class ToolCalls(Calls):
             raise inv.tripped[0]
         if inv.output and not result.is_error:
             return inv.output[0]
+        if inv.timed_out is not None and result.error is not None:
+            if result.error.code == TOOL_TIMEOUT:
+                return await inv.timed_out(inv.ctx, inv.raw)
         return result.text
