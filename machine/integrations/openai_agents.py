@@ -130,10 +130,6 @@ LIMITS: Final[Mapping[str, str]] = {
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
     "R34": _SDK_TIMEOUT_TEXT,
-    "R14": "the rows' structured pre-execute failure (throw_structured) is the conformance "
-    "kit's ToolError raised by a tool input guardrail: a Python exception with a code, not "
-    "toolcancel's ToolError, whose code alone the registry reads (R3), so the failure is "
-    "published without its code: a limit of that mapping, which the control does not share",
 }
 """Rule id -> why the SDK's structure keeps that rule broken with the integration."""
 
