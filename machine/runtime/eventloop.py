@@ -88,15 +88,24 @@ def timers() -> Callable[[float, Callable[[], None]], Timer]:
 def clock_and_timers() -> tuple[Callable[[], float], Callable[[float, Callable[[], None]], Timer]]:
     """:func:`clock` and :func:`timers` of the loop running now, with one look-up of it (a call
     takes both as it enters).  Raises ``RuntimeError`` outside any loop."""
-    loop = running_loop()
-    if loop is not None:
-        return _clock_of(loop), loop.call_later
-    return clock(), timers()
+    try:  # running_loop(), one Python call fewer: every call pays this as it enters
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return clock(), timers()
+    return _clock_of(loop), loop.call_later
 
 
 def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
-    own = getattr(loop.time, "__func__", None)
-    return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
+    """``time.monotonic`` when the loop's ``time()`` is asyncio's own (its class's, not set on
+    the instance as a virtual clock sets it), else ``loop.time``.  Asked of the class and the
+    instance's ``__dict__`` (every ``BaseEventLoop`` has one), without making the bound method
+    ``loop.time``: each call asks as it enters."""
+    if type(loop).time is _OWN_TIME and "time" not in loop.__dict__:
+        return time.monotonic
+    return loop.time
+
+
+_OWN_TIME = asyncio.BaseEventLoop.time
 
 
 def call_at(when: float, callback: Callable[[], None]) -> Timer:
