@@ -535,6 +535,68 @@ async def test_in_flight_lists_calls_until_they_materialize() -> None:
         assert rig.registry.in_flight() == []
 
 
+def _time_in_state(reg: ToolRegistry) -> list[tuple[str, float]]:
+    return [(s.state, s.seconds) for s in reg.in_flight()]
+
+
+async def test_in_flight_times_every_state_someone_else_can_ask_in() -> None:
+    """The call's clock is not read for the states the driver leaves synchronously; in every
+    state where code of someone else's runs -- the scheduler's between stages, a wrapper's after
+    its next(), a tap's or a trace sink's at each step -- the time is the time since it entered."""
+    reg = ToolRegistry()
+    asked: list[list[tuple[str, float]]] = []
+
+    async def body(args: Any, view: Execution) -> Any:
+        await asyncio.sleep(5)
+        return [text("ok")]
+
+    reg.register("t", body)
+    staged = reg.begin("t", signal=controller()[1])
+    await asyncio.sleep(1)
+    assert _time_in_state(reg) == [("pre_policy", 1.0)]
+    assert await staged.prepare()
+    await asyncio.sleep(3)
+    assert _time_in_state(reg) == [("around_before", 3.0)]  # the scheduler's, between stages
+    await staged.dispatch()
+    await asyncio.sleep(4)
+    assert _time_in_state(reg) == [("post_policy", 4.0)]
+    await staged.finalize()
+
+    async def wrapper(view: Execution, next_: Any) -> Any:
+        result = await next_()
+        await asyncio.sleep(2)
+        asked.append(_time_in_state(reg))  # after a 5 s body: 2 s in around_after
+        return result
+
+    reg.add_around(wrapper)
+    await reg.execute("t", signal=controller()[1])
+    assert asked == [[("around_after", 2.0)]]
+
+
+@pytest.mark.parametrize("observer", ["tap", "trace sink"])
+async def test_in_flight_asked_at_each_step_by_a_tap_or_a_trace_sink(observer: str) -> None:
+    """A tap or a trace sink runs at every step, also into the states the driver leaves at once
+    (``around_after`` without wrappers, ``finalizing``, ``materialized``): each sees the state
+    just entered, for no time, not for the 5 s the body took."""
+    seen: list[tuple[str, float]] = []
+
+    def ask(*_: Any) -> None:
+        seen.extend(_time_in_state(reg))
+
+    reg = ToolRegistry(on_step=ask) if observer == "tap" else ToolRegistry(trace=ask)
+
+    async def body(args: Any, view: Execution) -> Any:
+        await asyncio.sleep(5)
+        return [text("ok")]
+
+    reg.register("t", body)
+    await reg.execute("t", signal=controller()[1])
+    states = [state for state, _ in seen]
+    after_body = seen[len(states) - states[::-1].index("body") :]
+    assert {state for state, _ in after_body} >= {"around_after", "finalizing", "materialized"}
+    assert all(seconds == 0.0 for _, seconds in after_body), after_body
+
+
 async def test_the_drain_watchdog_warns_once_and_never_abandons(
     caplog: pytest.LogCaptureFixture,
 ) -> None:

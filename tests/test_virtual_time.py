@@ -14,6 +14,7 @@ import time
 from typing import cast
 
 import pytest
+from toolcancel.runtime.eventloop import clock_and_timers
 from toolcancel.runtime.virtual_time import VirtualClock, run
 
 pytestmark = pytest.mark.usefixtures("no_real_waits")
@@ -256,6 +257,33 @@ def test_patch_loop_defaults_to_the_running_loop() -> None:
         assert loop.run_until_complete(main()) == 50.0
     finally:
         loop.close()
+
+
+def test_a_call_takes_the_loops_own_clock_or_monotonic_when_that_is_all_it_is() -> None:
+    """What a call reads its time in state from (eventloop.clock_and_timers): asyncio's own
+    ``time()`` is ``time.monotonic``, read directly; a virtual clock set on the loop or a loop
+    class with a ``time()`` of its own is asked itself."""
+
+    class Shifted(asyncio.SelectorEventLoop):
+        def time(self) -> float:
+            return 1000.0
+
+    async def taken() -> tuple[object, float]:
+        clock, _ = clock_and_timers()
+        return clock, clock()
+
+    for make in (asyncio.new_event_loop, Shifted):
+        loop = make()
+        try:
+            clock, now = loop.run_until_complete(taken())
+            if make is Shifted:
+                assert now == 1000.0
+            else:
+                assert clock is time.monotonic
+            with VirtualClock(start=7.0).patch_loop(loop):
+                assert loop.run_until_complete(taken())[1] == 7.0
+        finally:
+            loop.close()
 
 
 def test_patch_loop_refuses_a_loop_without_a_selector() -> None:

@@ -88,13 +88,20 @@ def timers() -> Callable[[float, Callable[[], None]], Timer]:
 def clock_and_timers() -> tuple[Callable[[], float], Callable[[float, Callable[[], None]], Timer]]:
     """:func:`clock` and :func:`timers` of the loop running now, with one look-up of it (a call
     takes both as it enters).  Raises ``RuntimeError`` outside any loop."""
-    loop = running_loop()
-    if loop is not None:
-        return _clock_of(loop), loop.call_later
-    return clock(), timers()
+    try:  # running_loop(), one Python call fewer: every call pays this as it enters
+        loop = asyncio.get_running_loop()
+    except RuntimeError:
+        return clock(), timers()
+    return _clock_of(loop), loop.call_later
 
 
 def _clock_of(loop: asyncio.AbstractEventLoop) -> Callable[[], float]:
+    """``time.monotonic`` when the loop's ``time()`` is asyncio's own (not set on the instance
+    as a virtual clock sets it, nor a loop class's own), else ``loop.time``.  Asked through the
+    bound method, never the loop's ``__dict__``: reading that gives the loop a real dict for
+    good, and every attribute the loop reads of itself after costs more (a bare task on a loop
+    whose ``__dict__`` was read once: 5.9 -> 7.1 us on 3.12, 5.9 -> 6.6 us on 3.11, no change on
+    3.13; CPU medians)."""
     own = getattr(loop.time, "__func__", None)
     return time.monotonic if own is asyncio.BaseEventLoop.time else loop.time
 

@@ -105,7 +105,17 @@ class _Stepping:
         self.interrupt: BaseException | None = None  # a KeyboardInterrupt/SystemExit to re-raise
         self.abandoned = False  # True once a second interrupt abandoned the call (P7)
         self.unwinding: BaseException | None = None  # a wrapper failure already logged
-        self.entered = -1.0  # loop time the call entered its state (-1: not yet, or no loop)
+        # Loop time the call entered its state (-1: not yet, or no loop): what in_flight()
+        # reports time in state from.  Read only where code of someone else's -- the caller's,
+        # a hook's, the body's, another task's, a tap's or a trace sink's -- can run while the
+        # call is in that state, for only there can in_flight() be asked.  Not read (a clock
+        # reading each, on every plain call) for the states the driver leaves synchronously
+        # with none of that code run: ``materialized`` (publish() unlists the call in the same
+        # step), ``around_after`` of a call without wrappers (settled() follows the body at
+        # once), and ``finalizing`` reached by a through step (only settled() takes one there,
+        # when publish() follows).  A tap or a trace sink that runs code (``stepwise``) runs in
+        # every state: then every state is read.  tests/test_python_binding.py holds it.
+        self.entered = -1.0
         self.clock: Callable[[], float]  # the event loop's, once running: set by enter()
         # that loop's timers (eventloop.timers): a step taken outside the loop sets them there
         self.call_later: Callable[[float, Callable[[], None]], Timer]
@@ -333,10 +343,14 @@ class _Stepping:
         edge = self.node.edges.get(key) or self.node.expand(self.plan.table, key)
         _, node, record, effect, line, self.cancels = edge
         self.node = node
-        self.state = node.state
+        state = self.state = node.state
         self.path.append(record)
         if effect:
-            self.entered = self.clock()
+            # the state's clock starts unless nobody can ask in_flight() in it (``entered``)
+            if self.stepwise or not (
+                state == "materialized" or (state == "around_after" and not self.wrappers)
+            ):
+                self.entered = self.clock()
             if effect != MOVED:  # rare: into draining, or out of the body
                 if effect == DRAINING:
                     self.watch_draining()
@@ -366,7 +380,7 @@ class _Stepping:
         self.cancels = through.cancels
         self.state = node.state
         self.path += through.records
-        if through.moved:
+        if through.moved and node.state != "finalizing":  # publish() follows (``entered``)
             self.entered = self.clock()
         if self.trace is not None:
             self.emit_line(through.lines[0])
