@@ -98,58 +98,75 @@ class Observation:
         format (:data:`toolcancel.contract.trace.ENVIRONMENT`), in the order the harness saw
         them."""
 
-        def line(event: str, **fields: Any) -> dict[str, Any]:
-            return {"trace": FORMAT_VERSION, "call": call, "event": event, **fields}
-
+        v = FORMAT_VERSION  # each line a dict display: verify builds ~15 per schedule
         out = list(self.trace)
         aborts = []
         settled = 0
         for entry in self.log:  # what each body's signal showed when it settled, in order
-            if entry[0] == "body_settle":
+            kind = entry[0]
+            if kind == "body_settle":
                 settled += 1
-                signal = {"at": "settle", "aborted": bool(entry[1])}
+                signal = {"trace": v, "call": call, "event": "body_signal", "at": "settle",
+                          "aborted": bool(entry[1])}  # fmt: skip
                 if entry[1]:
                     signal["reason"] = classify_reason(entry[2])
-                out.append(line("body_signal", **signal))
-            elif entry[0] in ("abort", "timer"):  # the sources the harness aborted, in order
-                source = "budget" if entry[0] == "timer" else entry[1]
-                which = {"wrapper": entry[3]} if source == "wrapper" else {}
-                aborts.append(line("signal_aborted", source=source, **which,
-                                   bodies_settled=settled))
+                out.append(signal)
+            elif kind == "abort" or kind == "timer":  # the sources the harness aborted, in order
+                source = "budget" if kind == "timer" else entry[1]
+                aborted = {"trace": v, "call": call, "event": "signal_aborted", "source": source}
+                if source == "wrapper":
+                    aborted["wrapper"] = entry[3]
+                aborted["bodies_settled"] = settled
+                aborts.append(aborted)
         out += aborts
         if self.approval_signal is not None:
-            out.append(line("approval_signal", signal=self.approval_signal))
-        aborted = self._caller_aborted()
-        if aborted is not None:
-            out.append(line("caller_aborted", **aborted))
-        out += [line("slot_after_next", same=same) for same in self.slot_after_next]
+            out.append({"trace": v, "call": call, "event": "approval_signal",
+                        "signal": self.approval_signal})  # fmt: skip
+        caller = self._caller_aborted()
+        if caller is not None:
+            out.append({"trace": v, "call": call, "event": "caller_aborted", **caller})
+        out += [{"trace": v, "call": call, "event": "slot_after_next", "same": same}
+                for same in self.slot_after_next]  # fmt: skip
         if self.held is not None:
             seconds, went = self.held
-            out.append(line("held", seconds=seconds, **({"went": went} if went else {})))
+            held = {"trace": v, "call": call, "event": "held", "seconds": seconds}
+            if went:
+                held["went"] = went
+            out.append(held)
         if self.settled is not None:
             started, done = self.settled
-            out.append(line("settled", bodies_started=started, bodies_settled=done))
+            out.append({"trace": v, "call": call, "event": "settled", "bodies_started": started,
+                        "bodies_settled": done})  # fmt: skip
         post_in = next((e[1] for e in self.log if e[0] == "post_in"), None)
-        received = {} if post_in is None else {"result": post_in.to_data()}
-        out.append(line("post_received", **received))
+        received = {"trace": v, "call": call, "event": "post_received"}
+        if post_in is not None:
+            received["result"] = post_in.to_data()
+        out.append(received)
         if self.result is not None:
-            out.append(line("returned", result=self.result.to_data()))
+            out.append({"trace": v, "call": call, "event": "returned",
+                        "result": self.result.to_data()})  # fmt: skip
             if self.caller_cancelled:
-                out.append(line("caller_cancelled"))
+                out.append({"trace": v, "call": call, "event": "caller_cancelled"})
         elif self.error is not None:
-            out.append(line("raised", error=f"{type(self.error).__name__}: {self.error}"))
+            out.append({"trace": v, "call": call, "event": "raised",
+                        "error": f"{type(self.error).__name__}: {self.error}"})  # fmt: skip
         same = all(r is self.result for r in self.notified)
-        out.append(line("notified", count=len(self.notified), same=same))
+        out.append({"trace": v, "call": call, "event": "notified", "count": len(self.notified),
+                    "same": same})  # fmt: skip
         if self.frozen is not None:
-            out.append(line("frozen", result=self.frozen[0], view=self.frozen[1]))
+            out.append({"trace": v, "call": call, "event": "frozen", "result": self.frozen[0],
+                        "view": self.frozen[1]})  # fmt: skip
         if self.scenario.timeout == "budget":
             kinds = {e[0] for e in self.log}
             outer = "outer_deadline" in self.scenario.wrappers
             expired = "timer" in kinds or ("hold" in kinds and not outer)
-            out.append(line("deadline", expired=expired, outer=outer))
-        leaks = {"first": self.leaked_signals[0]} if self.leaked_signals else {}
-        out.append(line("listeners_left", watched=self.watched, leaks=len(self.leaked_signals),
-                        **leaks))
+            out.append({"trace": v, "call": call, "event": "deadline", "expired": expired,
+                        "outer": outer})  # fmt: skip
+        left = {"trace": v, "call": call, "event": "listeners_left", "watched": self.watched,
+                "leaks": len(self.leaked_signals)}  # fmt: skip
+        if self.leaked_signals:
+            left["first"] = self.leaked_signals[0]
+        out.append(left)
         return out
 
     def _caller_aborted(self) -> dict[str, Any] | None:
