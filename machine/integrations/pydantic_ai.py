@@ -33,7 +33,9 @@ model unchanged (the tool's own value, a ``ToolReturn`` with its metadata); a to
 that pydantic-ai handles itself (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
 ``ApprovalRequired``) is raised to it unchanged; any other failure, and every result of the
 registry's own (ABORTED, an unserializable result, a hook's answer), is a failed tool return
-whose text is the result's -- never an exception out of the run (R31).
+whose text is the result's -- never an exception out of the run (R31).  A tool's ``timeout``
+stays pydantic-ai's own (innermost, around each try of the tool, inside the registry call): the
+model reads its retry prompt ("Timed out after N seconds."), as without the integration.
 """
 
 from __future__ import annotations
@@ -84,7 +86,30 @@ _CHAIN = (
     "tool name no toolset has before any hook runs, so a cancel where the vectors' wrappers "
     "would wait finds no call."
 )
+_OWN_TIMEOUT = (
+    "pydantic-ai's tool timeout is its own anyio.fail_after inside FunctionToolset.call_tool, "
+    "around each try of the tool function -- inside every capability's tool hook, so inside the "
+    "registry call, where the contract puts its timeout policy (innermost, per dispatch) -- and "
+    "it answers the model with its own retry prompt ('Timed out after N seconds.', a ModelRetry "
+    "counted against the tool's retries), which the registry sees as the tool's handled failure "
+    "and passes on unchanged: not the contract's TOOL_TIMEOUT text and code.  The registry never "
+    "learns that deadline expired: fail_after claims the timeout only when the tool ended "
+    "cancelled, so a tool that outlasts it and then fails (or returns a result that cannot be "
+    "published) keeps that, and a caller's cancel after the expiry is, to the registry, the "
+    "first abort (ABORTED).  Taking the budget into the registry instead would put the deadline "
+    "around the other capabilities' hooks (the one seam outside them is where the registry "
+    "stands), so a retrying wrapper's two tries would share one budget."
+)
+_TIMEOUT_RETRY = (
+    "pydantic-ai's tool timeout stops the tool by cancelling its await (a task cancellation, the "
+    "only stop a tool gets), so the vectors' cooperative body, which the contract lets return "
+    "its success once its deadline aborts it, ends cancelled; pydantic-ai then raises its timeout "
+    "retry prompt (ModelRetry), which a capability's tool_execute hook (the rows' around "
+    "wrappers) receives as an exception, so a retrying wrapper never makes the second try the "
+    "contract's result comes from."
+)
 LIMITS: Final[Mapping[str, str]] = {
+    "R2": _TIMEOUT_RETRY,
     "R3": _TEXT_ONLY,
     "R6": "pydantic-ai answers a tool name no toolset has with its own retry prompt before any "
     "toolset's call_tool runs, so the registry never sees the call.",
@@ -102,6 +127,7 @@ LIMITS: Final[Mapping[str, str]] = {
     "R29": _TASK,
     "R30": _TEXT_ONLY,
     "R31": _TEXT_ONLY,
+    "R34": _OWN_TIMEOUT,
     "R41": _CHAIN,
 }
 """Rule id -> why pydantic-ai's structure keeps it broken with this toolset (docs/REAL-WORLD.md
