@@ -87,26 +87,18 @@ _CHAIN = (
     "would wait finds no call."
 )
 _OWN_TIMEOUT = (
-    "pydantic-ai's tool timeout is its own anyio.fail_after inside FunctionToolset.call_tool, "
-    "around each try of the tool function -- inside every capability's tool hook, so inside the "
-    "registry call, where the contract puts its timeout policy (innermost, per dispatch) -- and "
-    "it answers the model with its own retry prompt ('Timed out after N seconds.', a ModelRetry "
-    "counted against the tool's retries), which the registry sees as the tool's handled failure "
-    "and passes on unchanged: not the contract's TOOL_TIMEOUT text and code.  The registry never "
-    "learns that deadline expired: fail_after claims the timeout only when the tool ended "
-    "cancelled, so a tool that outlasts it and then fails (or returns a result that cannot be "
-    "published) keeps that, and a caller's cancel after the expiry is, to the registry, the "
-    "first abort (ABORTED).  Taking the budget into the registry instead would put the deadline "
-    "around the other capabilities' hooks (the one seam outside them is where the registry "
-    "stands), so a retrying wrapper's two tries would share one budget."
+    "pydantic-ai's tool timeout is its own anyio.fail_after in FunctionToolset.call_tool, per try, "
+    "inside every capability hook and so inside the registry call: the model reads its retry "
+    "prompt ('Timed out after N seconds.'), passed on unchanged, and the registry never learns "
+    "the deadline expired (a tool outlasting it keeps its failure; a later cancel is ABORTED); "
+    "a registry budget would span a hook's retries."
 )
 _TIMEOUT_RETRY = (
-    "pydantic-ai's tool timeout stops the tool by cancelling its await (a task cancellation, the "
-    "only stop a tool gets), so the vectors' cooperative body, which the contract lets return "
-    "its success once its deadline aborts it, ends cancelled; pydantic-ai then raises its timeout "
-    "retry prompt (ModelRetry), which a capability's tool_execute hook (the rows' around "
-    "wrappers) receives as an exception, so a retrying wrapper never makes the second try the "
-    "contract's result comes from."
+    "pydantic-ai's tool timeout stops a tool only by cancelling its await, so the vectors' "
+    "cooperative body, which the contract lets return its success after its deadline, ends "
+    "cancelled; the timeout's retry prompt (ModelRetry) reaches a capability's tool_execute hook "
+    "as an exception, so a retrying wrapper never makes the second try the contract's result "
+    "comes from."
 )
 LIMITS: Final[Mapping[str, str]] = {
     "R2": _TIMEOUT_RETRY,
