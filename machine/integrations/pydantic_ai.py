@@ -88,8 +88,8 @@ _CHAIN = (
 )
 _OWN_TIMEOUT = (
     "pydantic-ai's tool timeout is its own anyio.fail_after in FunctionToolset.call_tool, per try, "
-    "inside every capability hook and so inside the registry call: the model reads its retry "
-    "prompt ('Timed out after N seconds.'), passed on unchanged, and the registry never learns "
+    "inside every capability hook, so inside the registry call: the model reads its retry "
+    "prompt ('Timed out after N seconds.') unchanged, and the registry never learns "
     "the deadline expired (a tool outlasting it keeps its failure; a later cancel is ABORTED); "
     "a registry budget would span a hook's retries."
 )
