@@ -33,7 +33,9 @@ model unchanged (the tool's own value, a ``ToolReturn`` with its metadata); a to
 that pydantic-ai handles itself (``ModelRetry``, ``ToolFailed``, ``CallDeferred``,
 ``ApprovalRequired``) is raised to it unchanged; any other failure, and every result of the
 registry's own (ABORTED, an unserializable result, a hook's answer), is a failed tool return
-whose text is the result's -- never an exception out of the run (R31).
+whose text is the result's -- never an exception out of the run (R31).  A tool's ``timeout``
+stays pydantic-ai's own (innermost, around each try of the tool, inside the registry call): the
+model reads its retry prompt ("Timed out after N seconds."), as without the integration.
 """
 
 from __future__ import annotations
@@ -84,7 +86,22 @@ _CHAIN = (
     "tool name no toolset has before any hook runs, so a cancel where the vectors' wrappers "
     "would wait finds no call."
 )
+_OWN_TIMEOUT = (
+    "pydantic-ai's tool timeout is its own anyio.fail_after in FunctionToolset.call_tool, per try, "
+    "inside every capability hook, so inside the registry call: the model reads its retry "
+    "prompt ('Timed out after N seconds.') unchanged, and the registry never learns "
+    "the deadline expired (a tool outlasting it keeps its failure; a later cancel is ABORTED); "
+    "a registry budget would span a hook's retries."
+)
+_TIMEOUT_RETRY = (
+    "pydantic-ai's tool timeout stops a tool only by cancelling its await, so the vectors' "
+    "cooperative body, which the contract lets return its success after its deadline, ends "
+    "cancelled; the timeout's retry prompt (ModelRetry) reaches a capability's tool_execute hook "
+    "as an exception, so a retrying wrapper never makes the second try the contract's result "
+    "comes from."
+)
 LIMITS: Final[Mapping[str, str]] = {
+    "R2": _TIMEOUT_RETRY,
     "R3": _TEXT_ONLY,
     "R6": "pydantic-ai answers a tool name no toolset has with its own retry prompt before any "
     "toolset's call_tool runs, so the registry never sees the call.",
@@ -102,6 +119,7 @@ LIMITS: Final[Mapping[str, str]] = {
     "R29": _TASK,
     "R30": _TEXT_ONLY,
     "R31": _TEXT_ONLY,
+    "R34": _OWN_TIMEOUT,
     "R41": _CHAIN,
 }
 """Rule id -> why pydantic-ai's structure keeps it broken with this toolset (docs/REAL-WORLD.md
