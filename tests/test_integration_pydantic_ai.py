@@ -57,6 +57,16 @@ def agent_calling(tool: str = "tool", args: dict[str, Any] | None = None) -> Age
     return Agent(FunctionModel(model))
 
 
+async def cancelled_once(agent: Agent[None, str], calls: Toolcancel, ready: asyncio.Event) -> None:
+    """Run ``agent`` through ``calls``, cancel the run's task once ``ready`` is set, and see the
+    cancellation come back to the caller (after the registry published: the binding's P2)."""
+    run = asyncio.create_task(agent.run("go", capabilities=[calls]))
+    await ready.wait()
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+
+
 async def test_a_late_success_is_recorded_as_aborted_and_the_run_is_quiescent() -> None:
     agent = agent_calling()
     started, ended = asyncio.Event(), []
@@ -73,11 +83,7 @@ async def test_a_late_success_is_recorded_as_aborted_and_the_run_is_quiescent() 
 
     calls = Toolcancel()
     with capture_run_messages() as messages:
-        run = asyncio.create_task(agent.run("go", capabilities=[calls]))
-        await started.wait()
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
+        await cancelled_once(agent, calls, started)
     assert ended == [True]  # quiescent before the run ended
     (part,) = seen(messages)
     assert isinstance(part, ToolReturnPart)
@@ -192,10 +198,6 @@ async def test_another_capabilitys_tool_hook_runs_inside_the_registry_call() -> 
 
     calls = Toolcancel()
     with capture_run_messages() as messages:
-        run = asyncio.create_task(agent.run("go", capabilities=[calls]))
-        await waiting.wait()
-        run.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await run
+        await cancelled_once(agent, calls, waiting)
     (part,) = seen(messages)
     assert (part.content, part.outcome) == ("Error: tool call aborted", "failed")
