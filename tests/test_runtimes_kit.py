@@ -345,6 +345,20 @@ class PoliciesUnmounted(RegistryControl):
         yield execute
 
 
+def control_then_planted(
+    table: Any, sent: list[Any], raw: dict[str, Any], control: Runtime, planted: Runtime
+) -> set[str | None]:
+    """Every vector of ``sent`` passes through ``control`` (toolcancel's registry through the
+    mapping); the rules the same vectors fail under ``planted`` (the mapping with a fault)."""
+    failed = {}
+    for v in sent:
+        verdict = table.judge(v, play(control, raw[v.id]))
+        if not verdict.passed:
+            failed[v.id] = verdict.rule
+    assert failed == {}
+    return {table.judge(v, play(planted, raw[v.id])).rule for v in sent}
+
+
 def test_the_control_plays_the_scenarios_pre_and_post_execute_on_the_kits_gates() -> None:
     """Our registry through a mapping that declares pre- and post-execute passes every seed
     vector such a runtime is sent (the decisions, and a caller cancelling at gate ``pre`` or
@@ -362,13 +376,9 @@ def test_the_control_plays_the_scenarios_pre_and_post_execute_on_the_kits_gates(
     ]
     assert {v.scenario.pre for v in sent} >= {"deny", "ask"}  # an ask no seam can take
     assert {v.scenario.cancel for v in sent} >= {"gate:pre", "gate:post"}
-    failed = {}
-    for v in sent:
-        verdict = table.judge(v, play(RegistryControl(Policies), raw[v.id]))
-        if not verdict.passed:
-            failed[v.id] = verdict.rule
-    assert failed == {}
-    planted = {table.judge(v, play(PoliciesUnmounted(Policies), raw[v.id])).rule for v in sent}
+    planted = control_then_planted(
+        table, sent, raw, RegistryControl(Policies), PoliciesUnmounted(Policies)
+    )
     assert {"R5", "R7"} <= planted
 
 
@@ -416,13 +426,9 @@ def test_the_control_plays_the_scenarios_tool_deadline_on_the_kits_clock(revisio
     ]
     assert {v.scenario.cancel for v in sent} >= {"with_deadline", "gate:body", "never"}
     assert {v.scenario.timeout for v in sent} == {"budget", "timer_first"}
-    failed = {}
-    for v in sent:
-        verdict = table.judge(v, play(RegistryControl(Deadlines), raw[v.id]))
-        if not verdict.passed:
-            failed[v.id] = verdict.rule
-    assert failed == {}
-    planted = {table.judge(v, play(DeadlineUnset(Deadlines), raw[v.id])).rule for v in sent}
+    planted = control_then_planted(
+        table, sent, raw, RegistryControl(Deadlines), DeadlineUnset(Deadlines)
+    )
     # no deadline to pass: the first thing that differs is the body's signal, which the
     # deadline aborts (R21: the fused signal carries the first source's reason)
     assert "R21" in planted
