@@ -23,7 +23,6 @@ SLOT_WRAPPERS: Final = frozenset(
     {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
 )
 """Wrapper behaviours that put another signal than the caller's in the slot before the body."""
-_CANCEL_CODES: Final = ("ABORTED", "ABORTED_BEFORE_DISPATCH")
 ENTRY_RULES: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
 """The rule that decides how the registry treats the caller's signal at entry, per its state
 (the revised contract's aborted entry is R42's: :func:`toolcancel.oracle.judge.entry_rule`)."""
