@@ -233,15 +233,20 @@ def test_what_coverage_prints_is_derived_from_the_registry() -> None:
         """A planted check: fails nothing."""
 
     before = len(registry.CHECKS)
+    kept = list(registry.by_rule(RECORD).get(rule, ()))  # the rule's own checks (verify's, say)
     registry.check(rule, RECORD, "planted")(planted)
     try:
         assert judge.static_status(rule, contract)[:2] == (judge.CHECKED, judge.CHECKED)
         assert judge.registered_levels(rule) == {"trace", "outcome"}
-    finally:
+    finally:  # take out the planted check alone: the rule's own checks stay for later tests
         registry.CHECKS.pop()
-        registry.by_rule(RECORD).pop(rule)
         registry.on(RECORD).pop("planted")
+        if kept:
+            registry.by_rule(RECORD)[rule] = kept
+        else:
+            registry.by_rule(RECORD).pop(rule)
     assert len(registry.CHECKS) == before
+    assert registry.by_rule(RECORD).get(rule, []) == kept
     assert judge.static_status(rule, contract)[:2] == (judge.NONE, judge.NONE)
 
 
