@@ -48,8 +48,11 @@ SAMPLE = sorted({*FLIPPED[::5], load_contract().publishes_over_rule}, key=lambda
 ALL = os.environ.get("TOOLCANCEL_ROW_FLIPS") == "all"
 
 
-def _flip(rule: str) -> tuple[int, str]:
-    """Run the tests naming ``rule`` under its row flip: pytest's exit status and its summary."""
+def _flip(rule: str) -> tuple[int, list[str], str]:
+    """Run the tests naming ``rule`` under its row flip: pytest's exit status, the ``FAILED``
+    lines of its short summary (read from the whole output: a Hypothesis failure's summary line
+    carries the whole multi-line falsifying example, so its start can lie far before the end),
+    and the output's tail."""
     p = row_flip(rule)
     assert p is not None, f"{rule}: every flip of its rows is an explained survivor"
     files = sorted({where.split(":")[0] for where in named_in_suites().names[rule]})
@@ -64,18 +67,19 @@ def _flip(rule: str) -> tuple[int, str]:
          "--no-header", "-p", "no:xdist", *files],
         cwd=ROOT, env=env, capture_output=True, text=True, timeout=1800, check=False,
     )  # fmt: skip
-    return run.returncode, run.stdout[-4000:] + run.stderr[-2000:]
+    failed = re.findall(r"^FAILED (\S+)", run.stdout, re.M)
+    return run.returncode, failed, run.stdout[-4000:] + run.stderr[-2000:]
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("rule", FLIPPED if ALL else SAMPLE)
 def test_a_test_naming_the_rule_fails_when_its_row_flips(rule: str) -> None:
-    status, out = _flip(rule)
+    status, failed, out = _flip(rule)
     table = load_contract()
     p = row_flip(rule)
     assert p is not None
     what = f"{p.revision} {p.describe(table.revision(p.revision))}"
-    assert status == 1 and re.search(r"^FAILED ", out, re.M), (
+    assert status == 1 and failed, (
         f"{rule}: no test naming it failed under {what} (pytest exit {status})\n{out}"
     )
 
