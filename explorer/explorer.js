@@ -53,7 +53,7 @@
     for (const t of info.transitions) {
       byIndex.set(t.i, t);
       byId.set(t.id, t);
-      for (const src of t.sources) for (const ev of t.events) {
+      for (const [src, ev] of t.pairs) {  // which event leaves which source: the contract's
         const key = src + "|" + ev;
         if (!candidates.has(key)) candidates.set(key, []);
         candidates.get(key).push(t);

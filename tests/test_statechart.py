@@ -238,8 +238,9 @@ def test_every_transition_is_reachable(revision: str) -> None:
 
 @pytest.mark.parametrize("revision", REVISIONS)
 def test_statechart_is_the_contract_table(revision: str) -> None:
-    """States and edges come from the file: one edge per (transition, source, event), and the
-    candidates of each (state, event) pair in file order."""
+    """States and edges come from the file: one edge per (transition, source, event) pair the
+    transition leaves by (``Transition.pairs``), and the candidates of each (state, event) pair
+    in file order."""
     table = load_contract().revision(revision)
     chart = build_statechart(revision)
     assert list(chart.machine.states) == [s.name for s in table.states]
@@ -254,7 +255,7 @@ def test_statechart_is_the_contract_table(revision: str) -> None:
         )
     edges = list(chart.edges())
     assert sorted((e.contract.index, e.source, e.event) for e in edges) == sorted(
-        (t.index, s, e) for t in table.transitions for s in t.sources for e in t.events
+        (t.index, s, e) for t in table.transitions for s, e in t.pairs
     )
     for (state, event), candidates in table.candidates.items():
         in_chart = chart.machine.events[event].transitions[state]

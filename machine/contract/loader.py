@@ -184,6 +184,10 @@ class Transition:
     precedence: int | None
     alternative: bool
     revisions: frozenset[str]
+    pairs: tuple[tuple[str, str], ...]
+    """The (source, event) pairs it leaves by: what ``leaves`` declares, else every source by
+    every event.  The one reading of the row -- stepping, checking, conform's capability table
+    and the diagrams ask it, never ``sources`` x ``events``."""
 
     @property
     def guard_text(self) -> str:
@@ -301,9 +305,8 @@ class RevisionContract:
         self.events = contract.events
         index: dict[tuple[str, str], list[Transition]] = {}
         for t in self.transitions:
-            for source in t.sources:
-                for event in t.events:
-                    index.setdefault((source, event), []).append(t)
+            for pair in t.pairs:
+                index.setdefault(pair, []).append(t)
         self.candidates: Mapping[tuple[str, str], tuple[Transition, ...]] = {
             key: tuple(ts) for key, ts in index.items()
         }
@@ -636,12 +639,15 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         depth = _opt(e, "depth", int, 0, where)
         if depth not in (-1, 0, 1):
             raise ContractError(f"{where}: depth must be -1, 0 or 1, got {depth!r}")
+        tid = _transition_id(_need(e, "id", str, where), where)
+        froms = _strs(_need(e, "source", list, where), where)
+        bys = _strs(_need(e, "event", (str, list), where), where)
         transitions.append(
             Transition(
-                id=_transition_id(_need(e, "id", str, where), where),
+                id=tid,
                 index=i,
-                sources=_strs(_need(e, "source", list, where), where),
-                events=_strs(_need(e, "event", (str, list), where), where),
+                sources=froms,
+                events=bys,
                 guards=tuple(guard_list),
                 dest=_opt(e, "dest", str, None, where),
                 outcome=_opt(e, "outcome", str, None, where),
@@ -652,6 +658,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
                 precedence=_opt(e, "precedence", int, None, where),
                 alternative=_opt(e, "alternative", bool, False, where),
                 revisions=revs(e, where),
+                pairs=_pairs(e, froms, bys, f"{source} transition {tid}"),
             )
         )
     texts = _need(data, "texts", dict, source)
@@ -729,6 +736,35 @@ def _check_publishes_over(c: Contract) -> None:
 
 _TRANSITION_ID = re.compile(r"[a-z][a-z0-9_]*")
 _POSITIONAL = re.compile(r"t[0-9]+")
+
+
+def _pairs(
+    entry: Mapping[str, Any], sources: tuple[str, ...], events: tuple[str, ...], where: str
+) -> tuple[tuple[str, str], ...]:
+    """A transition's (source, event) pairs: its ``leaves`` table (source -> the event or events
+    that leave it), which names every source and every event and nothing else; without one,
+    every event leaves every source."""
+    leaves = _opt(entry, "leaves", dict, None, where)
+    if leaves is None:
+        return tuple((s, e) for s in sources for e in events)
+    if set(leaves) != set(sources):
+        raise ContractError(
+            f"{where}: leaves names {', '.join(map(repr, leaves)) or 'no source'}; it needs "
+            f"exactly the transition's sources ({', '.join(map(repr, sources))})"
+        )
+    pairs = []
+    for s in sources:
+        for e in _strs(leaves[s], f"{where}: leaves.{s}"):
+            if e not in events:
+                raise ContractError(
+                    f"{where}: leaves.{s} names event {e!r}, which the transition does not list "
+                    f"({', '.join(map(repr, events))})"
+                )
+            pairs.append((s, e))
+    unused = [e for e in events if all(e != x for _, x in pairs)]
+    if unused:
+        raise ContractError(f"{where}: leaves gives event {unused[0]!r} no source")
+    return tuple(dict.fromkeys(pairs))
 
 
 def _transition_id(name: str, where: str) -> str:

@@ -188,10 +188,11 @@ def moot_guards(table: RevisionContract) -> dict[int, frozenset[tuple[str, bool]
     }
 
 
-def _label_lines(t: Transition, table: RevisionContract) -> list[str]:
-    """The label of ``t`` as lines: ``id events``, ``[guards]``, ``/ effects (rule ids)``; a
-    guard that cannot matter in this revision (:func:`moot_guards`) is left out."""
-    head = f"{t.id} " + ", ".join(t.events)
+def _label_lines(t: Transition, table: RevisionContract, source: str) -> list[str]:
+    """The label of ``t``'s edge out of ``source`` as lines: ``id events`` (the events that
+    leave ``source``: :attr:`Transition.pairs`), ``[guards]``, ``/ effects (rule ids)``; a guard
+    that cannot matter in this revision (:func:`moot_guards`) is left out."""
+    head = f"{t.id} " + ", ".join(e for s, e in t.pairs if s == source)
     if t.alternative:
         head = "MAY " + head
     lines = textwrap.wrap(head, LABEL_WIDTH, break_long_words=False, subsequent_indent="  ")
@@ -471,7 +472,7 @@ def dot_source(table: RevisionContract, path: Sequence[int | PathStep] | None = 
         attrs: dict[str, str] = {"id": "+".join(edge_id(t, src) for t, src in group)}
         styles = {"plain": [], "cancel": ["dashed"], "may": ["dotted"]}[kind]
         colour = {"plain": "black", "cancel": CANCEL_COLOUR, "may": MAY_COLOUR}[kind]
-        labels = [_label_lines(t, table) for t, _ in group]
+        labels = [_label_lines(t, table, src) for t, src in group]
         if marks is not None:
             on_path = False
             for (t, src), lines in zip(group, labels, strict=True):
@@ -569,7 +570,7 @@ def overview_dot(table: RevisionContract, *, slide: bool = False, comment: str =
         for source in t.sources:
             dest = source if t.dest is None else t.dest
             key = (source, dest, _kind(table, t))
-            label = " ".join(_label_lines(t, table))
+            label = " ".join(_label_lines(t, table, source))
             # the cell shows the id's initials (c2_aborted: c2a) to fit a slide; the full id is
             # the cell's id and leads its tooltip.  Never a position: an insertion renames nothing
             short = "".join(p if any(c.isdigit() for c in p) else p[0] for p in t.id.split("_"))
@@ -702,7 +703,7 @@ def mermaid_source(table: RevisionContract, path: Sequence[int | PathStep] | Non
     out.append(f"    [*] --> {table.initial}")
     for t, source in _edges(table):
         dest = source if t.dest is None else t.dest
-        lines = _label_lines(t, table)
+        lines = _label_lines(t, table, source)
         if _is_cancel(table, t):
             lines[0] = "CANCEL " + lines[0]
         if marks is not None:

@@ -414,6 +414,7 @@ def contract_data(contract: Contract, markdown: str) -> dict[str, Any]:
                     "id": t.id,
                     "sources": list(t.sources),
                     "events": list(t.events),
+                    "pairs": [list(pair) for pair in t.pairs],
                     "guards": [[g, want] for g, want in t.guards],
                     "moot": [g for g, want in t.guards if (g, want) in moot.get(t.index, ())],
                     "dest": t.dest,

@@ -210,7 +210,7 @@ class Statechart:
             for event in t.events:
                 self.machine.add_transition(
                     event,
-                    list(t.sources),
+                    [source for source, by in t.pairs if by == event],
                     t.dest,
                     conditions=list(wanted),
                     unless=list(refused),

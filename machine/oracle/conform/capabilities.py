@@ -47,7 +47,7 @@ from ..judge.record import SLOT_WRAPPERS
 from ..scenario_language import BLOCK_CONTEXT, BLOCK_TEXT, POST_CONTEXT, REWRITTEN, Scenario
 
 if TYPE_CHECKING:
-    from ...contract.loader import RevisionContract, Transition
+    from ...contract.loader import RevisionContract
     from ..vectors import Vector
 
 _TABLE: Final = load_contract().capabilities
@@ -188,23 +188,14 @@ class Capabilities:
         return cls(frozenset(k for k in STAGES if data[k]), frozenset(cancel), True)
 
 
-def _left(t: Transition) -> Iterable[tuple[str, str]]:
-    """The (state, event) pairs transition ``t`` leaves by.  One that lists as many events as
-    sources, several of each, pairs them in order -- ``pre_error`` leaves ``pre_policy`` by
-    ``pre_raise``, ``approval`` by ``approval_raise``, ``guards`` by ``guard_raise`` -- so a
-    pre-execute failure is not taken for the approval seam at work; any other leaves each of its
-    sources by each of its events."""
-    if len(t.sources) == len(t.events) > 1:
-        return zip(t.sources, t.events, strict=True)
-    return ((s, e) for s in t.sources for e in t.events)
-
-
 def _stage_events(
     table: RevisionContract, stages: Mapping[str, tuple[str, ...]]
 ) -> dict[str, frozenset[str]]:
-    """Stage -> the events of the transitions leaving its states (aborts aside)."""
+    """Stage -> the events of the transitions leaving its states (aborts aside), by the pairs
+    the contract declares (:attr:`~toolcancel.contract.loader.Transition.pairs`): ``pre_error`` leaves ``approval`` only by
+    ``approval_raise``, so a pre-execute failure is not taken for the approval seam at work."""
     return {
-        stage: frozenset(e for t in table.transitions for s, e in _left(t) if s in states)
+        stage: frozenset(e for t in table.transitions for s, e in t.pairs if s in states)
         - {"caller_abort", "fused_abort"}
         for stage, states in stages.items()
     }
