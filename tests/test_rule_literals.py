@@ -232,20 +232,15 @@ def test_what_coverage_prints_is_derived_from_the_registry() -> None:
     def planted(record: object, want: object) -> None:
         """A planted check: fails nothing."""
 
-    before = len(registry.CHECKS)
+    before = list(registry.CHECKS)
     kept = list(registry.by_rule(RECORD).get(rule, ()))  # the rule's own checks (verify's, say)
     registry.check(rule, RECORD, "planted")(planted)
     try:
         assert judge.static_status(rule, contract)[:2] == (judge.CHECKED, judge.CHECKED)
         assert judge.registered_levels(rule) == {"trace", "outcome"}
     finally:  # take out the planted check alone: the rule's own checks stay for later tests
-        registry.CHECKS.pop()
-        registry.on(RECORD).pop("planted")
-        if kept:
-            registry.by_rule(RECORD)[rule] = kept
-        else:
-            registry.by_rule(RECORD).pop(rule)
-    assert len(registry.CHECKS) == before
+        registry.unregister(planted)
+    assert registry.CHECKS == before
     assert registry.by_rule(RECORD).get(rule, []) == kept
     assert judge.static_status(rule, contract)[:2] == (judge.NONE, judge.NONE)
 
@@ -272,3 +267,39 @@ def test_attribution_and_the_result_checks_cite_no_rule_of_their_own() -> None:
             and id(node) not in registered
         ]
         assert not loose, f"{name} writes rule ids outside a check's registration: {loose}"
+
+
+@pytest.mark.rules("R10")
+def test_a_removal_then_a_registration_serves_no_stale_cache() -> None:
+    """The runners' caches of asked checks are keyed by the registry's generation, not its size:
+    a check taken out and another put in leaves the size as it was, and a cache keyed by it
+    would keep asking the check that is gone (it did, last session, across two tests)."""
+    from toolcancel.oracle.judge import registry
+    from toolcancel.oracle.judge.record import asked
+    from toolcancel.oracle.judge.registry import RECORD, of
+
+    def first(record: object, want: object) -> None:
+        """A planted check: fails nothing."""
+
+    def second(record: object, want: object) -> None:
+        """Another planted check, in the first's place."""
+
+    size, generation = len(registry.CHECKS), registry.generation()
+    registry.check("R10", RECORD, "planted")(first)
+    try:
+        assert [c.judge for c in of(RECORD)].count(first) == 1
+        assert [c.judge for c in asked("trace", None)].count(first) == 1
+    finally:
+        registry.unregister(first)
+    registry.check("R10", RECORD, "planted")(second)
+    try:
+        assert len(registry.CHECKS) == size + 1 and registry.generation() == generation + 3
+        for found in (of(RECORD), asked("trace", None)):
+            judged = [c.judge for c in found]
+            assert first not in judged and judged.count(second) == 1
+    finally:
+        registry.unregister(second)
+    assert len(registry.CHECKS) == size
+    assert second not in [c.judge for c in of(RECORD)]
+    with pytest.raises(LookupError, match="not a registered check"):
+        registry.unregister(second)

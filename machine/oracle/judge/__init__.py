@@ -97,10 +97,10 @@ from .registry import (
     Check,
     by_rule,
     check,
+    generation,
     of,
     rule_of,
     rules,
-    size,
 )
 from .results import revised_error_shape
 from .setup import same_text  # noqa: F401 (imported: its checks register)
@@ -243,7 +243,7 @@ def environment_judgement(
 
 def _record_checks() -> tuple[Check, ...]:
     """The checks that decide from a record alone, at either level, once each."""
-    key = size()
+    key = generation()
     cached = _RECORD_CHECKS.get(key)
     if cached is None:
         both = asked("trace", "record") + asked("outcome", "record")
@@ -258,7 +258,7 @@ def _applicable(present: frozenset[str], step: str | None, setup: bool) -> tuple
     """The record checks whose events are all ``present`` (of ``step``, and reading the setup
     only if there is one), in order: worked out once per kind of record (verify judges
     thousands of records of a few dozen kinds)."""
-    key = (size(), present, step, setup)
+    key = (generation(), present, step, setup)
     found = _APPLICABLE.get(key)
     if found is None:
         found = _APPLICABLE[key] = tuple(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.trace import FORMAT_VERSION
-from .registry import RECORD, Check, of, size
+from .registry import RECORD, Check, generation, of
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from ..scenario_language import Scenario
@@ -295,7 +295,7 @@ _READING: dict[tuple[str, str | None, int, frozenset[str]], tuple[Check, ...]] =
 def _reading(level: str, phase: str | None, present: frozenset[str]) -> tuple[Check, ...]:
     """:func:`asked`, of those whose events are all ``present``: worked out once per kind of
     record (conform judges thousands of answers of a few dozen kinds)."""
-    key = (level, phase, size(), present)
+    key = (level, phase, generation(), present)
     found = _READING.get(key)
     if found is None:
         found = _READING[key] = tuple(c for c in asked(level, phase) if c.reads <= present)
@@ -307,8 +307,8 @@ _ASKED: dict[tuple[str, str | None, int], tuple[Check, ...]] = {}
 
 def asked(level: str, phase: str | None) -> tuple[Check, ...]:
     """The registry's record checks that can fail at ``level`` (and are asked at ``phase``), in
-    the registry's order; cached per size of the registry (every judged answer asks this)."""
-    key = (level, phase, size())
+    the registry's order; cached per generation of the registry (every judged answer asks this)."""
+    key = (level, phase, generation())
     found = _ASKED.get(key)
     if found is None:
         found = _ASKED[key] = tuple(

@@ -30,9 +30,12 @@ shown instead (``allowed``, a line check), whether it reads a turn log's pairs (
 Coverage is derived from these, never kept by hand; attribution is the order and antecedents of
 the ``result`` checks.
 
-Invariants: the registry only grows, at import, in the order the check modules register (which
-is the order checks are asked and ties are broken); each vantage's runner reads its own index
+Invariants: checks register at import, in the order the check modules register (which is the
+order checks are asked and ties are broken); each vantage's runner reads its own index
 (:func:`on`, :func:`asked`), so dispatch costs what it did when each vantage kept its own table.
+Every registration and removal (:func:`unregister`, a test's planted check) bumps
+:func:`generation`, which keys every cache of the registry's contents: a removal followed by
+another registration leaves the size as it was, never the generation.
 A check registered under :data:`CONTRACT` (a step check) cites the rule the contract's data gives
 the step concerned, so no rule id is restated for it.
 """
@@ -147,12 +150,32 @@ def check(
             rule, vantage, on, fn, frozenset(reads), levels, antecedent, words, needs_vector,
             outcome, needs_setup, allowed, paired,
         )  # fmt: skip
+        global _generation
         CHECKS.append(found)
         _BY_RULE[vantage].setdefault(rule, []).append(found)
         _ON[vantage].setdefault(on, []).append(found)
+        _generation += 1
         return fn
 
     return register
+
+
+def unregister(fn: Callable[..., Any]) -> Check:
+    """Take the check of ``fn`` out of the registry and its indexes (a test's planted check;
+    the judge itself never removes one), leaving every other check where it was."""
+    global _generation
+    found = next((c for c in CHECKS if c.judge is fn), None)
+    if found is None:
+        raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
+    CHECKS.remove(found)
+    for index, key in ((_BY_RULE, found.rule), (_ON, found.on)):
+        kept = [c for c in index[found.vantage][key] if c is not found]
+        if kept:
+            index[found.vantage][key][:] = kept
+        else:
+            del index[found.vantage][key]
+    _generation += 1
+    return found
 
 
 def on(vantage: str) -> dict[str, list[Check]]:
@@ -168,7 +191,7 @@ def by_rule(vantage: str) -> dict[str, list[Check]]:
 def of(vantage: str) -> tuple[Check, ...]:
     """Every check of ``vantage``, grouped by rule (rules in the order they first registered):
     the order its runner asks them, and breaks ties in."""
-    key = (len(CHECKS), vantage)
+    key = (_generation, vantage)
     found = _OF.get(key)
     if found is None:
         found = _OF[key] = tuple(c for cs in _BY_RULE[vantage].values() for c in cs)
@@ -176,11 +199,13 @@ def of(vantage: str) -> tuple[Check, ...]:
 
 
 _OF: dict[tuple[int, str], tuple[Check, ...]] = {}
+_generation = 0
 
 
-def size() -> int:
-    """How many checks are registered (keys the runners' caches of asked checks)."""
-    return len(CHECKS)
+def generation() -> int:
+    """How many times the registry has changed (a registration or a removal): what keys the
+    runners' caches of asked checks, so a cache never outlives the checks it was made of."""
+    return _generation
 
 
 def rules(vantage: str | None = None, on: str | None = None) -> frozenset[str]:
