@@ -192,8 +192,9 @@ def _stage_events(
     table: RevisionContract, stages: Mapping[str, tuple[str, ...]]
 ) -> dict[str, frozenset[str]]:
     """Stage -> the events of the transitions leaving its states (aborts aside), by the pairs
-    the contract declares (:attr:`~toolcancel.contract.loader.Transition.pairs`): ``pre_error`` leaves ``approval`` only by
-    ``approval_raise``, so a pre-execute failure is not taken for the approval seam at work."""
+    the contract declares (:attr:`~toolcancel.contract.loader.Transition.pairs`): ``pre_error``
+    leaves ``approval`` only by ``approval_raise``, so a pre-execute failure is not taken for
+    the approval seam at work."""
     return {
         stage: frozenset(e for t in table.transitions for s, e in t.pairs if s in states)
         - {"caller_abort", "fused_abort"}
