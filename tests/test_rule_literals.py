@@ -303,3 +303,78 @@ def test_a_removal_then_a_registration_serves_no_stale_cache() -> None:
     assert second not in [c.judge for c in of(RECORD)]
     with pytest.raises(LookupError, match="not a registered check"):
         registry.unregister(second)
+
+
+REGISTRATIONS = frozenset({"check", "_stage_check"})
+"""Calls whose first argument is the rule a check registers under: the one place in the judge's
+room a rule id is written."""
+ROOM_ALLOWED: dict[str, tuple[int, str]] = {
+    # module: (at most this many rule-id literals outside a registration, why)
+    "steps.py": (1, "Replay tells the revised error shape by its rule (R44) being the revision's; "
+                 "the check that decides it lives in results.py, which imports steps.py"),
+}
+
+
+def _loose_rule_ids(source: str) -> list[int]:
+    """Lines of the rule-id literals in ``source`` that are not the rule a registration names."""
+    tree = ast.parse(source)
+    registered = {
+        id(node.args[0])
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Call) and node.args and _decorator_name(node) in REGISTRATIONS
+    }
+    return [
+        node.lineno
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant)
+        and isinstance(node.value, str)
+        and RULE_ID.fullmatch(node.value)
+        and id(node) not in registered
+    ]
+
+
+@pytest.mark.rules("R10")
+def test_the_judges_checks_cite_their_rule_from_their_registration() -> None:
+    """A check's failure cites the rule it registered under (``Failure.of(check, ...)``, or the
+    registered check whose case it is), and a table of rules is the contract's data
+    (``entry_rules``, ``precedence_rule``, the outcomes' rules): no rule id is written in the
+    judge's room except as the rule a check registers under."""
+    found = {
+        path.name: lines
+        for path in sorted(JUDGE_ROOM.glob("*.py"))
+        if (lines := _loose_rule_ids(path.read_text(encoding="utf-8")))
+    }
+    over = {n: ls for n, ls in found.items() if len(ls) > ROOM_ALLOWED.get(n, (0, ""))[0]}
+    assert not over, f"rule ids written outside a check's registration, at lines: {over}"
+    gone = sorted(set(ROOM_ALLOWED) - set(found))
+    assert not gone, f"{gone} hold no loose rule id any more: drop them from ROOM_ALLOWED"
+    planted = (
+        '@check("R27", RECORD, "quiescence")\n'
+        "def quiescent(record, want):\n"
+        '    return Failure("R27", 0, "quiescence", "why")\n'
+        'TABLE = {"none": "R26"}\n'
+    )
+    assert sorted(_loose_rule_ids(planted)) == [3, 4], "the scan finds a literal in a check body"
+
+
+@pytest.mark.rules("R10")
+def test_a_failure_cites_the_rule_its_check_registered_under() -> None:
+    from toolcancel.oracle.judge import registry
+    from toolcancel.oracle.judge.calls import body_starts, no_late_start_or_success, quiescent
+    from toolcancel.oracle.judge.record import Failure
+    from toolcancel.oracle.judge.registry import RECORD
+
+    assert Failure.of(quiescent, 0, "quiescence", "why").rule == registry.rule_of(quiescent)
+    assert registry.rule_of(body_starts) != registry.rule_of(no_late_start_or_success)
+
+    def planted(record: object, want: object) -> Failure:
+        """A planted check citing itself."""
+        return Failure.of(planted, 0, "planted", "why")
+
+    registry.check("R10", RECORD, "planted")(planted)
+    try:
+        assert planted(None, None).rule == "R10"
+    finally:
+        registry.unregister(planted)
+    with pytest.raises(LookupError, match="not a registered check"):
+        planted(None, None)

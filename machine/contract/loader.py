@@ -236,6 +236,9 @@ class Contract:
     the table as a whole is this rule's)."""
     publishes_over_rule: str
     """The rule that states what a cancellation outcome publishes over (``publishes_over``)."""
+    entry_rules: Mapping[str, Mapping[str, str]]
+    """The caller's signal at entry (:data:`CALLERS`) -> revision -> the rule that decides how
+    the registry treats it there (:meth:`entry_rule`)."""
     deviations: tuple[Deviation, ...] = ()
     capabilities: tuple[Capability, ...] = ()
     _by_revision: dict[str, RevisionContract] = field(
@@ -257,6 +260,11 @@ class Contract:
 
     def state(self, name: str) -> State:
         return next(s for s in self.states if s.name == name)
+
+    def entry_rule(self, caller: str, revision: str) -> str:
+        """The rule of the caller's signal at entry in ``revision``: ``caller`` is none, live or
+        aborted (:data:`CALLERS`)."""
+        return self.entry_rules[caller][revision]
 
     def deviation(self, name: str) -> Deviation:
         """The declared deviation ``name`` (KeyError when there is none)."""
@@ -691,6 +699,7 @@ def parse_contract(data: Mapping[str, Any], source: str) -> Contract:
         rules=rules,
         precedence_rule=_need(head, "precedence_rule", str, f"{source} [contract]"),
         publishes_over_rule=_need(head, "publishes_over_rule", str, f"{source} [contract]"),
+        entry_rules=_entry_rules(head, revisions, f"{source} [contract]"),
         deviations=tuple(deviations),
         capabilities=capabilities,
     )
@@ -765,6 +774,39 @@ def _pairs(
     if unused:
         raise ContractError(f"{where}: leaves gives event {unused[0]!r} no source")
     return tuple(dict.fromkeys(pairs))
+
+
+CALLERS: Final = ("none", "live", "aborted")
+"""The states of the caller's signal when a call enters: none given, live, already aborted."""
+
+
+def _entry_rules(
+    head: Mapping[str, Any], revisions: tuple[str, ...], where: str
+) -> dict[str, dict[str, str]]:
+    """``entry_rules``: per caller state at entry (every one of :data:`CALLERS`, no other), a
+    rule id, or a table giving one per revision (every revision)."""
+    value = _need(head, "entry_rules", dict, where)
+    if sorted(value) != sorted(CALLERS):
+        raise ContractError(
+            f"{where}: entry_rules names {', '.join(map(repr, value)) or 'nothing'}; it needs "
+            f"exactly the caller's states at entry ({', '.join(map(repr, CALLERS))})"
+        )
+    out: dict[str, dict[str, str]] = {}
+    for caller in CALLERS:
+        rule = value[caller]
+        by_revision = dict.fromkeys(revisions, rule) if isinstance(rule, str) else rule
+        if not isinstance(by_revision, dict) or sorted(by_revision) != sorted(revisions):
+            raise ContractError(
+                f"{where}: entry_rules.{caller} must be a rule id or a table of one per "
+                f"revision ({', '.join(revisions)}), got {_show(rule)}"
+            )
+        for revision, got in by_revision.items():
+            if not isinstance(got, str):
+                raise ContractError(
+                    f"{where}: entry_rules.{caller}.{revision} must be a rule id, got {_show(got)}"
+                )
+        out[caller] = dict(by_revision)
+    return out
 
 
 def _transition_id(name: str, where: str) -> str:
@@ -854,6 +896,12 @@ def _check_references(c: Contract) -> None:
     unstaged = [s.name for s in c.states if s.name not in staged]
     if c.stages and unstaged:
         raise ContractError(f"{c.source}: no [[stage]] holds state(s) {', '.join(unstaged)}")
+    for caller, by_revision in c.entry_rules.items():
+        for revision, rule in by_revision.items():
+            if rule not in rules:
+                raise ContractError(
+                    f"{c.source}: entry_rules.{caller} cites unknown rule {rule!r} ({revision})"
+                )
     for g in c.guards:
         if g.rule not in rules:
             raise ContractError(f"{c.source}: guard {g.name!r} cites unknown rule {g.rule!r}")

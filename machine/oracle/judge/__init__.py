@@ -77,7 +77,6 @@ from .differences import Difference  # noqa: F401 (imported: its result checks r
 from .fusion import fusion  # noqa: F401 (imported: its checks register)
 from .lines import published_once, result_envelope
 from .record import (
-    ENTRY_RULES,
     Failure,
     Record,
     Want,
@@ -176,8 +175,8 @@ def no_signal_keeps_listeners(record: Record, want: Want | None) -> Failure | No
     left = record.lines[i]
     if not left["leaks"]:
         return None
-    return Failure(
-        "R22",
+    return Failure.of(
+        no_signal_keeps_listeners,
         i,
         "listeners",
         f"after the call, the {left.get('first', 'signal')}: the registry must remove every "
@@ -197,8 +196,8 @@ def waits_for_held_body(record: Record, want: Want | None) -> Failure | None:
     if not went:
         return None
     did = "settled" if went == "settled" else f"went on to {went}"
-    return Failure(
-        "R27",
+    return Failure.of(
+        waits_for_held_body,
         i,
         "quiescence",
         f"the call {did} within {held['seconds']:,} s after its body's signal aborted, while "
@@ -284,12 +283,6 @@ TRACE_READS: Final = {c.rule: c.on for c in of(LINE) if c.on in OPTIONAL_LINES}
 """Rules the trace checker (:mod:`toolcancel.oracle.judge.checker`) decides from lines a
 registry's trace may leave out (the line checks on them): listener lines are balanced, slot
 lines never follow publication."""
-
-
-def entry_rule(caller: str, revised: bool) -> str:
-    """The rule of the caller's signal at entry (none, live or aborted)."""
-    rule = ENTRY_RULES[caller]
-    return "R42" if revised and rule == "R25" else rule
 
 
 CHECKED: Final = "checked"
@@ -383,7 +376,8 @@ the revised error shape."""
 def contract_rules(contract: Contract) -> tuple[frozenset[str], frozenset[str]]:
     """The rules the contract's data carries: (guards', transitions' and the caller's entry
     rules; the outcomes' shape rules and what the result comparison decides in full)."""
-    carried: set[str] = {g.rule for g in contract.guards} | set(ENTRY_RULES.values())
+    carried: set[str] = {g.rule for g in contract.guards}
+    carried |= {r for by_revision in contract.entry_rules.values() for r in by_revision.values()}
     shapes: set[str] = set(RESULT_RULES)
     for name in contract.revisions:
         table = contract.revision(name)
@@ -470,7 +464,6 @@ __all__ = [
     "by_rule",
     "check",
     "could_fail",
-    "entry_rule",
     "environment_failures",
     "environment_judgement",
     "environment_record",

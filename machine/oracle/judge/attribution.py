@@ -30,13 +30,11 @@ from . import (
     CALLER_LISTENERS,
     CHECKPOINT_C2,
     ENVELOPE,
-    ERROR_SHAPE,
     POST_INPUT,
     PUBLICATION,
     QUIESCENCE,
     STAGE_ORDER,
     TRACE_READS,
-    entry_rule,
     error_code,
     result_rules,
 )
@@ -66,7 +64,6 @@ class Attribution:
         self.shape_rules = frozenset(o.rule for o in table.outcomes)
         self.outcome_rule = {o.name: o.rule for o in table.outcomes}
         self.titles = {r.id: r.title for r in table.rules}
-        self.revised = ERROR_SHAPE in self.titles
         self.result_rules = result_rules(self.titles)
         self.traced = frozenset(TRACE_READS.values())
         """The optional environment events a trace may carry (listeners): noted where seen."""
@@ -367,7 +364,7 @@ class Attribution:
         rules = branches[0][1] if branches else frozenset()
         # What else was checked: the envelope and stage order (the checker), the entry case, the
         # result's shape (compared with the outcome's), and what the trace and body showed.
-        entry = entry_rule(entry_caller(s), self.revised)
+        entry = self.table.contract.entry_rule(entry_caller(s), self.table.name)
         extra = {STAGE_ORDER, entry, self.outcome_rule[self.expectations(v)[0].outcome]}
         extra |= self.result_rules  # the envelope and the error shape of every result it saw
         if starts:
@@ -400,7 +397,7 @@ class Attribution:
         return rules
 
     def _entry_rule(self, v: Vector) -> str:
-        return entry_rule(entry_caller(v.scenario), self.revised)
+        return self.table.contract.entry_rule(entry_caller(v.scenario), self.table.name)
 
     def consequence_rules(self, v: Vector, exp: Expectation) -> frozenset[str]:
         """The rules the outcome level decides through the result alone: a wrong decision at a

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.results import canonical_json
 from .record import SLOT_WRAPPERS, Failure, Record, Want
-from .registry import RECORD, check
+from .registry import RECORD, check, rule_of
 
 if TYPE_CHECKING:
     from ..scenario_language import Scenario
@@ -39,8 +39,8 @@ def quiescent(record: Record, want: Want | None) -> Failure | None:
     settled = record.lines[i]
     started, done = settled["bodies_started"], settled["bodies_settled"]
     if started > done:
-        return Failure(
-            "R27",
+        return Failure.of(
+            quiescent,
             i,
             "quiescence",
             f"execute() settled while {started - done} tool body invocation(s) were still "
@@ -50,8 +50,8 @@ def quiescent(record: Record, want: Want | None) -> Failure | None:
         )
     starts = record.starts()
     if len(starts) > started:
-        return Failure(
-            "R27",
+        return Failure.of(
+            quiescent,
             starts[started],
             "quiescence",
             f"a body started after execute() settled ({len(starts)} started in all, {started} "
@@ -69,8 +69,8 @@ def settles(record: Record, want: Want | None) -> Failure | None:
         return None
     raised = record.of("raised")
     what = raised[0]["error"] if raised else "it neither returned nor raised"
-    return Failure(
-        "R27",
+    return Failure.of(
+        settles,
         record.end(),
         "quiescence",
         f"execute() never settled ({what}): the call neither finished nor waited at a gate.",
@@ -97,8 +97,8 @@ def returns_a_result(record: Record, want: Want | None) -> Failure | None:
     ):
         return None
     what = raised[0]["error"] if raised else "nothing"
-    return Failure(
-        "R31",
+    return Failure.of(
+        returns_a_result,
         record.at("raised")[0] if raised else record.end(),
         "result",
         f"execute() did not return a result: it raised {what}.",
@@ -129,8 +129,8 @@ def cancelled_after_publication(record: Record, want: Want | None) -> Failure | 
         why = f"{notified[0]['count']} notifications were published, not exactly one"
     else:
         return None
-    return Failure(
-        "R31",
+    return Failure.of(
+        cancelled_after_publication,
         i,
         "result",
         f"execute() raised CancelledError to its caller, but {why}: a cancelled caller may see "
@@ -160,8 +160,8 @@ def c2_invokes_live(record: Record, want: Want | None) -> Failure | None:
     starts = record.body_signals("start")
     for k, (i, line) in enumerate(starts):
         if line["aborted"] or line.get("reason") is not None:
-            return Failure(
-                "R17",
+            return Failure.of(
+                c2_invokes_live,
                 i,
                 "body_start_signals",
                 f"body invocation {k + 1} started with a signal {_signal_text([line])}; checkpoint "
@@ -204,8 +204,8 @@ def pre_aborted_body_signal(record: Record, want: Want | None) -> Failure | None
     if not differ:
         return None
     k = differ[0]
-    return Failure(
-        "R25",
+    return Failure.of(
+        pre_aborted_body_signal,
         starts[k][0],
         "body_start_signals",
         f"body invocation {k + 1} started with a signal {_signal_text([got[k]])}; it must start "
@@ -227,11 +227,10 @@ def body_starts(record: Record, want: Want | None) -> Failure | None:
     if len(starts) == exp.body_starts and len(settles) == len(starts):
         return None
     late = len(starts) > exp.body_starts and want.aborted_before_dispatch()
-    rule = "R28" if late else "R18"
     at = starts[exp.body_starts] if len(starts) > exp.body_starts else record.end()
     seen = "by the trace" if record.trace else "by the adapter's report"
-    return Failure(
-        rule,
+    return Failure.of(
+        no_late_start_or_success if late else body_starts,
         at,
         "body_starts",
         f"the body started {len(starts)} time(s) {seen} and {len(settles)} by the adapter's "
@@ -254,8 +253,8 @@ def fused_signal(record: Record, want: Want | None) -> Failure | None:
     if got == wanted or len(got) != len(wanted):
         return None  # a count that differs is body_starts'
     k = next(k for k, (x, y) in enumerate(zip(got, wanted, strict=True)) if x != y)
-    return Failure(
-        "R21",
+    return Failure.of(
+        fused_signal,
         settles[k][0],
         "body_signals",
         f"when the body settled its signal was {_signal_text(got)}; the fused signal must be "
@@ -274,8 +273,8 @@ def notified_once(record: Record, want: Want | None) -> Failure | None:
     count = record.lines[i]["count"]
     if count == expected:
         return None
-    return Failure(
-        "R31",
+    return Failure.of(
+        notified_once,
         i,
         "notifications",
         f"observers were notified {count} time(s); the contract notifies exactly "
@@ -291,8 +290,8 @@ def notified_same(record: Record, want: Want | None) -> Failure | None:
     i = record.at("notified")[0]
     if record.lines[i].get("same") is not False:
         return None
-    return Failure(
-        "R31",
+    return Failure.of(
+        notified_same,
         i,
         "notified_same",
         "an observer was notified with another object than the one execute() returned; the "
@@ -308,8 +307,8 @@ def result_frozen(record: Record, want: Want | None) -> Failure | None:
     i = record.at("frozen")[0]
     if record.lines[i]["result"]:
         return None
-    return Failure(
-        "R30",
+    return Failure.of(
+        result_frozen,
         i,
         "frozen",
         "an observer could write into the published result; it must be deep-frozen "
@@ -325,8 +324,8 @@ def view_frozen(record: Record, want: Want | None) -> Failure | None:
     i = record.at("frozen")[0]
     if record.lines[i]["view"]:
         return None
-    return Failure(
-        "R31",
+    return Failure.of(
+        view_frozen,
         i,
         "frozen",
         "an observer could write the execution view's signal slot; the registry must freeze "
@@ -342,8 +341,8 @@ def approval_signal(record: Record, want: Want | None) -> Failure | None:
     i = record.at("approval_signal")[0]
     if record.lines[i]["signal"] == "pre_slot":
         return None
-    return Failure(
-        "R24",
+    return Failure.of(
+        approval_signal,
         i,
         "approval_signal",
         "the approval seam received another signal than the one pre-execute found in the slot; "
@@ -359,8 +358,8 @@ def slot_restored(record: Record, want: Want | None) -> Failure | None:
     """After next() settles, a wrapper finds in the slot the signal it handed on."""
     for k, i in enumerate(record.at("slot_after_next")):
         if not record.lines[i]["same"]:
-            return Failure(
-                "R23",
+            return Failure.of(
+                slot_restored,
                 i,
                 "slot_after_next",
                 f"after next() number {k + 1} settled, its wrapper found another signal in the "
@@ -428,7 +427,7 @@ def post_runs(record: Record, want: Want | None) -> Failure | None:
     found = _post_failure(record, want)
     if found is None or (found[1] is not None and found[2] is not None):
         return None
-    return _received(".", "R10", found)
+    return _received(".", rule_of(post_runs), found)
 
 
 def _received_something(record: Record, want: Want | None) -> bool:
@@ -456,7 +455,8 @@ def post_sees_the_decided_result(record: Record, want: Want | None) -> Failure |
     found = _post_failure(record, want)
     if found is None or found[1] is None or found[2] is None:
         return None
-    rule = want.post_rule(found[1]) if want.post_rule is not None else "R20"
+    own = rule_of(post_sees_the_decided_result)
+    rule = want.post_rule(found[1]) if want.post_rule is not None else own
     return _received(".", rule, found)
 
 
@@ -491,8 +491,8 @@ def no_listener_left(record: Record, want: Want | None) -> Failure | None:
     counts = record.lines[i]
     if counts["after"] == counts["before"]:
         return None
-    return Failure(
-        "R22",
+    return Failure.of(
+        no_listener_left,
         i,
         "listeners",
         f"the caller's signal had {counts['before']} listener(s) before execute() and "
@@ -536,8 +536,8 @@ def timeout_by_identity(record: Record, want: Want | None) -> Failure | None:
                 outer = " (the outer deadline expired: ordinary cancellation, D13)" * bool(
                     deadline["outer"]
                 )
-                return Failure(
-                    "R35",
+                return Failure.of(
+                    timeout_by_identity,
                     i,
                     "timeout_identity",
                     f"the tool's own deadline never fired first, yet {what} TOOL_TIMEOUT{outer}",
@@ -570,8 +570,8 @@ def no_late_start_or_success(record: Record, want: Want | None) -> Failure | Non
         # it: a check that decides that start (C2's, R17) is the departure there, not this
         starts = record.starts()
         at = starts[len(starts) - late] if late <= len(starts) else i
-        return Failure(
-            "R28",
+        return Failure.of(
+            no_late_start_or_success,
             at,
             "late_start",
             "a body started although the caller aborted before checkpoint C2",
@@ -581,8 +581,8 @@ def no_late_start_or_success(record: Record, want: Want | None) -> Failure | Non
     for j in record.at("returned"):
         result = record.lines[j]["result"]
         if aborted["before_post"] and not result.get("isError"):
-            return Failure(
-                "R28",
+            return Failure.of(
+                no_late_start_or_success,
                 j,
                 "late_success",
                 "the caller aborted before checkpoint C4, yet the result is a success",

@@ -161,7 +161,8 @@ def pre_aborted_body_is_born_aborted(record: Record, want: Want | None) -> Failu
                f"(the slot's first when both are aborted), it carries {reason!r}")
     else:
         return None
-    return Failure("R21", found.settle_at, "fused_signal", why, found.born, reason)
+    return Failure.of(pre_aborted_body_is_born_aborted, found.settle_at, "fused_signal", why,
+                      found.born, reason)  # fmt: skip
 
 
 @check(
@@ -190,7 +191,8 @@ def first_source_aborts_the_body(record: Record, want: Want | None) -> Failure |
         return None  # a deadline that carried another reason than its upstream's is R35's
     else:
         why = f"{whose} aborted first, but the body's signal carries {reason!r}"
-    return Failure("R21", found.settle_at, "fused_signal", why, found.wanted, reason)
+    return Failure.of(first_source_aborts_the_body, found.settle_at, "fused_signal", why,
+                      found.wanted, reason)  # fmt: skip
 
 
 @check(
@@ -214,10 +216,10 @@ def deadline_carries_its_upstreams_reason(record: Record, want: Want | None) -> 
     reason = found.signal.get("reason")
     if not found.signal["aborted"] or reason == "caller":
         return None  # a body's signal left live is R21's
-    return Failure("R35", found.settle_at, "fused_signal",
-                   "the caller aborted first and the tool's deadline (the caller its upstream) "
-                   f"was around the body: the deadline aborts with the caller's reason, the "
-                   f"body's signal carries {reason!r}", "caller", reason)  # fmt: skip
+    return Failure.of(deadline_carries_its_upstreams_reason, found.settle_at, "fused_signal",
+                      "the caller aborted first and the tool's deadline (the caller its upstream) "
+                      f"was around the body: the deadline aborts with the caller's reason, the "
+                      f"body's signal carries {reason!r}", "caller", reason)  # fmt: skip
 
 
 def _budget_first(record: Record, want: Want | None) -> bool:
@@ -254,6 +256,6 @@ def deadline_first_is_tool_timeout(record: Record, want: Want | None) -> Failure
     code = error_code(post_in)
     if code == "TOOL_TIMEOUT":
         return None
-    return Failure("R34", i, "post_received",
-                   "the deadline fired first, but the result is not TOOL_TIMEOUT "
-                   f"({text(post_in)!r}, code {code})", "TOOL_TIMEOUT", code)  # fmt: skip
+    return Failure.of(deadline_first_is_tool_timeout, i, "post_received",
+                      "the deadline fired first, but the result is not TOOL_TIMEOUT "
+                      f"({text(post_in)!r}, code {code})", "TOOL_TIMEOUT", code)  # fmt: skip

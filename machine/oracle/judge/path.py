@@ -25,13 +25,11 @@ from ...contract.trace import ENVIRONMENT
 from .calls import post_runs
 from .checker import Checker
 from .lines import published_once, result_envelope
-from .record import ENTRY_RULES, Failure, Record
+from .record import Failure, Record
 from .registry import rule_of
 
 STAGE_ORDER: Final = rule_of(post_runs)
 """The stage order: a step no transition takes in that state at all."""
-PRECEDENCE: Final = "R39"
-"""The outcome precedence table: decides where a transition cites one of its rows."""
 
 
 class PathFacts(NamedTuple):
@@ -94,7 +92,7 @@ def _replay(record: Record) -> PathFacts:
     if found is not None:
         return found
     verdict, asked, (post, published) = _checker(record.revision).check_record(lines, steps)
-    rules = _entry_could_fail()[lines[0]["caller"]] | asked
+    rules = _entry_could_fail(record.revision)[lines[0]["caller"]] | asked
     if verdict.conforming:
         found = PathFacts(None, rules, post, published)
         if keyed:
@@ -137,23 +135,29 @@ def _key(lines: list[Any], steps: int | None) -> tuple[Any, ...]:
 
 
 @functools.cache
-def _entry_could_fail() -> dict[str, frozenset[str]]:
-    """Per caller at entry: the rules every replayed record could fail (the stage order, the
-    entry's rule, each result's envelope and its single publication)."""
+def _entry_could_fail(revision: str) -> dict[str, frozenset[str]]:
+    """Per caller at entry: the rules every replayed record of ``revision`` could fail (the
+    stage order, the entry's rule -- the contract's ``entry_rules`` -- each result's envelope
+    and its single publication)."""
     every = {STAGE_ORDER, rule_of(result_envelope), rule_of(published_once)}
-    return {caller: frozenset({rule, *every}) for caller, rule in ENTRY_RULES.items()}
+    contract = _checker(revision).table.contract
+    return {
+        caller: frozenset({contract.entry_rule(caller, revision), *every})
+        for caller in contract.entry_rules
+    }
 
 
 def transition_rules(table: RevisionContract, transitions: Iterable[int]) -> frozenset[str]:
     """The rules the replay could fail on runs that took ``transitions`` (indices of
-    ``table``'s): each one's own, and the precedence table's where one cites a row."""
+    ``table``'s): each one's own, and the precedence table's (the contract's
+    ``precedence_rule``) where one cites a row."""
     rows = {t.index: t for t in table.transitions}
     out: set[str] = set()
     for i in transitions:
         t = rows[i]
         out.update(t.rules)
         if t.precedence is not None:
-            out.add(PRECEDENCE)
+            out.add(table.contract.precedence_rule)
     return frozenset(out)
 
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.trace import FORMAT_VERSION
-from .registry import RECORD, Check, generation, of
+from .registry import RECORD, Check, generation, of, rule_of
 
 if TYPE_CHECKING:  # the scenario harness asks the judge (Observation.problems): no import back
     from ..scenario_language import Scenario
@@ -23,9 +23,6 @@ SLOT_WRAPPERS: Final = frozenset(
     {"replace_live", "replace_aborting", "replace_aborted", "remove", "outer_deadline"}
 )
 """Wrapper behaviours that put another signal than the caller's in the slot before the body."""
-ENTRY_RULES: Final = {"none": "R26", "live": "R12", "aborted": "R25"}
-"""The rule that decides how the registry treats the caller's signal at entry, per its state
-(the revised contract's aborted entry is R42's: :func:`toolcancel.oracle.judge.entry_rule`)."""
 
 
 # ------------------------------------------------------------------------------------------------
@@ -236,6 +233,21 @@ class Failure:
     why: str
     expected: Any = ""
     observed: Any = ""
+
+    @classmethod
+    def of(
+        cls,
+        check: Callable[..., Any],
+        at: int,
+        step: str,
+        why: str,
+        expected: Any = "",
+        observed: Any = "",
+    ) -> Failure:
+        """A failure citing the rule the registered ``check`` decides -- the check's own, or
+        another's it names as the one that decides the case -- so a check body writes no rule
+        id: its registration does (:func:`~toolcancel.oracle.judge.registry.rule_of`)."""
+        return cls(rule_of(check), at, step, why, expected, observed)
 
 
 def first_failure(

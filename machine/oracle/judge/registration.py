@@ -43,7 +43,8 @@ def budget_declared_positive_and_finite(record: Record, want: Want | None) -> Fa
         else:
             why = (f"timeout_ms={declared} was refused with {error}, not the contract's type "
                    'error (tool "{name}" timeout_ms must be a positive finite number)')
-        return Failure("R32", i, REGISTRATION, why, "refused with R32's type error", error)
+        return Failure.of(budget_declared_positive_and_finite, i, REGISTRATION, why,
+                          "refused with R32's type error", error)  # fmt: skip
     return None
 
 
@@ -54,6 +55,6 @@ def revised_call_needs_a_caller_signal(record: Record, want: Want | None) -> Fai
     i = record.at("begun_without_caller")[0]
     if record.lines[i]["refused"]:
         return None
-    return Failure("R40", i, REGISTRATION,
-                   "the revised registry began a call without a caller signal; it must refuse "
-                   "it as a usage error", "a usage error", "a call")  # fmt: skip
+    return Failure.of(revised_call_needs_a_caller_signal, i, REGISTRATION,
+                      "the revised registry began a call without a caller signal; it must refuse "
+                      "it as a usage error", "a usage error", "a call")  # fmt: skip

@@ -120,6 +120,8 @@ class Check:
 
 CHECKS: Final[list[Check]] = []
 """The registry: every check, in registration order."""
+_RULE_OF: Final[dict[Callable[..., Any], str]] = {}
+"""A registered function -> the rule of its first check (:func:`rule_of`)."""
 _BY_RULE: Final[dict[str, dict[str, list[Check]]]] = {v: {} for v in VANTAGES}
 """Per vantage: rule id -> its checks, rules in the order their first check registered."""
 _ON: Final[dict[str, dict[str, list[Check]]]] = {v: {} for v in VANTAGES}
@@ -152,6 +154,7 @@ def check(
         )  # fmt: skip
         global _generation
         CHECKS.append(found)
+        _RULE_OF.setdefault(fn, rule)
         _BY_RULE[vantage].setdefault(rule, []).append(found)
         _ON[vantage].setdefault(on, []).append(found)
         _generation += 1
@@ -168,6 +171,10 @@ def unregister(fn: Callable[..., Any]) -> Check:
     if found is None:
         raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
     CHECKS.remove(found)
+    _RULE_OF.pop(fn)
+    again = next((c for c in CHECKS if c.judge is fn), None)  # registered twice: the next one
+    if again is not None:
+        _RULE_OF[fn] = again.rule
     for index, key in ((_BY_RULE, found.rule), (_ON, found.on)):
         kept = [c for c in index[found.vantage][key] if c is not found]
         if kept:
@@ -219,9 +226,10 @@ def rules(vantage: str | None = None, on: str | None = None) -> frozenset[str]:
 
 
 def rule_of(fn: Callable[..., Any]) -> str:
-    """The rule the registered check ``fn`` decides."""
-    for c in CHECKS:
-        if c.judge is fn:
-            return c.rule
-    raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
+    """The rule the registered check ``fn`` decides (the first it registered under): what its
+    failures cite (:meth:`~toolcancel.oracle.judge.record.Failure.of`)."""
+    found = _RULE_OF.get(fn)
+    if found is None:
+        raise LookupError(f"{getattr(fn, '__name__', fn)!r} is not a registered check")
+    return found
 

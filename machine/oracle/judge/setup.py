@@ -226,13 +226,6 @@ def no_success_past_c3(record: Record, want: Want | None) -> Failure | None:
 # ------------------------------------------------------------------------------------------------
 
 _THROWING: Final = frozenset({"throw", "throw_structured", "defer_throw"})
-BODY_SUCCESS: Final = "R2"
-BODY_ERROR: Final = "R3"
-UNKNOWN_TOOL: Final = "R6"
-POST_DECISION: Final = "R7"
-POST_FAILURE_RULE: Final = "R20"
-LATE_SUCCESS_RULE: Final = "R28"
-CONTEXTS_RULE: Final = "R29"
 
 
 @_once
@@ -253,15 +246,17 @@ def _untouched(record: Record, want: Want | None) -> bool:
 
 
 def _body_says(record: Record, want: Want | None) -> tuple[str, str | None, bool]:
-    """The rule, text (None: any) and error flag of what the body (or an unknown tool) says."""
+    """The rule (its outcome's), text (None: any) and error flag of what the body (or an
+    unknown tool) says."""
     assert want is not None
     s = want.scenario
+    table = revision_table(record.revision)
     if not s.tool_known:
-        texts = revision_table(record.revision).texts
-        return UNKNOWN_TOOL, texts["unknown_tool"].format(name=ANY_NAME), True
-    if s.body in _THROWING:
-        return BODY_ERROR, None, True  # its text is the body error's own check
-    return BODY_SUCCESS, BODY_TEXT, False
+        said = table.texts["unknown_tool"].format(name=ANY_NAME)
+        return table.contract.outcome("unknown_tool").rule, said, True
+    if s.body in _THROWING:  # its text is the body error's own check
+        return table.contract.outcome("body_error").rule, None, True
+    return table.contract.outcome("body_success").rule, BODY_TEXT, False
 
 
 _CALLER_PREDICATE: Final = {"seed": "cancelled_after_entry", "revised": "caller_aborted"}
@@ -354,8 +349,8 @@ def accepted_result_reaches_the_caller(record: Record, want: Want | None) -> Fai
     returned = record.lines[j]["result"]
     if text(returned) == text(got):
         return None
-    return Failure(
-        POST_DECISION,
+    return Failure.of(
+        accepted_result_reaches_the_caller,
         j,
         "post_decision",
         f"post-execute accepted {text(got)!r}, the caller got {text(returned)!r}",
@@ -480,9 +475,9 @@ def post_failure_reaches_the_caller(record: Record, want: Want | None) -> Failur
     got = record.lines[j]["result"]
     if is_error(got) and text(got) == "Error: " + POST_FAILURE:
         return None
-    return Failure(POST_FAILURE_RULE, j, "post_decision",
-                   f"post-execute threw, the caller got {text(got)!r}",
-                   "Error: " + POST_FAILURE, text(got))  # fmt: skip
+    return Failure.of(post_failure_reaches_the_caller, j, "post_decision",
+                      f"post-execute threw, the caller got {text(got)!r}",
+                      "Error: " + POST_FAILURE, text(got))  # fmt: skip
 
 
 def _c4_cancellation(record: Record) -> str:
@@ -528,11 +523,11 @@ def c4_replaces_an_accepted_success(record: Record, want: Want | None) -> Failur
     got = record.lines[j]["result"]
     if is_error(got) and text(got) == expected:
         return None
-    return Failure(LATE_SUCCESS_RULE, j, "post_decision",
-                   "the caller aborted before checkpoint C4 and post-execute accepted a "
-                   f"result the cancellation publishes over (stage 'post-execute · C4'): the "
-                   f"caller must get {expected!r}, got {text(got)!r}",
-                   expected, text(got))  # fmt: skip
+    return Failure.of(c4_replaces_an_accepted_success, j, "post_decision",
+                      "the caller aborted before checkpoint C4 and post-execute accepted a "
+                      f"result the cancellation publishes over (stage 'post-execute · C4'): the "
+                      f"caller must get {expected!r}, got {text(got)!r}",
+                      expected, text(got))  # fmt: skip
 
 
 @_once
@@ -576,9 +571,9 @@ def post_decision_applied(record: Record, want: Want | None) -> Failure | None:
     if decided == "block":
         if is_error(got) and text(got) == BLOCK_TEXT:
             return None
-        return Failure(POST_DECISION, j, "post_decision",
-                       f"post-execute blocked, the caller got {text(got)!r}",
-                       BLOCK_TEXT, text(got))  # fmt: skip
+        return Failure.of(post_decision_applied, j, "post_decision",
+                          f"post-execute blocked, the caller got {text(got)!r}",
+                          BLOCK_TEXT, text(got))  # fmt: skip
     _, post_in = received(record)
     assert post_in is not None
     content = (
@@ -591,8 +586,8 @@ def post_decision_applied(record: Record, want: Want | None) -> Failure | None:
     ):
         return None
     rewrote = " and rewrote" * (decided == "accept_content")
-    return Failure(
-        POST_DECISION,
+    return Failure.of(
+        post_decision_applied,
         j,
         "post_decision",
         f"post-execute accepted{rewrote} {text(post_in)!r} (error: {is_error(post_in)}), the "
@@ -656,8 +651,8 @@ def contexts_kept_ordered_and_dropped(record: Record, want: Want | None) -> Fail
     wanted = [_expected_contexts(record, want, o) for o in published]
     if got in wanted:
         return None
-    return Failure(CONTEXTS_RULE, j, "contexts",
-                   f"contexts {got}, the contract says {wanted[0]}", wanted[0], got)  # fmt: skip
+    return Failure.of(contexts_kept_ordered_and_dropped, j, "contexts",
+                      f"contexts {got}, the contract says {wanted[0]}", wanted[0], got)  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
@@ -710,10 +705,10 @@ def pre_aborted_entry_gets_no_cancellation(record: Record, want: Want | None) ->
     got = None if j is None else record.lines[j]["result"]
     for what, at, result in (("post-execute received", i, post_in), ("the caller got", j, got)):
         if at is not None and result is not None and text(result) in mine:
-            return Failure("R25", at, "post_received",
-                           f"a pre-aborted entry gets none of the registry's cancellations "
-                           f"(seed), yet {what} {text(result)!r}",
-                           "no cancellation", text(result))  # fmt: skip
+            return Failure.of(pre_aborted_entry_gets_no_cancellation, at, "post_received",
+                              f"a pre-aborted entry gets none of the registry's cancellations "
+                              f"(seed), yet {what} {text(result)!r}",
+                              "no cancellation", text(result))  # fmt: skip
     return None
 
 
@@ -753,10 +748,10 @@ def c2_cancels_before_the_tool_is_looked_up(record: Record, want: Want | None) -
     i, post_in = received(record)
     if post_in is None or text(post_in) in _cancellations(record.revision):
         return None
-    return Failure("R17", i, "post_received",
-                   "the caller aborted before base dispatch, yet post-execute received "
-                   f"{text(post_in)!r}, not the cancellation",
-                   "the cancellation", text(post_in))  # fmt: skip
+    return Failure.of(c2_cancels_before_the_tool_is_looked_up, i, "post_received",
+                      "the caller aborted before base dispatch, yet post-execute received "
+                      f"{text(post_in)!r}, not the cancellation",
+                      "the cancellation", text(post_in))  # fmt: skip
 
 
 @_once
@@ -789,10 +784,10 @@ def cancellation_says_whether_the_body_ran(record: Record, want: Want | None) ->
     wanted = texts["aborted" if invoked else "aborted_before_dispatch"]
     if text(post_in) == wanted:
         return None
-    return Failure("R41", i, "post_received",
-                   f"the body was {'' if invoked else 'not '}invoked: the cancellation is "
-                   f"{wanted!r}, post-execute received {text(post_in)!r}",
-                   wanted, text(post_in))  # fmt: skip
+    return Failure.of(cancellation_says_whether_the_body_ran, i, "post_received",
+                      f"the body was {'' if invoked else 'not '}invoked: the cancellation is "
+                      f"{wanted!r}, post-execute received {text(post_in)!r}",
+                      wanted, text(post_in))  # fmt: skip
 
 
 # ------------------------------------------------------------------------------------------------
@@ -836,7 +831,7 @@ def late_body_success_is_aborted(record: Record, want: Want | None) -> Failure |
     i, post_in = received(record)
     if post_in is None or is_error(post_in):
         return None
-    return Failure("R18", i, "post_received",
-                   "the body succeeded after its signal aborted, yet post-execute received a "
-                   f"success ({text(post_in)!r}), not ABORTED",
-                   "an error", text(post_in))  # fmt: skip
+    return Failure.of(late_body_success_is_aborted, i, "post_received",
+                      "the body succeeded after its signal aborted, yet post-execute received a "
+                      f"success ({text(post_in)!r}), not ABORTED",
+                      "an error", text(post_in))  # fmt: skip

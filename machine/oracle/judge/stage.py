@@ -116,35 +116,35 @@ def _plan(record: Record, want: Want) -> Plan | None:
     guards = not raised and denial is None and (s.pre == "allow" or answer == "approved")
     if record.revision == "seed":
         if before(decisive):  # C1 beats all (row 2); C1' a pre-stage exception (row 3)
-            rule, expect, guards = "R14" if raised else "R13", texts["aborted"], False
+            rule, expect, guards = PRE_FAILURE if raised else C1, texts["aborted"], False
         elif raised:
-            rule, expect = "R14", FINAL
+            rule, expect = PRE_FAILURE, FINAL
         elif denial is not None:
-            rule, expect = "R5", "Error: " + denial
+            rule, expect = DENIAL, "Error: " + denial
         elif guards and s.guard == "throw":  # C1': cancelled when the guard threw?
-            rule, expect = "R14", texts["aborted"] if before(guard_step) else FINAL
+            rule, expect = PRE_FAILURE, texts["aborted"] if before(guard_step) else FINAL
         elif guards and s.guard == "deny" and not before(guard_step):
-            rule, expect = "R15", "Error: guard refused the call"
+            rule, expect = GUARDS, "Error: guard refused the call"
         else:
-            rule, expect = "R15", ONWARD
+            rule, expect = GUARDS, ONWARD
     else:
         # R43 orders a decision against a cancellation; with none before it, the decision's
         # own rule (the seed's) is what a wrong result breaks.
         if raised or (guards and s.guard == "throw"):
             step = decisive if raised else guard_step
-            rule, expect = "R43" if before(step) else "R14", FINAL  # (d) a failure beats it
+            rule, expect = ORDER if before(step) else PRE_FAILURE, FINAL  # (d) a failure beats it
         elif answer == "cancelled" and before(decisive):
-            rule, expect = "R43", texts["aborted_before_dispatch"]  # (a)
+            rule, expect = ORDER, texts["aborted_before_dispatch"]  # (a)
         elif denial is not None:
-            rule = "R43" if before(decisive) else "R5"
+            rule = ORDER if before(decisive) else DENIAL
             expect = "Error: " + denial  # (b) denials beat cancellation
         elif guards and s.guard == "deny":
-            rule = "R43" if before(guard_step) else "R15"
+            rule = ORDER if before(guard_step) else GUARDS
             expect = "Error: guard refused the call"  # (b)
         elif guards and before(guard_step):
-            rule, expect = "R43", texts["aborted_before_dispatch"]  # (c)
+            rule, expect = ORDER, texts["aborted_before_dispatch"]  # (c)
         else:
-            rule, expect = "R43", ONWARD
+            rule, expect = ORDER, ONWARD
     # R5: the seam is asked exactly when pre-execute asks, a seam is mounted and the call has an
     # agent; skipping it is the MAY (D1) only once the caller aborted before pre-execute decided
     seam = s.pre == "ask" and s.approval_seam and s.agent and not before(decisions["pre"][1])
@@ -191,8 +191,9 @@ def _ends(record: Record, want: Plan) -> Failure | None:
                    want.expect, seen)  # fmt: skip
 
 
-def _stage_check(rule: str, words: str) -> None:
-    """Register the check of the stage's end for the plans ``rule`` decides."""
+def _stage_check(rule: str, words: str) -> str:
+    """Register the check of the stage's end for the plans ``rule`` decides; its rule, which
+    :func:`_plan` names by the constant it is bound to (the registration writes the id)."""
 
     def decides(record: Record, want: Want | None) -> bool:
         assert want is not None
@@ -221,18 +222,20 @@ def _stage_check(rule: str, words: str) -> None:
         when=(decides, f"{rule} decides how the pre-policy stage ends"),
         needs_setup=True,
     )(stage_ends_as_the_rule_says)
+    return rule
 
 
-_stage_check("R5", "a denial's text reaches post-execute (the seed's, or the revised one with no "
-             "cancellation before it).")
-_stage_check("R13", "the seed's C1 -- the caller aborted before the decision -- beats every "
-             "decision: ABORTED on the post route, no guard run.")
-_stage_check("R14", "a pre-stage exception takes the final route (the seed's C1' cancels a "
-             "guard that threw after the caller aborted).")
-_stage_check("R15", "the guards run exactly after an allow or an approved ask; a guard's "
-             "refusal reaches post-execute.")
-_stage_check("R43", "revised: a failure beats a cancellation, a denial beats it too, else "
-             "ABORTED_BEFORE_DISPATCH.")
+DENIAL: Final = _stage_check("R5", "a denial's text reaches post-execute (the seed's, or the "
+                             "revised one with no cancellation before it).")
+C1: Final = _stage_check("R13", "the seed's C1 -- the caller aborted before the decision -- "
+                         "beats every decision: ABORTED on the post route, no guard run.")
+PRE_FAILURE: Final = _stage_check("R14", "a pre-stage exception takes the final route (the "
+                                  "seed's C1' cancels a guard that threw after the caller "
+                                  "aborted).")
+GUARDS: Final = _stage_check("R15", "the guards run exactly after an allow or an approved ask; "
+                             "a guard's refusal reaches post-execute.")
+ORDER: Final = _stage_check("R43", "revised: a failure beats a cancellation, a denial beats it "
+                            "too, else ABORTED_BEFORE_DISPATCH.")
 
 
 def _pre_asked(record: Record, want: Want | None) -> bool:
@@ -257,9 +260,9 @@ def seam_asked_when_pre_execute_asks(record: Record, want: Want | None) -> Failu
     found = plan(record, want)
     if found is None or not found.seam_skipped:
         return None
-    return Failure("R5", found.decided_at, "pre_stage",
-                   "pre-execute asked, a seam is mounted and the call has an agent, yet the "
-                   "approval seam was not asked", "the seam is asked", "it was not")  # fmt: skip
+    return Failure.of(seam_asked_when_pre_execute_asks, found.decided_at, "pre_stage",
+                      "pre-execute asked, a seam is mounted and the call has an agent, yet the "
+                      "approval seam was not asked", "the seam is asked", "it was not")  # fmt: skip
 
 
 def _revised_pre_aborted(record: Record, want: Want | None) -> bool:
@@ -287,6 +290,6 @@ def pre_aborted_call_stops_at_entry(record: Record, want: Want | None) -> Failur
     got = text(record.lines[j]["result"])
     if decided is None and got == wanted:
         return None
-    return Failure("R42", decided[0] if decided else j, "pre_stage",
-                   f"a pre-aborted call must stop after entry with {wanted!r}, got {got!r}",
-                   wanted, got)  # fmt: skip
+    return Failure.of(pre_aborted_call_stops_at_entry, decided[0] if decided else j, "pre_stage",
+                      f"a pre-aborted call must stop after entry with {wanted!r}, got {got!r}",
+                      wanted, got)  # fmt: skip

@@ -25,7 +25,7 @@ from typing import Any, Final, NamedTuple
 
 from ...contract.core import GUARDS, CallState, Occurrence
 from ...contract.loader import Contract, RevisionContract, Transition
-from .registry import CONTRACT, STEP, check, on
+from .registry import CONTRACT, STEP, check, on, rule_of
 
 
 class Death(NamedTuple):
@@ -645,9 +645,10 @@ def started_where_invoked(replay: Replay, b: Branch, data: Any) -> Death | None:
 def no_body_once_decided(replay: Replay, b: Branch, what: str) -> str | None:
     """No body starts after the call's result was decided for publication."""
     if b.cs.state in replay.decided_states:
+        rule = rule_of(no_body_once_decided)
         return (
             f"{what.capitalize()} after the call's result was decided for publication "
-            f"(R28: {replay.summary('R28')})."
+            f"({rule}: {replay.summary(rule)})."
         )
     return None
 
@@ -660,9 +661,10 @@ def no_body_after_cancellation(replay: Replay, b: Branch, what: str) -> str | No
         cs.state == STAGE_STATE["post"] and cs.outcome in replay.cancellations
     ):
         if replay.cancelled(cs, Occurrence("body_start"), replay.table):
+            rule = rule_of(no_body_after_cancellation)
             return (
                 f"{what.capitalize()} after the caller cancelled and before checkpoint C2 "
-                f"(R28: {replay.summary('R28')})."
+                f"({rule}: {replay.summary(rule)})."
             )
     return None
 

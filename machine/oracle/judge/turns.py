@@ -191,11 +191,7 @@ def _notified(turn: TurnRecord) -> dict[str, list[Mapping[str, Any]]]:
     return out
 
 
-SKIPPED_RULE: Final = "R9"
-"""The synthetic result of a call that never started: a turn exercises it only with one."""
-
-
-@check(SKIPPED_RULE, TURN, "turn", paired=True)
+@check("R9", TURN, "turn", paired=True)
 def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
     """A call that never started gets the revision's synthetic result."""
     started = turn.first()
@@ -204,6 +200,10 @@ def synthetic_skipped_result(turn: TurnRecord) -> list[tuple[float, str]]:
         for k, c, r in _results(turn)
         if c not in started and not same_json(r["payload"], turn.skipped)
     ]
+
+
+SKIPPED_RULE: Final = rule_of(synthetic_skipped_result)
+"""The synthetic result of a call that never started: a turn exercises it only with one."""
 
 
 @check("R31", TURN, "turn", paired=True)
