@@ -262,3 +262,37 @@ def test_a_tool_that_fails_after_its_callers_cancel_keeps_its_failure(
     if module != "openai_agents":
         lost = [f["id"] for f in judged if {"R15", "R19"} & set(f["broken"])]
         assert not lost, (name, lost)
+
+
+def _answered_in_full(name: str, rev: str) -> list[str]:
+    """A cheap subset of ``rev``'s vectors both rows run, where no caller's cancellation can
+    come back instead of an answer (no cancel while the call runs): the plain row's answer is
+    judged in full there, never excused as a re-raised cancellation (P2)."""
+    m = PUBLISHED[name][rev]
+    table = load_contract().revision(rev)
+    return [v.id for v in shipped_vectors(rev)
+            if not (s := v.scenario).wrappers and s.timeout == "absent"
+            and not s.cancel.startswith(("gate:", "with_"))
+            and _runs(m["capabilities"], needs(v, table))]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_an_integrated_row_loses_no_vector_its_plain_row_answers_and_passes(
+    name: str, tmp_path: Path
+) -> None:
+    """Where the plain row is judged on its answer (no cancellation came back in its place),
+    adding the integration loses nothing the plain row passes.  Under a cancel while the call
+    runs, a task-cancel plain row re-raises the cancellation and gives no result to judge:
+    those vectors compare nothing (the integrated row answers them, judged in full)."""
+    module = _module(name)
+    try:
+        importlib.import_module(f"toolcancel.integrations.{module}")
+    except ImportError as exc:
+        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    ids = _answered_in_full(name, "revised")
+    assert ids, name
+    rows = {n: ROOT / RUNTIMES_DIR / f"adapter_{n}.py" for n in (integrated.plain_row(name), name)}
+    plain, mine = (_conform(path, "revised", ids, tmp_path) for path in rows.values())
+    failed = {f["id"] for f in plain["failures"]}
+    lost = [f["id"] for f in mine["failures"] if f["id"] not in failed]
+    assert not lost, (name, lost)
