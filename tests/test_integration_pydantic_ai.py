@@ -126,6 +126,30 @@ async def test_a_tool_failure_is_a_failed_return_the_model_reads_not_a_raise() -
     assert out.output == "read 'Error: disk full'"
 
 
+async def test_a_tool_that_fails_when_cancelled_keeps_its_failure_not_aborted() -> None:
+    """The registry awaits the tool's own outcome: a failure raised as the tool stops after
+    the run's cancellation survives (R19), in the history and in what the call published."""
+    agent = agent_calling()
+    started = asyncio.Event()
+
+    @agent.tool_plain(name="tool")
+    async def flushing() -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            raise RuntimeError("disk full") from None  # its clean-up failed
+        return "never"
+
+    calls = Toolcancel(revision="revised")
+    with capture_run_messages() as messages:
+        await cancelled_once(agent, calls, started)
+    (part,) = seen(messages)
+    assert isinstance(part, ToolReturnPart)
+    assert (part.content, part.outcome) == ("Error: disk full", "failed")
+    assert (await calls.settled("c1")).to_data()["error"] == {"message": "disk full"}
+
+
 async def test_a_success_and_pydantic_ais_own_answers_pass_unchanged() -> None:
     agent = agent_calling()
 

@@ -227,3 +227,72 @@ def test_a_plain_row_without_an_integration_point_is_refused() -> None:
 
     with pytest.raises(AttributeError, match="Plain has no integration"):
         kit.integrated(Plain, lambda call, plain: plain, "m")
+
+
+def _failing_after_cancel(name: str, rev: str) -> list[str]:
+    """The vectors of ``rev`` the row runs where a cooperative tool, alone (no wrapper, no
+    deadline), fails after its caller cancelled: the contract keeps that failure (R15, R19)."""
+    m = PUBLISHED[name][rev]
+    table = load_contract().revision(rev)
+    return [v.id for v in shipped_vectors(rev)
+            if (s := v.scenario).body in ("throw", "throw_structured") and s.cooperative
+            and s.cancel == "gate:body" and not s.wrappers and s.timeout == "absent"
+            and s.caller == "live" and _runs(m["capabilities"], needs(v, table))]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_a_tool_that_fails_after_its_callers_cancel_keeps_its_failure(
+    name: str, tmp_path: Path
+) -> None:
+    """Where the runtime hands the registry the tool's own failure, the integrated row publishes
+    it, not ABORTED (R15, R19): the body the registry awaits is the tool's own outcome, never
+    the cancellation of a task around it.  Whatever else the row breaks there, its
+    integration's LIMITS explains -- and only the OpenAI SDK, which turns a tool's failure into
+    text before the registry sees it, loses the failure itself."""
+    module = _module(name)
+    try:
+        importlib.import_module(f"toolcancel.integrations.{module}")
+    except ImportError as exc:
+        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    ids = _failing_after_cancel(name, "revised")
+    assert ids, name
+    report = _conform(ROOT / RUNTIMES_DIR / f"adapter_{name}.py", "revised", ids, tmp_path)
+    judged = [f for f in report["failures"] if f["rule"] != PROTOCOL]  # refused: not run
+    assert {f["rule"] for f in judged} <= set(integrated.limits(ROOT, module)), (name, judged)
+    if module != "openai_agents":
+        lost = [f["id"] for f in judged if {"R15", "R19"} & set(f["broken"])]
+        assert not lost, (name, lost)
+
+
+def _answered_in_full(name: str, rev: str) -> list[str]:
+    """A cheap subset of ``rev``'s vectors both rows run, where no caller's cancellation can
+    come back instead of an answer (no cancel while the call runs): the plain row's answer is
+    judged in full there, never excused as a re-raised cancellation (P2)."""
+    m = PUBLISHED[name][rev]
+    table = load_contract().revision(rev)
+    return [v.id for v in shipped_vectors(rev)
+            if not (s := v.scenario).wrappers and s.timeout == "absent"
+            and not s.cancel.startswith(("gate:", "with_"))
+            and _runs(m["capabilities"], needs(v, table))]  # fmt: skip
+
+
+@pytest.mark.parametrize("name", ROWS)
+def test_an_integrated_row_loses_no_vector_its_plain_row_answers_and_passes(
+    name: str, tmp_path: Path
+) -> None:
+    """Where the plain row is judged on its answer (no cancellation came back in its place),
+    adding the integration loses nothing the plain row passes.  Under a cancel while the call
+    runs, a task-cancel plain row re-raises the cancellation and gives no result to judge:
+    those vectors compare nothing (the integrated row answers them, judged in full)."""
+    module = _module(name)
+    try:
+        importlib.import_module(f"toolcancel.integrations.{module}")
+    except ImportError as exc:
+        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    ids = _answered_in_full(name, "revised")
+    assert ids, name
+    rows = {n: ROOT / RUNTIMES_DIR / f"adapter_{n}.py" for n in (integrated.plain_row(name), name)}
+    plain, mine = (_conform(path, "revised", ids, tmp_path) for path in rows.values())
+    failed = {f["id"] for f in plain["failures"]}
+    lost = [f["id"] for f in mine["failures"] if f["id"] not in failed]
+    assert not lost, (name, lost)

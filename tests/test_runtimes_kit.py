@@ -40,6 +40,7 @@ from toolcancel.runtimes import (
     row,
     run_vector,
     serve,
+    task_signal,
 )
 from toolcancel.runtimes import needs as kit_needs
 
@@ -432,3 +433,33 @@ def test_the_control_plays_the_scenarios_tool_deadline_on_the_kits_clock(revisio
     # no deadline to pass: the first thing that differs is the body's signal, which the
     # deadline aborts (R21: the fused signal carries the first source's reason)
     assert "R21" in planted
+
+
+@pytest.mark.parametrize(
+    ("body", "answered"),
+    [("throw", "tool failed"), ("throw_structured", "disk full"), ("success", None)],
+)
+def test_a_cooperative_body_whose_task_is_cancelled_settles_as_its_scenario_says(
+    body: str, answered: str | None
+) -> None:
+    """A body whose only signal is its task's cancellation stops at the cancel, then settles
+    with its own behaviour (spec/vectors/README.md, ``cooperative``): a failing body raises its
+    failure -- for the runtime to keep or lose -- and a succeeding one ends cancelled."""
+
+    async def run_body(call: Call) -> Outcome:
+        try:
+            await call.body(task_signal, None)
+        except Exception as exc:  # the body's own failure: the runtime's answer here
+            return Outcome(result={"content": [{"type": "text", "text": str(exc)}],
+                                   "isError": True})  # fmt: skip
+        return Outcome(result={"content": [], "isError": False})
+
+    vector = {**CANCELLED, "scenario": {**CANCELLED["scenario"], "body": body}}
+    answer = play(Raising(run_body), vector)
+    (seen,) = answer["observed"]["bodies"]
+    assert seen["settle"] == {"aborted": True, "reason": "caller"}
+    if answered is None:
+        assert answer["observed"]["raised"] == "CancelledError"
+        assert answer["observed"]["caller_cancelled"] is True
+    else:
+        assert answer["result"]["content"] == [{"type": "text", "text": answered}]

@@ -52,21 +52,12 @@ _TEXT_ONLY = (
     "graph's state with the contract's text and error flag but without R1's structured error (its "
     "code and name; in the revised contract its message too)."
 )
-_TASK = (
-    "LangGraph gives a tool no cancellation signal but its task's cancellation, which interrupts "
-    "the tool where it waits: the vectors' cooperative failing body, played as a tool that stops "
-    "when its await is cancelled, ends cancelled rather than failing, so the registry publishes "
-    "ABORTED where the contract expects the failure to survive."
-)
 LIMITS: Final[Mapping[str, str]] = {
     "R3": _TEXT_ONLY,
     "R6": _TEXT_ONLY,
     "R11": _TEXT_ONLY,
-    "R15": _TASK,
     "R16": _TEXT_ONLY,
     "R18": _TEXT_ONLY,
-    "R19": _TASK,
-    "R29": _TASK,
     "R30": _TEXT_ONLY,
     "R31": _TEXT_ONLY,
 }

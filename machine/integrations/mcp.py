@@ -63,13 +63,6 @@ _LATE_CONVERSION: Final = (
     "success it cannot serialize (a non-JSON _meta) reaches the registry as the SDK's failure, "
     "which survives the cancel, instead of the late success the contract publishes as ABORTED"
 )
-_STOPPED_BY_CANCEL: Final = (
-    "the SDK tells a tool to stop only by cancelling its task (the request's scope), so a Python "
-    "tool that stops leaves with the cancellation itself, published as ABORTED; the conformance "
-    "adapter's cooperative body does so where its scenario fails after the stop (R15 seed, R19 "
-    "and R29 revised): a limit of that mapping, which the control's signal-driven body does "
-    "not share"
-)
 _FAILURE_TEXT: Final = (
     "the SDK answers a failing tool with its own error result ('Error executing tool ...') "
     "before the registry sees it, and that answer goes to the client unchanged: the SDK's "
@@ -80,12 +73,9 @@ LIMITS: Final[Mapping[str, str]] = {
     "R6": "a request names its tool, not whether the server has it (a low-level server's tools "
     "are its handler's business), so an unknown name goes on to the SDK, whose answer has its "
     "own words and no error code (text only)",
-    "R15": _STOPPED_BY_CANCEL,
     "R18": _FAILURE_TEXT,
-    "R19": _STOPPED_BY_CANCEL,
     "R27": _LATE_CONVERSION,
     "R28": _LATE_CONVERSION,
-    "R29": _STOPPED_BY_CANCEL,
     "R30": _CONVERSION,
     "R31": _CONVERSION,
 }

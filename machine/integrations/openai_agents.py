@@ -89,13 +89,11 @@ __all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
 
 T = TypeVar("T")
 
-_STOPPED_BY_CANCEL: Final = (
-    "the SDK tells a tool to stop only by cancelling its task, so a Python tool that stops "
-    "leaves with CancelledError -- the cancellation itself, published as ABORTED -- and a tool "
-    "that is to fail after the stop must catch it and raise its own error (which survives); the "
-    "conformance adapter's cooperative body does not, so the vectors whose body fails after the "
-    "stop cite R15 (seed) or R19 and R29 (revised): a limit of that mapping, which the control's "
-    "signal-driven body does not share"
+_FAILED_LATE: Final = (
+    "the SDK's own invocation turns a tool's exception into its failure_error_function's text "
+    "before the registry sees it, so a tool that fails after the cancel reaches the registry as "
+    "a late success, published ABORTED (a tool made with failure_error_function=None keeps its "
+    "failure)"
 )
 _FAILURE_TEXT: Final = (
     "the SDK's own invocation turns a tool's exception into its failure_error_function's text "
@@ -119,14 +117,14 @@ LIMITS: Final[Mapping[str, str]] = {
     "R6": "the SDK makes an unknown tool's output item itself, from the formatter's text alone, "
     "so the registry's UNKNOWN_TOOL answer reaches the model without its error code (text only)",
     "R7": _NO_GUARDRAILS_UNKNOWN,
-    "R15": _STOPPED_BY_CANCEL,
+    "R15": _FAILED_LATE,
     "R18": _FAILURE_TEXT,
-    "R19": _STOPPED_BY_CANCEL,
+    "R19": _FAILED_LATE,
     "R20": _NO_GUARDRAILS_UNKNOWN,
     "R29": "a function tool's output item holds the output alone: the SDK has no field for the "
     "additionalContexts a post-execute block adds (a guardrail's reject_content carries a "
-    "message only); and where the body is to fail after the stop, R15's reason: the SDK stops a "
-    "tool only by cancelling its task",
+    "message only); and where the body is to fail after the cancel, R15's reason: the SDK hands "
+    "the registry that failure as text, a late success",
     "R31": "a run cancelled before the model asked for the tool never makes the call, so there "
     "is no call to publish a result for: the SDK stops before its tool step",
     "R34": _SDK_TIMEOUT_TEXT,

@@ -70,21 +70,16 @@ _TEXT_ONLY = (
     "reaches the model and the history with the contract's text and error flag but without R1's "
     "structured error (its code and name; in the revised contract its message too)."
 )
-_TASK = (
-    "pydantic-ai gives a tool no cancellation signal but its task's cancellation, which "
-    "interrupts the tool where it waits: the vectors' cooperative failing body, played as a tool "
-    "that stops when its await is cancelled, ends cancelled rather than failing, so the registry "
-    "publishes ABORTED where the contract expects the failure to survive."
-)
 _CHAIN = (
     "pydantic-ai hands the outermost capability's wrap_tool_execute one handler for the rest of "
     "the tool's execution, the other capabilities' tool hooks (the rows' around wrappers) "
-    "included, so they run inside the registry call's body and are cancelled with its task: a "
-    "wrapper that waits after the tool, or retries it, does so inside one body, and where the "
-    "contract refuses a re-dispatch after a cancel (ABORTED_BEFORE_DISPATCH) or keeps a "
-    "wrapper's own outcome, the registry publishes the body's ABORTED; and pydantic-ai answers a "
-    "tool name no toolset has before any hook runs, so a cancel where the vectors' wrappers "
-    "would wait finds no call."
+    "included, so they run inside the registry call's body and get what the tool did as an "
+    "exception -- its failure, its cancellation, its timeout's retry prompt: a hook waiting "
+    "before or after the tool is cancelled with the body, published ABORTED, where the "
+    "contract's wrapper goes on (to a refused dispatch, ABORTED_BEFORE_DISPATCH, or its own "
+    "outcome), and a retrying hook never makes the second try the contract refuses after a "
+    "cancel; and pydantic-ai answers a tool name no toolset has before any hook runs, so a "
+    "cancel where the vectors' wrappers would wait finds no call."
 )
 _OWN_TIMEOUT = (
     "pydantic-ai's tool timeout is its own anyio.fail_after in FunctionToolset.call_tool, per try, "
@@ -106,17 +101,17 @@ LIMITS: Final[Mapping[str, str]] = {
     "R6": "pydantic-ai answers a tool name no toolset has with its own retry prompt before any "
     "toolset's call_tool runs, so the registry never sees the call.",
     "R11": _TEXT_ONLY,
-    "R15": _TASK,
+    "R15": _CHAIN,
     "R16": "a tool's failure reaches a capability's tool_execute hook (the rows' around "
     "wrappers) as an exception, not as a result the hook goes on from, so a wrapper that is to "
     "fail after delegating never runs its own failure; and pydantic-ai answers a tool name no "
     "toolset has before any hook runs, so the wrappers never answer for it.",
     "R17": _CHAIN,
     "R18": _TEXT_ONLY,
-    "R19": _TASK,
+    "R19": _CHAIN,
     "R21": _CHAIN,
     "R28": _CHAIN,
-    "R29": _TASK,
+    "R29": _CHAIN,
     "R30": _TEXT_ONLY,
     "R31": _TEXT_ONLY,
     "R34": _OWN_TIMEOUT,

@@ -317,14 +317,33 @@ class Call:
                 await self.gate("body", stop)
             else:
                 await self.held("body")
+        except asyncio.CancelledError:
+            # A runtime whose only signal is the cancellation of the body's task (no ``stop``)
+            # stops a cooperative body's await; the body then settles as the scenario says
+            # (spec/vectors/README.md, ``cooperative``): a failing one raises its failure, as
+            # a Python tool whose clean-up fails does, so the failure is the runtime's to keep
+            # or lose; a succeeding one ends cancelled -- its late success is ABORTED either way
+            # (R18), and returning it would swallow the runtime's cancellation.
+            if not self._failing:
+                raise
+            self._fail()
         finally:
             record.settle = signal()
+        if self._failing:
+            self._fail()
         if s["body"] == "success_meta":
             return {"content": [text(BODY_TEXT)], "meta": {"rows": 3}}
         if s["body"] == "bad_meta":
             return {"content": [text(BODY_TEXT)], "meta": {"handle": lambda: 0}}
-        if s["body"] == "throw_structured":
-            raise ToolError(BODY_STRUCTURED_FAILURE, "ENOSPC")
-        if s["body"].endswith("throw"):
-            raise RuntimeError(BODY_FAILURE)
         return [text(BODY_TEXT)]
+
+    @property
+    def _failing(self) -> bool:
+        """Whether the scenario's body fails (``throw``, ``throw_structured``)."""
+        return self.scenario["body"] in ("throw", "throw_structured")
+
+    def _fail(self) -> None:
+        """Raise the scenario's body failure (``throw`` or ``throw_structured``)."""
+        if self.scenario["body"] == "throw_structured":
+            raise ToolError(BODY_STRUCTURED_FAILURE, "ENOSPC")
+        raise RuntimeError(BODY_FAILURE)
