@@ -19,16 +19,23 @@ registry's binding already runs the call in one), one caller signal (the runtime
 :meth:`Boundary.abort`), one observer that records the publication, and a waiter only for a
 program that asks to wait (:meth:`Boundary.settled`, :meth:`Boundary.settled_all`).
 
+Boundaries may share a registry (the OpenAI Agents SDK's integration makes one per run, and
+one registry may serve many runs): the registry holds one body per tool name and tells its
+observers every publication, so the body and the observer are the registry's (:class:`_Index`,
+one per registry), and each call is routed to the boundary it entered through.
+
 Invariants: a call is in :attr:`Boundary.published` (by the runtime's call id) and
 :attr:`Boundary.in_order` from its publication on, which is after its body settled (R27);
 ``_running`` holds exactly the calls entered here that have not published, each with its caller
-controller; after :meth:`Boundary.abort` a call enters with its caller signal aborted, so no
-body starts.  It imports no runtime.
+controller, and the registry's index holds them too, by the same registry call id; after
+:meth:`Boundary.abort` a call enters with its caller signal aborted, so no body starts.  It
+imports no runtime.
 """
 
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -45,9 +52,6 @@ Run = Callable[[], Awaitable[Any]]
 Output = Callable[[Any], ToolOutput | list[Any]]
 """What the registry is told the runtime's tool call returned (content blocks and meta); raises
 for a value that is the tool's failure (an error message the runtime made of an exception)."""
-Setup = Callable[[], Callable[[], object] | None]
-"""Run just before the call starts (a context variable set there is the body's: the call's task
-copies it); what it returns is called once the call published."""
 Watch = Callable[[AbortController], Awaitable[None]]
 """Runs beside the call until it publishes: a way for the runtime's own cancellation flag to
 abort the call's caller signal."""
@@ -98,6 +102,7 @@ def _unchanged(value: Any) -> Any:
 
 @dataclass(slots=True)
 class _Running:
+    boundary: Boundary
     key: str
     name: str
     run: Run | None
@@ -109,6 +114,67 @@ class _Running:
     returned: bool = False
     raised: BaseException | None = None
     published: Published | None = None
+
+
+class _Index:
+    """The calls running through every boundary over one registry, by the registry's call id;
+    the body registered for their tools and the observer told of their publications.  It holds
+    no registry and no boundary but a running call's (the registry holds it)."""
+
+    __slots__ = ("running",)
+
+    def __init__(self) -> None:
+        self.running: dict[str, _Running] = {}
+
+    def context(self, view: Execution) -> Any:
+        running = self.running.get(view.call_id)
+        return None if running is None else running.context
+
+    def observe(self, view: Execution, result: ToolResult) -> None:
+        """The registry published a result: hand it to the boundary of the call, if ours."""
+        running = self.running.pop(view.call_id, None)
+        if running is not None:
+            running.boundary._publish(view.call_id, running, result)
+
+    async def body(self, arguments: Any, view: Execution) -> Any:
+        """Every tool's registry body: the runtime's tool call, awaited under the call's signal
+        (:func:`~toolcancel.cancellable`); what it did is kept for :class:`Published`."""
+        del arguments  # the runtime's call holds its own (validated) arguments
+        running = self.running[view.call_id]
+        assert running.run is not None  # registered only for a call with its run
+        running.value, running.out, running.returned, running.raised = None, None, False, None
+        try:
+            value = await cancellable(view, running.run())
+        except AbortError:  # the signal stopped it: not the tool's own failure
+            raise
+        except Exception as exc:  # the tool's own failure
+            running.raised = exc
+            raise
+        running.value, running.returned = value, True
+        try:
+            running.out = running.output(value)
+        except Exception as exc:  # a value that is the tool's failure (an error message)
+            running.raised = exc
+            raise
+        return running.out
+
+
+_INDEXES: weakref.WeakKeyDictionary[ToolRegistry, _Index] = weakref.WeakKeyDictionary()
+
+
+def _index(registry: ToolRegistry) -> _Index:
+    """``registry``'s index, made (and its observer added) by the first boundary over it."""
+    index = _INDEXES.get(registry)
+    if index is None:
+        index = _INDEXES[registry] = _Index()
+        registry.add_observer(index.observe)
+    return index
+
+
+def context_of(registry: ToolRegistry) -> Callable[[Execution], Any]:
+    """:meth:`Boundary.context` for every boundary over ``registry``: for a hook installed once
+    per registry and shared by its boundaries, which must hold none of them (a run's)."""
+    return _index(registry).context
 
 
 class Boundary:
@@ -130,7 +196,13 @@ class Boundary:
         self._waiting: dict[str, asyncio.Future[Published]] = {}  # settled(key) before it published
         self._idle: asyncio.Future[None] | None = None  # settled_all() while calls run
         self._aborted = False
-        self.registry.add_observer(self._observe)
+        self._index = _index(self.registry)
+
+    def register(self, name: str, **definition: Any) -> None:
+        """Register tool ``name`` in the registry with this boundary's body and ``definition``
+        (:meth:`~toolcancel.ToolRegistry.register`'s keywords), for an integration that knows
+        a tool's description or budget before its first call; :meth:`enter` registers the rest."""
+        self.registry.register(name, self._index.body, **definition)
 
     async def enter(
         self,
@@ -142,7 +214,6 @@ class Boundary:
         *,
         known: bool = True,
         context: Any = None,
-        setup: Setup | None = None,
         watch: Watch | None = None,
     ) -> tuple[Published, asyncio.CancelledError | None]:
         """Make the runtime's tool call ``run`` (a call of tool ``name`` with ``arguments``,
@@ -152,39 +223,37 @@ class Boundary:
         A tool the runtime does not know (``known`` false), or a call without ``run``, is not
         registered: the registry answers it with its own body of that name, if it holds one,
         else as an unknown tool (R6).  ``context`` is what the registry's hooks of this
-        integration read of the call (:meth:`context`); ``setup`` and ``watch`` are
-        :data:`Setup` and :data:`Watch`.  A cancellation of the awaiting task aborts the call's
-        caller; the call is awaited to its result all the same.  A second interrupt abandons
-        the call unpublished (P7): that is raised."""
+        integration read of the call (:meth:`context`); ``watch`` is a :data:`Watch`.  A
+        cancellation of the awaiting task aborts the call's caller; the call is awaited to its
+        result all the same.  A second interrupt abandons the call unpublished (P7): that is
+        raised."""
         registry = self.registry
+        index = self._index
         if run is not None and known and registry.definition(name) is None:
-            registry.register(name, self._body)
+            registry.register(name, index.body)
         caller = AbortController()
         if self._aborted:
             caller.abort()
-        undo = setup() if setup is not None else None
+        pending = registry.execute(name, arguments, signal=caller.signal)
+        call_id = pending.call_id
+        running = _Running(self, key, name, run, output, context, caller)
+        self._running[call_id] = index.running[call_id] = running
         watcher: asyncio.Future[None] | None = None
         cancelled: asyncio.CancelledError | None = None
         try:
-            pending = registry.execute(name, arguments, signal=caller.signal)
-            running = _Running(key, name, run, output, context, caller)
-            self._running[pending.call_id] = running
             if watch is not None:
                 watcher = asyncio.ensure_future(watch(caller))
-            try:
-                await pending
-            except asyncio.CancelledError as exc:  # published first (P2), unless abandoned (P7)
-                if running.published is None:
-                    raise
-                cancelled = exc
-            finally:
-                if self._running.pop(pending.call_id, None) is not None:
-                    self._wake_idle()  # never published (abandoned): not waited for any more
+            await pending
+        except asyncio.CancelledError as exc:  # published first (P2), unless abandoned (P7)
+            if running.published is None:
+                raise
+            cancelled = exc
         finally:
             if watcher is not None:
                 watcher.cancel()
-            if undo is not None:
-                undo()
+            if self._running.pop(call_id, None) is not None:
+                index.running.pop(call_id, None)
+                self._wake_idle()  # never published (abandoned): not waited for any more
         published = running.published
         assert published is not None  # every publication is observed (R31)
         return published, cancelled
@@ -211,9 +280,9 @@ class Boundary:
 
     def context(self, view: Execution) -> Any:
         """The ``context`` the runtime's call behind ``view`` was made with (``None`` for a call
-        of the registry that no runtime made through this boundary)."""
-        running = self._running.get(view.call_id)
-        return None if running is None else running.context
+        of the registry that no runtime made through a boundary; a call through another boundary
+        over the same registry answers with its own: :func:`context_of`)."""
+        return self._index.context(view)
 
     def abort(self) -> None:
         """The caller of every call gives up: each call in flight aborts, and one entering later
@@ -227,11 +296,9 @@ class Boundary:
         found = self.published.get(key)
         return None if found is None else found.result
 
-    def _observe(self, view: Execution, result: ToolResult) -> None:
-        """The registry published a result: record it, if it is one of ours."""
-        running = self._running.pop(view.call_id, None)
-        if running is None:
-            return
+    def _publish(self, call_id: str, running: _Running, result: ToolResult) -> None:
+        """The registry published ``result`` for a call entered here: record it."""
+        del self._running[call_id]
         key = running.key
         published = running.published = Published(
             key, running.name, result, running.returned, running.value, running.raised,
@@ -247,26 +314,6 @@ class Boundary:
     def _wake_idle(self) -> None:
         if not self._running and self._idle is not None and not self._idle.done():
             self._idle.set_result(None)
-
-    async def _body(self, arguments: Any, view: Execution) -> Any:
-        del arguments  # the runtime's call holds its own (validated) arguments
-        running = self._running[view.call_id]
-        assert running.run is not None  # registered only for a call with its run
-        running.value, running.out, running.returned, running.raised = None, None, False, None
-        try:
-            value = await cancellable(view, running.run())
-        except AbortError:  # the signal stopped it: not the tool's own failure
-            raise
-        except Exception as exc:  # the tool's own failure
-            running.raised = exc
-            raise
-        running.value, running.returned = value, True
-        try:
-            running.out = running.output(value)
-        except Exception as exc:  # a value that is the tool's failure (an error message)
-            running.raised = exc
-            raise
-        return running.out
 
     async def settled(self, key: str) -> Published:
         """Wait until the runtime's call ``key`` has published (its body settled first) and
@@ -340,13 +387,9 @@ class Calls:
         name: str,
         arguments: Any,
         call_id: str,
-        setup: Setup | None = None,
-        watch: Watch | None = None,
     ) -> tuple[ToolResult, asyncio.CancelledError | None]:
-        """One registry call of tool ``name``, whose body is the registry's own for that name
-        (``setup`` hands it the runtime's call): :meth:`Boundary.enter`'s result and the
-        awaiting task's cancellation, if one came."""
-        published, cancelled = await self.boundary.enter(
-            name, arguments, call_id, setup=setup, watch=watch
-        )
+        """One registry call of tool ``name`` without a runtime's call to run (the registry
+        answers with its own body of that name, or as an unknown tool):
+        :meth:`Boundary.enter`'s result and the awaiting task's cancellation, if one came."""
+        published, cancelled = await self.boundary.enter(name, arguments, call_id)
         return published.result, cancelled
