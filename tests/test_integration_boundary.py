@@ -9,6 +9,7 @@ a late success), waiting for every call and giving them all up work, and ``own``
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Coroutine
 from typing import Any
 
@@ -176,5 +177,27 @@ def test_boundaries_sharing_a_registry_each_keep_their_own_calls() -> None:
         assert aborted.result.error.code == "ABORTED"
         assert first.in_order == [aborted] and second.in_order == [done]
         assert seen == ["first's", "second's"]
+
+    run(main())
+
+
+def test_a_boundary_over_a_long_lived_registry_is_freed_with_its_run() -> None:
+    """A program makes a boundary per run over one registry: once the run is over the registry
+    holds nothing of it (each used to add an observer the registry kept for ever, so every call
+    of every later run told all of them)."""
+
+    async def main() -> None:
+        registry = ToolRegistry()
+
+        async def tool() -> str:
+            return "value"
+
+        for _ in range(3):
+            boundary = Boundary(registry)
+            published, _ = await boundary.enter("lookup", None, "c1", tool, output)
+            assert published.own
+            gone = weakref.ref(boundary)
+            del boundary
+            assert gone() is None  # freed by its reference count: nothing else holds it
 
     run(main())
