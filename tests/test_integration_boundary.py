@@ -201,3 +201,29 @@ def test_a_boundary_over_a_long_lived_registry_is_freed_with_its_run() -> None:
             assert gone() is None  # freed by its reference count: nothing else holds it
 
     run(main())
+
+
+def test_a_boundary_read_by_id_keeps_no_second_record() -> None:
+    """pydantic-ai's and LangGraph's programs read calls by id and clear ``published`` to forget
+    them: with ``ordered=False`` nothing else keeps a call's publication (nor the tool's value
+    in it)."""
+
+    class Value:
+        def __str__(self) -> str:
+            return "value"
+
+    async def main() -> None:
+        boundary = Boundary(ordered=False)
+
+        async def tool() -> Value:
+            return Value()
+
+        published, _ = await boundary.enter("lookup", None, "c1", tool, lambda v: output(str(v)))
+        assert boundary.published == {"c1": published} and boundary.in_order == []
+        assert (await boundary.settled("c1")) is published
+        gone = weakref.ref(published.value)
+        boundary.published.clear()
+        del published
+        assert gone() is None
+
+    run(main())

@@ -231,15 +231,22 @@ class Boundary:
 
     ``registry``: the caller's (its hooks, wrappers and observers apply to every tool call the
     runtime makes; the boundary registers one body per tool name the runtime calls, so the
-    registry must hold no tool of those names), or a new one of the ``revision``.
+    registry must hold no tool of those names), or a new one of the ``revision``.  ``ordered``:
+    keep :attr:`in_order` too, for a face that lists the calls (:class:`Calls`); a boundary
+    whose program reads its calls by id (pydantic-ai's, LangGraph's) keeps no second record of
+    each call, which clearing :attr:`published` would leave behind.
     """
 
-    def __init__(self, registry: ToolRegistry | None = None, *, revision: str = "seed") -> None:
+    def __init__(
+        self, registry: ToolRegistry | None = None, *, revision: str = "seed", ordered: bool = True
+    ) -> None:
         self.registry = registry if registry is not None else ToolRegistry(revision=revision)
         self.published: dict[str, Published] = {}
         """The runtime's call id -> what that call published last (kept until :meth:`forget`)."""
         self.in_order: list[Published] = []
-        """What every call published, in publication order (kept until :meth:`forget`)."""
+        """What every call published, in publication order (kept until :meth:`forget`; always
+        empty for a boundary made with ``ordered=False``)."""
+        self._ordered = ordered
         self._running: dict[str, _Running] = {}  # the registry's call id -> the runtime's call
         self._waiting: dict[str, asyncio.Future[Published]] = {}  # settled(key) before it published
         self._idle: asyncio.Future[None] | None = None  # settled_all() while calls run
@@ -354,7 +361,8 @@ class Boundary:
             running.out, self._thrown,
         )  # fmt: skip
         self.published[key] = published
-        self.in_order.append(published)
+        if self._ordered:
+            self.in_order.append(published)
         if self._waiting:
             waiter = self._waiting.pop(key, None)
             if waiter is not None and not waiter.done():
@@ -381,8 +389,8 @@ class Boundary:
     async def settled_all(self) -> list[Published]:
         """Wait until every call entered here has published -- however the runtime ended: a
         cancelled run may have left its tools running -- and return what each published, in
-        order.  A further cancellation of the waiting task only waits again; the first is
-        raised after."""
+        order (:attr:`in_order`).  A further cancellation of the waiting task only waits again;
+        the first is raised after."""
         cancelled: asyncio.CancelledError | None = None
         while self._running:
             if self._idle is None or self._idle.done():

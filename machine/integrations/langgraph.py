@@ -147,7 +147,7 @@ class Toolcancel:
         revision: str = "seed",
         around: Wrapper | None = None,
     ) -> None:
-        self.boundary = Boundary(registry, revision=revision)
+        self.boundary = Boundary(registry, revision=revision, ordered=False)
         if around is not None:
             self.boundary.registry.add_around(self._wrapper(around))
 

@@ -42,6 +42,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from pydantic_ai import ToolReturn
@@ -181,7 +182,7 @@ class ToolcancelToolset(WrapperToolset[Any]):
 
     Every copy pydantic-ai makes of it for a run (``for_run``) shares its boundary."""
 
-    boundary: Boundary = field(default_factory=Boundary)
+    boundary: Boundary = field(default_factory=partial(Boundary, ordered=False))
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -210,7 +211,7 @@ class Toolcancel(AbstractCapability[Any]):
     boundary: Boundary = field(init=False)
 
     def __post_init__(self) -> None:
-        self.boundary = Boundary(self.registry, revision=self.revision)
+        self.boundary = Boundary(self.registry, revision=self.revision, ordered=False)
 
     def get_ordering(self) -> CapabilityOrdering:
         return CapabilityOrdering(position="outermost")
