@@ -24,8 +24,9 @@ one registry may serve many runs): the registry holds one body per tool name and
 observers every publication, so the body and the observer are the registry's (:class:`_Index`,
 one per registry), and each call is routed to the boundary it entered through.
 
-Invariants: a call is in :attr:`Boundary.published` (by the runtime's call id) and
-:attr:`Boundary.in_order` from its publication on, which is after its body settled (R27);
+Invariants: a call is in :attr:`Boundary.published` (by the runtime's call id) and, for an
+``ordered`` boundary, :attr:`Boundary.in_order` from its publication on, which is after its body
+settled (R27);
 ``_running`` holds exactly the calls entered here that have not published, each with its caller
 controller, and the registry's index holds them too, by the same registry call id; after
 :meth:`Boundary.abort` a call enters with its caller signal aborted, so no body starts.  It
