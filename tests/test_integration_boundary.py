@@ -9,13 +9,15 @@ a late success), waiting for every call and giving them all up work, and ``own``
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import Coroutine
 from typing import Any
 
 import pytest
-from toolcancel import ToolRegistry
+from toolcancel import Allow, Execution, ToolRegistry
 from toolcancel.contract.results import ToolOutput, text_block
-from toolcancel.integrations.boundary import Boundary, Calls
+from toolcancel.integrations.boundary import Boundary, Calls, context_of
+from toolcancel.runtime.hooks import Next, PreDecision
 
 BOUND = 5.0  # seconds: a test that would wait for ever fails instead
 
@@ -130,5 +132,98 @@ def test_a_tools_failure_that_survives_is_its_own_and_abort_stops_every_call() -
         assert late.result.error is not None and not late.returned and not late.raised
         assert [p.call_id for p in await calls.settled()] == ["c1", "c2", "c3"]
         assert calls.result_of("c2") is published.result
+
+    run(main())
+
+
+def test_boundaries_sharing_a_registry_each_keep_their_own_calls() -> None:
+    """One registry may serve many boundaries (the OpenAI Agents SDK's integration makes one per
+    run): the registry's one body runs each call's own tool, each boundary records and gives up
+    only its own calls, and a hook installed once per registry reads every call's context."""
+
+    async def main() -> None:
+        registry = ToolRegistry()
+        first, second = Boundary(registry), Boundary(registry)
+        context = context_of(registry)
+        seen: list[Any] = []
+
+        async def policy(view: Execution, nxt: Next) -> PreDecision:
+            seen.append(context(view))
+            return Allow()
+
+        registry.add_pre_execute(policy)
+        started = asyncio.Event()
+
+        async def waiting() -> str:
+            started.set()
+            await asyncio.Event().wait()
+            return "never"
+
+        async def tool() -> str:
+            return "value"
+
+        held = asyncio.ensure_future(
+            first.enter("save", None, "c1", waiting, output, context="first's")
+        )
+        await started.wait()
+        done, _ = await second.enter("save", None, "c1", tool, output, context="second's")
+        assert done.own and done.value == "value"
+        assert second.in_order == [done] and first.in_order == []
+        second.abort()  # its own calls only: the first boundary's call runs on
+        assert [call.aborted for call in registry.in_flight()] == [False]
+        first.abort()
+        aborted, cancelled = await held
+        assert cancelled is None and aborted.result.error is not None
+        assert aborted.result.error.code == "ABORTED"
+        assert first.in_order == [aborted] and second.in_order == [done]
+        assert seen == ["first's", "second's"]
+
+    run(main())
+
+
+def test_a_boundary_over_a_long_lived_registry_is_freed_with_its_run() -> None:
+    """A program makes a boundary per run over one registry: once the run is over the registry
+    holds nothing of it (each used to add an observer the registry kept for ever, so every call
+    of every later run told all of them)."""
+
+    async def main() -> None:
+        registry = ToolRegistry()
+
+        async def tool() -> str:
+            return "value"
+
+        for _ in range(3):
+            boundary = Boundary(registry)
+            published, _ = await boundary.enter("lookup", None, "c1", tool, output)
+            assert published.own
+            gone = weakref.ref(boundary)
+            del boundary
+            assert gone() is None  # freed by its reference count: nothing else holds it
+
+    run(main())
+
+
+def test_a_boundary_read_by_id_keeps_no_second_record() -> None:
+    """pydantic-ai's and LangGraph's programs read calls by id and clear ``published`` to forget
+    them: with ``ordered=False`` nothing else keeps a call's publication (nor the tool's value
+    in it)."""
+
+    class Value:
+        def __str__(self) -> str:
+            return "value"
+
+    async def main() -> None:
+        boundary = Boundary(ordered=False)
+
+        async def tool() -> Value:
+            return Value()
+
+        published, _ = await boundary.enter("lookup", None, "c1", tool, lambda v: output(str(v)))
+        assert boundary.published == {"c1": published} and boundary.in_order == []
+        assert (await boundary.settled("c1")) is published
+        gone = weakref.ref(published.value)
+        boundary.published.clear()
+        del published
+        assert gone() is None
 
     run(main())

@@ -197,3 +197,32 @@ def test_peer_cancel_mode_signal_reaches_the_tool_through_serve_connection() -> 
         assert published.result.error is not None and published.result.error.code == "ABORTED"
 
     run(main)
+
+
+def test_the_content_the_registry_is_told_is_the_sdks_own_dump_of_it() -> None:
+    """The fast path through the SDK's CallToolResult (its content alone, converted) tells the
+    registry what the full model_dump did, for every kind of content block; an error result is
+    still the body's failure, and _meta still goes with the content."""
+    from toolcancel.contract.results import ToolOutput
+    from toolcancel.integrations.mcp import _ErrorResult, _output
+
+    notes = types.Annotations(audience=["user"], priority=0.5)
+    blocks: list[Any] = [
+        types.TextContent(type="text", text="t", annotations=notes, _meta={"k": [1, None]}),
+        types.ImageContent(type="image", data="aGk=", mimeType="image/png"),
+        types.AudioContent(type="audio", data="aGk=", mimeType="audio/wav"),
+        types.ResourceLink(type="resource_link", name="r", uri="file:///r", size=3),
+        types.EmbeddedResource(type="resource", resource=types.TextResourceContents(
+            uri="file:///x", text="x", mimeType="text/plain")),
+    ]  # fmt: skip
+
+    def dumped(result: types.CallToolResult) -> Any:
+        return result.model_dump(by_alias=True, mode="json", exclude_none=True)["content"]
+
+    plain = types.CallToolResult(content=blocks, structuredContent={"result": "t"})
+    assert _output(plain) == dumped(plain)
+    meta = types.CallToolResult(content=blocks[:1], _meta={"m": 1})
+    assert _output(meta) == ToolOutput(dumped(meta), meta={"m": 1})
+    failed = types.CallToolResult(content=[types.TextContent(type="text", text="no")], isError=True)
+    with pytest.raises(_ErrorResult, match="no"):
+        _output(failed)

@@ -339,3 +339,38 @@ async def test_a_tripwire_ends_the_run_as_the_sdks_once_the_call_published() -> 
         await calls.run(Runner.run(agent, "go", run_config=CONFIG))
     [published] = calls.published
     assert published.result.is_error and not write.writing.is_set()
+
+
+async def test_runs_sharing_a_registry_each_get_their_own_calls() -> None:
+    """One registry serves many runs, a ToolCalls each: each run's tool and guardrail see that
+    run's call, each run records its own, and cancelling one leaves the other's call alone."""
+    seen: list[Any] = []
+
+    @tool_output_guardrail
+    async def look(data: ToolOutputGuardrailData) -> ToolGuardrailFunctionOutput:
+        seen.append(data.output)
+        return ToolGuardrailFunctionOutput.allow()
+
+    def agent(calls: ToolCalls, write: Write, record: str) -> Agent:
+        tool = write.tool()
+        tool.tool_output_guardrails = [look]
+        return calls.agent(Agent(name="a", model=model(record=record), tools=[tool]))
+
+    registry = ToolRegistry()
+    first, second = ToolCalls(registry), ToolCalls(registry)
+    slow, quick = Write(), Write()
+    quick.finish.set()
+    held = asyncio.ensure_future(
+        first.run(Runner.run(agent(first, slow, "a"), "go", run_config=CONFIG))
+    )
+    await slow.writing.wait()
+    done = await second.run(Runner.run(agent(second, quick, "b"), "go", run_config=CONFIG))
+    assert received(done) == ["saved b"] and not held.done()
+    held.cancel()
+    await slow.told.wait()
+    slow.finish.set()
+    with pytest.raises(asyncio.CancelledError):
+        await held
+    assert [p.result.text for p in first.published] == ["Error: tool call aborted"]
+    assert [p.result.text for p in second.published] == ["saved b"]
+    assert seen == ["saved b", "Error: tool call aborted"]

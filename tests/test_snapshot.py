@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections import UserDict
+from collections.abc import Mapping
 from typing import Any
 
 import pytest
@@ -153,3 +154,23 @@ def test_same_json_is_equal_canonical_text(a: Any, b: Any) -> None:
 ])  # fmt: skip
 def test_same_json_on_the_edges(a: Any, b: Any, same: bool) -> None:
     assert same_json(a, b) is same and (canonical_json(a) == canonical_json(b)) is same
+
+
+
+_FREEZABLE = st.recursive(
+    st.none() | st.booleans() | st.sampled_from([0, 1, 1.0, 0.5, "", "a"]),
+    lambda inner: st.lists(inner, max_size=2) | st.dictionaries(st.sampled_from("ab"), inner),
+    max_leaves=6,
+)
+_OBJECTS = st.dictionaries(st.sampled_from(["a", "b", "c"]), _FREEZABLE, max_size=3)
+
+
+@given(_OBJECTS, _OBJECTS)
+def test_frozen_objects_are_equal_exactly_as_mappings_are(a: Any, b: Any) -> None:
+    """FrozenDict's own equality (both sides frozen: their dicts compared) says what Mapping's
+    says, and a frozen object against a dict or a non-mapping is Mapping's."""
+    fa, fb = snapshot(a), snapshot(b)
+    assert (fa == fb) is Mapping.__eq__(fa, fb) is (fb == fa)
+    assert fa == snapshot(a)
+    assert fa == dict(fa.items()) and dict(fa.items()) == fa
+    assert fa != list(a) and fa != None  # noqa: E711 -- a non-mapping is never equal

@@ -61,6 +61,14 @@ class FrozenDict(Mapping[str, Any]):
             self._hash = hash(frozenset(self._data.items()))
             return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        """Mapping's equality (the same keys, equal values), without building a dict of each
+        side when both are frozen: Mapping's way took 5 us for one text block, and an
+        integration compares each published result with what its body returned."""
+        if type(other) is FrozenDict:
+            return self._data == other._data
+        return Mapping.__eq__(self, other)
+
     def __repr__(self) -> str:
         return f"FrozenDict({self._data!r})"
 

@@ -81,13 +81,15 @@ def _blocks(content: Any) -> list[Any]:
     return [text_block(content)] if isinstance(content, str) else list(content)
 
 
-def output(value: Any) -> ToolOutput:
-    """What the registry is told the call returned: a message's content and artifact."""
+def output(value: Any) -> ToolOutput | list[Any]:
+    """What the registry is told the call returned: a message's content, with its artifact if
+    it has one (without, no ``ToolOutput`` is made per call for nothing)."""
     if isinstance(value, ToolMessage):
         if value.status == "error":
             raise ErrorMessage(value)
-        return ToolOutput(_blocks(value.content), meta=value.artifact)
-    return ToolOutput([])  # a Command: handed back as it is when published as it is
+        blocks = _blocks(value.content)
+        return blocks if value.artifact is None else ToolOutput(blocks, meta=value.artifact)
+    return []  # a Command: handed back as it is when published as it is
 
 
 def as_message(result: ToolResult, call: Mapping[str, Any]) -> ToolMessage:
@@ -138,7 +140,7 @@ class Toolcancel:
         revision: str = "seed",
         around: Wrapper | None = None,
     ) -> None:
-        self.boundary = Boundary(registry, revision=revision)
+        self.boundary = Boundary(registry, revision=revision, ordered=False)
         if around is not None:
             self.boundary.registry.add_around(self._wrapper(around))
 

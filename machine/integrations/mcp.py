@@ -43,7 +43,9 @@ from mcp.server.connection import Connection
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.runner import ServerRunner, aclose_shielded
 from mcp.shared.dispatcher import DispatchContext, Dispatcher
+from mcp.types import CallToolResult
 from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 
 from ..contract.results import ToolOutput
 from ..runtime.mcp import to_call_tool_result
@@ -93,10 +95,17 @@ class _ErrorResult(Exception):
     """The SDK answered the request with an error result: the body failed (R3)."""
 
 
-def _output(answer: Any) -> ToolOutput:
+def _output(answer: Any) -> ToolOutput | list[Any]:
     """What the registry is told the SDK's handling answered: its content and ``_meta``; an
-    error result is the body's failure (R3)."""
-    if isinstance(answer, BaseModel):
+    error result is the body's failure (R3).
+
+    The SDK's own ``CallToolResult`` without ``_meta`` (what a tool's return becomes) gives its
+    content blocks alone, converted as ``model_dump`` converts them: its other fields (the
+    structured content, a second copy of the result) are never dumped."""
+    if type(answer) is CallToolResult and answer.meta is None:
+        content = to_jsonable_python(answer.content, by_alias=True, exclude_none=True)
+        wire = {"content": content, "isError": answer.is_error}
+    elif isinstance(answer, BaseModel):
         wire = answer.model_dump(by_alias=True, mode="json", exclude_none=True)
     else:
         wire = dict(answer or {})
@@ -104,7 +113,8 @@ def _output(answer: Any) -> ToolOutput:
     if wire.get("isError"):
         text = " ".join(c.get("text", "") for c in content if isinstance(c, dict))
         raise _ErrorResult(text)
-    return ToolOutput(content, meta=wire.get("_meta"))
+    meta = wire.get("_meta")
+    return content if meta is None else ToolOutput(content, meta=meta)
 
 
 async def _watch(requested: anyio.Event, caller: AbortController) -> None:

@@ -56,7 +56,6 @@ import dataclasses
 import json
 import weakref
 from collections.abc import Awaitable, Callable, Mapping
-from contextvars import ContextVar
 from typing import Any, Final, Literal, TypeVar, cast
 
 from agents import (
@@ -78,12 +77,21 @@ from agents.tool import FunctionToolCustomDataContext, default_tool_timeout_erro
 from agents.tool_context import ToolContext
 
 from ..contract.results import ToolResult, text_block
-from ..runtime.cooperate import cancellable
 from ..runtime.execution import Execution
-from ..runtime.hooks import Accept, Allow, Block, Deny, Next, PostDecision, PreDecision
+from ..runtime.hooks import (
+    Accept,
+    Allow,
+    Block,
+    Deny,
+    Next,
+    PostDecision,
+    PostHook,
+    PreDecision,
+    PreHook,
+)
 from ..runtime.timeout_policy import TOOL_TIMEOUT, install_timeout_policy
 from ..runtime.toolregistry import ToolRegistry
-from .boundary import Calls, Published
+from .boundary import Calls, Published, context_of
 
 __all__ = ["ERROR_KEY", "LIMITS", "Published", "ToolCalls"]
 
@@ -138,12 +146,13 @@ the published result's error (R1's ``error``: its code), which the output text c
 Invoke = Callable[[ToolContext[Any], str], Awaitable[Any]]
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(slots=True)
 class _Invocation:
-    """One SDK tool call as its registry call sees it: the SDK's invocation of the tool, the
-    tool's guardrails (taken off the tool, run by the registry), the SDK's answer to the tool's
-    timeout (``timed_out``, for a tool with one), what the tool returned (``output``, at most
-    one) and a guardrail's tripwire (raised once the call published)."""
+    """One SDK tool call as its registry call sees it (the call's context, :meth:`Boundary.
+    context`): the SDK's invocation of the tool, the tool's guardrails (taken off the tool, run
+    by the registry), the SDK's answer to the tool's timeout (``timed_out``, for a tool with
+    one), what the tool returned (``value``, if ``returned``) and the first guardrail tripwire
+    (raised once the call published)."""
 
     invoke: Invoke
     ctx: ToolContext[Any]
@@ -151,13 +160,20 @@ class _Invocation:
     inputs: list[ToolInputGuardrail[Any]]
     outputs: list[ToolOutputGuardrail[Any]]
     timed_out: Invoke | None
-    output: list[Any] = dataclasses.field(default_factory=list)
-    tripped: list[Exception] = dataclasses.field(default_factory=list)
+    returned: bool = False
+    value: Any = None
+    tripped: Exception | None = None
 
+    def run(self) -> Awaitable[Any]:
+        """The SDK's own invocation of the tool: the registry call's body."""
+        return self.invoke(self.ctx, self.raw)
 
-_INVOCATION: ContextVar[_Invocation] = ContextVar("toolcancel_openai_agents_invocation")
-"""The SDK's call a registry call runs: set around the call's entry, read by the body and the
-policies in the task the registry runs them in (a task copies its creator's context)."""
+    def output(self, value: Any) -> list[Any]:
+        """What the registry is told the tool returned: its output as text (kept as it is for
+        the output guardrails)."""
+        self.returned, self.value = True, value
+        return [text_block(value if isinstance(value, str) else str(value))]
+
 
 _GUARDED: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 """The registries whose pre- and post-execute policies include the guardrails' (mounted once
@@ -168,22 +184,14 @@ _TIMED: weakref.WeakSet[ToolRegistry] = weakref.WeakSet()
 per registry, for the first tool with a timeout)."""
 
 
-async def _body(arguments: Any, view: Execution) -> Any:
-    """Every wrapped tool's registry body: the SDK's own invocation of the tool, cancelled (and
-    awaited to its end) when the call's signal aborts."""
-    del arguments
-    inv = _INVOCATION.get()
-    output = await cancellable(view, inv.invoke(inv.ctx, inv.raw))
-    inv.output.append(output)
-    return [text_block(output if isinstance(output, str) else str(output))]
-
-
 def _verdict(said: ToolGuardrailFunctionOutput, inv: _Invocation, trip: Exception) -> str | None:
     """A guardrail's ``reject_content`` message, or None for ``allow``; ``raise_exception`` is
-    kept as ``inv``'s tripwire and raised here (the registry publishes a failing policy)."""
+    kept as ``inv``'s tripwire (unless one tripped before) and raised here (the registry
+    publishes a failing policy)."""
     behavior = said.behavior
     if behavior["type"] == "raise_exception":
-        inv.tripped.append(trip)
+        if inv.tripped is None:
+            inv.tripped = trip
         raise trip
     if behavior["type"] == "reject_content":
         message: str = behavior["message"]
@@ -197,38 +205,43 @@ def _agent(inv: _Invocation) -> Agent[Any]:
     return cast(Agent[Any], agent)
 
 
-async def _inputs(view: Execution, nxt: Next) -> PreDecision:
-    """The registry's pre-execute policy: the call's tool input guardrails, in order; the first
-    rejection denies the call (a registry call not made here has none)."""
-    del view, nxt
-    inv = _INVOCATION.get(None)
-    if inv is None:
+def _guardrails(context: Callable[[Execution], Any]) -> tuple[PreHook, PostHook]:
+    """The registry's pre- and post-execute policies running a call's tool guardrails, the call
+    found by ``context`` (every run's over the registry: :func:`~toolcancel.integrations.
+    boundary.context_of`); a registry call not made here has none."""
+
+    async def inputs(view: Execution, nxt: Next) -> PreDecision:
+        """The call's tool input guardrails, in order; the first rejection denies the call."""
+        del nxt
+        inv = context(view)
+        if not isinstance(inv, _Invocation):
+            return Allow()
+        for guardrail in inv.inputs:
+            said = await guardrail.run(ToolInputGuardrailData(context=inv.ctx, agent=_agent(inv)))
+            message = _verdict(said, inv, ToolInputGuardrailTripwireTriggered(guardrail, said))
+            if message is not None:
+                return Deny(message.removeprefix("Error: "))
         return Allow()
-    for guardrail in inv.inputs:
-        said = await guardrail.run(ToolInputGuardrailData(context=inv.ctx, agent=_agent(inv)))
-        message = _verdict(said, inv, ToolInputGuardrailTripwireTriggered(guardrail, said))
-        if message is not None:
-            return Deny(message.removeprefix("Error: "))
-    return Allow()
 
-
-async def _outputs(view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
-    """The registry's post-execute policy: the call's tool output guardrails, in order; the
-    first rejection blocks the result.  Each is shown what the model would read: the tool's own
-    output for its success, else the result's text (a cancellation's included: what
-    post-execute sees is the registry's result)."""
-    del view, nxt
-    inv = _INVOCATION.get(None)
-    if inv is None:
+    async def outputs(view: Execution, result: ToolResult, nxt: Next) -> PostDecision:
+        """The call's tool output guardrails, in order; the first rejection blocks the result.
+        Each is shown what the model would read: the tool's own output for its success, else the
+        result's text (a cancellation's included: what post-execute sees is the registry's
+        result)."""
+        del nxt
+        inv = context(view)
+        if not isinstance(inv, _Invocation):
+            return Accept()
+        output = inv.value if inv.returned and not result.is_error else result.text
+        for guardrail in inv.outputs:
+            data = ToolOutputGuardrailData(context=inv.ctx, agent=_agent(inv), output=output)
+            said = await guardrail.run(data)
+            message = _verdict(said, inv, ToolOutputGuardrailTripwireTriggered(guardrail, said))
+            if message is not None:
+                return Block([text_block(message)])
         return Accept()
-    output = inv.output[0] if inv.output and not result.is_error else result.text
-    for guardrail in inv.outputs:
-        data = ToolOutputGuardrailData(context=inv.ctx, agent=_agent(inv), output=output)
-        said = await guardrail.run(data)
-        message = _verdict(said, inv, ToolOutputGuardrailTripwireTriggered(guardrail, said))
-        if message is not None:
-            return Block([text_block(message)])
-    return Accept()
+
+    return inputs, outputs
 
 
 def _timeout_answer(tool: FunctionTool) -> Invoke | None:
@@ -288,7 +301,7 @@ class ToolCalls(Calls):
         ms = None if tool.timeout_seconds is None else round(tool.timeout_seconds * 1000, 6)
         known = self.registry.definition(name)
         if known is None:
-            self.registry.register(name, _body, description=tool.description, timeout_ms=ms)
+            self.boundary.register(name, description=tool.description, timeout_ms=ms)
         elif known.timeout_ms != ms:
             raise ValueError(
                 f"tool {name!r}: the registry has it with timeout_ms={known.timeout_ms!r}, the "
@@ -299,8 +312,9 @@ class ToolCalls(Calls):
             install_timeout_policy(self.registry)
             _TIMED.add(self.registry)
         if self.registry not in _GUARDED:
-            self.registry.add_pre_execute(_inputs)
-            self.registry.add_post_execute(_outputs)
+            inputs_policy, outputs_policy = _guardrails(context_of(self.registry))
+            self.registry.add_pre_execute(inputs_policy)
+            self.registry.add_post_execute(outputs_policy)
             _GUARDED.add(self.registry)
 
         theirs = tool.custom_data_extractor
@@ -321,7 +335,7 @@ class ToolCalls(Calls):
             tool,
             on_invoke_tool=on_invoke_tool,
             custom_data_extractor=custom_data,
-            tool_input_guardrails=None,  # the registry runs them (_inputs, _outputs)
+            tool_input_guardrails=None,  # the registry runs them (_guardrails)
             tool_output_guardrails=None,
             timeout_seconds=None,  # the registry's timeout policy keeps the budget
         )
@@ -379,19 +393,16 @@ class ToolCalls(Calls):
         cancelling the tool's task) is raised once the call published -- if the SDK still
         waits; if it stopped waiting, :meth:`settled` is where the result is waited for.  So is
         a guardrail's tripwire, after a cancellation."""
-
-        def setup() -> Callable[[], None]:
-            token = _INVOCATION.set(inv)
-            return lambda: _INVOCATION.reset(token)
-
-        arguments = _arguments(inv.raw)
-        result, cancelled = await self.enter(name, arguments, inv.ctx.tool_call_id, setup)
+        published, cancelled = await self.boundary.enter(
+            name, _arguments(inv.raw), inv.ctx.tool_call_id, inv.run, inv.output, context=inv
+        )
         if cancelled is not None:
             raise cancelled
-        if inv.tripped:
-            raise inv.tripped[0]
-        if inv.output and not result.is_error:
-            return inv.output[0]
+        if inv.tripped is not None:
+            raise inv.tripped
+        result = published.result
+        if published.returned and not result.is_error:
+            return published.value
         if inv.timed_out is not None and result.error is not None:
             if result.error.code == TOOL_TIMEOUT:
                 return await inv.timed_out(inv.ctx, inv.raw)

@@ -40,9 +40,9 @@ model reads its retry prompt ("Timed out after N seconds."), as without the inte
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any, Final
 
 from pydantic_ai import ToolReturn
@@ -137,11 +137,13 @@ def _blocks(value: Any) -> list[Any]:
     return [text_block(str(to_jsonable_python(value, fallback=repr)))]
 
 
-def output(value: Any) -> ToolOutput:
-    """What the registry is told a pydantic-ai tool returned: its content and metadata."""
+def output(value: Any) -> ToolOutput | list[Any]:
+    """What the registry is told a pydantic-ai tool returned: its content blocks, with the
+    metadata of a ``ToolReturn`` (a value without metadata is its blocks alone: no
+    ``ToolOutput`` made per call for nothing)."""
     if isinstance(value, ToolReturn):
         return ToolOutput(_blocks(value.return_value), meta=value.metadata)
-    return ToolOutput(_blocks(value))
+    return _blocks(value)
 
 
 def answer(published: Published) -> Any:
@@ -162,16 +164,10 @@ def answer(published: Published) -> Any:
 async def _through(boundary: Boundary, name: str, args: Any, key: str, run: Run) -> Any:
     """pydantic-ai's tool call ``run`` (its call ``key``) as a registry call: what pydantic-ai
     gets for it (:func:`answer`)."""
-    earlier = boundary.published.get(key)
-    try:
-        published = await boundary.call(name, args, key, run, output)
-    except asyncio.CancelledError:
-        # pydantic-ai cancelled this call's own task, and records the return of a task that
-        # returned: what the call published goes there, never a late success.
-        found = boundary.published.get(key)
-        if found is None or found is earlier:  # abandoned unpublished (P7): nothing to say
-            raise
-        published = found
+    # A cancellation of this call's own task comes back with what the call published: pydantic-ai
+    # records the return of a task that returned, so that goes there, never a late success.  A
+    # call abandoned unpublished (P7) has nothing to say: enter() raises its cancellation.
+    published, _ = await boundary.enter(name, args, key, run, output)
     return answer(published)
 
 
@@ -181,7 +177,7 @@ class ToolcancelToolset(WrapperToolset[Any]):
 
     Every copy pydantic-ai makes of it for a run (``for_run``) shares its boundary."""
 
-    boundary: Boundary = field(default_factory=Boundary)
+    boundary: Boundary = field(default_factory=partial(Boundary, ordered=False))
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[Any], tool: ToolsetTool[Any]
@@ -210,7 +206,7 @@ class Toolcancel(AbstractCapability[Any]):
     boundary: Boundary = field(init=False)
 
     def __post_init__(self) -> None:
-        self.boundary = Boundary(self.registry, revision=self.revision)
+        self.boundary = Boundary(self.registry, revision=self.revision, ordered=False)
 
     def get_ordering(self) -> CapabilityOrdering:
         return CapabilityOrdering(position="outermost")
