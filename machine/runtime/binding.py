@@ -26,27 +26,6 @@ from .execution import Execution
 from .owning import owned, wake
 from .stepping import _interrupt_of, log
 
-
-def _own_task(
-    call: _Call, cancelled: asyncio.CancelledError | None = None
-) -> tuple[asyncio.Task[Any], asyncio.Future[None] | None, Coroutine[Any, Any, ToolResult]]:
-    """Start ``call``'s pipeline in a task of its own: eagerly where asyncio offers it (3.12+),
-    so a call whose user code never suspends runs to its end right here, with no turn of the
-    loop.  Before 3.12 the task is scheduled, and also returned is a future its pipeline sets
-    as it ends: awaited, it wakes the awaiting task a turn sooner than the task's done callback.
-    ``cancelled`` is a cancellation that reached the awaiting task before it first ran the
-    call: the call starts aborted (P2).  Also returned: the pipeline the task holds, which only
-    :func:`_abandon` closes."""
-    if cancelled is not None:
-        call.task_cancelled(_message_of(cancelled))
-    loop = asyncio.get_running_loop()
-    pipeline = call.run(False)
-    if _EAGER is not None:
-        return _EAGER(loop, owned(call, pipeline, None), name=call.call_id), None, pipeline
-    ended: asyncio.Future[None] = loop.create_future()
-    return loop.create_task(owned(call, pipeline, ended), name=call.call_id), ended, pipeline
-
-
 _EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
 """``asyncio.eager_task_factory`` (public since 3.12), or ``None`` before it."""
 
@@ -62,7 +41,21 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
     raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
     """
-    task, ended, pipeline = _own_task(call, cancelled)
+    # The call's own task: started eagerly where asyncio offers it (3.12+), so a call whose user
+    # code never suspends runs to its end right here, with no turn of the loop.  Before 3.12 it is
+    # scheduled, and the awaiting task waits on ``ended``, a future its coroutine sets as it
+    # ends: that wakes it a turn sooner than the task's done callback.  ``pipeline`` is what the
+    # task runs: only _abandon() closes it.
+    if cancelled is not None:  # it reached the awaiting task before it first ran the call
+        call.task_cancelled(_message_of(cancelled))
+    loop = asyncio.get_running_loop()
+    pipeline = call.run(False)
+    ended: asyncio.Future[None] | None = None
+    if _EAGER is not None:
+        task = _EAGER(loop, owned(call, pipeline, None), name=call.call_id)
+    else:
+        ended = loop.create_future()
+        task = loop.create_task(owned(call, pipeline, ended), name=call.call_id)
     if not task.done():
         abandon = partial(_abandon, call, task, pipeline)
         caught = await drain(task, call.task_cancelled, abandon, ended)
