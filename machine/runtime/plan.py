@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from ..contract.compiled import Node
 from ..contract.loader import RevisionContract
 from ..contract.results import Results
 from ..contract.trace import TraceSink
@@ -89,3 +90,6 @@ class CallPlan(NamedTuple):
     """The tool a name resolves to for an agent, asked at base dispatch (live)."""
     calls: CallsInFlight
     """The registry's calls in flight (live)."""
+    starts: tuple[dict[str, Node], dict[str, Node]]
+    """The start node of each call shape the plan leaves open, filled as calls enter: by whether
+    an agent calls, then by the caller signal captured (:mod:`toolcancel.contract.compiled`)."""
