@@ -26,8 +26,11 @@ from .execution import Execution
 from .owning import owned, wake
 from .stepping import _interrupt_of, log
 
-_EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
-"""``asyncio.eager_task_factory`` (public since 3.12), or ``None`` before it."""
+_EAGER_START: Final = sys.version_info >= (3, 12)
+"""Whether ``asyncio.Task`` takes ``eager_start`` (public since 3.12, as ``Task(coro, *, loop,
+name, context, eager_start)``).  Asked of the class directly, not through
+``asyncio.eager_task_factory``, whose Python frame only passes ``eager_start=True`` on."""
+_TASK: Final[Any] = asyncio.Task  # Any: the signature checked here is the oldest Python's
 
 
 async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None) -> ToolResult:
@@ -51,8 +54,8 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     loop = asyncio.get_running_loop()
     pipeline = call.run(False)
     ended: asyncio.Future[None] | None = None
-    if _EAGER is not None:
-        task = _EAGER(loop, owned(call, pipeline, None), name=call.call_id)
+    if _EAGER_START:
+        task = _TASK(owned(call, pipeline, None), loop=loop, name=call.call_id, eager_start=True)
     else:
         ended = loop.create_future()
         task = loop.create_task(owned(call, pipeline, ended), name=call.call_id)
@@ -193,7 +196,7 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        if cancelled is None and on_trio():
+        if cancelled is None and "trio" in sys.modules and on_trio():  # asked once trio is loaded
             self._driver = driver = _structured(self._call)
         else:
             self._driver = driver = _guarded(self._call, cancelled).__await__()
