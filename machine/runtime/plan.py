@@ -46,12 +46,15 @@ class CallsInFlight:
     or is dropped unawaited; :meth:`leave` is idempotent, so each of those ways out may call it.
     """
 
-    __slots__ = ("_calls", "enter")
+    __slots__ = ("_calls", "enter", "pop")
 
     def __init__(self) -> None:
         self._calls: dict[Any, None] = {}  # a dict: insertion order is entry order
         # List ``call`` (idempotent): the dict's own method, so entry pays no Python call.
         self.enter: Callable[[Any], object] = self._calls.setdefault
+        # ``pop(call, None)`` is :meth:`leave` as the dict's own method, for publication, which
+        # every call passes (no C callable pops with a default from one argument).
+        self.pop: Callable[[Any, None], object] = self._calls.pop
 
     def leave(self, call: Any) -> None:
         self._calls.pop(call, None)
