@@ -350,7 +350,8 @@ class _Stepping:
         if caller_first and self.unseen_abort:
             self.unseen_abort = False
             self.offer("caller_abort", False)
-        edge = self.node.edges.get(key) or self.node.expand(self.plan.table, key)
+        node = self.node
+        edge = node.edges.get(key) or node.expand(self.plan.table, key)
         _, node, record, effect, line, self.cancels = edge
         self.node = node
         state = self.state = node.state
