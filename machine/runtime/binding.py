@@ -189,11 +189,9 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
     def __name__(self) -> str:  # what asyncio shows for a task running this call
         return f"ToolRegistry.execute:{self._call.call_id}"
 
-    def __await__(
+    def _start(
         self, cancelled: asyncio.CancelledError | None = None
     ) -> Generator[Any, None, ToolResult]:
-        """The driver of the call: ``cancelled`` is a cancellation that reached a task before it
-        first ran the call (:meth:`throw`)."""
         if self._driver is not None or self._closed:
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
@@ -204,10 +202,13 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             self._driver = driver = _guarded(self._call, cancelled).__await__()
         return driver
 
+    def __await__(self) -> Generator[Any, None, ToolResult]:
+        return self._start()
+
     def send(self, value: Any) -> Any:
         driver = self._driver
         if driver is None:
-            driver = self.__await__()
+            driver = self._start()
         return driver.send(value)
 
     def throw(self, typ: Any, val: Any = None, tb: Any = None) -> Any:
@@ -215,7 +216,7 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
         if driver is None:
             exc = typ if isinstance(typ, BaseException) else (typ() if val is None else val)
             if isinstance(exc, asyncio.CancelledError):  # the task was cancelled before it ran
-                return self.__await__(exc).send(None)
+                return self._start(exc).send(None)
             self._drop()
             raise exc
         if val is None and tb is None:
