@@ -59,6 +59,7 @@ class Execution:
         "_call",
         "_call_id",
         "_ended_in",
+        "_frozen",
         "_name",
         "_own",
         "_parent",
@@ -84,9 +85,9 @@ class Execution:
         self._agent = agent
         self._parent = parent
         self._slot = slot  # the mutable signal slot; the caller's signal lives in _call
+        self._frozen = False  # set just before notification; the slot is immutable after
         # The call in flight; None once published (:meth:`ended`), so that the call and its view
         # hold no cycle and a finished call is freed at once, not by the garbage collector.
-        # The view is frozen (the slot immutable) from then on: ``_call is None`` says so.
         self._call: _Call | None = call
         self._path = path  # the call's own list of steps, shared
         self._own: AbortController | None = None  # the call signal's controller, once ended
@@ -101,6 +102,7 @@ class Execution:
     def ended(self, call: _Call) -> None:
         """The call published its result: freeze the slot and let go of the call, keeping
         its final state and the controller of its call signal (``None``: it never made one)."""
+        self._frozen = True
         self._own = call.controller
         self._ended_in = call.state
         self._call = None
@@ -122,7 +124,7 @@ class Execution:
     parent = property(attrgetter("_parent"), doc="The parent call's id, if nested.")
 
     def _set_signal(self, value: AbortSignal | None) -> None:
-        if self._call is None:  # frozen
+        if self._frozen:
             raise RegistryUsageError(
                 f"call {self.call_id}: the execution view is frozen once its result is "
                 "published; derive signals inside an around-dispatch wrapper instead"
@@ -184,7 +186,7 @@ class Execution:
     @property
     def frozen(self) -> bool:
         """Whether the view is frozen: its result was published and the slot is read-only."""
-        return self._call is None
+        return self._frozen
 
     def defer_context(self, context: Any) -> None:
         """Attach a context to this call's result (kept in call order, before wrapper contexts).
