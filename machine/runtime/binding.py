@@ -33,7 +33,11 @@ name, context, eager_start)``).  Asked of the class directly, not through
 _TASK: Final[Any] = asyncio.Task  # Any: the signature checked here is the oldest Python's
 
 
-async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None) -> ToolResult:
+async def _guarded(
+    call: _Call,
+    cancelled: asyncio.CancelledError | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> ToolResult:
     """Run ``call`` in a task of its own and await it here, so that cancelling the awaiting task
     never reaches user code, which sees a real task of its own (P2).
 
@@ -41,7 +45,8 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     (:meth:`_Call.task_cancelled`); the call runs on to its one published result -- repeated
     cancellations only wait again (R27) -- and the first ``CancelledError`` is raised at the end,
     the task's cancellation count left as ``cancel()`` made it.  ``cancelled`` is a cancellation
-    that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
+    that arrived before the task first ran the call; ``loop``, the running loop if the caller
+    has it (else it is asked here).  An interrupt recorded by the call (P4) is
     raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
     """
     # The call's own task: started eagerly where asyncio offers it (3.12+), so a call whose user
@@ -51,7 +56,8 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     # task runs: only _abandon() closes it.
     if cancelled is not None:  # it reached the awaiting task before it first ran the call
         call.task_cancelled(_message_of(cancelled))
-    loop = asyncio.get_running_loop()
+    if loop is None:  # no loop: asyncio's own RuntimeError, as for any coroutine
+        loop = asyncio.get_running_loop()
     pipeline = call.run(False)
     ended: asyncio.Future[None] | None = None
     if _EAGER_START:
@@ -196,10 +202,14 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        if cancelled is None and "trio" in sys.modules and on_trio():  # asked once trio is loaded
+        try:  # the asyncio loop awaiting the call, if any: it wins over trio (on_trio())
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None and cancelled is None and on_trio():
             self._driver = driver = _structured(self._call)
         else:
-            self._driver = driver = _guarded(self._call, cancelled).__await__()
+            self._driver = driver = _guarded(self._call, cancelled, loop).__await__()
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:
