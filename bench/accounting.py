@@ -50,7 +50,7 @@ GROUPS: list[tuple[str, bool, Callable[[str, str], bool]]] = [
     ("the caller's signal C, its listener, the fused signal", True,
      lambda f, n: f.endswith(("signals.py", "fusion.py"))),
     ("the call's own task and its wake-up (P1, P2), the event loop", True,
-     lambda f, n: (f.endswith(("binding.py", "owning.py")) and n != "drain")
+     lambda f, n: f.endswith(("binding.py", "owning.py"))
      or "asyncio" in f or "selectors" in f or n in ("<method 'run' of '_contextvars.Context' "
                                                     "objects>",)),
     ("awaiting the body, the stages' frames (run, base_dispatch, publish)", True,
@@ -59,7 +59,7 @@ GROUPS: list[tuple[str, bool, Callable[[str, str], bool]]] = [
      lambda f, n: f.endswith(("stepping.py", "toolregistry.py", "plan.py", "execution.py",
                               "registry.py"))),
     ("the clock read at each state change (in_flight()'s time in state)", False,
-     lambda f, n: n in ("drain", "_clock_of", "<built-in method time.monotonic>", "time")
+     lambda f, n: n in ("_clock_of", "<built-in method time.monotonic>", "time")
      or f.endswith("eventloop.py")),
 ]
 

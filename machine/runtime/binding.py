@@ -26,32 +26,18 @@ from .execution import Execution
 from .owning import owned, wake
 from .stepping import _interrupt_of, log
 
-
-def _own_task(
-    call: _Call, cancelled: asyncio.CancelledError | None = None
-) -> tuple[asyncio.Task[Any], asyncio.Future[None] | None, Coroutine[Any, Any, ToolResult]]:
-    """Start ``call``'s pipeline in a task of its own: eagerly where asyncio offers it (3.12+),
-    so a call whose user code never suspends runs to its end right here, with no turn of the
-    loop.  Before 3.12 the task is scheduled, and also returned is a future its pipeline sets
-    as it ends: awaited, it wakes the awaiting task a turn sooner than the task's done callback.
-    ``cancelled`` is a cancellation that reached the awaiting task before it first ran the
-    call: the call starts aborted (P2).  Also returned: the pipeline the task holds, which only
-    :func:`_abandon` closes."""
-    if cancelled is not None:
-        call.task_cancelled(_message_of(cancelled))
-    loop = asyncio.get_running_loop()
-    pipeline = call.run(False)
-    if _EAGER is not None:
-        return _EAGER(loop, owned(call, pipeline, None), name=call.call_id), None, pipeline
-    ended: asyncio.Future[None] = loop.create_future()
-    return loop.create_task(owned(call, pipeline, ended), name=call.call_id), ended, pipeline
+_EAGER_START: Final = sys.version_info >= (3, 12)
+"""Whether ``asyncio.Task`` takes ``eager_start`` (public since 3.12, as ``Task(coro, *, loop,
+name, context, eager_start)``).  Asked of the class directly, not through
+``asyncio.eager_task_factory``, whose Python frame only passes ``eager_start=True`` on."""
+_TASK: Final[Any] = asyncio.Task  # Any: the signature checked here is the oldest Python's
 
 
-_EAGER: Final[Any] = getattr(asyncio, "eager_task_factory", None)
-"""``asyncio.eager_task_factory`` (public since 3.12), or ``None`` before it."""
-
-
-async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None) -> ToolResult:
+async def _guarded(
+    call: _Call,
+    cancelled: asyncio.CancelledError | None = None,
+    loop: asyncio.AbstractEventLoop | None = None,
+) -> ToolResult:
     """Run ``call`` in a task of its own and await it here, so that cancelling the awaiting task
     never reaches user code, which sees a real task of its own (P2).
 
@@ -59,10 +45,26 @@ async def _guarded(call: _Call, cancelled: asyncio.CancelledError | None = None)
     (:meth:`_Call.task_cancelled`); the call runs on to its one published result -- repeated
     cancellations only wait again (R27) -- and the first ``CancelledError`` is raised at the end,
     the task's cancellation count left as ``cancel()`` made it.  ``cancelled`` is a cancellation
-    that arrived before the task first ran the call.  An interrupt recorded by the call (P4) is
+    that arrived before the task first ran the call; ``loop``, the running loop if the caller
+    has it (else it is asked here).  An interrupt recorded by the call (P4) is
     raised here, after publication.  A cancellation during an interrupt abandons the call (P7).
     """
-    task, ended, pipeline = _own_task(call, cancelled)
+    # The call's own task: started eagerly where asyncio offers it (3.12+), so a call whose user
+    # code never suspends runs to its end right here, with no turn of the loop.  Before 3.12 it is
+    # scheduled, and the awaiting task waits on ``ended``, a future its coroutine sets as it
+    # ends: that wakes it a turn sooner than the task's done callback.  ``pipeline`` is what the
+    # task runs: only _abandon() closes it.
+    if cancelled is not None:  # it reached the awaiting task before it first ran the call
+        call.task_cancelled(_message_of(cancelled))
+    if loop is None:  # no loop: asyncio's own RuntimeError, as for any coroutine
+        loop = asyncio.get_running_loop()
+    pipeline = call.run(False)
+    ended: asyncio.Future[None] | None = None
+    if _EAGER_START:
+        task = _TASK(owned(call, pipeline, None), loop=loop, name=call.call_id, eager_start=True)
+    else:
+        ended = loop.create_future()
+        task = loop.create_task(owned(call, pipeline, ended), name=call.call_id)
     if not task.done():
         abandon = partial(_abandon, call, task, pipeline)
         caught = await drain(task, call.task_cancelled, abandon, ended)
@@ -200,10 +202,14 @@ class PendingCall(Coroutine[Any, Any, ToolResult]):
             raise RuntimeError(
                 f"call {self._call.call_id}: cannot await a call twice, or after close()"
             )
-        if cancelled is None and on_trio():
+        try:  # the asyncio loop awaiting the call, if any: it wins over trio (on_trio())
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        if loop is None and cancelled is None and on_trio():
             self._driver = driver = _structured(self._call)
         else:
-            self._driver = driver = _guarded(self._call, cancelled).__await__()
+            self._driver = driver = _guarded(self._call, cancelled, loop).__await__()
         return driver
 
     def __await__(self) -> Generator[Any, None, ToolResult]:

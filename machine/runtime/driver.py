@@ -506,7 +506,7 @@ class _Call(_Stepping):
         self.result = frozen
         self.view.ended(self)
         self.detach()
-        self.plan.calls.leave(self)
+        self.plan.calls.pop(self, None)  # leave(self), without a Python call
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
             self.emit_line(_LINES[("notify",)])

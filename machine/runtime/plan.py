@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any, NamedTuple
 
+from ..contract.compiled import Node
 from ..contract.loader import RevisionContract
 from ..contract.results import Results
 from ..contract.trace import TraceSink
@@ -45,12 +46,15 @@ class CallsInFlight:
     or is dropped unawaited; :meth:`leave` is idempotent, so each of those ways out may call it.
     """
 
-    __slots__ = ("_calls", "enter")
+    __slots__ = ("_calls", "enter", "pop")
 
     def __init__(self) -> None:
         self._calls: dict[Any, None] = {}  # a dict: insertion order is entry order
         # List ``call`` (idempotent): the dict's own method, so entry pays no Python call.
         self.enter: Callable[[Any], object] = self._calls.setdefault
+        # ``pop(call, None)`` is :meth:`leave` as the dict's own method, for publication, which
+        # every call passes (no C callable pops with a default from one argument).
+        self.pop: Callable[[Any, None], object] = self._calls.pop
 
     def leave(self, call: Any) -> None:
         self._calls.pop(call, None)
@@ -89,3 +93,6 @@ class CallPlan(NamedTuple):
     """The tool a name resolves to for an agent, asked at base dispatch (live)."""
     calls: CallsInFlight
     """The registry's calls in flight (live)."""
+    starts: tuple[dict[str, Node], dict[str, Node]]
+    """The start node of each call shape the plan leaves open, filled as calls enter: by whether
+    an agent calls, then by the caller signal captured (:mod:`toolcancel.contract.compiled`)."""

@@ -569,10 +569,16 @@ class AbortController:
     def __repr__(self) -> str:
         return f"<AbortController signal={self._signal!r}>"
 
-    @property
-    def signal(self) -> AbortSignal:
-        """The controlled signal; always the same object."""
-        return self._signal
+    if TYPE_CHECKING:
+
+        @property
+        def signal(self) -> AbortSignal:
+            """The controlled signal; always the same object."""
+
+    else:  # a C getter, as AbortSignal.aborted: every call with a signal reads it at entry
+        signal = property(
+            operator.attrgetter("_signal"), doc="The controlled signal; always the same object."
+        )
 
     def abort(self, reason: object = _MISSING) -> None:
         """Abort the signal with ``reason`` (default: a new ``AbortError``).

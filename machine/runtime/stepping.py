@@ -175,7 +175,7 @@ class _Stepping:
                 own.abort(given.reason)
             else:
                 captured = "live"
-                given.add_listener(self.follow)
+                given.add_listener(self)  # the call is its own listener: see __call__
             self.caller = own.signal
         elif self.own_caller:  # C is the call signal itself: only task cancellation aborts it
             captured = "live"
@@ -185,14 +185,21 @@ class _Stepping:
             self, self.call_id, self.name, arguments, self.agent, self.parent, self.caller,
             self.path,
         )
-        shape = (  # a plain tuple finds the compiled Shape it equals (building one costs more)
-            captured,
-            self.agent is not None,
-            plan.approval is not None,
-            plan.retry,
-            len(self.wrappers),
-        )
-        self.node = plan.table.compiled.get(shape) or initial_node(plan.table, shape)
+        # The start node of the call's shape: the plan fixes all of it but the caller signal and
+        # whether an agent calls, so it keeps the nodes by those two (cheaper than a look-up of
+        # the whole shape in the table's graphs, which it is filled from).
+        starts = plan.starts[self.agent is not None]
+        node = starts.get(captured)
+        if node is None:
+            shape = (
+                captured,
+                self.agent is not None,
+                plan.approval is not None,
+                plan.retry,
+                len(self.wrappers),
+            )
+            node = starts[captured] = initial_node(plan.table, shape)
+        self.node = node
         try:  # the clock is read by the step out of ``entry``, just below
             self.clock, self.call_later = clock_and_timers()
         except RuntimeError:  # execute() called outside the loop that will await it
@@ -229,9 +236,12 @@ class _Stepping:
             controller = self.controller = AbortController()
         return controller
 
-    def follow(self, given: AbortSignal) -> None:
-        """The given signal aborted: so does the call signal, with its reason."""
-        given.remove_listener(self.follow)
+    def __call__(self, given: AbortSignal) -> None:
+        """The call's listener on the given signal, which aborted: so does the call signal, with
+        its reason.  The call itself is the listener (as a relay ``Fusion`` is): an object hashed
+        by identity is found in a signal's listener table faster than a bound method made for
+        each of the two operations every call with a signal does."""
+        given.remove_listener(self)
         self.abort_call_signal(given.reason)
 
     def abort_call_signal(self, reason: object) -> None:
@@ -245,7 +255,7 @@ class _Stepping:
     def detach(self) -> None:
         """Take the call signal's listener off the given signal (idempotent)."""
         if self.given is not None:
-            self.given.remove_listener(self.follow)
+            self.given.remove_listener(self)
 
     def task_cancelled(self, message: str | None) -> None:
         """The awaiting task was cancelled (``message``: the cancellation's, if any): abort the
@@ -340,7 +350,8 @@ class _Stepping:
         if caller_first and self.unseen_abort:
             self.unseen_abort = False
             self.offer("caller_abort", False)
-        edge = self.node.edges.get(key) or self.node.expand(self.plan.table, key)
+        node = self.node
+        edge = node.edges.get(key) or node.expand(self.plan.table, key)
         _, node, record, effect, line, self.cancels = edge
         self.node = node
         state = self.state = node.state

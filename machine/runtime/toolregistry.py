@@ -398,6 +398,7 @@ class ToolRegistry:
             self._drain_warning,
             self._lookup(),
             self._calls,
+            ({}, {}),
         )
         return self._plan
 
