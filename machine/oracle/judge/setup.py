@@ -14,10 +14,8 @@ table (``verify --spec-mutants``) is judged by them.
 from __future__ import annotations
 
 import functools
-import operator
 import re
 from collections.abc import Callable, Mapping
-from itertools import accumulate
 from typing import Any, Final, TypeVar, cast
 
 from ...contract.loader import RevisionContract, load_contract
@@ -107,15 +105,15 @@ def received(record: Record) -> tuple[int, Mapping[str, Any] | None]:
     return i, record.lines[i].get("result")
 
 
-_COUNTED: dict[str, frozenset[str]] = {}
+_EVENTS: dict[str, frozenset[str]] = {}
 
 
-def _counted(revision: str) -> frozenset[str]:
-    """The events :func:`transition_steps` counts: the contract's, but its ``caller_abort``."""
-    found = _COUNTED.get(revision)
+def contract_events(revision: str) -> frozenset[str]:
+    found = _EVENTS.get(revision)
     if found is None:
-        events = revision_table(revision).events
-        found = _COUNTED[revision] = frozenset(e.name for e in events) - {"caller_abort"}
+        found = _EVENTS[revision] = frozenset(
+            e.name for e in revision_table(revision).events
+        )
     return found
 
 
@@ -130,14 +128,15 @@ def transition_steps(record: Record) -> list[int]:
     counted (the environment's abort is put where it happened).  Worked out once per record."""
     found: list[int] | None = record.derived.get("transition_steps")
     if found is None:
-        counted = _counted(record.revision).__contains__
-        # a running count in C: 0 + True is 1, an int from the initial 0 on
-        found = list(accumulate(map(counted, map(_EVENT, record.lines)), initial=0))[1:]
+        events = contract_events(record.revision)
+        found, steps = [], 0
+        for x in record.lines:
+            event = x["event"]
+            if event in events and event != "caller_abort":
+                steps += 1
+            found.append(steps)
         record.derived["transition_steps"] = found
     return found
-
-
-_EVENT: Final = operator.itemgetter("event")
 
 
 def _first_steps(record: Record, event: str, **fields: Any) -> int | None:
