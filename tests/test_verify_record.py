@@ -9,6 +9,7 @@ it over the whole bounded space too); here one scenario that shows it, and the r
 
 from __future__ import annotations
 
+import copy
 from dataclasses import replace
 from typing import Any
 
@@ -17,6 +18,7 @@ from support import mutant
 from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import text_block
 from toolcancel.oracle.judge import RECORD, Want, environment_judgement, environment_record
+from toolcancel.oracle.judge.path import _key
 from toolcancel.oracle.judge.registration import REGISTRATION
 from toolcancel.oracle.judge.registry import of
 from toolcancel.oracle.observation import Observation
@@ -169,3 +171,23 @@ def test_what_no_call_shows_is_probed_and_judged(
     assert could == ({"R32", "R40"} if revision == "revised" else {"R32"})
     assert [f.rule for f in found] == ([] if rule is None else [rule]), found
     assert says in (found[0].why if found else "")
+
+
+def test_a_replay_is_reused_only_for_the_same_trace_data() -> None:
+    """verify replays hundreds of thousands of records and reuses a replay by its key: the trace
+    lines' data and the environment's abort step.  Equal data built apart shares a key (and the
+    environment's own lines are not in it); another abort step, or a value of another type
+    (``1`` for ``True``, ``1.0`` for ``1``), does not; a value that is no plain data is refused,
+    so that record is replayed every time."""
+    obs = run_scenario(Scenario())
+    lines = copy.deepcopy(obs.trace)
+    key = _key(lines, None)
+    assert _key(copy.deepcopy(lines), None) == key
+    assert _key(obs.lines(), None) == key  # the environment's lines follow: not read
+    assert _key(lines, 3) != key
+    entry = lines[0]
+    assert entry["agent"] is True and entry["trace"] == 1
+    assert _key([{**entry, "agent": 1}, *lines[1:]], None) != key
+    assert _key([{**entry, "trace": 1.0}, *lines[1:]], None) != key
+    with pytest.raises(ValueError):
+        _key([{**entry, "agent": object()}, *lines[1:]], None)

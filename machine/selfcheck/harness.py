@@ -43,9 +43,8 @@ the two. The same vocabulary is what language-neutral vectors are written in.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-from collections.abc import Awaitable, Callable, Iterator, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from itertools import count, repeat
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeAlias
 
@@ -595,17 +594,19 @@ class _AbortingArguments(Mapping[str, Any]):
 _REGISTRY_LOG: Final = logging.getLogger("toolcancel.runtime.registry")
 
 
-@contextlib.contextmanager
-def quiet_failures() -> Iterator[None]:
+class quiet_failures:  # lower case, like contextlib.suppress: used as a function
     """Silence the registry's failure log (P6) while a scenario runs: its hooks fail by design,
-    and a model check runs them by the hundred thousand."""
-    logger = _REGISTRY_LOG
-    before = logger.disabled
-    logger.disabled = True
-    try:
-        yield
-    finally:
-        logger.disabled = before
+    and a model check runs them by the hundred thousand.  A class, not a generator-based
+    context manager: every schedule enters one, and a generator costs several times more."""
+
+    __slots__ = ("before",)
+
+    def __enter__(self) -> None:
+        self.before = _REGISTRY_LOG.disabled
+        _REGISTRY_LOG.disabled = True
+
+    def __exit__(self, *exc: object) -> None:
+        _REGISTRY_LOG.disabled = self.before
 
 
 def unfrozen(result: ToolResult) -> str | None:
@@ -617,29 +618,40 @@ def unfrozen(result: ToolResult) -> str | None:
         pass
     else:
         return "the result object has a writable __dict__"
-    # (where the container is, how its part is named, the part's key, the part): a part's name
-    # is written out only for a container or the failure (most parts are scalars)
-    parts: list[tuple[str, str, Any, Any]] = [
-        ("", "", "content", result.content),
-        ("", "", "contexts", result.contexts),
-        ("", "", "meta", result.meta),
+    # (the container's own part, how its part is named, the part's key, the part): where a part
+    # is is written out only for the failure, from the chain of containers (most parts are
+    # scalars, and a frozen result fails nowhere)
+    parts: list[_Part] = [
+        (None, "", "content", result.content),
+        (None, "", "contexts", result.contexts),
+        (None, "", "meta", result.meta),
     ]
     while parts:
-        within, how, key, value = parts.pop()
+        part = parts.pop()
+        value = part[3]
         if value is None or type(value) in _SCALARS:
             continue
-        where = f"{within}[{key}]" if how == "[" else f"{within}{how}{key}"
         if type(value) is FrozenDict or (  # the snapshot's own mapping: the common case
             not isinstance(value, tuple)
             and isinstance(value, Mapping)
             and not isinstance(value, MutableMapping)
         ):
-            parts.extend(zip(repeat(where), repeat("."), value.keys(), value.values()))
+            parts.extend(zip(repeat(part), repeat("."), value.keys(), value.values()))
         elif isinstance(value, tuple):
-            parts.extend(zip(repeat(where), repeat("["), count(), value))
+            parts.extend(zip(repeat(part), repeat("["), count(), value))
         else:
-            return f"{where} is a {type(value).__name__}"
+            return f"{_where(part)} is a {type(value).__name__}"
     return None
+
+
+_Part: TypeAlias = "tuple[_Part | None, str, Any, Any]"
+
+
+def _where(part: _Part) -> str:
+    """Where ``part`` is in the result: ``content[0].text``."""
+    within, how, key, _ = part
+    at = "" if within is None else _where(within)
+    return f"{at}[{key}]" if how == "[" else f"{at}{how}{key}"
 
 
 _SCALARS: Final = frozenset({str, int, float, bool})

@@ -39,9 +39,10 @@ import math
 import operator
 import time
 from collections.abc import Callable, Generator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields
 from typing import Any, Final
 
+from ..contract.core import PathStep
 from ..contract.errors import ContractViolation, RegistryUsageError
 from ..contract.loader import RevisionContract, load_contract
 from ..oracle.judge import Record, Want, environment_judgement, environment_record, rule_of
@@ -50,7 +51,7 @@ from ..oracle.judge.path import path_judgement, refused_rule, transition_rules, 
 from ..oracle.judge.record import env_line
 from ..oracle.judge.registration import REGISTRATION
 from ..oracle.observation import Observation
-from ..oracle.scenario_language import POSTS, Scenario
+from ..oracle.scenario_language import Scenario
 from ..oracle.turn_language import batch_kinds
 from ..runtime.registry import ToolRegistry
 from ..runtime.virtual_time import VirtualClock, run
@@ -189,6 +190,11 @@ class Tally:
 
 _EVENT_DEST: Final = operator.attrgetter("event", "dest")
 _TRANSITION: Final = operator.attrgetter("transition")
+_KIN: Final = operator.attrgetter(
+    *(f.name for f in fields(Scenario) if f.name not in ("cooperative", "post"))
+)
+"""A configuration's family: every field but whether its body cooperates and what post-execute
+decides."""
 
 
 async def _run_configs(
@@ -205,23 +211,27 @@ async def _run_configs(
     tally = Tally()
     # The uncancelled runs of the cooperative configurations that differ from the current one in
     # their post-execute decision at most (configurations() gives an uncooperative one after
-    # its cooperative twins), per retry behaviour.
-    twins: dict[tuple[Scenario, str | None], Observation] = {}
-    family: Scenario | None = None
+    # its cooperative twins), per post-execute decision and retry behaviour.  A family is named
+    # by every other field (:data:`_KIN`): a tuple of words, where a dataclass ``replace`` and a
+    # scenario's hash cost tens of microseconds per configuration.
+    twins: dict[tuple[str, str | None], Observation] = {}
+    # The paths already counted, by their steps' identities: the registry's machine hands out
+    # the same step objects, and a tuple of ints hashes in a fraction of the time a tuple of
+    # steps or of (event, destination) pairs takes.  Each path is held, so no id is reused.
+    taken: dict[tuple[int, ...], tuple[PathStep, ...]] = {}
+    family: tuple[Any, ...] | None = None
     for config in configs:
         tally.configurations += 1
         matters = uncancelled_matters(config)
-        if config.cooperative:
-            kin = replace(config, post=POSTS[0])
-            if kin != family:
-                twins.clear()
-                family = kin
-        # the cooperative twin whose uncancelled run this one may reuse
-        cooperative = None if config.cooperative or matters else replace(config, cooperative=True)
+        kin = _KIN(config)
+        if config.cooperative and kin != family:
+            twins.clear()
+            family = kin
+        # whether this one may reuse its cooperative twin's uncancelled run (the family's run
+        # with its own post-execute decision)
+        reuses = not (config.cooperative or matters) and kin == family
         for retry in behaviours if config.retries else (None,):
-            twin = None
-            if cooperative is not None:
-                twin = twins.get((cooperative, retry))
+            twin = twins.get((config.post, retry)) if reuses else None
             if twin is not None:
                 # Nothing aborts in its uncancelled run, so it has its twin's gates and path, and
                 # it is used only to choose the schedules.  (When something does abort -- the
@@ -230,7 +240,7 @@ async def _run_configs(
             else:
                 first = await Harness(config, factory, clock, retry, trace=True).run()
             if config.cooperative:
-                twins[(config, retry)] = first
+                twins[(config.post, retry)] = first
             runs = [first] if matters else []
             tally.pruned += 0 if runs else 1
             kept, pruned = schedules(config, first)
@@ -244,8 +254,11 @@ async def _run_configs(
                 assert table is not None
                 tally.schedules += 1
                 result = check(obs, table, replay=replay)
-                tally.paths.add(tuple(map(_EVENT_DEST, obs.path)))
-                tally.transitions.update(map(_TRANSITION, obs.path))
+                steps = tuple(map(id, obs.path))
+                if steps not in taken:
+                    taken[steps] = obs.path
+                    tally.paths.add(tuple(map(_EVENT_DEST, obs.path)))
+                    tally.transitions.update(map(_TRANSITION, obs.path))
                 tally.rules |= result.rules
                 tally.violation_count += len(result.violations)
                 if len(tally.violations) < 20:

@@ -58,8 +58,9 @@ starts in ``spec/contract.toml``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from typing import TYPE_CHECKING, Final
+import operator
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING, Any, Final
 
 from ...contract.loader import load_contract
 from ...contract.trace import ENVIRONMENT
@@ -93,6 +94,7 @@ from .registry import (
     STEP,
     TURN,
     VANTAGES,
+    Antecedent,
     Check,
     by_rule,
     check,
@@ -228,16 +230,21 @@ def environment_judgement(
     checks of that step (a record that is no call's, like a registration probe's, is judged by
     its own checks alone)."""
     found: list[Failure] = []
-    rules: set[str] = set()
-    for c in _applicable(record.events(), step, setup is not None):
-        if c.antecedent is not None and not c.antecedent(record, setup):
-            continue  # it could not have failed
-        rules.add(c.rule)
-        failure = c.judge(record, setup)
+    always, checks = _applicable(record.events(), step, setup is not None)
+    held: list[str] = []
+    for antecedent, rule, judge in checks:
+        if antecedent is not None:
+            if not antecedent(record, setup):
+                continue  # it could not have failed
+            held.append(rule)
+        failure = judge(record, setup)
         if failure is not None:
             found.append(failure)
-    found.sort(key=lambda f: f.at)
-    return found, frozenset(rules)
+    found.sort(key=_AT)
+    return found, always.union(held)
+
+
+_AT: Final = operator.attrgetter("at")
 
 
 def _record_checks() -> tuple[Check, ...]:
@@ -253,23 +260,32 @@ def _record_checks() -> tuple[Check, ...]:
 _RECORD_CHECKS: dict[int, tuple[Check, ...]] = {}
 
 
-def _applicable(present: frozenset[str], step: str | None, setup: bool) -> tuple[Check, ...]:
+def _applicable(
+    present: frozenset[str], step: str | None, setup: bool
+) -> tuple[frozenset[str], tuple[tuple[Antecedent | None, str, Callable[..., Any]], ...]]:
     """The record checks whose events are all ``present`` (of ``step``, and reading the setup
-    only if there is one), in order: worked out once per kind of record (verify judges
-    thousands of records of a few dozen kinds)."""
+    only if there is one): the rules of those that can fail wherever they are asked, and each
+    check's antecedent, rule and function, in order.  Worked out once per kind of record (verify
+    judges hundreds of thousands of records of a few dozen kinds, so the loop over them reads
+    no attribute of a check)."""
     key = (generation(), present, step, setup)
     found = _APPLICABLE.get(key)
     if found is None:
-        found = _APPLICABLE[key] = tuple(
+        checks = [
             c for c in _record_checks()
             if (step is None or c.on == step)
             and c.reads <= present
             and (setup or not c.needs_setup)
-        )
+        ]
+        always = frozenset(c.rule for c in checks if c.antecedent is None)
+        found = _APPLICABLE[key] = (always, tuple((c.antecedent, c.rule, c.judge) for c in checks))
     return found
 
 
-_APPLICABLE: dict[tuple[int, frozenset[str], str | None, bool], tuple[Check, ...]] = {}
+_APPLICABLE: dict[
+    tuple[int, frozenset[str], str | None, bool],
+    tuple[frozenset[str], tuple[tuple[Antecedent | None, str, Callable[..., Any]], ...]],
+] = {}
 
 
 # ------------------------------------------------------------------------------------------------

@@ -44,8 +44,13 @@ model calls of a turn batch have their own), so ``{name}`` matches any name."""
 
 def same_text(expected: str, got: str) -> bool:
     """Whether ``got`` reads ``expected`` (:data:`ANY_NAME` in it matches any tool name)."""
-    pattern = re.escape(expected).replace(re.escape(ANY_NAME), '[^"]*')
-    return re.fullmatch(pattern, got) is not None
+    return _pattern(expected).fullmatch(got) is not None
+
+
+@functools.lru_cache(maxsize=256)
+def _pattern(expected: str) -> re.Pattern[str]:
+    """``expected`` as a pattern, made once per text (verify asks a few texts on every run)."""
+    return re.compile(re.escape(expected).replace(re.escape(ANY_NAME), '[^"]*'))
 
 
 @functools.cache

@@ -63,9 +63,10 @@ def _decisions(record: Record) -> dict[str, tuple[int, int]]:
     steps = transition_steps(record)
     found: dict[str, tuple[int, int]] = {}
     for hook, names in _DECISIONS.items():
-        lines = sorted(i for name in names for i in record.at(name))
-        if lines:
-            found[hook] = (lines[0], steps[lines[0]])
+        firsts = [at[0] for at in map(record.at, names) if at]
+        if firsts:
+            first = min(firsts)
+            found[hook] = (first, steps[first])
     return found
 
 
