@@ -135,10 +135,12 @@ ATTRIBUTION = ("attribution.py", "differences.py", "results.py")
 registers under (``check("R..", ...)``); every other rule they cite is the registry's or the
 contract's data."""
 PLAIN_DECORATORS = frozenset(
-    {"dataclass", "property", "staticmethod", "classmethod", "cache", "cached_property", "_once"}
-)
-"""Decorators in the judge's room that register nothing (``_once``: setup's memo of a fact
-worked out once per record)."""
+    {"dataclass", "property", "staticmethod", "classmethod", "cache", "lru_cache",
+     "cached_property", "_once"}
+)  # fmt: skip
+"""Decorators in the judge's room that register nothing: memos (``lru_cache``: setup's compiled
+expected texts; ``_once``: setup's memo of a fact worked out once per record) and the language's
+own."""
 
 
 def _decorator_name(node: ast.expr) -> str:
