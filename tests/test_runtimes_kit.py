@@ -437,8 +437,9 @@ def test_the_control_plays_the_scenarios_tool_deadline_on_the_kits_clock(revisio
 
 @pytest.mark.parametrize(
     ("body", "answered"),
-    [("throw", "tool failed"), ("throw_structured", "disk full"), ("success", None)],
-)
+    [("throw", "tool failed"), ("throw_structured", "disk full"), ("defer_throw", "tool failed"),
+     ("success", None)],
+)  # fmt: skip
 def test_a_cooperative_body_whose_task_is_cancelled_settles_as_its_scenario_says(
     body: str, answered: str | None
 ) -> None:
@@ -455,7 +456,9 @@ def test_a_cooperative_body_whose_task_is_cancelled_settles_as_its_scenario_says
         return Outcome(result={"content": [], "isError": False})
 
     vector = {**CANCELLED, "scenario": {**CANCELLED["scenario"], "body": body}}
-    answer = play(Raising(run_body), vector)
+    runtime = Raising(run_body)
+    runtime.capabilities = {**runtime.capabilities, "defer_context": True}  # defer_throw's need
+    answer = play(runtime, vector)
     (seen,) = answer["observed"]["bodies"]
     assert seen["settle"] == {"aborted": True, "reason": "caller"}
     if answered is None:

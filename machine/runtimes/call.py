@@ -339,11 +339,12 @@ class Call:
 
     @property
     def _failing(self) -> bool:
-        """Whether the scenario's body fails (``throw``, ``throw_structured``)."""
-        return self.scenario["body"] in ("throw", "throw_structured")
+        """Whether the scenario's body fails (``throw``, ``throw_structured``, ``defer_throw``)."""
+        body: str = self.scenario["body"]
+        return body == "throw_structured" or body.endswith("throw")
 
     def _fail(self) -> None:
-        """Raise the scenario's body failure (``throw`` or ``throw_structured``)."""
+        """Raise the scenario's body failure (``throw_structured``'s, or the others')."""
         if self.scenario["body"] == "throw_structured":
             raise ToolError(BODY_STRUCTURED_FAILURE, "ENOSPC")
         raise RuntimeError(BODY_FAILURE)
