@@ -15,6 +15,7 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -121,10 +122,7 @@ def test_a_stubbed_integration_makes_its_rows_fail(module: str, tmp_path: Path) 
     """On the vectors where a plain row breaks R27, R28 or R31, the integrated row keeps them on
     some -- on one row of the integration at least: what it is for -- and on every such vector
     the stub (the row without its integration) breaks them again."""
-    try:
-        importlib.import_module(f"toolcancel.integrations.{module}")
-    except ImportError as exc:
-        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    _installed(module)
     proven = []
     for name in sorted(n for n in CANDIDATES if _module(n) == module):
         rev, ids = CANDIDATES[name]
@@ -229,15 +227,29 @@ def test_a_plain_row_without_an_integration_point_is_refused() -> None:
         kit.integrated(Plain, lambda call, plain: plain, "m")
 
 
+def _installed(module: str) -> None:
+    """Skip unless the runtime of ``toolcancel.integrations.<module>`` is installed."""
+    try:
+        importlib.import_module(f"toolcancel.integrations.{module}")
+    except ImportError as exc:
+        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+
+
+def _run_by(name: str, rev: str, keep: Callable[[Any], bool]) -> list[str]:
+    """The ids of ``rev``'s shipped vectors whose scenario ``keep`` takes and the row ``name``
+    runs (its published capabilities)."""
+    capabilities = PUBLISHED[name][rev]["capabilities"]
+    table = load_contract().revision(rev)
+    return [v.id for v in shipped_vectors(rev)
+            if keep(v.scenario) and _runs(capabilities, needs(v, table))]  # fmt: skip
+
+
 def _failing_after_cancel(name: str, rev: str) -> list[str]:
     """The vectors of ``rev`` the row runs where a cooperative tool, alone (no wrapper, no
     deadline), fails after its caller cancelled: the contract keeps that failure (R15, R19)."""
-    m = PUBLISHED[name][rev]
-    table = load_contract().revision(rev)
-    return [v.id for v in shipped_vectors(rev)
-            if (s := v.scenario).body in ("throw", "throw_structured") and s.cooperative
-            and s.cancel == "gate:body" and not s.wrappers and s.timeout == "absent"
-            and s.caller == "live" and _runs(m["capabilities"], needs(v, table))]  # fmt: skip
+    return _run_by(name, rev, lambda s: s.body in ("throw", "throw_structured")
+                   and s.cooperative and s.cancel == "gate:body" and not s.wrappers
+                   and s.timeout == "absent" and s.caller == "live")  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ROWS)
@@ -250,10 +262,7 @@ def test_a_tool_that_fails_after_its_callers_cancel_keeps_its_failure(
     integration's LIMITS explains -- and only the OpenAI SDK, which turns a tool's failure into
     text before the registry sees it, loses the failure itself."""
     module = _module(name)
-    try:
-        importlib.import_module(f"toolcancel.integrations.{module}")
-    except ImportError as exc:
-        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    _installed(module)
     ids = _failing_after_cancel(name, "revised")
     assert ids, name
     report = _conform(ROOT / RUNTIMES_DIR / f"adapter_{name}.py", "revised", ids, tmp_path)
@@ -268,12 +277,8 @@ def _answered_in_full(name: str, rev: str) -> list[str]:
     """A cheap subset of ``rev``'s vectors both rows run, where no caller's cancellation can
     come back instead of an answer (no cancel while the call runs): the plain row's answer is
     judged in full there, never excused as a re-raised cancellation (P2)."""
-    m = PUBLISHED[name][rev]
-    table = load_contract().revision(rev)
-    return [v.id for v in shipped_vectors(rev)
-            if not (s := v.scenario).wrappers and s.timeout == "absent"
-            and not s.cancel.startswith(("gate:", "with_"))
-            and _runs(m["capabilities"], needs(v, table))]  # fmt: skip
+    return _run_by(name, rev, lambda s: not s.wrappers and s.timeout == "absent"
+                   and not s.cancel.startswith(("gate:", "with_")))  # fmt: skip
 
 
 @pytest.mark.parametrize("name", ROWS)
@@ -285,10 +290,7 @@ def test_an_integrated_row_loses_no_vector_its_plain_row_answers_and_passes(
     runs, a task-cancel plain row re-raises the cancellation and gives no result to judge:
     those vectors compare nothing (the integrated row answers them, judged in full)."""
     module = _module(name)
-    try:
-        importlib.import_module(f"toolcancel.integrations.{module}")
-    except ImportError as exc:
-        pytest.skip(f"{exc}: pip install -e '.[runtimes]'")
+    _installed(module)
     ids = _answered_in_full(name, "revised")
     assert ids, name
     rows = {n: ROOT / RUNTIMES_DIR / f"adapter_{n}.py" for n in (integrated.plain_row(name), name)}
