@@ -10,6 +10,8 @@ import pytest
 from toolcancel.contract.errors import ContractError
 from toolcancel.contract.loader import CALLERS, load_contract, load_contract_file
 from toolcancel.oracle.judge.attribution import Attribution
+from toolcancel.oracle.scenario_language import entry_caller
+from toolcancel.oracle.vectors import shipped_vectors
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTRACT_TOML = ROOT / "spec" / "contract.toml"
@@ -30,11 +32,25 @@ def test_each_entry_rule_is_a_rule_of_its_revision_or_the_seeds() -> None:
     assert contract.entry_rule("aborted", "seed") != contract.entry_rule("aborted", "revised")
 
 
-def test_attribution_reads_the_entry_rule_from_the_contract() -> None:
-    contract = load_contract()
+def test_attribution_cites_the_entry_rule_the_contract_file_holds(tmp_path: Path) -> None:
+    """A contract whose ``entry_rules`` name other rules makes conform's attribution cite those:
+    the judge keeps no table of its own to fall back on."""
+    text = CONTRACT_TOML.read_text("utf-8")
+    start = text.index("entry_rules = ")
+    end = text.index("\n", start)
+    changed = '{ none = "R31", live = "R27", aborted = "R28" }'
+    copy = tmp_path / "contract.toml"
+    copy.write_text(text[:start] + "entry_rules = " + changed + text[end:], "utf-8")
+    contract = load_contract_file(copy)
+    cited = {"none": "R31", "live": "R27", "aborted": "R28"}
+    seen = set()
     for revision in contract.revisions:
         a = Attribution(contract.revision(revision))
-        assert a.table.contract.entry_rules is contract.entry_rules
+        for v in shipped_vectors(revision):
+            caller = entry_caller(v.scenario)
+            assert a._entry_rule(v) == cited[caller], (revision, v.id)
+            seen.add(caller)
+    assert seen == set(CALLERS)  # every caller state at entry was asked, in some revision
 
 
 @pytest.mark.parametrize(
