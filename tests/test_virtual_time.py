@@ -340,3 +340,33 @@ def test_a_loop_on_the_real_clock_fails_the_test_at_once() -> None:
 
     with pytest.raises(WallClockWait, match="about to wait on the real clock"):
         asyncio.run(asyncio.sleep(3600))
+
+
+def test_io_ready_while_work_is_ready_runs_before_idleness() -> None:
+    """A turn with work ready does not poll I/O while someone waits for idleness (a system call
+    per turn of the model checker's loop), but I/O that became ready meanwhile still runs before
+    the loop is called idle."""
+    clock = VirtualClock()
+    log: list[str] = []
+
+    async def busy() -> None:
+        for i in range(3):
+            log.append(f"step {i}")
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        a, b = socket.socketpair()
+        with a, b:
+            b.setblocking(False)
+            loop.add_reader(b.fileno(), lambda: log.append(f"read {b.recv(16)!r}"))
+            try:
+                a.send(b"ping")  # ready before the busy turns begin
+                task = asyncio.ensure_future(busy())
+                await clock.idle()
+                assert task.done() and "read b'ping'" in log, log
+            finally:
+                loop.remove_reader(b.fileno())
+
+    run(main(), clock=clock)
+    assert clock.time() == 0.0
