@@ -92,7 +92,8 @@ class _Call(_Stepping):
                 self.result = self.settled(await self.base_dispatch(), not plan.post)
         if plan.post or plan.observers:
             return await self.finalize(raising)
-        frozen = self.conclude()  # finalize(), one coroutine frame fewer
+        # finalize(), one coroutine frame fewer; conclude() only if post-execute is still ahead
+        frozen = self.conclude() if self.state == "post_policy" else self.publish(self.result)
         if self.interrupt is not None and raising:
             raise self.interrupt
         return frozen
@@ -505,7 +506,8 @@ class _Call(_Stepping):
         self.merged = True
         self.result = frozen
         self.view.ended(self)
-        self.detach()
+        if self.given is not None:  # detach(), without a Python call
+            self.given.remove_listener(self)
         self.plan.calls.pop(self, None)  # leave(self), without a Python call
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())
