@@ -402,9 +402,10 @@ class _Call(_Stepping):
         assert tool is not None
         fused = w if fusion is None else fusion.signal
         listening = fused is not None and self.state == "body"
+        watch = self.on_fused_abort  # one bound method made, for the add and the remove
         if listening:
             assert fused is not None
-            fused.add_listener(self.on_fused_abort)
+            fused.add_listener(watch)
             if fused.aborted:  # it aborted while base_dispatch was offered (a tap or trace sink)
                 self.on_fused_abort(fused)
         owner = None  # set only when tracing: whose signal carries the listener just added
@@ -434,7 +435,7 @@ class _Call(_Stepping):
         finally:
             if listening:
                 assert fused is not None
-                fused.remove_listener(self.on_fused_abort)
+                fused.remove_listener(watch)
                 if owner is not None:
                     self.emit_listener(owner, "remove")
             if fusion is not None:
