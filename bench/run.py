@@ -1,16 +1,17 @@
 """Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verify] [--verifier]
 [--save P]``.
 
-Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
-performance issue as ``met`` / ``NOT met`` with the measured figure:
+Prints min / median / max over repeated rounds and every target of the performance issue as
+``met`` / ``NOT met`` with the measured figure:
 
 * per-call overhead: a bare task switch, the registry plain, hooked, and hooked with a trace
   recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
-  slices on this shared machine do not count) -- of the registry this venv runs (the default build
-  is pure); then of the compiled build (``TOOLCANCEL_COMPILE=1``) in ``.venv-compiled`` and on
-  every other tested Python, in the venvs ``scripts/test`` makes (``scripts/compiled-env``,
-  ``.venv-3.12``, ``.venv-3.13``), each with the registry that venv runs; the targets are judged
-  on the row where the registry is fastest, and a venv that is missing is named, not skipped;
+  slices on this shared machine do not count; every shape's rounds interleaved, ``per_call.py``)
+  -- of the registry this venv runs (the default build is pure); then of the compiled build
+  (``TOOLCANCEL_COMPILE=1``) in ``.venv-compiled`` and on every other tested Python, in the
+  venvs ``scripts/test`` makes (``scripts/compiled-env``, ``.venv-3.12``, ``.venv-3.13``), each
+  with the registry that venv runs; the targets are judged on the row where the registry is
+  fastest, and a venv that is missing is named, not skipped;
 * tracing off: the registry as shipped (``trace=None``) against the same registry with all its
   tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
 * memory per in-flight call (tracemalloc);
@@ -113,16 +114,15 @@ def registry_kind(python: str = sys.executable) -> str:
 
 
 def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
-    """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time);
-    ``python``: in another venv, per-call figures only."""
-    env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
+    """Per-call figures (``per_call.py``: CPU time, every shape's rounds interleaved) and the
+    tracing-off pairs (pytest-benchmark); ``python``: in another venv, per-call figures only."""
     calls_only = python is not None
     python = python or sys.executable
-    benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
-                                  *(["-k", "not tracing_off"] if calls_only else []), env=env,
-                                  python=python)
-    figures = {b["name"].removeprefix("test_").replace("[", "_").rstrip("]"): per_call(b)
-               for b in benchmarks if b["group"] == "call"}
+    done = subprocess.run([python, str(BENCH / "per_call.py"), "--rounds", "5" if quick else "15"],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        sys.exit(f"bench/run.py: per_call.py failed under {python}:\n{done.stderr[-3000:]}")
+    figures: dict[str, dict[str, float]] = json.loads(done.stdout)
 
     def ratios_of(stat: str) -> dict[str, float]:
         base = figures["bare_task"][stat]
@@ -138,11 +138,13 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
     # both are shown, and a target counts as met only when both ratios meet it.
-    out = {"timer": "process CPU time", "registry": registry_kind(python),
+    out = {"timer": "process CPU time, rounds interleaved", "registry": registry_kind(python),
            "per_call": figures, "ratios": ratios_of("median_us"),
            "ratios_of_minima": ratios_of("min_us")}
     if not calls_only:
-        out["tracing_off"] = tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])
+        env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
+        out["tracing_off"] = tracing_off(pytest_benchmark(
+            "test_overhead.py", "--benchmark-timer=time.process_time", env=env))
     return out
 
 
