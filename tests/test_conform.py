@@ -25,7 +25,12 @@ import pytest
 from support import adapter_answer, run_cli, shipped_vectors, write_sample
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.conform.judge import Judge
-from toolcancel.oracle.conform.protocol import PROTOCOL_RULE
+from toolcancel.oracle.conform.protocol import (
+    ANSWER_DEPTH,
+    PROTOCOL_RULE,
+    AdapterDied,
+    parse_answer,
+)
 from toolcancel.oracle.conform.report import Report
 from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
 from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
@@ -387,6 +392,22 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
         ),
         ("error", "d", "protocol 3; this adapter speaks 1 or 2"),
     ]
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_an_answer_nesting_deeper_than_the_limit_is_refused(spread: bool) -> None:
+    """An answer nests at most ANSWER_DEPTH levels: one at the limit is read, one a level
+    deeper is a protocol failure -- with its brackets in one nest, and spread over many
+    (so that the line has more brackets than the limit even when the nest is shallow)."""
+
+    def answer(depth: int) -> bytes:
+        nest = "[" * (depth - 1) + "]" * (depth - 1)  # the answer object is the first level
+        extra = ',"observed":{"pad":[' + ",".join(["[]"] * ANSWER_DEPTH) + "]}" if spread else ""
+        return f'{{"protocol":2,"type":"outcome","id":"v","result":{nest}{extra}}}'.encode()
+
+    assert parse_answer(answer(ANSWER_DEPTH), "v")["id"] == "v"
+    with pytest.raises(AdapterDied, match=f"nests deeper than {ANSWER_DEPTH} levels"):
+        parse_answer(answer(ANSWER_DEPTH + 1), "v")
 
 
 # ------------------------------------------------------------------------------------------------
