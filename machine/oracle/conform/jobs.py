@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import multiprocessing
 import os
 import signal
@@ -82,8 +81,6 @@ def run_jobs(
     conns: list[Connection] = []
     answers: dict[int, tuple[str, Any]] = {}
     start = time.perf_counter()
-    gc.freeze()  # the jobs' collections leave the inherited objects (the vectors) unscanned:
-    # untouched, their pages stay shared instead of being copied into every job
     with reaper.subreaper():
         try:
             run_mark = reaper.new_mark()  # inherited by the jobs and all they start
@@ -117,7 +114,6 @@ def run_jobs(
                 if progress is not None and shared[_TOTAL]:
                     progress(shared[_JUDGED], shared[_TOTAL])
         finally:
-            gc.unfreeze()
             _stop(procs)
             # what a job stopped while starting its adapter left behind (the adapter's own mark
             # never reached the job): every process of the run is found by the run's mark
