@@ -69,6 +69,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ...contract.trace_reader import gc_paused
 from ..judge.registry import RECORD, by_rule
 from ..vectors import (
     Vector,
@@ -415,25 +416,29 @@ def conform(
     vectors file), or only those ``only`` selects (:func:`select`), on ``jobs`` adapter
     processes at once (:mod:`.conform_jobs`; as many as the vectors keep busy)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
-    vectors = load_vectors(path)
-    wrong = [v.id for v in vectors if v.revision != revision]
-    if wrong:
-        raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
-    turns: list[TurnVector] = []
-    stageless: list[Vector] = []
-    if not vectors_path:
-        turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
-        stageless = load_vectors(stageless_file(shipped_dir(), revision))
-    if only:
-        picked, turns = select([*vectors, *stageless], only, revision, turns)
-        family = {v.id for v in stageless}
-        vectors = [v for v in picked if v.id not in family]
-        stageless = [v for v in picked if v.id in family]
-    # The vectors live as long as the run.  Frozen, they are left out of the collections made
-    # while it judges (each full one walked them all: about a third of a second per seed run),
-    # and a job forked from this process leaves them untouched, so their pages stay shared
-    # instead of being copied into every job.
-    gc.freeze()
+    # The vectors live as long as the run.  Read with the collector paused (they are acyclic:
+    # the collections their allocation triggers only cost time), then frozen: left out of the
+    # collections made while the run judges (each full one walked them all: about a third of a
+    # second per seed run), and untouched in a job forked from this process, so their pages
+    # stay shared instead of being copied into every job.
+    with gc_paused():
+        vectors = load_vectors(path)
+        wrong = [v.id for v in vectors if v.revision != revision]
+        if wrong:
+            raise ConformError(
+                f"{path}: vector {wrong[0]} is of another revision than {revision}"
+            )
+        turns: list[TurnVector] = []
+        stageless: list[Vector] = []
+        if not vectors_path:
+            turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
+            stageless = load_vectors(stageless_file(shipped_dir(), revision))
+        if only:
+            picked, turns = select([*vectors, *stageless], only, revision, turns)
+            family = {v.id for v in stageless}
+            vectors = [v for v in picked if v.id not in family]
+            stageless = [v for v in picked if v.id in family]
+        gc.freeze()
     try:
         jobs = conform_jobs.useful(jobs, len(vectors) + len(turns) + len(stageless))
         if jobs > 1:
