@@ -10,7 +10,6 @@ setup) loads no asyncio registry driver.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, fields
 from typing import Any, Final
@@ -212,10 +211,9 @@ class Scenario:
         """Build a scenario from JSON data, refusing unknown or ill-typed fields."""
         if not isinstance(data, Mapping):
             raise ScenarioError(f"{where}: expected a JSON object")
-        kinds = _field_types(cls)
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
-            kind = kinds.get(key)
+            kind = _FIELD_TYPES.get(key)
             if kind is None:
                 raise ScenarioError(f"{where}: unknown field {_show(key)}")
             if key == "wrappers":
@@ -243,12 +241,9 @@ class Scenario:
         return f"Scenario({', '.join(parts)})"
 
 
-@functools.cache
-def _field_types(cls: type[Scenario]) -> Mapping[str, type]:
-    """Field name -> the type of its default: what :meth:`Scenario.from_data` accepts, worked
-    out once (a vectors file or a conform run parses thousands of scenarios)."""
-    defaults = cls()
-    return {f.name: type(getattr(defaults, f.name)) for f in fields(cls)}
+_FIELD_TYPES: Final[Mapping[str, type]] = {f.name: type(f.default) for f in fields(Scenario)}
+"""Field name -> the type of its default: what :meth:`Scenario.from_data` accepts, worked out
+once (a vectors file or a conform run parses thousands of scenarios)."""
 
 
 def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:
