@@ -74,7 +74,6 @@ from ..judge.registry import RECORD, by_rule
 from ..vectors import (
     Vector,
     load_vectors,
-    scenario_data,
     shipped_dir,
     stageless_file,
     vectors_file,
@@ -95,7 +94,7 @@ from .protocol import (
     parse_answer,
     vector_message,
 )
-from .report import Judgement, Report
+from .report import Judgement, Report, scenario_of
 
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
@@ -279,7 +278,7 @@ async def _run_vectors(
     indices[:] = [i for i, _ in judged]
     report.judgements = [j for _, j in judged]
     # of the items this adapter judged only (a job's share: the merge puts them in item order)
-    report.scenarios = {items[i].id: _scenario(items[i]) for i in indices}
+    report.scenarios = {items[i].id: scenario_of(items[i]) for i in indices}
     report.seconds = time.perf_counter() - start
     report.strays = adapter.strays
     # "turns" seen: the scheduler could be judged (the hello declares turns), whether or not this
@@ -293,11 +292,6 @@ def _message(item: Vector | TurnVector, protocol: int) -> bytes:
     if isinstance(item, TurnVector):
         return item.message(protocol)
     return vector_message(item, protocol)
-
-
-def _scenario(item: Vector | TurnVector) -> dict[str, Any]:
-    """What the report's coverage reads of ``item``."""
-    return item.turn_data() if isinstance(item, TurnVector) else scenario_data(item.scenario)
 
 
 def _everything() -> Callable[[int], Sequence[int]]:
