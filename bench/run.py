@@ -18,7 +18,8 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
   user waits for);
 * ``conform`` through the JavaScript example's adapter on 1 job and on one per CPU (``--jobs``),
   alternating, with the speed-up judged on quiet pairs and set beside the bound the cores put on
-  it (:func:`scaling_bound`, from the pairs' CPU figures);
+  it (:func:`scaling_bound`, from the pairs' CPU figures), and why: the adapter's CPU as a share
+  of the runner's, against the share the target allows;
 * the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
   processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
