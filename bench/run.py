@@ -19,7 +19,8 @@ Prints min / median / max over repeated rounds and every target of the performan
   user waits for);
 * ``conform`` through the JavaScript example's adapter on 1 job and on one per CPU (``--jobs``),
   alternating, with the speed-up judged on quiet pairs and set beside the bound the cores put on
-  it (:func:`scaling_bound`, from the pairs' CPU figures);
+  it (:func:`scaling_bound`, from the pairs' CPU figures), and why: the adapter's CPU as a share
+  of the runner's, against the share the target allows;
 * the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
   processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
@@ -395,7 +396,14 @@ def scaling_bound(one: dict[str, Any], many: dict[str, Any], cores: int) -> dict
     measured = one["seconds"] / many["seconds"]
     return {"busy": one["cpu_seconds"] / one["seconds"], "free": free,
             "ideal": min(jobs, free * one["seconds"] / one["cpu_seconds"]), "bound": bound,
-            "measured": measured, "share": measured / bound, "needed": SPEEDUP_TARGET * per_core}
+            "measured": measured, "share": measured / bound, "needed": SPEEDUP_TARGET * per_core,
+            "wall": one["seconds"], "runner": one["main_cpu_seconds"],
+            "adapter": one["workers_cpu_seconds"],
+            "extra": many["cpu_seconds"] / one["cpu_seconds"] - 1,
+            # while the runner (one process) is the busy one, the serial run keeps
+            # 1 + adapter/runner cores busy and N jobs give at most free / that: the adapter's
+            # share of the runner's CPU beyond which even free sharing misses the target
+            "adapter_limit": free / SPEEDUP_TARGET - 1}
 
 
 def print_conform(c: dict[str, Any]) -> None:
@@ -435,6 +443,17 @@ def print_conform(c: dict[str, Any]) -> None:
           f"{SPEEDUP_TARGET}x target would take {b['needed']:.1f} free cores at that CPU: "
           f"{'reachable' if b['needed'] <= b['free'] else 'not reachable'} on this machine"
           f"{'' if calm else ' (other processes shared the cores: indicative only)'}")
+    print(f"  why: in the serial run ({b['wall']:.2f} s) this process (loading the vectors, "
+          f"judging) used {b['runner']:.2f} CPU-s, {b['runner'] / b['wall']:.0%} of the wall, "
+          f"and the adapter {b['adapter']:.2f} CPU-s, {b['adapter'] / b['runner']:.0%} of this "
+          f"process's.  While this process is the busy one, {c['jobs']} jobs on {b['free']:.1f} "
+          f"free cores give at most {b['free']:.1f} / (1 + adapter/process): "
+          + (f"{SPEEDUP_TARGET}x needs the adapter at most {b['adapter_limit']:.0%} of this "
+             "process's CPU, even if sharing cost nothing" if b["adapter_limit"] > 0 else
+             f"{SPEEDUP_TARGET}x is out of reach whatever the adapter costs")
+          + f".  The {c['jobs']}-job run used {b['extra']:+.0%} CPU "
+          f"over the serial one (every job starts and warms up its own adapter and judge, and "
+          f"sends its verdicts back)")
 
 
 def product_of_bounds(revision: str, max_wrappers: int) -> int:
