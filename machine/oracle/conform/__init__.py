@@ -432,7 +432,10 @@ def conform(
             family = {v.id for v in stageless}
             vectors = [v for v in picked if v.id not in family]
             stageless = [v for v in picked if v.id in family]
-        gc.freeze()
+        # a caller that froze its own objects keeps them frozen: unfreeze is all or nothing
+        ours = gc.get_freeze_count() == 0
+        if ours:
+            gc.freeze()
     try:
         jobs = conform_jobs.useful(jobs, len(vectors) + len(turns) + len(stageless))
         if jobs > 1:
@@ -464,7 +467,8 @@ def conform(
             )
         )
     finally:
-        gc.unfreeze()
+        if ours:
+            gc.unfreeze()
 
 
 def self_command(
