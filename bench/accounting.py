@@ -18,19 +18,22 @@ E. the registry: D's guarantees, plus the machine's transitions and what the reg
 
 and, beside them, the hooked shape (one hook of each kind) through both pipelines.
 
-For an interpreted registry, E - D is split further by a ``cProfile`` of the registry's plain call
-(self time per function, grouped by what the function does, scaled to E's measured cost).
+For an interpreted registry, the largest single items are then priced by taking each out in
+rounds interleaved with the registry as it is (CPU time, not a profiler's share), and E - D is
+split further by a ``cProfile`` of the registry's plain call (self time per function, grouped by
+what the function does, scaled to E's measured cost).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import cProfile
 import pstats
 import statistics
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from functools import partial
 from typing import Any
 
@@ -132,6 +135,80 @@ def rungs() -> dict[str, float]:
     return {k: statistics.median(v) for k, v in times.items()}
 
 
+@contextlib.contextmanager
+def _without(owner: Any, name: str, stand_in: Any = None) -> Iterator[None]:
+    """``owner.name`` replaced by ``stand_in`` (``None``: removed) while the block runs."""
+    real = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
+    if stand_in is None:
+        delattr(owner, name)
+    else:
+        setattr(owner, name, stand_in)
+    try:
+        yield
+    finally:
+        setattr(owner, name, real)
+
+
+def items() -> list[tuple[str, bool, float, float]]:
+    """What single items of an interpreted registry's call cost, each measured by taking it out
+    (a stand-in that does nothing) in rounds interleaved with the registry as it is: ``(item,
+    required by the contract, us per plain call, us per hooked call)``.  A taken-out item is
+    not a registry that keeps its promises: these are the prices of those promises."""
+    from toolcancel.contract.results import Results
+    from toolcancel.runtime import binding, stepping
+
+    loop = asyncio.new_event_loop()
+
+    def clock_and_timers() -> tuple[Callable[[], float], Any]:
+        return time.monotonic, loop.call_later
+
+    async def unowned(call: Any, pipeline: Any, ended: Any) -> Any:
+        return await pipeline  # the task's coroutine with no warning of its own
+
+    out: list[tuple[str, bool, Callable[[], Any]]] = [
+        ("the result's deep-frozen snapshot, Results.materialize (R30)", True,
+         lambda: _without(Results, "materialize", lambda self, result: result)),
+        ("the arguments' deep-frozen snapshot at entry (R11)", True,
+         lambda: _without(stepping, "snapshot", lambda value, path="$": value)),
+        ("finding the loop's clock and timers at entry (in_flight()'s time in state)", False,
+         lambda: _without(stepping, "clock_and_timers", clock_and_timers)),
+        ("PendingCall.__del__, the warning of a call never awaited", False,
+         lambda: _without(binding.PendingCall, "__del__")),
+    ]
+    if sys.version_info >= (3, 12):  # before, owned() also wakes the awaiting task
+        out.append(("owned(), the task's coroutine that names a call its closed loop left",
+                    False, lambda: _without(binding, "owned", unowned)))
+    from toolcancel import ToolRegistry
+
+    batches = {"plain": _execute(ToolRegistry), "hooked": _execute(ToolRegistry, hooked)}
+
+    def cost(batch: Callable[[], Coroutine[Any, Any, None]]) -> float:
+        start = time.process_time()
+        loop.run_until_complete(batch())
+        return (time.process_time() - start) / BATCH * 1e6
+
+    # Each round pairs the registry as it is with the item taken out, back to back, in either
+    # order: the median of those paired differences, so drift in the machine's load cancels.
+    saved: dict[tuple[str, str], list[float]] = {}
+    for rnd in range(2 * ROUNDS + 1):
+        for what, _, without in out:
+            for shape, batch in batches.items():
+                if rnd % 2:
+                    whole = cost(batch)
+                    with without():
+                        less = cost(batch)
+                else:
+                    with without():
+                        less = cost(batch)
+                    whole = cost(batch)
+                if rnd:  # a warm-up round
+                    saved.setdefault((what, shape), []).append(whole - less)
+    loop.close()
+    med = {k: statistics.median(v) for k, v in saved.items()}
+    return [(what, required, med[what, "plain"], med[what, "hooked"])
+            for what, required, _ in out]
+
+
 def profile_split(registry_us: float) -> list[tuple[str, bool, float]]:
     """E's cost by group (interpreted only): self time under cProfile, scaled to ``registry_us``
     per call.  The benchmark's own loop and the body are left out (the bare task has them)."""
@@ -203,6 +280,12 @@ def main() -> None:
           f"({us['hooked'] / us['A']:.2f}x), the minimal pipeline {us['hooked minimal']:.2f} us "
           f"({us['hooked minimal'] / us['A']:.2f}x)")
     if not compiled:
+        print("  single items, each taken out, paired with the registry as it is round by round "
+              "(median us per call; 'yes': the contract requires it):")
+        print("     plain  hooked")
+        for what, required, plain_us, hooked_us in items():
+            whose = "yes" if required else "no "
+            print(f"    {plain_us:6.2f}  {hooked_us:6.2f}  {whose}  {what}")
         print("  E by group (cProfile self time scaled to E; 'yes': the contract requires it):")
         for group, required, cost in profile_split(us["E"]):
             print(f"    {cost:6.2f} us  {'yes' if required else 'no ':3}  {group}")

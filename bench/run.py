@@ -1,16 +1,17 @@
 """Every benchmark, one command: ``python bench/run.py [--json] [--calls] [--verify] [--verifier]
 [--save P]``.
 
-Prints min / median / max over repeated rounds (pytest-benchmark) and every target of the
-performance issue as ``met`` / ``NOT met`` with the measured figure:
+Prints min / median / max over repeated rounds and every target of the performance issue as
+``met`` / ``NOT met`` with the measured figure:
 
 * per-call overhead: a bare task switch, the registry plain, hooked, and hooked with a trace
   recorder (ratios of medians; CPU time of the benchmark process, so that other processes' time
-  slices on this shared machine do not count) -- of the registry this venv runs (the default build
-  is pure); then of the compiled build (``TOOLCANCEL_COMPILE=1``) in ``.venv-compiled`` and on
-  every other tested Python, in the venvs ``scripts/test`` makes (``scripts/compiled-env``,
-  ``.venv-3.12``, ``.venv-3.13``), each with the registry that venv runs; the targets are judged
-  on the row where the registry is fastest, and a venv that is missing is named, not skipped;
+  slices on this shared machine do not count; every shape's rounds interleaved, ``per_call.py``)
+  -- of the registry this venv runs (the default build is pure); then of the compiled build
+  (``TOOLCANCEL_COMPILE=1``) in ``.venv-compiled`` and on every other tested Python, in the
+  venvs ``scripts/test`` makes (``scripts/compiled-env``, ``.venv-3.12``, ``.venv-3.13``), each
+  with the registry that venv runs; the targets are judged on the row where the registry is
+  fastest, and a venv that is missing is named, not skipped;
 * tracing off: the registry as shipped (``trace=None``) against the same registry with all its
   tracing code stripped out at benchmark time (``bench/untraced.py``), alternating pairs;
 * memory per in-flight call (tracemalloc);
@@ -18,7 +19,8 @@ performance issue as ``met`` / ``NOT met`` with the measured figure:
   user waits for);
 * ``conform`` through the JavaScript example's adapter on 1 job and on one per CPU (``--jobs``),
   alternating, with the speed-up judged on quiet pairs and set beside the bound the cores put on
-  it (:func:`scaling_bound`, from the pairs' CPU figures);
+  it (:func:`scaling_bound`, from the pairs' CPU figures), and why: the adapter's CPU as a share
+  of the runner's, against the share the target allows;
 * the verifier's scaling: schedules/s of ``verify`` at small bounds on 1, 2 and 4 worker
   processes, with each engine -- local multiprocessing (the default) and Dask distributed (a
   local cluster on loopback, as ``--cluster`` would use a real one) -- and whether every run's
@@ -113,16 +115,15 @@ def registry_kind(python: str = sys.executable) -> str:
 
 
 def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
-    """Per-call figures and the tracing-off pairs, from one pytest-benchmark run (CPU time);
-    ``python``: in another venv, per-call figures only."""
-    env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
+    """Per-call figures (``per_call.py``: CPU time, every shape's rounds interleaved) and the
+    tracing-off pairs (pytest-benchmark); ``python``: in another venv, per-call figures only."""
     calls_only = python is not None
     python = python or sys.executable
-    benchmarks = pytest_benchmark("test_overhead.py", "--benchmark-timer=time.process_time",
-                                  *(["-k", "not tracing_off"] if calls_only else []), env=env,
-                                  python=python)
-    figures = {b["name"].removeprefix("test_").replace("[", "_").rstrip("]"): per_call(b)
-               for b in benchmarks if b["group"] == "call"}
+    done = subprocess.run([python, str(BENCH / "per_call.py"), "--rounds", "5" if quick else "15"],
+                          capture_output=True, text=True, cwd=ROOT)
+    if done.returncode:
+        sys.exit(f"bench/run.py: per_call.py failed under {python}:\n{done.stderr[-3000:]}")
+    figures: dict[str, dict[str, float]] = json.loads(done.stdout)
 
     def ratios_of(stat: str) -> dict[str, float]:
         base = figures["bare_task"][stat]
@@ -138,11 +139,13 @@ def call_overhead(quick: bool, python: str | None = None) -> dict[str, Any]:
 
     # Noise only ever adds time, but a noisy round of the *baseline* flatters a median ratio:
     # both are shown, and a target counts as met only when both ratios meet it.
-    out = {"timer": "process CPU time", "registry": registry_kind(python),
+    out = {"timer": "process CPU time, rounds interleaved", "registry": registry_kind(python),
            "per_call": figures, "ratios": ratios_of("median_us"),
            "ratios_of_minima": ratios_of("min_us")}
     if not calls_only:
-        out["tracing_off"] = tracing_off([b for b in benchmarks if b["group"] == "tracing_off"])
+        env = {"TOOLCANCEL_BENCH_TRACING_REPEATS": "2" if quick else "6"}
+        out["tracing_off"] = tracing_off(pytest_benchmark(
+            "test_overhead.py", "--benchmark-timer=time.process_time", env=env))
     return out
 
 
@@ -393,7 +396,14 @@ def scaling_bound(one: dict[str, Any], many: dict[str, Any], cores: int) -> dict
     measured = one["seconds"] / many["seconds"]
     return {"busy": one["cpu_seconds"] / one["seconds"], "free": free,
             "ideal": min(jobs, free * one["seconds"] / one["cpu_seconds"]), "bound": bound,
-            "measured": measured, "share": measured / bound, "needed": SPEEDUP_TARGET * per_core}
+            "measured": measured, "share": measured / bound, "needed": SPEEDUP_TARGET * per_core,
+            "wall": one["seconds"], "runner": one["main_cpu_seconds"],
+            "adapter": one["workers_cpu_seconds"],
+            "extra": many["cpu_seconds"] / one["cpu_seconds"] - 1,
+            # while the runner (one process) is the busy one, the serial run keeps
+            # 1 + adapter/runner cores busy and N jobs give at most free / that: the adapter's
+            # share of the runner's CPU beyond which even free sharing misses the target
+            "adapter_limit": free / SPEEDUP_TARGET - 1}
 
 
 def print_conform(c: dict[str, Any]) -> None:
@@ -433,6 +443,17 @@ def print_conform(c: dict[str, Any]) -> None:
           f"{SPEEDUP_TARGET}x target would take {b['needed']:.1f} free cores at that CPU: "
           f"{'reachable' if b['needed'] <= b['free'] else 'not reachable'} on this machine"
           f"{'' if calm else ' (other processes shared the cores: indicative only)'}")
+    print(f"  why: in the serial run ({b['wall']:.2f} s) this process (loading the vectors, "
+          f"judging) used {b['runner']:.2f} CPU-s, {b['runner'] / b['wall']:.0%} of the wall, "
+          f"and the adapter {b['adapter']:.2f} CPU-s, {b['adapter'] / b['runner']:.0%} of this "
+          f"process's.  While this process is the busy one, {c['jobs']} jobs on {b['free']:.1f} "
+          f"free cores give at most {b['free']:.1f} / (1 + adapter/process): "
+          + (f"{SPEEDUP_TARGET}x needs the adapter at most {b['adapter_limit']:.0%} of this "
+             "process's CPU, even if sharing cost nothing" if b["adapter_limit"] > 0 else
+             f"{SPEEDUP_TARGET}x is out of reach whatever the adapter costs")
+          + f".  The {c['jobs']}-job run used {b['extra']:+.0%} CPU "
+          f"over the serial one (every job starts and warms up its own adapter and judge, and "
+          f"sends its verdicts back)")
 
 
 def product_of_bounds(revision: str, max_wrappers: int) -> int:

@@ -1,9 +1,8 @@
-"""Per-call overhead of the registry against a bare task switch (pytest-benchmark).
+"""The benchmark's call shapes, and tracing off against tracing stripped out (pytest-benchmark).
 
-Each round runs a batch of calls on a real (not virtual) event loop; ``bench/run.py`` turns the
-medians into per-call figures and ratios against the bare ``await asyncio.create_task(body())``
-and against the same shapes through the minimal pipeline (``minimal.py``: the contract's
-guarantees without the machine).
+``plain`` and ``hooked`` are the two shapes every per-call figure is taken on (``per_call.py``
+times them, interleaved, against a bare task and through the minimal pipeline; ``accounting.py``
+splits them item by item).
 
 ``test_tracing_off`` compares the registry as shipped, with ``trace=None``, against the same
 registry with every line of tracing code removed (``untraced.py`` builds it from the registry's
@@ -20,11 +19,9 @@ import os
 from collections.abc import Callable, Coroutine, Iterator
 from typing import Any
 
-import minimal
 import pytest
 import untraced
 from toolcancel import AbortController, Accept, ToolRegistry
-from toolcancel.contract.trace import TraceRecorder
 
 BATCH = 2000
 TRACING_OFF_REPEATS = int(os.environ.get("TOOLCANCEL_BENCH_TRACING_REPEATS", "6"))
@@ -87,64 +84,6 @@ def bench(benchmark: Any, loop: asyncio.AbstractEventLoop,
           batch: Callable[[], Coroutine[Any, Any, None]]) -> None:
     benchmark.extra_info["batch"] = BATCH
     benchmark.pedantic(lambda: loop.run_until_complete(batch()), rounds=15, warmup_rounds=2)
-
-
-@pytest.mark.benchmark(group="call")
-def test_bare_task(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
-    async def batch() -> None:
-        for _ in range(BATCH):
-            await asyncio.create_task(body({}, None))
-
-    bench(benchmark, loop, batch)
-
-
-@pytest.mark.benchmark(group="call")
-def test_registry_plain(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
-    reg, signal = plain(), AbortController().signal
-
-    async def batch() -> None:
-        for _ in range(BATCH):
-            await reg.execute("t", {"q": 1}, signal=signal)
-
-    bench(benchmark, loop, batch)
-
-
-@pytest.mark.benchmark(group="call")
-def test_registry_hooked(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
-    reg, signal = hooked(), AbortController().signal
-
-    async def batch() -> None:
-        for _ in range(BATCH):
-            await reg.execute("t", {"q": 1}, signal=signal)
-
-    bench(benchmark, loop, batch)
-
-
-@pytest.mark.benchmark(group="call")
-@pytest.mark.parametrize("shape", ["plain", "hooked"])
-def test_minimal(benchmark: Any, loop: asyncio.AbstractEventLoop, shape: str) -> None:
-    """The same shapes through ``minimal.py``: the contract's guarantees without the machine."""
-    reg = (plain if shape == "plain" else hooked)(minimal.Pipeline)
-    signal = AbortController().signal
-
-    async def batch() -> None:
-        for _ in range(BATCH):
-            await reg.execute("t", {"q": 1}, signal=signal)
-
-    bench(benchmark, loop, batch)
-
-
-@pytest.mark.benchmark(group="call")
-def test_registry_hooked_traced(benchmark: Any, loop: asyncio.AbstractEventLoop) -> None:
-    recorder = TraceRecorder()
-    reg, signal = hooked(trace=recorder), AbortController().signal
-
-    async def batch() -> None:
-        recorder.clear()
-        for _ in range(BATCH):
-            await reg.execute("t", {"q": 1}, signal=signal)
-
-    bench(benchmark, loop, batch)
 
 
 @pytest.mark.benchmark(group="tracing_off")

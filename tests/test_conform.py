@@ -15,6 +15,7 @@ Why these tests exist:
 
 from __future__ import annotations
 
+import asyncio
 import copy
 import json
 import sys
@@ -23,9 +24,15 @@ from typing import Any
 
 import pytest
 from support import adapter_answer, run_cli, shipped_vectors, write_sample
+from toolcancel.oracle.conform import adapter as conform_adapter
 from toolcancel.oracle.conform import run_vectors
 from toolcancel.oracle.conform.judge import Judge
-from toolcancel.oracle.conform.protocol import PROTOCOL_RULE
+from toolcancel.oracle.conform.protocol import (
+    ANSWER_DEPTH,
+    PROTOCOL_RULE,
+    AdapterDied,
+    parse_answer,
+)
 from toolcancel.oracle.conform.report import Report
 from toolcancel.oracle.vectors import REVISIONS, Vector, shipped_dir
 from toolcancel.oracle.vectors.turns import load_turn_vectors, turn_file
@@ -199,6 +206,46 @@ def test_each_mutant_fails_its_whole_shape_citing_its_rule(
 # ------------------------------------------------------------------------------------------------
 # Misbehaving adapters
 # ------------------------------------------------------------------------------------------------
+
+
+def test_lines_that_arrive_together_are_read_one_by_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The runner reads an adapter's stdout in chunks and splits them into lines: lines written
+    in one write come back one per read, in order, a line longer than LINE_LIMIT fails only when
+    it is its turn, and the last line without a newline comes back as it is before the exit."""
+    monkeypatch.setattr(conform_adapter, "LINE_LIMIT", 64)
+    hello = json.dumps({"protocol": 1, "type": "hello", "revisions": ["seed"]})
+    out = f"{hello}\nfirst\nsecond\n{'x' * 65}\nafter\nlast"
+    command = [sys.executable, "-c", f"import sys; sys.stdout.write({out!r}); sys.stdin.read()"]
+
+    async def read() -> list[bytes | str]:
+        adapter = conform_adapter.Adapter(command, timeout=60)
+        await adapter.start()
+        got: list[bytes | str] = []
+        try:
+            for _ in range(6):
+                try:
+                    got.append(await adapter.readline("a vector"))
+                except AdapterDied as exc:
+                    got.append(str(exc))
+                    if "exited" in str(exc):
+                        break
+                if got[-1] == b"after\n":  # "last" has no newline: it comes at the exit
+                    assert adapter.proc is not None and adapter.proc.stdin is not None
+                    adapter.proc.stdin.close()  # so the adapter's stdin.read() returns
+        finally:
+            await adapter.stop()
+        return got
+
+    got = asyncio.run(read())
+    assert got[:5] == [
+        b"first\n",
+        b"second\n",
+        "the answer for a vector is longer than 64 bytes",
+        b"after\n",
+        b"last",
+    ]
+    assert got[5].startswith("the adapter exited with code 0 before answering a vector")
+
 
 
 @pytest.mark.parametrize(
@@ -387,6 +434,22 @@ def test_our_adapter_answers_an_error_for_what_it_cannot_run() -> None:
         ),
         ("error", "d", "protocol 3; this adapter speaks 1 or 2"),
     ]
+
+
+@pytest.mark.parametrize("spread", [False, True])
+def test_an_answer_nesting_deeper_than_the_limit_is_refused(spread: bool) -> None:
+    """An answer nests at most ANSWER_DEPTH levels: one at the limit is read, one a level
+    deeper is a protocol failure -- with its brackets in one nest, and spread over many
+    (so that the line has more brackets than the limit even when the nest is shallow)."""
+
+    def answer(depth: int) -> bytes:
+        nest = "[" * (depth - 1) + "]" * (depth - 1)  # the answer object is the first level
+        extra = ',"observed":{"pad":[' + ",".join(["[]"] * ANSWER_DEPTH) + "]}" if spread else ""
+        return f'{{"protocol":2,"type":"outcome","id":"v","result":{nest}{extra}}}'.encode()
+
+    assert parse_answer(answer(ANSWER_DEPTH), "v")["id"] == "v"
+    with pytest.raises(AdapterDied, match=f"nests deeper than {ANSWER_DEPTH} levels"):
+        parse_answer(answer(ANSWER_DEPTH + 1), "v")
 
 
 # ------------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ Why these tests exist:
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import select
 import signal
@@ -127,3 +128,24 @@ def test_json_output_counts_the_jobs(tmp_path: Path, capsys: pytest.CaptureFixtu
         ["--revision", "revised", "--vectors", str(path), "--json", "--jobs", "4", "--self"], capsys
     )
     assert (code, data["vectors"], data["passed"], data["jobs"]) == (0, CHUNK + 1, CHUNK + 1, 2)
+
+
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_a_callers_frozen_objects_stay_frozen(jobs: int) -> None:
+    """conform keeps the loaded vectors out of the collector for its run (gc.freeze) and lets
+    them go after it; an embedding program that froze its own objects first keeps them frozen
+    (gc.unfreeze is all or nothing), and one that froze nothing gets its collector back."""
+    from toolcancel.oracle.conform import conform, self_command
+
+    only = [v.id for v in shipped_vectors("seed")[:40]]
+    assert gc.get_freeze_count() == 0
+    assert conform(self_command(), "seed", only=only, jobs=jobs).failed == 0
+    assert gc.get_freeze_count() == 0
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert conform(self_command(), "seed", only=only, jobs=jobs).failed == 0
+        # still frozen (objects of the caller's that died meanwhile leave the count)
+        assert gc.get_freeze_count() > frozen // 2
+    finally:
+        gc.unfreeze()

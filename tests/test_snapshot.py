@@ -19,10 +19,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 from toolcancel.contract.errors import NotSerializable
+from toolcancel.contract.loader import load_contract
 from toolcancel.contract.results import (
     _FAST_DEPTH,
     ErrorInfo,
     FrozenDict,
+    Results,
     ToolResult,
     _snap,
     canonical_json,
@@ -193,3 +195,21 @@ def test_frozen_objects_read_exactly_as_mappings_do(a: Any, key: str) -> None:
             view.mapping["z"] = 1
         assert not hasattr(view, "add") and not hasattr(view, "pop")
     assert dict(frozen.items()) == before
+
+
+@pytest.mark.parametrize("revision", ["seed", "revised"])
+def test_a_fixed_text_result_is_published_deep_frozen_as_made(revision: str) -> None:
+    """The results of the contract's fixed texts are made once and materialize() keeps their
+    content unwalked: so it must already be exactly what the walk would make of it."""
+    r = Results(load_contract().revision(revision))
+    made = [r.aborted(), r.aborted_before_dispatch(), r.args_error(), r.serialization_error(),
+            r.skipped(), r.aborted([{"ctx": [1]}])]
+    for result in made:
+        published = r.materialize(result)
+        assert repr(published.content) == repr(snapshot(result.content))
+        assert published.content is result.content  # kept, not walked into a copy
+        assert published == ToolResult(
+            snapshot(result.content), result.is_error, result.error,
+            snapshot(result.contexts), None, revision,
+        )
+    assert r.aborted() is r.aborted() and r.aborted([1]).contexts == (1,)

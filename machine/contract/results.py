@@ -431,7 +431,7 @@ class ToolResult:
         """``ToolResult(...)`` with every field given, at less than half the cost: the frozen
         dataclass's ``__init__`` stores each field through ``object.__setattr__``, while this
         fills a :class:`_Unfrozen` with plain stores and then makes it a ToolResult."""
-        self: Any = _new(_Unfrozen)
+        self: Any = _Unfrozen()  # the class called, not object.__new__: 20 ns less
         self.content = content
         self.is_error = is_error
         self.error = error
@@ -524,16 +524,25 @@ class Results:
                 return self._error(text, type(exc).__name__, code)
         return self._error(text)
 
+    def _fixed(self, key: str, name: str | None = None, code: str | None = None) -> ToolResult:
+        """The error result of the contract's text ``key`` (no field of it is the call's):
+        made once per text, error and revision, as a result is immutable (:data:`_FIXED`)."""
+        text = self.texts[key]
+        made = _FIXED.get((text, name, code, self.revision))
+        if made is None:
+            made = _FIXED[text, name, code, self.revision] = self._error(text, name, code)
+            _AUTHORED[id(made.content)] = made.content
+        return made
+
     def aborted(self, contexts: Sequence[Any] = ()) -> ToolResult:
         """R4: the canonical ABORTED, carrying the superseded result's contexts."""
-        return self._error(self.texts["aborted"], "AbortError", "ABORTED").with_contexts(contexts)
+        made = self._fixed("aborted", "AbortError", "ABORTED")
+        return made.with_contexts(contexts) if contexts else made
 
     def aborted_before_dispatch(self, contexts: Sequence[Any] = ()) -> ToolResult:
         """R41 (revised): cancellation prevented the body's invocation."""
-        r = self._error(
-            self.texts["aborted_before_dispatch"], "AbortError", "ABORTED_BEFORE_DISPATCH"
-        )
-        return r.with_contexts(contexts)
+        made = self._fixed("aborted_before_dispatch", "AbortError", "ABORTED_BEFORE_DISPATCH")
+        return made.with_contexts(contexts) if contexts else made
 
     def cancellation(self, outcome: str, contexts: Sequence[Any] = ()) -> ToolResult:
         """The cancellation result an outcome kind names (aborted, aborted_before_dispatch)."""
@@ -554,10 +563,10 @@ class Results:
         )
 
     def args_error(self) -> ToolResult:
-        return self._error(self.texts["args_not_serializable"])
+        return self._fixed("args_not_serializable")
 
     def serialization_error(self) -> ToolResult:
-        return self._error(self.texts["result_not_serializable"])
+        return self._fixed("result_not_serializable")
 
     def timeout(self, ms: float) -> ToolResult:
         """R8: TOOL_TIMEOUT with the budget written as JavaScript writes numbers."""
@@ -568,7 +577,7 @@ class Results:
     def skipped(self) -> ToolResult:
         """R9: the scheduler's synthetic result for an unstarted sibling."""
         if self.revision == "seed":
-            return self._error(self.texts["skipped_sibling"], "AbortError", "ABORTED")
+            return self._fixed("skipped_sibling", "AbortError", "ABORTED")
         return self.aborted_before_dispatch()
 
     def blocked(self, feedback: Sequence[Any], contexts: Sequence[Any]) -> ToolResult:
@@ -583,9 +592,24 @@ class Results:
 
     def materialize(self, result: ToolResult) -> ToolResult:
         """R30: the lossless, deep-frozen snapshot of ``result`` (raises NotSerializable)."""
-        content = snapshot(result.content, "$.content")
+        content = result.content
+        if _AUTHORED.get(id(content)) is not content:  # else deep-frozen already (_fixed)
+            try:  # snapshot()'s plain walk, without its frame: every call publishes one result
+                content = _walk(content, 0)
+            except (_Unusual, _Refused):  # walked again by the walks that judge it and say where
+                content = snapshot(content, "$.content")
         contexts = snapshot(result.contexts, "$.additionalContexts") if result.contexts else ()
         meta = None if result.meta is None else snapshot(result.meta, "$.meta")
         return ToolResult._make(
             content, result.is_error, result.error, contexts, meta, self.revision
         )
+
+
+_FIXED: Final[dict[tuple[str, str | None, str | None, str], ToolResult]] = {}
+"""The results of the contract's fixed texts (cancellations, argument and serialization errors)
+by text, error name and code, and revision; a handful per contract loaded."""
+
+_AUTHORED: Final[dict[int, Sequence[Any]]] = {}
+"""The content of each result in :data:`_FIXED`, by identity: made here of text blocks, so
+deep-frozen already, and kept as it is by :meth:`Results.materialize` instead of walked into an
+equal copy (the entries hold their content, so an identity is never reused)."""

@@ -211,20 +211,18 @@ class Scenario:
         """Build a scenario from JSON data, refusing unknown or ill-typed fields."""
         if not isinstance(data, Mapping):
             raise ScenarioError(f"{where}: expected a JSON object")
-        known = {f.name: f for f in fields(cls)}
-        defaults = cls()  # built once: the conformance adapter parses thousands of scenarios
         kwargs: dict[str, Any] = {}
         for key, value in data.items():
-            if key not in known:
+            kind = _FIELD_TYPES.get(key)
+            if kind is None:
                 raise ScenarioError(f"{where}: unknown field {_show(key)}")
-            default = getattr(defaults, key)
             if key == "wrappers":
                 if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                     raise ScenarioError(f"{where}.wrappers: expected a list of strings")
                 value = tuple(value)
-            elif type(value) is not type(default):
+            elif type(value) is not kind:
                 raise ScenarioError(
-                    f"{where}.{key}: expected a {type(default).__name__}, got {_show(value)}"
+                    f"{where}.{key}: expected a {kind.__name__}, got {_show(value)}"
                 )
             kwargs[key] = value
         try:
@@ -241,6 +239,11 @@ class Scenario:
             if getattr(self, f.name) != getattr(default, f.name)
         ]
         return f"Scenario({', '.join(parts)})"
+
+
+_FIELD_TYPES: Final[Mapping[str, type]] = {f.name: type(f.default) for f in fields(Scenario)}
+"""Field name -> the type of its default: what :meth:`Scenario.from_data` accepts, worked out
+once (a vectors file or a conform run parses thousands of scenarios)."""
 
 
 def _parse_cancel(cancel: str) -> tuple[str, str | int | None]:

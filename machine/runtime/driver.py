@@ -92,7 +92,8 @@ class _Call(_Stepping):
                 self.result = self.settled(await self.base_dispatch(), not plan.post)
         if plan.post or plan.observers:
             return await self.finalize(raising)
-        frozen = self.conclude()  # finalize(), one coroutine frame fewer
+        # finalize(), one coroutine frame fewer; conclude() only if post-execute is still ahead
+        frozen = self.conclude() if self.state == "post_policy" else self.publish(self.result)
         if self.interrupt is not None and raising:
             raise self.interrupt
         return frozen
@@ -401,9 +402,10 @@ class _Call(_Stepping):
         assert tool is not None
         fused = w if fusion is None else fusion.signal
         listening = fused is not None and self.state == "body"
+        watch = self.on_fused_abort  # one bound method made, for the add and the remove
         if listening:
             assert fused is not None
-            fused.add_listener(self.on_fused_abort)
+            fused.add_listener(watch)
             if fused.aborted:  # it aborted while base_dispatch was offered (a tap or trace sink)
                 self.on_fused_abort(fused)
         owner = None  # set only when tracing: whose signal carries the listener just added
@@ -433,7 +435,7 @@ class _Call(_Stepping):
         finally:
             if listening:
                 assert fused is not None
-                fused.remove_listener(self.on_fused_abort)
+                fused.remove_listener(watch)
                 if owner is not None:
                     self.emit_listener(owner, "remove")
             if fusion is not None:
@@ -505,7 +507,8 @@ class _Call(_Stepping):
         self.merged = True
         self.result = frozen
         self.view.ended(self)
-        self.detach()
+        if self.given is not None:  # detach(), without a Python call
+            self.given.remove_listener(self)
         self.plan.calls.pop(self, None)  # leave(self), without a Python call
         if self.trace is not None:
             self.emit("result", result=frozen.to_data())

@@ -62,17 +62,18 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import gc
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+from ...contract.trace_reader import gc_paused
 from ..judge.registry import RECORD, by_rule
 from ..vectors import (
     Vector,
     load_vectors,
-    scenario_data,
     shipped_dir,
     stageless_file,
     vectors_file,
@@ -93,7 +94,7 @@ from .protocol import (
     parse_answer,
     vector_message,
 )
-from .report import Judgement, Report
+from .report import Judgement, Report, scenario_of
 
 WINDOW: Final = 32
 """Vectors in flight at once: enough to keep a fast adapter busy, small enough to resend."""
@@ -277,7 +278,7 @@ async def _run_vectors(
     indices[:] = [i for i, _ in judged]
     report.judgements = [j for _, j in judged]
     # of the items this adapter judged only (a job's share: the merge puts them in item order)
-    report.scenarios = {items[i].id: _scenario(items[i]) for i in indices}
+    report.scenarios = {items[i].id: scenario_of(items[i]) for i in indices}
     report.seconds = time.perf_counter() - start
     report.strays = adapter.strays
     # "turns" seen: the scheduler could be judged (the hello declares turns), whether or not this
@@ -291,11 +292,6 @@ def _message(item: Vector | TurnVector, protocol: int) -> bytes:
     if isinstance(item, TurnVector):
         return item.message(protocol)
     return vector_message(item, protocol)
-
-
-def _scenario(item: Vector | TurnVector) -> dict[str, Any]:
-    """What the report's coverage reads of ``item``."""
-    return item.turn_data() if isinstance(item, TurnVector) else scenario_data(item.scenario)
 
 
 def _everything() -> Callable[[int], Sequence[int]]:
@@ -414,49 +410,65 @@ def conform(
     vectors file), or only those ``only`` selects (:func:`select`), on ``jobs`` adapter
     processes at once (:mod:`.conform_jobs`; as many as the vectors keep busy)."""
     path = Path(vectors_path) if vectors_path else vectors_file(shipped_dir(), revision)
-    vectors = load_vectors(path)
-    wrong = [v.id for v in vectors if v.revision != revision]
-    if wrong:
-        raise ConformError(f"{path}: vector {wrong[0]} is of another revision than {revision}")
-    turns: list[TurnVector] = []
-    stageless: list[Vector] = []
-    if not vectors_path:
-        turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
-        stageless = load_vectors(stageless_file(shipped_dir(), revision))
-    if only:
-        picked, turns = select([*vectors, *stageless], only, revision, turns)
-        family = {v.id for v in stageless}
-        vectors = [v for v in picked if v.id not in family]
-        stageless = [v for v in picked if v.id in family]
-    jobs = conform_jobs.useful(jobs, len(vectors) + len(turns) + len(stageless))
-    if jobs > 1:
-        return conform_jobs.run_jobs(
-            jobs,
-            _run_vectors,
-            command,
-            vectors,
-            revision,
-            timeout=timeout,
-            window=WINDOW,
-            hello_timeout=hello_timeout,
-            progress=progress,
-            turns=turns,
-            stageless=stageless,
-            models=models,
+    # The vectors live as long as the run.  Read with the collector paused (they are acyclic:
+    # the collections their allocation triggers only cost time), then frozen: left out of the
+    # collections made while the run judges (each full one walked them all: about a third of a
+    # second per seed run), and untouched in a job forked from this process, so their pages
+    # stay shared instead of being copied into every job.
+    with gc_paused():
+        vectors = load_vectors(path)
+        wrong = [v.id for v in vectors if v.revision != revision]
+        if wrong:
+            raise ConformError(
+                f"{path}: vector {wrong[0]} is of another revision than {revision}"
+            )
+        turns: list[TurnVector] = []
+        stageless: list[Vector] = []
+        if not vectors_path:
+            turns = turnvectors.load_turn_vectors(turnvectors.turn_file(shipped_dir(), revision))
+            stageless = load_vectors(stageless_file(shipped_dir(), revision))
+        if only:
+            picked, turns = select([*vectors, *stageless], only, revision, turns)
+            family = {v.id for v in stageless}
+            vectors = [v for v in picked if v.id not in family]
+            stageless = [v for v in picked if v.id in family]
+        # a caller that froze its own objects keeps them frozen: unfreeze is all or nothing
+        ours = gc.get_freeze_count() == 0
+        if ours:
+            gc.freeze()
+    try:
+        jobs = conform_jobs.useful(jobs, len(vectors) + len(turns) + len(stageless))
+        if jobs > 1:
+            return conform_jobs.run_jobs(
+                jobs,
+                _run_vectors,
+                command,
+                vectors,
+                revision,
+                timeout=timeout,
+                window=WINDOW,
+                hello_timeout=hello_timeout,
+                progress=progress,
+                turns=turns,
+                stageless=stageless,
+                models=models,
+            )
+        return asyncio.run(
+            run_vectors(
+                command,
+                vectors,
+                revision,
+                timeout=timeout,
+                hello_timeout=hello_timeout,
+                progress=progress,
+                turns=turns,
+                stageless=stageless,
+                models=models,
+            )
         )
-    return asyncio.run(
-        run_vectors(
-            command,
-            vectors,
-            revision,
-            timeout=timeout,
-            hello_timeout=hello_timeout,
-            progress=progress,
-            turns=turns,
-            stageless=stageless,
-            models=models,
-        )
-    )
+    finally:
+        if ours:
+            gc.unfreeze()
 
 
 def self_command(

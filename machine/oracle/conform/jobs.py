@@ -21,13 +21,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import gc
 import multiprocessing
 import os
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from multiprocessing.connection import Connection, wait
 from typing import Any, Final
 
@@ -36,7 +35,7 @@ from ..vectors.turns import TurnVector
 from . import reaper
 from .adapter import REAP_TIMEOUT
 from .protocol import ConformError
-from .report import Report
+from .report import Report, scenario_of
 
 CHUNK: Final = 16
 """Items a job claims at once: small, so jobs end together; a claim is one locked increment."""
@@ -82,8 +81,6 @@ def run_jobs(
     conns: list[Connection] = []
     answers: dict[int, tuple[str, Any]] = {}
     start = time.perf_counter()
-    gc.freeze()  # the jobs' collections leave the inherited objects (the vectors) unscanned:
-    # untouched, their pages stay shared instead of being copied into every job
     with reaper.subreaper():
         try:
             run_mark = reaper.new_mark()  # inherited by the jobs and all they start
@@ -117,7 +114,6 @@ def run_jobs(
                 if progress is not None and shared[_TOTAL]:
                     progress(shared[_JUDGED], shared[_TOTAL])
         finally:
-            gc.unfreeze()
             _stop(procs)
             # what a job stopped while starting its adapter left behind (the adapter's own mark
             # never reached the job): every process of the run is found by the run's mark
@@ -132,11 +128,17 @@ def run_jobs(
             raise ConformError(value)
         if kind != "ok":
             raise ConformError(f"conform job {k} failed: {value}")
-    return _merged([answers[k][1] for k in range(jobs)], time.perf_counter() - start)
+    items = {item.id: item for family in (vectors, stageless, turns) for item in family}
+    return _merged([answers[k][1] for k in range(jobs)], items, time.perf_counter() - start)
 
 
-def _merged(parts: list[tuple[Report, list[int], dict[str, Any]]], seconds: float) -> Report:
-    """One report from every job's: the first job's plan, every verdict in item order."""
+def _merged(
+    parts: list[tuple[Report, list[int], dict[str, Any]]],
+    items: Mapping[str, Vector | TurnVector],
+    seconds: float,
+) -> Report:
+    """One report from every job's: the first job's plan, every verdict in item order, and the
+    scenarios of the items judged (read here from ``items``, by id: a job does not send them)."""
     report, _, hello = parts[0]
     for _, _, other in parts[1:]:
         if other != hello:
@@ -146,16 +148,14 @@ def _merged(parts: list[tuple[Report, list[int], dict[str, Any]]], seconds: floa
             )
     verdicts = sorted(
         (
-            (i, judgement, scenario)
+            (i, judgement)
             for part, indices, _ in parts
-            for i, judgement, scenario in zip(
-                indices, part.judgements, part.scenarios.items(), strict=True
-            )
+            for i, judgement in zip(indices, part.judgements, strict=True)
         ),
         key=lambda item: item[0],
     )
-    report.judgements = [j for _, j, _ in verdicts]
-    report.scenarios = dict(scenario for _, _, scenario in verdicts)
+    report.judgements = [j for _, j in verdicts]
+    report.scenarios = {j.id: scenario_of(items[j.id]) for j in report.judgements}
     report.restarts = sum(part.restarts for part, _, _ in parts)
     report.strays = sum(part.strays for part, _, _ in parts)
     report.seen = frozenset().union(*(part.seen for part, _, _ in parts))
@@ -237,6 +237,7 @@ async def _share(
         **options,
         **families,
     )
+    report.scenarios = {}  # the runner has the items: not sending them halves what is pickled
     return report, indices, hello
 
 

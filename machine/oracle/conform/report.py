@@ -19,6 +19,8 @@ from typing import Any, Final
 
 from ...contract.fileio import write_text
 from ..judge import CHECKED, NONE, rule_status
+from ..vectors import Vector, scenario_data
+from ..vectors.turns import TurnVector
 from .capabilities import Capabilities
 from .protocol import PROTOCOL_RULE
 
@@ -109,6 +111,11 @@ class Family:
             f"[{self.rule}] {self.step}: {n:,} vector{'s' if n != 1 else ''} ({shared}{breaks}); "
             f"e.g. {self.example}"
         )
+
+
+def scenario_of(item: Vector | TurnVector) -> dict[str, Any]:
+    """What the report's coverage reads of ``item`` (:attr:`Report.scenarios`)."""
+    return item.turn_data() if isinstance(item, TurnVector) else scenario_data(item.scenario)
 
 
 @dataclass

@@ -25,6 +25,7 @@ its schema and README entry) or a scenario value; turn vectors live beside, in
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, fields, replace
@@ -33,7 +34,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from ...contract.errors import ToolcancelError
-from ...contract.loader import load_contract
+from ...contract.loader import RevisionContract, load_contract
 from ..observation import Observation, classify_reason
 from ..scenario_language import (
     APPROVALS,
@@ -95,7 +96,13 @@ def _count(value: Any) -> bool:
 
 def _vocabulary(revision: str) -> tuple[frozenset[str], frozenset[str]]:
     """The event names and outcome names a vector of ``revision`` may use."""
-    table = load_contract().revision(revision)
+    return _names(load_contract().revision(revision))
+
+
+@functools.cache
+def _names(table: RevisionContract) -> tuple[frozenset[str], frozenset[str]]:
+    """A memo of :func:`_vocabulary` per revision table (by identity: another contract loaded
+    is another table): a vectors file asks it for every expectation of every line."""
     return frozenset(e.name for e in table.events), frozenset(o.name for o in table.outcomes)
 
 
@@ -204,20 +211,13 @@ class Expectation:
                 raise VectorError(f"{where}.{key}: expected an integer >= 0, got {got}")
         if not isinstance(signals, list) or not all(
             isinstance(b, Mapping)
-            and b.keys() == {"aborted", "reason"}
+            and b.keys() == _SIGNAL_KEYS
             and type(b["aborted"]) is bool
-            and b["reason"] in (*REASONS, None)
+            and b["reason"] in _SIGNAL_REASONS
             for b in signals
         ):
             raise VectorError(f"{where}.body_signals: expected a list of {{aborted, reason}}")
-        if (
-            not isinstance(paths, list)
-            or not paths
-            or not all(
-                isinstance(p, list) and all(isinstance(e, str) and e in events for e in p)
-                for p in paths
-            )
-        ):
+        if not isinstance(paths, list) or not paths or not _event_lists(paths, events):
             raise VectorError(
                 f"{where}.paths: expected a non-empty list of lists of {revision} event names"
             )
@@ -239,6 +239,19 @@ class Expectation:
         if data.get("contexts") != exp.contexts:
             raise VectorError(f"{where}.contexts: must equal result.additionalContexts (or [])")
         return exp
+
+
+_SIGNAL_KEYS: Final = frozenset({"aborted", "reason"})
+_SIGNAL_REASONS: Final = (*REASONS, None)  # a tuple: a reason may be unhashable (bad input)
+
+
+def _event_lists(paths: list[Any], events: frozenset[str]) -> bool:
+    """Whether every item of ``paths`` is a list of names in ``events`` (a set test per path,
+    not a Python test per event: a vectors file has hundreds of thousands)."""
+    try:
+        return all(isinstance(p, list) and events.issuperset(p) for p in paths)
+    except TypeError:  # an unhashable item (an object or a list) is no event name
+        return False
 
 
 RetryExpectations = tuple[tuple[str, Expectation, tuple[Expectation, ...]], ...]
