@@ -2,10 +2,12 @@
 
 Not a test (timings depend on the machine); run it by hand::
 
-    python bench/bench_verify.py --base REV [--revision seed|revised] [--configs N] [--rounds K]
+    python bench/bench_verify.py --base REV [--revision seed|revised] [--bound B] [--configs N]
+        [--rounds K]
 
-What it measures: ``--configs`` configurations spread over the model checker's space at bound 1
-(``toolcancel.selfcheck.space.configurations``), each run and checked under every cancellation
+What it measures: ``--configs`` configurations spread over the model checker's space at bound
+``--bound`` (around wrappers per call; default 1, verify's own default is 2:
+``toolcancel.selfcheck.space.configurations``), each run and checked under every cancellation
 point ``verify`` keeps (:func:`toolcancel.selfcheck.verifier.run_batch`), in a fresh process per
 measurement -- alternately with the package of git revision ``--base`` (exported to a temporary
 directory) and with this checkout's.  Each process reports its own CPU time for the batch (which
@@ -34,8 +36,8 @@ CHILD = """
 import json, sys, time
 from toolcancel.selfcheck.space import configurations
 from toolcancel.selfcheck.verifier import run_batch
-revision, n = sys.argv[1], int(sys.argv[2])
-space = list(configurations(revision, 1))
+revision, bound, n = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+space = list(configurations(revision, bound))
 chosen = space[:: max(1, len(space) // n)][:n]
 start = time.process_time()
 tally = run_batch(chosen)
@@ -44,12 +46,13 @@ print(json.dumps({"cpu": time.process_time() - start, "schedules": tally.schedul
 """
 
 
-def measure(path: Path | None, revision: str, configs: int) -> dict[str, float]:
+def measure(path: Path | None, revision: str, bound: int, configs: int) -> dict[str, float]:
     env = dict(os.environ)
     if path is not None:
         env["PYTHONPATH"] = str(path)
-    proc = subprocess.run([sys.executable, "-c", CHILD, revision, str(configs)], env=env,
-                          capture_output=True, text=True, check=True, cwd=tempfile.gettempdir())
+    proc = subprocess.run([sys.executable, "-c", CHILD, revision, str(bound), str(configs)],
+                          env=env, capture_output=True, text=True, check=True,
+                          cwd=tempfile.gettempdir())
     result: dict[str, float] = json.loads(proc.stdout.splitlines()[-1])
     return result
 
@@ -58,6 +61,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--base", required=True, help="git revision to compare with")
     parser.add_argument("--revision", default="seed", choices=("seed", "revised"))
+    parser.add_argument("--bound", type=int, default=1, help="around wrappers per call")
     parser.add_argument("--configs", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
@@ -65,12 +69,12 @@ def main() -> int:
         base_pkg = export(args.base, Path(tmp))
         runs: dict[str, list[dict[str, float]]] = {"base": [], "checkout": []}
         for _ in range(args.rounds):
-            runs["base"].append(measure(base_pkg, args.revision, args.configs))
-            runs["checkout"].append(measure(None, args.revision, args.configs))
+            runs["base"].append(measure(base_pkg, args.revision, args.bound, args.configs))
+            runs["checkout"].append(measure(None, args.revision, args.bound, args.configs))
     schedules = {name: {r["schedules"] for r in found} for name, found in runs.items()}
     cpu = {name: statistics.median(r["cpu"] for r in found) for name, found in runs.items()}
-    print(f"{args.configs} configurations ({args.revision}, bound 1), {args.rounds} alternating "
-          f"rounds; schedules base {sorted(schedules['base'])}, checkout "
+    print(f"{args.configs} configurations ({args.revision}, bound {args.bound}), {args.rounds} "
+          f"alternating rounds; schedules base {sorted(schedules['base'])}, checkout "
           f"{sorted(schedules['checkout'])}")
     for name, found in runs.items():
         each = ", ".join(f"{r['cpu']:.2f}" for r in found)

@@ -531,10 +531,14 @@ PREVIOUS_VERIFY: Final = (
      "source": "when the speed work began: the release before, default bounds, two quiet cores"},
     {"build": "the build the speed work started from", "schedules": 391_458, "seconds": 96.0,
      "source": "when the speed work began: default bounds and the deeper family, two quiet cores"},
-    {"build": "this round's start (70bd7ba)", "schedules": 416_520,
+    {"build": "session 18's start (70bd7ba)", "schedules": 416_520,
      "seconds": 77.4, "cpu_seconds": 152.9,
      "source": "`toolcancel verify` at 70bd7ba, two idle cores, interpreted, 2 workers; turn "
                "batches included"},
+    {"build": "session 18's end (63eedd7)", "schedules": 416_520,
+     "seconds": 59.3, "cpu_seconds": 117.1,
+     "source": "`toolcancel verify` after session 18's merge, two idle cores (load 0.15), "
+               "interpreted, 2 workers; turn batches included (a second run: 60.4 s)"},
 )
 """Recorded default-bound ``verify`` runs (wall clock on two quiet cores), with their source:
 what this checkout's schedules/s is printed beside."""
@@ -571,9 +575,10 @@ def print_default_verify(v: dict[str, Any]) -> None:
     for before in PREVIOUS_VERIFY:
         cpu = before.get("cpu_seconds")
         per_cpu = "" if cpu is None else (
-            f"; CPU {cpu:.1f} s, {before['schedules'] / cpu:,.0f} per CPU second")
+            f"; CPU {cpu:.1f} s, {before['schedules'] / cpu:,.0f} per CPU second, this "
+            f"checkout {v['schedules_per_cpu_s'] / (before['schedules'] / cpu):.2f}x that")
         print(f"  {before['build']}: {before['schedules']:,} schedules in "
-              f"{before['seconds']:.0f} s ({before['schedules'] / before['seconds']:,.0f}/s"
+              f"{before['seconds']:.1f} s ({before['schedules'] / before['seconds']:,.0f}/s"
               f"{per_cpu}) -- recorded: {before['source']}")
     print(f"  target: within {VERIFY_TARGET_S:.0f} s on two idle cores: CPU / workers = "
           f"{v['idle_estimate_s']:.1f} s  {mark(v['idle_estimate_s'] <= VERIFY_TARGET_S)}"

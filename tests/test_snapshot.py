@@ -178,6 +178,25 @@ def test_frozen_objects_are_equal_exactly_as_mappings_are(a: Any, b: Any) -> Non
     assert fa != list(a) and fa != None  # noqa: E711 -- a non-mapping is never equal
 
 
+@given(_OBJECTS, st.sampled_from(["a", "b", "z"]))
+def test_frozen_objects_read_exactly_as_mappings_do(a: Any, key: str) -> None:
+    """FrozenDict's own lookups and views (its dict's, for speed) say what Mapping's say, and
+    none of them is a way to change the object."""
+    frozen = snapshot(a)
+    assert (key in frozen) is Mapping.__contains__(frozen, key)
+    assert frozen.get(key) == Mapping.get(frozen, key)
+    assert frozen.get(key, "absent") == Mapping.get(frozen, key, "absent")
+    assert list(frozen.keys()) == list(Mapping.keys(frozen))
+    assert list(frozen.values()) == list(Mapping.values(frozen))
+    assert list(frozen.items()) == list(Mapping.items(frozen))
+    before = dict(frozen.items())
+    for view in (frozen.keys(), frozen.values(), frozen.items()):
+        with pytest.raises(TypeError):
+            view.mapping["z"] = 1
+        assert not hasattr(view, "add") and not hasattr(view, "pop")
+    assert dict(frozen.items()) == before
+
+
 @pytest.mark.parametrize("revision", ["seed", "revised"])
 def test_a_fixed_text_result_is_published_deep_frozen_as_made(revision: str) -> None:
     """The results of the contract's fixed texts are made once and materialize() keeps their

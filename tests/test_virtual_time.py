@@ -8,6 +8,8 @@ fails instead of hanging -- by structure, the same on an idle or a loaded machin
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import socket
 import sys
 import time
@@ -15,7 +17,7 @@ from typing import cast
 
 import pytest
 from toolcancel.runtime.eventloop import clock_and_timers
-from toolcancel.runtime.virtual_time import VirtualClock, run
+from toolcancel.runtime.virtual_time import POLL_WHILE_IDLE, VirtualClock, run
 
 pytestmark = pytest.mark.usefixtures("no_real_waits")
 
@@ -340,3 +342,57 @@ def test_a_loop_on_the_real_clock_fails_the_test_at_once() -> None:
 
     with pytest.raises(WallClockWait, match="about to wait on the real clock"):
         asyncio.run(asyncio.sleep(3600))
+
+
+def test_io_ready_while_work_is_ready_runs_before_idleness() -> None:
+    """A turn with work ready does not poll I/O while someone waits for idleness (a system call
+    per turn of the model checker's loop), but I/O that became ready meanwhile still runs before
+    the loop is called idle."""
+    clock = VirtualClock()
+    log: list[str] = []
+
+    async def busy() -> None:
+        for i in range(3):
+            log.append(f"step {i}")
+            await asyncio.sleep(0)
+
+    async def main() -> None:
+        loop = asyncio.get_running_loop()
+        a, b = socket.socketpair()
+        with a, b:
+            b.setblocking(False)
+            loop.add_reader(b.fileno(), lambda: log.append(f"read {b.recv(16)!r}"))
+            try:
+                a.send(b"ping")  # ready before the busy turns begin
+                task = asyncio.ensure_future(busy())
+                await clock.idle()
+                assert task.done() and "read b'ping'" in log, log
+            finally:
+                loop.remove_reader(b.fileno())
+
+    run(main(), clock=clock)
+    assert clock.time() == 0.0
+
+
+def test_a_signal_handler_runs_while_a_task_keeps_waiting_for_idleness() -> None:
+    """Idleness is declared without polling the loop's own wakeup pipe (nothing else
+    registered), but at least every POLL_WHILE_IDLE declarations the pipe is read, so a
+    signal's handler runs even under a harness that never stops asking for idleness."""
+    clock = VirtualClock()
+    got: list[int] = []
+
+    async def main() -> int:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGUSR1, got.append, 1)
+        try:
+            os.kill(os.getpid(), signal.SIGUSR1)
+            for waited in range(2 * POLL_WHILE_IDLE + 2):
+                if got:
+                    return waited
+                await clock.idle()
+            return -1
+        finally:
+            loop.remove_signal_handler(signal.SIGUSR1)
+
+    waited = run(main(), clock=clock)
+    assert got == [1] and 0 <= waited <= POLL_WHILE_IDLE + 1, waited

@@ -44,6 +44,10 @@ def classify_reason(reason: Any) -> str:
     return "other"
 
 
+_NO_CALLER_ABORT = frozenset({"before_entry", "in_entry", "never"})
+"""Cancellation points at which the harness never aborts a live caller after entry."""
+
+
 @dataclass
 class Observation:
     """What the environment saw of one run, in the order it happened.
@@ -99,11 +103,21 @@ class Observation:
         them."""
 
         v = FORMAT_VERSION  # each line a dict display: verify builds ~15 per schedule
+        s = self.scenario
         out = list(self.trace)
         aborts = []
         settled = 0
+        # one walk of the log gathers what the lines below need (verify writes them for every
+        # schedule): the first caller abort after entry, the bodies that started at a later
+        # step, where post-execute first ran and what it first received, the kinds seen
+        watched = s.caller in ("live", "task") and s.cancel not in _NO_CALLER_ABORT
+        caller: dict[str, Any] | None = None
+        post_in: Any = None
+        post_seen = received_seen = False
+        kinds: set[str] = set()
         for entry in self.log:  # what each body's signal showed when it settled, in order
             kind = entry[0]
+            kinds.add(kind)
             if kind == "body_settle":
                 settled += 1
                 signal = {"trace": v, "call": call, "event": "body_signal", "at": "settle",
@@ -118,11 +132,21 @@ class Observation:
                     aborted["wrapper"] = entry[3]
                 aborted["bodies_settled"] = settled
                 aborts.append(aborted)
+                if source == "caller" and watched and caller is None:
+                    # when the harness aborted a live caller after entry: the transitions
+                    # taken, the body starts at a later step, whether post-execute was to come
+                    caller = {"steps": entry[2], "bodies_after": 0, "before_post": not post_seen}
+            elif kind == "body_start":
+                if caller is not None and caller["steps"] < entry[1]:
+                    caller["bodies_after"] += 1
+            elif kind == "post":
+                post_seen = True
+            elif kind == "post_in" and not received_seen:
+                post_in, received_seen = entry[1], True
         out += aborts
         if self.approval_signal is not None:
             out.append({"trace": v, "call": call, "event": "approval_signal",
                         "signal": self.approval_signal})  # fmt: skip
-        caller = self._caller_aborted()
         if caller is not None:
             out.append({"trace": v, "call": call, "event": "caller_aborted", **caller})
         out += [{"trace": v, "call": call, "event": "slot_after_next", "same": same}
@@ -137,7 +161,6 @@ class Observation:
             started, done = self.settled
             out.append({"trace": v, "call": call, "event": "settled", "bodies_started": started,
                         "bodies_settled": done})  # fmt: skip
-        post_in = next((e[1] for e in self.log if e[0] == "post_in"), None)
         received = {"trace": v, "call": call, "event": "post_received"}
         if post_in is not None:
             received["result"] = post_in.to_data()
@@ -156,9 +179,8 @@ class Observation:
         if self.frozen is not None:
             out.append({"trace": v, "call": call, "event": "frozen", "result": self.frozen[0],
                         "view": self.frozen[1]})  # fmt: skip
-        if self.scenario.timeout == "budget":
-            kinds = {e[0] for e in self.log}
-            outer = "outer_deadline" in self.scenario.wrappers
+        if s.timeout == "budget":
+            outer = "outer_deadline" in s.wrappers
             expired = "timer" in kinds or ("hold" in kinds and not outer)
             out.append({"trace": v, "call": call, "event": "deadline", "expired": expired,
                         "outer": outer})  # fmt: skip
@@ -168,21 +190,6 @@ class Observation:
             left["first"] = self.leaked_signals[0]
         out.append(left)
         return out
-
-    def _caller_aborted(self) -> dict[str, Any] | None:
-        """When the harness aborted a live caller after entry: the transitions taken, the body
-        starts at a later step, and whether post-execute was still to be called."""
-        s = self.scenario
-        if s.caller not in ("live", "task") or s.cancel in ("before_entry", "in_entry", "never"):
-            return None
-        log = self.log
-        at = next((i for i, e in enumerate(log) if e[0] == "abort" and e[1] == "caller"), None)
-        if at is None:
-            return None
-        steps = log[at][2]
-        later = sum(1 for e in log[at:] if e[0] == "body_start" and steps < e[1])
-        post = next((i for i, e in enumerate(log) if e[0] == "post"), None)
-        return {"steps": steps, "bodies_after": later, "before_post": post is None or at < post}
 
     def first(self, kind: str) -> int | None:
         """Index in ``log`` of the first entry of ``kind``."""

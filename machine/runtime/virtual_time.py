@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import math
 import weakref
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Coroutine, Iterator, Mapping
 from typing import Any, TypeVar
 
 __all__ = ["VirtualClock", "run"]
@@ -56,6 +56,10 @@ _ABSENT = object()
 MAX_BUSY_TURNS = 10_000
 """Loop iterations with work ready that :meth:`VirtualClock.idle` waits through before it calls
 the loop livelocked (something keeps scheduling work without ever waiting)."""
+
+POLL_WHILE_IDLE = 64
+"""Idleness declared without polling the loop's own wakeup pipe at most this many times in a row
+(the pipe alone registered): how long a signal handler's callback can wait behind them."""
 
 _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, VirtualClock] = (
     weakref.WeakKeyDictionary()
@@ -134,17 +138,37 @@ class VirtualClock:
             raise ValueError(f"can only advance by a finite amount >= 0: {seconds!r}")
         self._now += seconds
 
-    def _autojumping(self, real_select: Callable[..., Any]) -> Callable[..., Any]:
+    def _autojumping(
+        self, real_select: Callable[..., Any], registered: Mapping[Any, Any]
+    ) -> Callable[..., Any]:
+        # The file objects the loop had registered when it was patched: its own wakeup pipe
+        # (a selector event loop registers one when it is made), or nothing.  While no other is
+        # registered there is no I/O to poll before idleness is declared, only that pipe: a
+        # byte there comes from call_soon_threadsafe, whose callback is already queued, or
+        # from a signal a handler was added for (add_signal_handler), queued when the pipe is
+        # read -- which it is at least every POLL_WHILE_IDLE declarations.  (More than one at
+        # the start: always poll, I/O may be among them.)
+        own = len(registered) if len(registered) <= 1 else -1
+        unpolled = 0
+
         def select(timeout: float | None = None) -> Any:
             if self._idle_waiters:
                 if timeout is not None and timeout <= 0:  # work is ready: not idle yet
+                    # No poll: the ready work runs first anyway, and I/O is polled before
+                    # idleness is declared (below) -- a poll here would be a system call on
+                    # every turn of a loop that waits for idleness (the model checker's)
                     self._busy_turns += 1
                     if self._busy_turns > MAX_BUSY_TURNS:
                         self._livelocked()
-                    return real_select(timeout)
-                events = real_select(0)
-                if events:
-                    return events
+                    return []
+                nonlocal unpolled
+                if len(registered) > own or unpolled >= POLL_WHILE_IDLE:
+                    unpolled = 0
+                    events = real_select(0)  # some I/O may be ready: it runs first
+                    if events:
+                        return events
+                else:
+                    unpolled += 1
                 self._wake_idle()  # the loop would wait: every task is blocked
                 return []
             if timeout is None or not math.isfinite(timeout) or timeout <= 0:
@@ -179,7 +203,7 @@ class VirtualClock:
         saved_select = vars(selector).get("select", _ABSENT)
         real_select: Callable[..., Any] = selector.select
         loop.time = self.time  # type: ignore[method-assign]
-        selector.select = self._autojumping(real_select)
+        selector.select = self._autojumping(real_select, selector.get_map())
         saved_clock = _CLOCKS.get(loop)
         _CLOCKS[loop] = self
         try:

@@ -611,16 +611,21 @@ class quiet_failures:  # lower case, like contextlib.suppress: used as a functio
 
 def unfrozen(result: ToolResult) -> str | None:
     """Where ``result`` is not deep-frozen (a mutable container, or a writable field), if
-    anywhere: every container must be a tuple or a read-only mapping, all the way down."""
-    try:
-        object.__getattribute__(result, "__dict__")
-    except AttributeError:
-        pass
-    else:
-        return "the result object has a writable __dict__"
+    anywhere: every container must be a tuple or a read-only mapping, all the way down.
+
+    A frozen result -- every run's -- is walked once without keeping where each part is
+    (:func:`_frozen`); only one that is not is walked again to say where."""
+    if type(result) is not ToolResult:  # the slotted class itself has no __dict__
+        try:
+            object.__getattribute__(result, "__dict__")
+        except AttributeError:
+            pass
+        else:
+            return "the result object has a writable __dict__"
+    if _frozen(result.content) and _frozen(result.contexts) and _frozen(result.meta):
+        return None
     # (the container's own part, how its part is named, the part's key, the part): where a part
-    # is is written out only for the failure, from the chain of containers (most parts are
-    # scalars, and a frozen result fails nowhere)
+    # is is written out only for the failure, from the chain of containers
     parts: list[_Part] = [
         (None, "", "content", result.content),
         (None, "", "contexts", result.contexts),
@@ -642,6 +647,27 @@ def unfrozen(result: ToolResult) -> str | None:
         else:
             return f"{_where(part)} is a {type(value).__name__}"
     return None
+
+
+def _frozen(value: Any) -> bool:
+    """Whether ``value`` is deep-frozen: what :func:`unfrozen`'s walk decides, without naming a
+    place."""
+    if value is None or type(value) in _SCALARS:
+        return True
+    if type(value) is FrozenDict or (
+        not isinstance(value, tuple)
+        and isinstance(value, Mapping)
+        and not isinstance(value, MutableMapping)
+    ):
+        parts: Any = value.values()
+    elif isinstance(value, tuple):
+        parts = value
+    else:
+        return False
+    for part in parts:
+        if not (part is None or type(part) in _SCALARS or _frozen(part)):
+            return False
+    return True
 
 
 _Part: TypeAlias = "tuple[_Part | None, str, Any, Any]"

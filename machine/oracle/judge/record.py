@@ -45,10 +45,17 @@ class Record:
         self.derived: dict[str, Any] = {}
         """What a judge worked out from the lines once, for every check that asks (the path
         the contract's machine replays: :func:`toolcancel.oracle.judge.path.path_facts`)."""
-        self._at: dict[str, list[int]] = {}
-        for i, line in enumerate(self.lines):
-            self._at.setdefault(line["event"], []).append(i)
-        self._events = frozenset(self._at)
+        at: dict[str, list[int]] = {}
+        i = 0
+        for line in self.lines:  # no list made per line for setdefault: verify indexes ~40
+            event = line["event"]  # lines per schedule
+            if event in at:
+                at[event].append(i)
+            else:
+                at[event] = [i]
+            i += 1
+        self._at = at
+        self._events = frozenset(at)
 
     def has(self, event: str) -> bool:
         return event in self._at
