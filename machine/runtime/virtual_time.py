@@ -57,10 +57,6 @@ MAX_BUSY_TURNS = 10_000
 """Loop iterations with work ready that :meth:`VirtualClock.idle` waits through before it calls
 the loop livelocked (something keeps scheduling work without ever waiting)."""
 
-POLL_WHILE_IDLE = 64
-"""Idleness declared without polling the loop's own wakeup pipe at most this many times in a row
-(the pipe alone registered): how long a signal handler's callback can wait behind them."""
-
 _CLOCKS: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, VirtualClock] = (
     weakref.WeakKeyDictionary()
 )
@@ -143,13 +139,10 @@ class VirtualClock:
     ) -> Callable[..., Any]:
         # The file objects the loop had registered when it was patched: its own wakeup pipe
         # (a selector event loop registers one when it is made), or nothing.  While no other is
-        # registered there is no I/O to poll before idleness is declared, only that pipe: a
-        # byte there comes from call_soon_threadsafe, whose callback is already queued, or
-        # from a signal a handler was added for (add_signal_handler), queued when the pipe is
-        # read -- which it is at least every POLL_WHILE_IDLE declarations.  (More than one at
-        # the start: always poll, I/O may be among them.)
+        # registered there is no I/O to poll before idleness is declared: a byte on the pipe
+        # means a thread or a signal handler already queued a callback, which the loop runs
+        # next either way.  (More than one at the start: always poll, I/O may be among them.)
         own = len(registered) if len(registered) <= 1 else -1
-        unpolled = 0
 
         def select(timeout: float | None = None) -> Any:
             if self._idle_waiters:
@@ -161,14 +154,10 @@ class VirtualClock:
                     if self._busy_turns > MAX_BUSY_TURNS:
                         self._livelocked()
                     return []
-                nonlocal unpolled
-                if len(registered) > own or unpolled >= POLL_WHILE_IDLE:
-                    unpolled = 0
-                    events = real_select(0)  # some I/O may be ready: it runs first
+                if len(registered) > own:  # some I/O may be ready: it runs first
+                    events = real_select(0)
                     if events:
                         return events
-                else:
-                    unpolled += 1
                 self._wake_idle()  # the loop would wait: every task is blocked
                 return []
             if timeout is None or not math.isfinite(timeout) or timeout <= 0:
