@@ -44,7 +44,7 @@ import asyncio
 import contextlib
 import math
 import weakref
-from collections.abc import Callable, Coroutine, Iterator, Mapping
+from collections.abc import Callable, Coroutine, Iterator
 from typing import Any, TypeVar
 
 __all__ = ["VirtualClock", "run"]
@@ -134,16 +134,7 @@ class VirtualClock:
             raise ValueError(f"can only advance by a finite amount >= 0: {seconds!r}")
         self._now += seconds
 
-    def _autojumping(
-        self, real_select: Callable[..., Any], registered: Mapping[Any, Any]
-    ) -> Callable[..., Any]:
-        # The file objects the loop had registered when it was patched: its own wakeup pipe
-        # (a selector event loop registers one when it is made), or nothing.  While no other is
-        # registered there is no I/O to poll before idleness is declared: a byte on the pipe
-        # means a thread or a signal handler already queued a callback, which the loop runs
-        # next either way.  (More than one at the start: always poll, I/O may be among them.)
-        own = len(registered) if len(registered) <= 1 else -1
-
+    def _autojumping(self, real_select: Callable[..., Any]) -> Callable[..., Any]:
         def select(timeout: float | None = None) -> Any:
             if self._idle_waiters:
                 if timeout is not None and timeout <= 0:  # work is ready: not idle yet
@@ -154,10 +145,9 @@ class VirtualClock:
                     if self._busy_turns > MAX_BUSY_TURNS:
                         self._livelocked()
                     return []
-                if len(registered) > own:  # some I/O may be ready: it runs first
-                    events = real_select(0)
-                    if events:
-                        return events
+                events = real_select(0)
+                if events:
+                    return events
                 self._wake_idle()  # the loop would wait: every task is blocked
                 return []
             if timeout is None or not math.isfinite(timeout) or timeout <= 0:
@@ -192,7 +182,7 @@ class VirtualClock:
         saved_select = vars(selector).get("select", _ABSENT)
         real_select: Callable[..., Any] = selector.select
         loop.time = self.time  # type: ignore[method-assign]
-        selector.select = self._autojumping(real_select, selector.get_map())
+        selector.select = self._autojumping(real_select)
         saved_clock = _CLOCKS.get(loop)
         _CLOCKS[loop] = self
         try:
